@@ -1,0 +1,17 @@
+"""fnx: JAX-style function transformations (grad, vmap, jit) on NumPy and CUDA.
+
+>>> import fnx, fnx.numpy as jnp
+>>> fnx.grad(lambda x: jnp.sum(x ** 2))(jnp.arange(3.0))
+Array([0., 2., 4.], dtype=float32)
+"""
+from . import backends as _backends  # registers the CPU backend
+from .core import dtypes
+from .core.api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jvp,
+                       linearize, make_jaxpr, value_and_grad, vjp, vmap)
+from .core.core import Array
+from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
+                          ShapeError, TracerLeakError)
+from .core.jaxpr import ClosedJaxpr, Jaxpr
+from . import numpy, lax, nn, tree_util  # noqa: E402
+
+__version__ = "0.1.0"

@@ -1,0 +1,204 @@
+"""The CPU backend: every primitive as a NumPy function."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import lax
+from ..core.core import Array
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+def _integer_pow(x, *, y):
+    if y >= 0:
+        return np.power(x, y)
+    return np.power(x, -y) ** -1 if x.dtype.kind == "f" else np.power(x.astype(float), y)
+
+
+def _round(x):
+    # lax.round rounds half away from zero
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def _div(x, y):
+    if x.dtype.kind in "iu":
+        q = np.floor_divide(x, y)
+        # integer division truncates towards zero, as in C and XLA
+        return np.where((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0)), q + 1, q)
+    return np.true_divide(x, y)
+
+
+def _rem(x, y):
+    return np.fmod(x, y)
+
+
+def _select_n(which, *cases):
+    if len(cases) == 1:
+        return cases[0]
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(which.astype(np.intp), cases)
+
+
+def _iota(*, dtype, shape, dimension):
+    idx = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(idx.reshape(view), shape).copy()
+
+
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    view = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        view[d] = x.shape[i]
+    return np.broadcast_to(x.reshape(view), shape)
+
+
+def _slice(x, *, start_indices, limit_indices, strides):
+    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+def _pad(x, v, *, padding_config):
+    out_shape = [lo + hi + d + max(0, d - 1) * i for (lo, hi, i), d in zip(padding_config, x.shape)]
+    out = np.full(out_shape, v, dtype=x.dtype)
+    idx = tuple(slice(lo, lo + (d - 1) * (i + 1) + 1 if d else lo, i + 1)
+                for (lo, _, i), d in zip(padding_config, x.shape))
+    out[idx] = x
+    return out
+
+
+def _take(x, idx, *, axis):
+    return np.take(x, idx, axis=axis, mode="clip")
+
+
+_UFUNC_AT = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _scatter(x, idx, upd, *, axis, mode):
+    pre = int(np.prod(x.shape[:axis], dtype=np.int64))
+    post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    out = np.array(x, copy=True).reshape(pre, x.shape[axis], post)
+    flat_idx = np.clip(idx.reshape(-1), 0, x.shape[axis] - 1)
+    u = upd.reshape(pre, flat_idx.size, post)
+    if mode == "set":
+        out[:, flat_idx, :] = u
+    else:
+        _UFUNC_AT[mode].at(out, (slice(None), flat_idx, slice(None)), u)
+    return out.reshape(x.shape)
+
+
+def _reduce(fn):
+    return lambda x, *, axes: fn(x, axis=axes) if axes else x
+
+
+def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    # batch, free, contract layout then one batched matmul
+    lt = lhs.transpose(list(lb) + lfree + list(lc))
+    rt = rhs.transpose(list(rb) + list(rc) + rfree)
+    bshape = lt.shape[:len(lb)]
+    m = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
+    n = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    out = np.matmul(lt.reshape(bshape + (m, k)), rt.reshape(bshape + (k, n)))
+    out = out.reshape(bshape + tuple(lhs.shape[i] for i in lfree)
+                      + tuple(rhs.shape[i] for i in rfree))
+    if preferred_element_type is not None:
+        out = out.astype(preferred_element_type)
+    return out
+
+
+def _sort(*operands, dimension, num_keys):
+    if num_keys == 1:
+        perm = np.argsort(operands[0], axis=dimension, kind="stable")
+    else:
+        keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+        flat = [k.reshape(-1, k.shape[-1]) for k in keys]
+        perm = np.stack([np.lexsort([f[r] for f in reversed(flat)]) for r in range(flat[0].shape[0])])
+        perm = np.moveaxis(perm.reshape(keys[0].shape), -1, dimension)
+    return [np.take_along_axis(o, perm, axis=dimension) for o in operands]
+
+
+def _cumsum(x, *, axis, reverse):
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+L = lax
+impls = {
+    L.neg_p: np.negative, L.sign_p: np.sign, L.floor_p: np.floor, L.ceil_p: np.ceil,
+    L.round_p: _round, L.is_finite_p: np.isfinite, L.abs_p: np.abs, L.exp_p: np.exp,
+    L.log_p: np.log, L.log1p_p: np.log1p, L.expm1_p: np.expm1, L.sqrt_p: np.sqrt,
+    L.rsqrt_p: lambda x: 1 / np.sqrt(x), L.sin_p: np.sin, L.cos_p: np.cos, L.tan_p: np.tan,
+    L.asin_p: np.arcsin, L.acos_p: np.arccos, L.atan_p: np.arctan, L.sinh_p: np.sinh,
+    L.cosh_p: np.cosh, L.tanh_p: np.tanh, L.asinh_p: np.arcsinh, L.acosh_p: np.arccosh,
+    L.atanh_p: np.arctanh, L.logistic_p: lambda x: 0.5 * (np.tanh(0.5 * x) + 1),
+    L.erf_p: _erf, L.not_p: lambda x: np.logical_not(x) if x.dtype == np.bool_ else ~x,
+    L.integer_pow_p: _integer_pow, L.stop_gradient_p: lambda x: x,
+    L.add_p: np.add, L.sub_p: np.subtract, L.mul_p: np.multiply, L.div_p: _div,
+    L.rem_p: _rem, L.pow_p: np.power, L.max_p: np.maximum, L.min_p: np.minimum,
+    L.atan2_p: np.arctan2, L.nextafter_p: np.nextafter, L.and_p: np.bitwise_and,
+    L.or_p: np.bitwise_or, L.xor_p: np.bitwise_xor, L.eq_p: np.equal, L.ne_p: np.not_equal,
+    L.lt_p: np.less, L.le_p: np.less_equal, L.gt_p: np.greater, L.ge_p: np.greater_equal,
+    L.select_n_p: _select_n,
+    L.convert_element_type_p: lambda x, *, new_dtype, weak_type: x.astype(new_dtype),
+    L.broadcast_in_dim_p: _broadcast_in_dim,
+    L.reshape_p: lambda x, *, new_sizes: x.reshape(new_sizes),
+    L.transpose_p: lambda x, *, permutation: np.transpose(x, permutation),
+    L.rev_p: lambda x, *, dimensions: np.flip(x, dimensions),
+    L.slice_p: _slice, L.pad_p: _pad,
+    L.concatenate_p: lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    L.iota_p: _iota, L.take_p: _take, L.scatter_p: _scatter,
+    L.reduce_sum_p: _reduce(np.sum), L.reduce_max_p: _reduce(np.max),
+    L.reduce_min_p: _reduce(np.min), L.reduce_prod_p: _reduce(np.prod),
+    L.reduce_and_p: _reduce(np.all), L.reduce_or_p: _reduce(np.any),
+    L.argmax_p: lambda x, *, axis, index_dtype: np.argmax(x, axis=axis).astype(index_dtype),
+    L.argmin_p: lambda x, *, axis, index_dtype: np.argmin(x, axis=axis).astype(index_dtype),
+    L.cumsum_p: _cumsum, L.dot_general_p: _dot_general, L.sort_p: _sort,
+}
+
+
+class NumpyBackend:
+    name = "cpu"
+    platform = "cpu"
+
+    def __init__(self, impls):
+        self.impls = impls
+
+    def to_buffer(self, x, dtype):
+        if isinstance(x, Array):
+            if x._backend is self:
+                return x._value
+            return np.asarray(x._backend.to_numpy(x._value))
+        return np.asarray(x, dtype=dtype)
+
+    def cast(self, buf, dtype):
+        if type(buf) is np.ndarray and buf.dtype == dtype:
+            return buf
+        return np.asarray(buf, dtype=dtype)
+
+    def to_numpy(self, buf):
+        return buf
+
+    def from_numpy(self, x):
+        return np.asarray(x)
+
+    def synchronize(self, buf):
+        pass
+
+    def __repr__(self):
+        return "CpuDevice(id=0)"
+
+
+backend = NumpyBackend(impls)

@@ -1,0 +1,9 @@
+"""fnx's core: primitives and their rules, tracing, the jaxpr IR and the transformations.
+
+Nothing here imports a backend; backends register their impl tables with ``core.register_backend``.
+"""
+from . import ad, batching, dtypes, lax, pytree
+from .api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jvp, linearize,
+                  make_jaxpr, stop_gradient, value_and_grad, vjp, vmap)
+from .core import Array, Primitive, ShapedArray, Trace, Tracer, get_aval
+from .jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, typecheck_jaxpr

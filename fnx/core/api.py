@@ -1,0 +1,542 @@
+"""The public transformations with JAX's signatures, over pytrees of arguments."""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import ad, batching, dtypes
+from .core import ShapedArray, get_aval
+from .errors import BatchingError, GradError
+from .partial_eval import trace_to_jaxpr
+from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
+
+
+def _flatten_fun(fun, in_tree, kwargs=None):
+    """``fun`` over pytrees -> a function over flat leaves; the out tree lands in ``store``."""
+    store: dict = {}
+
+    def flat_fun(*leaves):
+        args = tree_unflatten(in_tree, leaves)
+        out = fun(*args, **(kwargs or {}))
+        out_leaves, store["tree"] = tree_flatten(out)
+        return out_leaves
+    return flat_fun, store
+
+
+def _argnums_tuple(argnums, nargs, name):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{name}: argnums {argnums} out of range for {nargs} positional "
+                             "arguments")
+    return single, tuple(a % nargs for a in nums)
+
+
+def _split_args(args, argnums):
+    dyn = tuple(args[i] for i in argnums)
+
+    def rebuild(dyn_vals):
+        full = list(args)
+        for i, v in zip(argnums, dyn_vals):
+            full[i] = v
+        return full
+    return dyn, rebuild
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward-mode derivative: ``(fun(*primals), J @ tangents)``.
+
+    >>> y, t = jvp(fnx.numpy.sin, (0.5,), (1.0,))   # t == cos(0.5)
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"jvp: primal and tangent structures differ: {p_tree} vs {t_tree}")
+    for p, t in zip(p_leaves, t_leaves):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: primal shape {pa.shape} and tangent shape {ta.shape} differ")
+        if dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype and not ta.weak_type:
+            raise TypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} differ")
+    flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    out_p, out_t = ad.jvp_flat(lambda *xs: flat(*xs), p_leaves, t_leaves)
+    return _unpack_aux_outputs(store, out_p, out_t, has_aux)
+
+
+def _aux_wrapper(fun, has_aux):
+    if not has_aux:
+        return fun
+
+    def wrapped(*args):
+        out = fun(*args)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("has_aux=True requires the function to return a pair (out, aux)")
+        return out
+    return wrapped
+
+
+def _unpack_aux_outputs(store, out_p, out_t, has_aux):
+    tree = store["tree"]
+    if not has_aux:
+        return tree_unflatten(tree, out_p), tree_unflatten(tree, out_t)
+    (out_tree, aux_tree) = tree.children
+    n = out_tree.num_leaves
+    out = tree_unflatten(out_tree, out_p[:n])
+    tan = tree_unflatten(out_tree, out_t[:n])
+    aux = tree_unflatten(aux_tree, out_p[n:])
+    return out, tan, aux
+
+
+def linearize(fun: Callable, *primals):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
+    using only the saved linear computation."""
+    p_leaves, p_tree = tree_flatten(primals)
+    flat, store = _flatten_fun(fun, p_tree)
+    out_p, lin = ad.linearize_flat(flat, p_leaves)
+    out_tree = store["tree"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function expects tangents shaped like {p_tree}, got "
+                            f"{t_tree}")
+        return tree_unflatten(out_tree, lin.jvp(t_leaves))
+    return tree_unflatten(out_tree, out_p), f_jvp
+
+
+# ---------------------------------------------------------------------------------------------
+# Reverse mode
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), vjp_fun)`` where ``vjp_fun(cotangent)`` returns one cotangent per
+    primal.
+
+    >>> y, pullback = vjp(lambda x: x * x, 3.0); pullback(1.0)   # (Array(6.),)
+    """
+    p_leaves, p_tree = tree_flatten(primals)
+    flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    out_p, lin = ad.linearize_flat(flat, p_leaves)
+    tree = store["tree"]
+    if has_aux:
+        out_tree, aux_tree = tree.children
+        n = out_tree.num_leaves
+        out_p, aux_leaves = out_p[:n], out_p[n:]
+        lin.out_is_zero, lin.out_avals = lin.out_is_zero[:n], lin.out_avals[:n]
+    else:
+        out_tree = tree
+
+    def vjp_fun(cotangent):
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp: cotangent structure {ct_tree} does not match the output "
+                            f"structure {out_tree}")
+        for c, a in zip(ct_leaves, lin.out_avals):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"vjp: cotangent shape {ca.shape} does not match the output "
+                                 f"shape {a.shape}")
+        cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, lin.out_avals)])
+        cts = [_materialize_ct(c, get_aval(p)) for c, p in zip(cts, p_leaves)]
+        return tree_unflatten(p_tree, cts)
+
+    out = tree_unflatten(out_tree, out_p)
+    if has_aux:
+        return out, vjp_fun, tree_unflatten(aux_tree, aux_leaves)
+    return out, vjp_fun
+
+
+def _ct_like(ct, aval):
+    from . import lax
+    return lax.convert_element_type(ct, aval.dtype) if get_aval(ct).dtype != aval.dtype \
+        or get_aval(ct).weak_type else ct
+
+
+def _materialize_ct(ct, aval):
+    from . import lax
+    if isinstance(ct, ad.Zero):
+        return lax.full(aval.shape, 0, aval.dtype)
+    if get_aval(ct).dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype)
+    return ct
+
+
+def _check_grad_input(x, argnum, name):
+    aval = get_aval(x)
+    if not dtypes.is_float(aval.dtype):
+        raise GradError(f"{name} requires real- or complex-valued inputs (a float dtype), but "
+                        f"argument {argnum} has dtype {aval.dtype} (shape {aval.shape}). Convert "
+                        "it with .astype(float), or differentiate with respect to another "
+                        "argument (argnums).")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """A function returning ``(fun(*args), gradient)`` (``((value, aux), gradient)`` with
+    ``has_aux``).
+
+    >>> value_and_grad(lambda x: (x ** 2).sum())(fnx.numpy.ones(3))
+    """
+    name = getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "grad")
+        dyn, rebuild = _split_args(args, nums)
+        for i, d in zip(nums, dyn):
+            for leaf in tree_flatten(d)[0]:
+                _check_grad_input(leaf, i, "grad")
+
+        def partial_fun(*dyn_vals):
+            return fun(*rebuild(dyn_vals), **kwargs)
+
+        if has_aux:
+            out, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
+        else:
+            out, pullback = vjp(partial_fun, *dyn)
+        out_aval = _scalar_output_aval(out, name)
+        g = pullback(_ones_like_aval(out_aval))
+        g = g[0] if single else tuple(g)
+        return ((out, aux), g) if has_aux else (out, g)
+    return value_and_grad_f
+
+
+def _scalar_output_aval(out, name):
+    leaves, tree = tree_flatten(out)
+    if len(leaves) != 1:
+        raise GradError(f"grad requires {name} to return one scalar, got a {tree} "
+                        "(use has_aux=True to return extra values, or jacrev)")
+    aval = get_aval(leaves[0])
+    if aval.shape != ():
+        raise GradError(f"grad requires real-valued scalar outputs, but {name} returned shape "
+                        f"{aval.shape} ({aval.str_short()}); reduce it (e.g. .sum()) or use "
+                        "jacrev / vjp for non-scalar outputs")
+    if not dtypes.is_float(aval.dtype):
+        raise GradError(f"grad requires a float output, but {name} returned {aval.dtype}")
+    return aval
+
+
+def _ones_like_aval(aval):
+    from . import lax
+    return lax.full((), 1, aval.dtype)
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The gradient of a scalar function.
+
+    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)   # Array(1., dtype=float32)
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        out, g = vg(*args, **kwargs)
+        return (g, out[1]) if has_aux else g
+    return grad_f
+
+
+# ---------------------------------------------------------------------------------------------
+# Jacobians
+
+
+def _std_basis(leaves):
+    from . import lax
+    sizes = [get_aval(x).size for x in leaves]
+    total = sum(sizes)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        aval = get_aval(x)
+        dt = aval.dtype if dtypes.is_float(aval.dtype) else dtypes.default_float
+        eye = np.zeros((total, n), dtype=dt)
+        eye[start:start + n] = np.eye(n, dtype=dt)
+        out.append(lax.reshape(lax.convert_element_type(eye, dt), (total,) + aval.shape))
+        start += n
+    return out, sizes
+
+
+def _split_jac(y, y_shape, in_leaves, sizes, leading_first):
+    """A jacobian block with the basis axis first (``leading_first``) or last, split per input."""
+    from . import lax
+    blocks, start = [], 0
+    for x, n in zip(in_leaves, sizes):
+        xs = get_aval(x).shape
+        if leading_first:   # y: (N, *y_shape) -> (*y_shape, *x_shape)
+            part = lax.slice_in_dim(y, start, start + n, 1, 0)
+            part = lax.reshape(part, xs + tuple(y_shape))
+            nx = len(xs)
+            perm = tuple(range(nx, nx + len(y_shape))) + tuple(range(nx))
+            blocks.append(lax.transpose(part, perm))
+        else:
+            part = lax.slice_in_dim(y, start, start + n, 1, 0)
+            blocks.append(lax.reshape(part, tuple(y_shape) + xs))
+        start += n
+    return blocks
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Jacobian by forward mode (one JVP per input element, vectorised with vmap)."""
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        dyn, rebuild = _split_args(args, nums)
+        in_leaves, in_tree = tree_flatten(dyn)
+        for i, leaf in enumerate(in_leaves):
+            _check_grad_input(leaf, i, "jacfwd")
+        basis, sizes = _std_basis(in_leaves)
+
+        def partial_fun(*dyn_vals):
+            return fun(*rebuild(dyn_vals), **kwargs)
+
+        def push(*tangent_leaves):
+            tangents = tree_unflatten(in_tree, tangent_leaves)
+            res = jvp(partial_fun, dyn, tangents, has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        # the primal (and aux) come from one plain evaluation
+        if has_aux:
+            y, aux = partial_fun(*dyn)
+            tans = vmap(lambda *t: push(*t)[0])(*basis)
+        else:
+            y = partial_fun(*dyn)
+            tans = vmap(push)(*basis)
+        y_leaves, y_tree = tree_flatten(y)
+        t_leaves = tree_flatten(tans)[0]
+        jac = [_assemble(_split_jac(t, get_aval(yl).shape, in_leaves, sizes, True), in_tree,
+                         single) for t, yl in zip(t_leaves, y_leaves)]
+        out = tree_unflatten(y_tree, jac)
+        return (out, aux) if has_aux else out
+    return jacfun
+
+
+def _assemble(blocks, in_tree, single):
+    tree = tree_unflatten(in_tree, blocks)
+    return tree[0] if single else tree
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Jacobian by reverse mode (one VJP per output element, vectorised with vmap)."""
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "jacrev")
+        dyn, rebuild = _split_args(args, nums)
+        in_leaves, in_tree = tree_flatten(dyn)
+        for i, leaf in enumerate(in_leaves):
+            _check_grad_input(leaf, i, "jacrev")
+
+        def partial_fun(*dyn_vals):
+            return fun(*rebuild(dyn_vals), **kwargs)
+
+        if has_aux:
+            y, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
+        else:
+            y, pullback = vjp(partial_fun, *dyn)
+        y_leaves, y_tree = tree_flatten(y)
+        basis, sizes = _std_basis(y_leaves)
+        cts = vmap(lambda *b: tree_flatten(pullback(tree_unflatten(y_tree, b)))[0])(*basis)
+        # cts[i]: (M, *x_i.shape), M = total output size; split M per output leaf
+        jac_per_out = []
+        start = 0
+        for yl, m in zip(y_leaves, sizes):
+            ys = get_aval(yl).shape
+            from . import lax
+            blocks = [lax.reshape(lax.slice_in_dim(c, start, start + m, 1, 0),
+                                  ys + get_aval(x).shape) for c, x in zip(cts, in_leaves)]
+            jac_per_out.append(_assemble(blocks, in_tree, single))
+            start += m
+        out = tree_unflatten(y_tree, jac_per_out)
+        return (out, aux) if has_aux else out
+    return jacfun
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+# ---------------------------------------------------------------------------------------------
+# vmap
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None):
+    """Vectorise ``fun`` over a leading (or any) axis of its arguments.
+
+    >>> vmap(lambda x, y: x @ y, in_axes=(0, None))(xs, w)
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    fname = getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise BatchingError(f"vmap in_axes has {len(in_axes)} entries but {fname} was "
+                                f"called with {len(args)} positional arguments")
+        kw_keys = sorted(kwargs)
+        all_args = (tuple(args), tuple(kwargs[k] for k in kw_keys))
+        leaves, tree = tree_flatten(all_args)
+        axes_prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                       (0,) * len(kw_keys))
+        dims = broadcast_prefix(axes_prefix, all_args, "vmap in_axes")
+        dims = [_normalize_axis(x, d, i, fname) for i, (x, d) in enumerate(zip(leaves, dims))]
+        size = _axis_size(leaves, dims, axis_size, fname, tree)
+
+        def flat_fun(*xs):
+            a, kw_vals = tree_unflatten(tree, xs)
+            out = fun(*a, **dict(zip(kw_keys, kw_vals)))
+            out_leaves, store["tree"] = tree_flatten(out)
+            store["out"] = out
+            return out_leaves
+
+        store: dict = {}
+
+        def out_dims_fn(n):
+            dummy = tree_unflatten(store["tree"], [0] * n)
+            od = broadcast_prefix(out_axes, dummy, "vmap out_axes")
+            return od
+        outs = batching.batch_flat(flat_fun, leaves, dims, size, _out_dims(out_dims_fn, store),
+                                   axis_name)
+        return tree_unflatten(store["tree"], outs)
+    return vmapped
+
+
+def _out_dims(fn, store):
+    def resolved(n):
+        dims = fn(n)
+        out = []
+        for d, leaf in zip(dims, tree_flatten(store["out"])[0]):
+            if d is None:
+                out.append(None)
+            else:
+                nd = get_aval(leaf).ndim + 1
+                if not -nd <= d < nd:
+                    raise BatchingError(f"vmap out_axes={d} is out of range for an output of "
+                                        f"rank {nd - 1}")
+                out.append(d % nd)
+        return out
+    return resolved
+
+
+def _normalize_axis(x, d, i, fname):
+    if d is None:
+        return None
+    if not isinstance(d, (int, np.integer)):
+        raise BatchingError(f"vmap in_axes must be ints or None, got {d!r}")
+    nd = get_aval(x).ndim
+    if not -nd <= d < nd:
+        raise BatchingError(
+            f"vmap was asked to map argument {i} of {fname} along axis {d}, but it has rank "
+            f"{nd} (shape {get_aval(x).shape})")
+    return int(d) % nd
+
+
+def _axis_size(leaves, dims, axis_size, fname, tree):
+    sizes = [(i, get_aval(x).shape, d, get_aval(x).shape[d])
+             for i, (x, d) in enumerate(zip(leaves, dims)) if d is not None]
+    if not sizes:
+        if axis_size is None:
+            raise BatchingError(f"vmap of {fname} needs at least one mapped argument or an "
+                                "explicit axis_size")
+        return axis_size
+    distinct = {s for *_, s in sizes}
+    if len(distinct) > 1 or (axis_size is not None and distinct != {axis_size}):
+        lines = "\n".join(f"  argument leaf {i} of shape {shape} has size {n} along axis {d}"
+                          for i, shape, d, n in sizes)
+        raise BatchingError(f"vmap got inconsistent sizes for the mapped axes of {fname}:\n"
+                            f"{lines}")
+    return distinct.pop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Staging helpers
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (eval_shape's result and input)."""
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == \
+            (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _aval_of(x):
+    return x.aval if isinstance(x, ShapeDtypeStruct) else get_aval(x)
+
+
+def _static_split(args, static_argnums):
+    static = {i % len(args) for i in static_argnums} if args else set()
+    dyn = [a for i, a in enumerate(args) if i not in static]
+
+    def rebuild(dyn_vals):
+        it = iter(dyn_vals)
+        return [a if i in static else next(it) for i, a in enumerate(args)]
+    return dyn, rebuild
+
+
+def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: bool = False):
+    """A function returning the ClosedJaxpr that ``fun`` traces to for the given arguments.
+
+    >>> print(make_jaxpr(lambda x: fnx.numpy.sin(x) * 2)(1.0))
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0 in (c,) }
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    def make(*args, **kwargs):
+        dyn, rebuild = _static_split(args, static_argnums)
+        leaves, tree = tree_flatten((tuple(dyn), kwargs))
+        avals = [_aval_of(x) for x in leaves]
+        store: dict = {}
+
+        def flat_fun(*xs):
+            d, kw = tree_unflatten(tree, xs)
+            out = fun(*rebuild(d), **kw)
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves
+        closed = trace_to_jaxpr(flat_fun, avals)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, tree_unflatten(store["tree"], shapes)
+        return closed
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The shapes and dtypes ``fun`` would return, without computing anything."""
+    _, shapes = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
+    return shapes
+
+
+def stop_gradient(x):
+    """``x`` with no derivative flowing through (applied leafwise to pytrees)."""
+    from . import lax
+    return tree_map(lambda v: lax.stop_gradient_p.bind(v), x)
+
+
+__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+           "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient"]

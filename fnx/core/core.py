@@ -1,0 +1,423 @@
+"""Abstract values, primitives, tracers and the current-trace context.
+
+fnx uses the "stackless" design: there is always one *current trace*. ``Primitive.bind`` hands
+the operation to it; a trace built on top of another (jvp, vmap, staging) knows its ``parent``
+and runs its rules under the parent, so transformations nest to any depth. A value that is not one
+of a trace's own tracers is a constant to that trace.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from . import dtypes
+from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstract values
+
+
+class ShapedArray:
+    """The type of an array value: shape, dtype and whether it is weakly typed."""
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def str_short(self):
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def shape_str(shape) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------------------------------------
+# Primitives
+
+
+class Primitive:
+    """One operation. Its rules live in tables on the object, filled where it is defined.
+
+    ``abstract_eval(*avals, **params) -> aval | list[aval]``
+    ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``
+    ``transpose(cotangent, *args, **params) -> list[cotangent | None]`` (linear primitives)
+    ``batch(vals, dims, **params) -> (out, out_dim)``
+    """
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.abstract_eval: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
+        self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
+        self.is_linear = False
+        self.pp_params: Callable | None = None
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        return current_trace().process_primitive(self, args, params)
+
+    def rule(self, kind: str):
+        rule = getattr(self, kind)
+        if rule is None:
+            raise MissingRuleError(self.name, kind)
+        return rule
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces and tracers
+
+
+class Trace:
+    """Interprets primitives. ``parent`` is the trace its rules run under."""
+    level = 0
+
+    def __init__(self, parent: "Trace | None"):
+        self.parent = parent
+        self.level = 0 if parent is None else parent.level + 1
+
+    def process_primitive(self, primitive, args, params):
+        raise NotImplementedError
+
+    def is_own(self, x) -> bool:
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return True
+            if x._trace.level >= self.level:
+                raise TracerLeakError(
+                    f"a traced value {x.aval.str_short()} escaped from the transformation that "
+                    f"created it (a {type(x._trace).__name__}) and was used after it finished; "
+                    "return values from transformed functions instead of storing them in outer "
+                    "variables")
+        return False
+
+    def __repr__(self):
+        return f"{type(self).__name__}(level={self.level})"
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace: Trace = EvalTrace(None)
+
+
+_state = None  # set below once EvalTrace exists
+
+
+def current_trace() -> Trace:
+    return _state.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+
+
+def new_child_trace(cls, *args, **kwargs):
+    """A trace of class ``cls`` on top of the current one."""
+    return cls(current_trace(), *args, **kwargs)
+
+
+class Tracer:
+    """A value inside a transformation. Array operators are attached by fnx.numpy."""
+    __array_priority__ = 1000
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+    def to_concrete(self):
+        """The concrete Array behind this tracer, or raise ConcretizationTypeError."""
+        raise ConcretizationTypeError(self._concretization_message("a concrete value"))
+
+    def _concretization_message(self, what: str, instead: str = "") -> str:
+        msg = (f"{what} was needed, but got a traced value {self.aval.str_short()} inside "
+               f"{self._trace_description()}.")
+        return msg + (" " + instead if instead else "")
+
+    def _trace_description(self) -> str:
+        return type(self._trace).__name__
+
+    def __bool__(self):
+        return bool(self._concrete_for("bool()", "Python `if`/`while`/`and`/`or` on a traced "
+                    "value cannot be traced: use fnx.numpy.where, fnx.lax.cond or "
+                    "fnx.lax.while_loop, or mark the argument static (static_argnums)."))
+
+    def __int__(self):
+        return int(self._concrete_for("int()", "Use .astype(int) to keep it traced, or mark the "
+                                      "argument static (static_argnums)."))
+
+    def __float__(self):
+        return float(self._concrete_for("float()", "Use .astype(float) to keep it traced."))
+
+    def __complex__(self):
+        return complex(self._concrete_for("complex()", ""))
+
+    def __index__(self):
+        return int(self._concrete_for("an integer index (__index__)", "Use fnx.lax.dynamic_slice"
+                   " or index with the array itself, or mark the argument static."))
+
+    def _concrete_for(self, what: str, instead: str):
+        try:
+            concrete = self.to_concrete()
+        except ConcretizationTypeError:
+            raise ConcretizationTypeError(self._concretization_message(
+                f"A concrete value for {what}", instead)) from None
+        return concrete
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._concrete_for("conversion to a NumPy array", "Only concrete arrays can be "
+                                 "converted; return the value from the transformed function.")
+        return np.asarray(arr, dtype=dtype)
+
+    def __hash__(self):
+        raise TypeError("traced arrays are unhashable")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Concrete arrays and the eager trace
+
+_backends: dict[str, Any] = {}
+_default_backend_name: list[str] = []
+
+
+def register_backend(name: str, backend, default: bool = False) -> None:
+    """Backends (fnx.backends) register their impl tables here; core never imports them."""
+    _backends[name] = backend
+    if default or not _default_backend_name:
+        _default_backend_name[:] = [name]
+
+
+def get_backend(name: str | None = None):
+    if name is None:
+        name = _default_backend_name[0]
+    try:
+        return _backends[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; available: {sorted(_backends)}") from None
+
+
+def set_default_backend(name: str) -> None:
+    get_backend(name)
+    _default_backend_name[:] = [name]
+
+
+class Array:
+    """An immutable n-dimensional array on one backend (a NumPy or CuPy buffer).
+
+    >>> import fnx.numpy as jnp
+    >>> jnp.array([1.0, 2.0])
+    Array([1., 2.], dtype=float32)
+    """
+    __array_priority__ = 1000
+    __slots__ = ("_value", "_backend", "_weak", "__weakref__")
+
+    def __init__(self, value, backend=None, weak_type: bool = False):
+        self._backend = backend if backend is not None else get_backend()
+        self._value = value
+        self._weak = weak_type
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self._value.shape, self._value.dtype, self._weak)
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: self._value.size)
+    weak_type = property(lambda self: self._weak)
+
+    def to_concrete(self):
+        return self
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._backend.to_numpy(self._value), dtype=dtype)
+
+    def __bool__(self):
+        return bool(self._backend.to_numpy(self._value))
+
+    def __int__(self):
+        return int(self._backend.to_numpy(self._value))
+
+    def __float__(self):
+        return float(self._backend.to_numpy(self._value))
+
+    def __complex__(self):
+        return complex(self._backend.to_numpy(self._value))
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) or self.ndim:
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._backend.to_numpy(self._value))
+
+    def __hash__(self):
+        raise TypeError("fnx arrays are unhashable")
+
+    def item(self):
+        return self._backend.to_numpy(self._value).item()
+
+    def tolist(self):
+        return self._backend.to_numpy(self._value).tolist()
+
+    def block_until_ready(self):
+        self._backend.synchronize(self._value)
+        return self
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(self), separator=", ", prefix="Array(")
+        weak = ", weak_type=True" if self._weak else ""
+        return f"Array({body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self):
+        return str(np.asarray(self))
+
+    def _repr_html_(self):
+        import html
+        return (f"<pre>{html.escape(repr(self))}</pre><small>{self.aval.str_short()} on "
+                f"{self._backend.name}</small>")
+
+    def __reduce__(self):
+        return (_rebuild_array, (np.asarray(self), self._weak))
+
+
+def _rebuild_array(value, weak):
+    backend = get_backend()
+    return Array(backend.from_numpy(value), backend, weak)
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of an Array, Tracer, NumPy array or Python scalar."""
+    if isinstance(x, (Array, Tracer)):
+        return x.aval
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return ShapedArray((), dtypes.scalar_dtype(x), weak_type=True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
+    if hasattr(x, "__cuda_array_interface__"):
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+    raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
+                    f"Python scalar, got {x!r:.80}")
+
+
+def is_arraylike(x) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)) \
+        or hasattr(x, "__cuda_array_interface__")
+
+
+class EvalTrace(Trace):
+    """Runs primitives eagerly on the backend that holds the operands."""
+
+    def process_primitive(self, primitive, args, params):
+        backend = None
+        for a in args:
+            if isinstance(a, Array):
+                backend = a._backend
+                break
+            if isinstance(a, Tracer):
+                self.is_own(a)   # raises the leak error
+        if primitive.impl is not None:   # higher-order primitives interpret their jaxpr
+            return primitive.impl(*args, **params)
+        backend = backend or get_backend()
+        avals = [get_aval(a) for a in args]
+        out_aval = primitive.rule("abstract_eval")(*avals, **params)
+        vals = [backend.to_buffer(a, av.dtype) for a, av in zip(args, avals)]
+        impl = backend.impls.get(primitive)
+        if impl is None:
+            raise MissingRuleError(primitive.name, f"{backend.name} backend impl")
+        out = impl(*vals, **params)
+        if primitive.multiple_results:
+            return [Array(backend.cast(o, av.dtype), backend, av.weak_type)
+                    for o, av in zip(out, out_aval)]
+        return Array(backend.cast(out, out_aval.dtype), backend, out_aval.weak_type)
+
+
+_state = _TraceState()
+
+
+def full_lower_to_array(x) -> Array:
+    """Turn a Python scalar / NumPy array into an fnx Array on the default backend."""
+    if isinstance(x, Array):
+        return x
+    aval = get_aval(x)
+    backend = get_backend()
+    return Array(backend.to_buffer(x, aval.dtype), backend, aval.weak_type)
+
+
+def concrete_or_error(x, what: str):
+    """``x``'s concrete NumPy value; a clear error if it is traced."""
+    if isinstance(x, Tracer):
+        return np.asarray(x._concrete_for(what, ""))
+    return np.asarray(x)
+
+
+__all__ = ["ShapedArray", "Primitive", "Trace", "Tracer", "Array", "EvalTrace", "bind",
+           "current_trace", "set_current_trace", "get_aval", "user_frame"]
+
+
+def bind(primitive: Primitive, *args, **params):
+    return primitive.bind(*args, **params)

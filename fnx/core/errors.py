@@ -1,0 +1,90 @@
+"""Named exceptions for the mistakes users make, and the user's source line they point at."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_FNX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SKIP_PREFIXES = (_FNX_DIR + os.sep, os.path.dirname(os.__file__) + os.sep)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where in the user's code an operation was written."""
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno} ({self.function})"
+
+
+def _is_internal(filename: str) -> bool:
+    if filename.startswith("<frozen") or filename.startswith(_SKIP_PREFIXES):
+        return not _is_test_or_example(filename)
+    return False
+
+
+def _is_test_or_example(filename: str) -> bool:
+    # files of the fnx checkout that are user code: tests, examples, benchmarks, notebooks
+    rel = filename[len(os.path.dirname(_FNX_DIR)) + 1:]
+    return rel.startswith(("tests" + os.sep, "examples" + os.sep, "benchmarks" + os.sep))
+
+
+def user_frame() -> SourceInfo | None:
+    """The innermost stack frame outside fnx itself (the user's line), or None."""
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if not _is_internal(code.co_filename):
+            return SourceInfo(code.co_filename, f.f_lineno, code.co_name)
+        f = f.f_back
+    return None
+
+
+def _where(source: SourceInfo | None) -> str:
+    return f"\n  at {source}" if source is not None else ""
+
+
+class FnxError(Exception):
+    """Base class of fnx's errors."""
+
+    def __init__(self, message: str, source: SourceInfo | None = None):
+        self.source = source if source is not None else user_frame()
+        super().__init__(message + _where(self.source))
+
+
+class ShapeError(FnxError, ValueError):
+    """Operands have shapes that do not fit together."""
+
+
+class DTypeError(FnxError, TypeError):
+    """An operand has a dtype the operation does not accept."""
+
+
+class ConcretizationTypeError(FnxError, TypeError):
+    """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``)."""
+
+
+class TracerLeakError(FnxError, RuntimeError):
+    """A traced value escaped the transformation that created it."""
+
+
+class GradError(FnxError, TypeError):
+    """grad was asked for something it cannot differentiate."""
+
+
+class BatchingError(FnxError, ValueError):
+    """vmap was given inconsistent axes or sizes."""
+
+
+class MissingRuleError(FnxError, NotImplementedError):
+    """A primitive has no rule for the transformation being applied."""
+
+    def __init__(self, primitive, transformation: str):
+        super().__init__(f"primitive '{primitive}' has no {transformation} rule")
+
+
+class FloatingPointError_(FnxError, FloatingPointError):
+    """debug_nans found a NaN."""

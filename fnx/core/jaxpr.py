@@ -1,0 +1,297 @@
+"""The jaxpr IR: variables, equations, printing, type checking and evaluation."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from .core import Array, Primitive, ShapedArray, get_aval
+from .errors import FnxError, SourceInfo
+
+
+class Var:
+    __slots__ = ("aval", "count")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.count = next(Var._counter)
+
+    def __repr__(self):
+        return f"Var({self.count}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in a jaxpr."""
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+class JaxprEqn:
+    __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
+
+    def __init__(self, invars, outvars, primitive: Primitive, params: dict,
+                 source_info: SourceInfo | None = None):
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.primitive = primitive
+        self.params = params
+        self.source_info = source_info
+
+    def replace(self, **kw):
+        fields = {k: getattr(self, k) for k in self.__slots__}
+        fields.update(kw)
+        return JaxprEqn(**fields)
+
+
+class Jaxpr:
+    """``{ lambda constvars ; invars . let eqns in outvars }``"""
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        import html
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        import html
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Interpret ``jaxpr`` by binding each equation under the current trace."""
+    env: dict[Var, Any] = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+# ---------------------------------------------------------------------------------------------
+# Type checking
+
+
+class JaxprTypeError(FnxError, TypeError):
+    """A jaxpr is malformed: a variable used before it is defined, or avals that disagree."""
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Check that every variable is defined before use and every equation's output avals are
+    what its primitive's abstract evaluation says. Raises JaxprTypeError."""
+    defined: set = set()
+
+    def define(v, where):
+        if v in defined:
+            raise JaxprTypeError(f"variable {v} defined twice ({where})", source=None)
+        defined.add(v)
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        define(v, "binder")
+    for i, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if isinstance(v, Var) and v not in defined:
+                raise JaxprTypeError(f"equation {i} ({eqn.primitive}) reads undefined {v}",
+                                     source=eqn.source_info)
+        in_avals = [v.aval for v in eqn.invars]
+        out = eqn.primitive.rule("abstract_eval")(*in_avals, **eqn.params)
+        out = out if eqn.primitive.multiple_results else [out]
+        if len(out) != len(eqn.outvars):
+            raise JaxprTypeError(f"equation {i} ({eqn.primitive}) has {len(eqn.outvars)} "
+                                 f"outputs, its rule gives {len(out)}", source=eqn.source_info)
+        for v, a in zip(eqn.outvars, out):
+            if (v.aval.shape, v.aval.dtype) != (a.shape, a.dtype):
+                raise JaxprTypeError(
+                    f"equation {i} ({eqn.primitive}) output {v.aval.str_short()} disagrees "
+                    f"with its abstract evaluation {a.str_short()}", source=eqn.source_info)
+            define(v, f"equation {i}")
+        for sub in _sub_jaxprs(eqn.params):
+            typecheck_jaxpr(sub)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var) and v not in defined:
+            raise JaxprTypeError(f"output reads undefined {v}", source=None)
+
+
+def _sub_jaxprs(params):
+    for p in params.values():
+        if isinstance(p, ClosedJaxpr):
+            yield p.jaxpr
+        elif isinstance(p, Jaxpr):
+            yield p
+        elif isinstance(p, (tuple, list)):
+            for q in p:
+                if isinstance(q, ClosedJaxpr):
+                    yield q.jaxpr
+                elif isinstance(q, Jaxpr):
+                    yield q
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+
+def _var_names():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for combo in itertools.product(letters, repeat=n):
+            yield "".join(combo)
+
+
+class _Namer:
+    def __init__(self):
+        self.names: dict[Var, str] = {}
+        self.gen = _var_names()
+
+    def __call__(self, v):
+        if isinstance(v, Literal):
+            return _pp_literal(v)
+        if v not in self.names:
+            self.names[v] = next(self.gen)
+        return self.names[v]
+
+
+def _pp_literal(lit: Literal) -> str:
+    val = np.asarray(lit.val).item()
+    if isinstance(val, (bool, np.bool_)):
+        return str(bool(val))
+    if isinstance(val, (float, np.floating)):
+        return f"{float(val)!r}"
+    return str(val)
+
+
+def _pp_param(v) -> str:
+    if isinstance(v, np.dtype):
+        return v.name
+    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+        return "{...}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_pp_param(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
+    namer = namer or _Namer()
+    pad = " " * indent
+
+    def binder(v):
+        return f"{namer(v)}:{v.aval.str_short()}"
+
+    head = (f"{{ lambda {' '.join(map(binder, jaxpr.constvars))}; "
+            f"{' '.join(map(binder, jaxpr.invars))}. let")
+    lines = [pad + head]
+    for eqn in jaxpr.eqns:
+        lhs = " ".join(map(binder, eqn.outvars)) or "_"
+        params = {k: v for k, v in eqn.params.items()}
+        if eqn.primitive.pp_params is not None:
+            params = eqn.primitive.pp_params(params)
+        subs = {k: v for k, v in params.items() if isinstance(v, (Jaxpr, ClosedJaxpr))}
+        flat = [f"{k}={_pp_param(v)}" for k, v in params.items() if k not in subs]
+        pstr = f"[{', '.join(flat)}]" if flat else ""
+        rhs = f"{eqn.primitive.name}{pstr} {' '.join(map(namer, eqn.invars))}".rstrip()
+        lines.append(f"{pad}    {lhs} = {rhs}")
+        for k, sub in subs.items():
+            sj = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            lines.append(f"{pad}      {k}=" + pp_jaxpr(sj, indent + 6, namer).lstrip())
+    outs = ", ".join(map(namer, jaxpr.outvars))
+    if len(jaxpr.outvars) == 1:
+        outs += ","
+    lines.append(f"{pad}  in ({outs}) }}")
+    return "\n".join(lines)
+
+
+def literal_or_none(x):
+    """A Literal for Python/NumPy scalars and concrete 0-d arrays, else None."""
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return Literal(x, get_aval(x))
+    if isinstance(x, Array) and x.ndim == 0:
+        return Literal(x, x.aval)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Small jaxpr utilities shared by transformations and passes
+
+
+def jaxpr_with_consts_as_args(closed: ClosedJaxpr) -> Jaxpr:
+    """An open jaxpr taking ``closed``'s consts as leading arguments."""
+    j = closed.jaxpr
+    return Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns)
+
+
+def dependent_outputs(jaxpr: Jaxpr, unknown_inputs) -> list[bool]:
+    """For each output, whether it depends on an input marked True in ``unknown_inputs``."""
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> tuple[Jaxpr, list[bool]]:
+    """Drop equations no kept output needs. Returns the new jaxpr and which invars it reads."""
+    outvars = jaxpr.outvars if used_outputs is None else \
+        [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    live = {v for v in outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars) or getattr(eqn.primitive, "has_effect", False):
+            kept.append(eqn)
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    kept.reverse()
+    used_inputs = [v in live for v in jaxpr.invars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, kept), used_inputs
