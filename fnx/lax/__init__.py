@@ -1,1 +1,8 @@
-"""placeholder"""
+"""fnx.lax: the primitives' functions, and structured control flow.
+
+>>> import fnx.lax as lax
+>>> lax.add(1.0, 2.0)
+"""
+from ..core.lax import *  # noqa: F401,F403
+from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
+from ..core.api import stop_gradient  # noqa: F401

@@ -1,1 +1,9 @@
-"""placeholder"""
+"""fnx.nn: activations and the functions neural-network code uses.
+
+>>> import fnx.nn as nn, fnx.numpy as jnp
+>>> nn.relu(jnp.array([-1.0, 2.0]))
+Array([0., 2.], dtype=float32)
+"""
+from .functions import (celu, elu, gelu, glu, hard_tanh, leaky_relu, log_sigmoid, log_softmax,
+                        logsumexp, normalize, one_hot, relu, relu6, selu, sigmoid, silu, soft_sign,
+                        softmax, softplus, standardize, swish)

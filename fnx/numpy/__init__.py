@@ -1,1 +1,61 @@
-"""placeholder"""
+"""fnx.numpy: NumPy's API on fnx arrays, differentiable and batchable.
+
+>>> import fnx.numpy as jnp
+>>> jnp.sum(jnp.arange(4.0) ** 2)
+Array(14., dtype=float32)
+"""
+import numpy as _np
+
+from ..core.core import Array as ndarray
+from numpy import (bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa
+                   int32, int64, uint8, uint16, uint32, uint64)
+from ..core.dtypes import canonicalize as dtype  # noqa: F401
+from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
+                    broadcast_to, result_type)
+from .creation import *  # noqa: F401,F403
+from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
+    logspace, ones, ones_like, tri, zeros, zeros_like
+from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
+from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot
+from .reductions import (all, amax, amin, any, argmax, argmin, average, count_nonzero, cumprod,
+                         cumsum, max, mean, median, min, nanmean, nansum, prod, ptp, std, sum, var)
+from .shapes import (array_split, atleast_1d, atleast_2d, column_stack, concat, concatenate, diag,
+                     diagonal, expand_dims, flip, fliplr, flipud, hstack, matrix_transpose,
+                     meshgrid, moveaxis, pad, permute_dims, ravel, repeat, reshape, roll, split,
+                     squeeze, stack, swapaxes, tile, trace, transpose, tril, triu, vstack)
+from .sorting import argsort, lexsort, searchsorted, sort, unique
+from .ufuncs import *  # noqa: F401,F403
+from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
+from . import array_methods as _array_methods  # noqa: F401  (installs operators)
+from . import linalg  # noqa: E402,F401
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+bool = bool_  # noqa: A001
+integer, floating, inexact, number = _np.integer, _np.floating, _np.inexact, _np.number
+signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+iinfo, finfo = _np.iinfo, _np.finfo
+
+
+def issubdtype(arg1, arg2):
+    return _np.issubdtype(arg1, arg2)
+
+
+def isscalar(x):
+    return _np.isscalar(x) or (hasattr(x, "ndim") and x.ndim == 0)
+
+
+def shape(a):
+    return _np.shape(a) if not hasattr(a, "shape") else tuple(a.shape)
+
+
+def ndim(a):
+    return len(shape(a))
+
+
+def size(a):
+    return int(_np.prod(shape(a), dtype=_np.int64))

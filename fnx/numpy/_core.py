@@ -1,0 +1,163 @@
+"""Conversion, promotion and broadcasting shared by all of fnx.numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes, lax
+from ..core.core import Array, Tracer, get_aval
+from ..core.errors import ShapeError
+
+
+def is_array(x) -> bool:
+    return isinstance(x, (Array, Tracer))
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def asarray(x, dtype=None):
+    """Convert ``x`` (array, scalar, nested list, NumPy array) to an fnx array.
+
+    >>> asarray([1, 2, 3])
+    Array([1, 2, 3], dtype=int32)
+    """
+    if is_array(x):
+        return x if dtype is None else astype(x, dtype)
+    if _is_scalar(x):
+        if dtype is None:
+            return lax.convert_element_type_p.bind(x, new_dtype=dtypes.scalar_dtype(x),
+                                                   weak_type=True)
+        return lax.convert_element_type_p.bind(x, new_dtype=dtypes.canonicalize(dtype),
+                                               weak_type=False)
+    if isinstance(x, (list, tuple)) and _contains_traced(x):
+        from .shapes import stack
+        return stack([asarray(e, dtype) for e in x])
+    if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
+        from ..core.core import get_backend
+        arr = np.asarray(x.get())
+    else:
+        arr = np.asarray(x)
+        if isinstance(x, (list, tuple)) and dtype is None:
+            # Python numbers in a list take fnx's defaults, as in JAX
+            if arr.dtype.kind == "f":
+                arr = arr.astype(dtypes.default_float)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(dtypes.default_int)
+            elif arr.dtype.kind == "c":
+                arr = arr.astype(dtypes.complex64)
+    dt = dtypes.canonicalize(dtype if dtype is not None else arr.dtype)
+    from ..core.core import full_lower_to_array
+    return full_lower_to_array(np.ascontiguousarray(arr, dtype=dt))
+
+
+def array(x, dtype=None, copy=True, ndmin: int = 0):
+    out = asarray(x, dtype)
+    if ndmin > out.ndim:
+        out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def _contains_traced(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(_contains_traced(e) for e in x)
+    return is_array(x)
+
+
+def astype(x, dtype):
+    x = asarray(x)
+    dt = dtypes.canonicalize(dtype)
+    if x.dtype == dt and not x.weak_type:
+        return x
+    if dt == dtypes.bool_ and x.dtype != dtypes.bool_:
+        return lax.ne(x, lax.full(x.shape, 0, x.dtype))
+    return lax.convert_element_type(x, dt)
+
+
+def result_type(*args):
+    """The dtype fnx.numpy promotes ``args`` to (JAX's lattice, weak scalars)."""
+    return dtypes.result_type(*(_typed(a) for a in args))[0]
+
+
+def _typed(a):
+    if isinstance(a, (np.dtype, type)) or (isinstance(a, str)):
+        return dtypes.canonicalize(a), False
+    aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
+    return aval.dtype, aval.weak_type
+
+
+def promote_dtypes(*args):
+    """Convert all args to arrays of their common dtype (no broadcasting)."""
+    arrs = [asarray(a) for a in args]
+    if len(arrs) == 1:
+        return arrs
+    dtype, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in arrs))
+    return [a if (a.dtype == dtype and a.weak_type == weak)
+            else lax.convert_element_type(a, dtype, weak) for a in arrs]
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, then to the default float if the common dtype is not inexact."""
+    arrs = promote_dtypes(*args)
+    if dtypes.is_float(arrs[0].dtype):
+        return arrs
+    return [lax.convert_element_type(a, dtypes.default_float, a.weak_type) for a in arrs]
+
+
+def broadcast_shapes(*shapes, op: str = "operands"):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        shown = " ".join(str(tuple(s)) for s in shapes)
+        raise ShapeError(f"{op}: operands could not be broadcast together with shapes "
+                         f"{shown}") from None
+
+
+def broadcast_to(x, shape):
+    """Broadcast ``x`` to ``shape`` by NumPy's rules."""
+    x = asarray(x)
+    shape = tuple(int(s) for s in shape)
+    if x.shape == shape:
+        return x
+    nd = len(shape)
+    if x.ndim > nd or any(a not in (1, b) for a, b in zip(x.shape[::-1], shape[::-1])):
+        raise ShapeError(f"cannot broadcast array of shape {x.shape} to shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nd - x.ndim, nd)))
+
+
+def broadcast_arrays(*args, op: str = "operands"):
+    arrs = [asarray(a) for a in args]
+    shape = broadcast_shapes(*(a.shape for a in arrs), op=op)
+    return [broadcast_to(a, shape) for a in arrs]
+
+
+def promote_and_broadcast(*args, op: str = "operands", inexact: bool = False):
+    arrs = promote_dtypes_inexact(*args) if inexact else promote_dtypes(*args)
+    shape = broadcast_shapes(*(a.shape for a in arrs), op=op)
+    return [broadcast_to(a, shape) for a in arrs]
+
+
+def canonicalize_axis(axis: int, ndim: int, op: str = "axis") -> int:
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1):
+        from ..core.errors import FnxError
+        raise AxisError(f"{op}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = tuple(canonicalize_axis(a, ndim, op) for a in axis)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: repeated axis in {axis}")
+    return out
+
+
+from ..core.errors import FnxError  # noqa: E402
+
+
+class AxisError(FnxError, ValueError, IndexError):
+    """An axis argument is out of range for the array's rank."""

@@ -1,0 +1,93 @@
+"""Operators and methods of fnx.Array and of tracers, defined once for both.
+
+Core defines the array types; this module (above core) gives them NumPy's behaviour, as JAX's
+``_set_array_base_attributes`` does."""
+from __future__ import annotations
+
+from ..core.core import Array, Tracer
+from . import indexing, products, reductions, shapes, sorting, ufuncs
+from ._core import astype
+
+
+def _swap(f):
+    return lambda self, other: f(other, self)
+
+
+def _defer(f):
+    # let NumPy-incompatible right operands (lists are fine) raise TypeError as NumPy would
+    def op(self, other):
+        if isinstance(other, (str, bytes, dict, set)):
+            return NotImplemented
+        return f(self, other)
+    return op
+
+
+_OPERATORS = {
+    "__add__": ufuncs.add, "__sub__": ufuncs.subtract, "__mul__": ufuncs.multiply,
+    "__truediv__": ufuncs.true_divide, "__floordiv__": ufuncs.floor_divide,
+    "__mod__": ufuncs.remainder, "__pow__": ufuncs.power, "__matmul__": products.matmul,
+    "__and__": ufuncs.bitwise_and, "__or__": ufuncs.bitwise_or, "__xor__": ufuncs.bitwise_xor,
+    "__eq__": ufuncs.equal, "__ne__": ufuncs.not_equal, "__lt__": ufuncs.less,
+    "__le__": ufuncs.less_equal, "__gt__": ufuncs.greater, "__ge__": ufuncs.greater_equal,
+}
+_REVERSED = {
+    "__radd__": ufuncs.add, "__rsub__": ufuncs.subtract, "__rmul__": ufuncs.multiply,
+    "__rtruediv__": ufuncs.true_divide, "__rfloordiv__": ufuncs.floor_divide,
+    "__rmod__": ufuncs.remainder, "__rpow__": ufuncs.power, "__rmatmul__": products.matmul,
+    "__rand__": ufuncs.bitwise_and, "__ror__": ufuncs.bitwise_or,
+    "__rxor__": ufuncs.bitwise_xor,
+}
+
+
+def _reshape_method(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return shapes.reshape(self, shape, order)
+
+
+def _transpose_method(self, *axes):
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return shapes.transpose(self, axes or None)
+
+
+_METHODS = {
+    "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
+    "__invert__": ufuncs.invert, "__getitem__": indexing.getitem,
+    "__divmod__": lambda a, b: (ufuncs.floor_divide(a, b), ufuncs.remainder(a, b)),
+    "__round__": lambda a, ndigits=None: ufuncs.round(a, ndigits or 0),
+    "__iter__": lambda a: (a[i] for i in range(len(a))),
+    "astype": astype, "reshape": _reshape_method, "transpose": _transpose_method,
+    "sum": reductions.sum, "mean": reductions.mean, "var": reductions.var,
+    "std": reductions.std, "prod": reductions.prod, "max": reductions.max,
+    "min": reductions.min, "argmax": reductions.argmax, "argmin": reductions.argmin,
+    "any": reductions.any, "all": reductions.all, "cumsum": reductions.cumsum,
+    "cumprod": reductions.cumprod, "ptp": reductions.ptp,
+    "ravel": shapes.ravel, "flatten": shapes.ravel, "squeeze": shapes.squeeze,
+    "swapaxes": shapes.swapaxes, "repeat": shapes.repeat, "diagonal": shapes.diagonal,
+    "trace": shapes.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
+    "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
+    "sort": sorting.sort, "argsort": sorting.argsort,
+    "nonzero": indexing.nonzero, "copy": lambda a: a,
+}
+_PROPERTIES = {
+    "T": lambda a: shapes.transpose(a), "mT": shapes.matrix_transpose,
+    "at": indexing._IndexUpdateHelper, "real": ufuncs.real,
+    "imag": lambda a: ufuncs.multiply(a, 0), "itemsize": lambda a: a.dtype.itemsize,
+    "nbytes": lambda a: a.size * a.dtype.itemsize, "flat": lambda a: iter(shapes.ravel(a)),
+}
+
+
+def install(cls):
+    for name, f in _OPERATORS.items():
+        setattr(cls, name, _defer(f))
+    for name, f in _REVERSED.items():
+        setattr(cls, name, _defer(_swap(f)))
+    for name, f in _METHODS.items():
+        setattr(cls, name, f)
+    for name, f in _PROPERTIES.items():
+        setattr(cls, name, property(f))
+
+
+install(Array)
+install(Tracer)

@@ -1,0 +1,137 @@
+"""Array creation: zeros, ones, full, arange, linspace, eye, ..."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes, lax
+from ..core.core import get_aval
+from ._core import asarray
+
+
+def _shape(shape):
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+
+
+def _dtype(dtype, default=None):
+    return dtypes.canonicalize(dtype) if dtype is not None else (default or dtypes.default_float)
+
+
+def zeros(shape, dtype=None):
+    """An array of zeros (default dtype float32).
+
+    >>> zeros((2, 3)).shape
+    (2, 3)
+    """
+    return lax.full(_shape(shape), 0, _dtype(dtype))
+
+
+def ones(shape, dtype=None):
+    return lax.full(_shape(shape), 1, _dtype(dtype))
+
+
+def empty(shape, dtype=None):
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    fill = asarray(fill_value)
+    dt = _dtype(dtype, fill.dtype if fill.ndim or dtype is None else None)
+    if dtype is None:
+        dt = fill.dtype
+    if fill.ndim:
+        from ._core import broadcast_to
+        return broadcast_to(lax.convert_element_type(fill, dt), _shape(shape))
+    return lax.full(_shape(shape), fill, dt, weak_type=False)
+
+
+def _like(a, dtype, shape):
+    aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
+    return (_shape(shape) if shape is not None else aval.shape,
+            dtypes.canonicalize(dtype) if dtype is not None else aval.dtype)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return lax.full(s, 0, d)
+
+
+def ones_like(a, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return lax.full(s, 1, d)
+
+
+def empty_like(a, dtype=None, shape=None):
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return full(s, fill_value, d)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """Evenly spaced values in ``[start, stop)``; the bounds must be concrete.
+
+    >>> arange(3)
+    Array([0, 1, 2], dtype=int32)
+    """
+    from ..core.core import concrete_or_error
+    vals = [concrete_or_error(v, "arange's bounds") if v is not None else None
+            for v in (start, stop, step)]
+    out = np.arange(*[v for v in vals if v is not None]) if stop is not None or step is not None \
+        else np.arange(vals[0])
+    if dtype is None:
+        is_int = all(v is None or np.asarray(v).dtype.kind in "iub" for v in vals)
+        dt = dtypes.default_int if is_int else dtypes.default_float
+    else:
+        dt = dtypes.canonicalize(dtype)
+    return asarray(out.astype(dt))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
+    num = int(num)
+    from ._core import promote_dtypes_inexact
+    start, stop = promote_dtypes_inexact(start, stop)
+    dt = dtypes.canonicalize(dtype) if dtype is not None else start.dtype
+    div = (num - 1) if endpoint else num
+    step = lax.div(lax.sub(stop, start), lax.full(stop.shape, max(div, 1), stop.dtype))
+    idx = lax.convert_element_type(lax.iota(dtypes.int32, num), start.dtype)
+    shape = (num,) + start.shape
+    out = lax.add(lax.broadcast_in_dim(start, shape, tuple(range(1, len(shape)))),
+                  lax.mul(lax.broadcast_in_dim(idx, shape, (0,)),
+                          lax.broadcast_in_dim(step, shape, tuple(range(1, len(shape))))))
+    if endpoint and num > 1:
+        last = lax.broadcast_in_dim(stop, (1,) + start.shape, tuple(range(1, len(shape))))
+        out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), last], 0)
+    if axis != 0:
+        out = lax.moveaxis(out, 0, axis)
+    out = lax.convert_element_type(out, dt)
+    return (out, step) if retstep else out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+    from .ufuncs import power
+    return power(base, linspace(start, stop, num, endpoint, dtype=dtype))
+
+
+def eye(N, M=None, k=0, dtype=None):
+    """A 2-D array with ones on the ``k``-th diagonal."""
+    M = N if M is None else M
+    return asarray(np.eye(int(N), int(M), int(k), dtype=_dtype(dtype)))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return asarray(np.tri(int(N), None if M is None else int(M), int(k), dtype=_dtype(dtype)))
+
+
+def copy(a):
+    return asarray(a)
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))

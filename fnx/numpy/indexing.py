@@ -1,0 +1,280 @@
+"""NumPy indexing (``x[...]``), ``.at[...]`` updates, take and take_along_axis.
+
+Basic indices (ints, slices, None, Ellipsis) become static slices and reshapes. Integer-array
+indices (concrete or traced) gather through one ``take`` over the merged indexed axes. Updates
+``x.at[idx].op(v)`` find the flat positions ``idx`` selects by indexing an iota, then scatter.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes, lax
+from ..core.core import Tracer
+from ..core.errors import FnxError
+from ._core import asarray, broadcast_arrays, broadcast_to, canonicalize_axis, is_array
+
+
+class IndexingError(FnxError, IndexError):
+    """An index does not fit the array it indexes."""
+
+
+def _is_advanced(i) -> bool:
+    return isinstance(i, (list, np.ndarray)) or is_array(i)
+
+
+def _expand_index(idx, ndim):
+    """A tuple of index entries with Ellipsis expanded and boolean masks made integer arrays."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    for i in idx:
+        if isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.dtype == np.bool_ or \
+                (is_array(i) and i.dtype == dtypes.bool_):
+            if isinstance(i, Tracer):
+                raise IndexingError(
+                    f"boolean mask indexing needs a concrete mask (the result's shape depends "
+                    f"on its values); got a traced {i.aval.str_short()}. Use "
+                    "fnx.numpy.where(mask, x, 0) instead")
+            out.extend(np.nonzero(np.asarray(i)))
+            continue
+        if isinstance(i, float) or (is_array(i) and dtypes.is_float(i.dtype)):
+            raise IndexingError(f"indices must be integers, slices, None or Ellipsis, got "
+                                f"{type(i).__name__}")
+        out.append(i)
+    n_ell = sum(1 for i in out if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexingError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in out if i is not None and i is not Ellipsis)
+    if used > ndim:
+        raise IndexingError(f"too many indices for array: array is {ndim}-dimensional, but "
+                            f"{used} were indexed")
+    if n_ell:
+        k = out.index(Ellipsis)
+        out[k:k + 1] = [slice(None)] * (ndim - used)
+    else:
+        out.extend([slice(None)] * (ndim - used))
+    return out
+
+
+def getitem(x, idx):
+    """``x[idx]`` with NumPy semantics (out-of-range array indices are clamped)."""
+    x = asarray(x)
+    entries = _expand_index(idx, x.ndim)
+    # 1. None -> insert size-1 axes, so every entry indexes exactly one axis
+    if any(e is None for e in entries):
+        shape, k = [], 0
+        for e in entries:
+            if e is None:
+                shape.append(1)
+            else:
+                shape.append(x.shape[k])
+                k += 1
+        x = lax.reshape(x, tuple(shape))
+        entries = [slice(None) if e is None else e for e in entries]
+    has_adv = any(_is_advanced(e) for e in entries)
+    # 2. static slices (and, without array indices, static ints)
+    starts, limits, strides, flips, squeeze = [], [], [], [], []
+    for ax, (e, n) in enumerate(zip(entries, x.shape)):
+        if isinstance(e, slice):
+            s, l, st = e.indices(n)
+            if st < 0:
+                flips.append(ax)
+                # x[s:l:st] == rev(x)[n-1-s : n-1-l : -st]
+                s, l, st = n - 1 - s, n - 1 - l, -st
+            starts.append(s)
+            limits.append(max(s, l))
+            strides.append(st)
+        elif not has_adv and not is_array(e):
+            i = int(e)
+            if not -n <= i < n:
+                raise IndexingError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            i %= n
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
+            squeeze.append(ax)
+        else:
+            starts.append(0)
+            limits.append(n)
+            strides.append(1)
+    if flips:
+        x = lax.rev(x, flips)
+    if (starts, limits, strides) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
+        x = lax.slice(x, starts, limits, strides)
+    if not has_adv:
+        return lax.squeeze(x, squeeze) if squeeze else x
+    # 3. integer-array (and int) indices: gather over the merged indexed axes
+    adv_axes = [ax for ax, e in enumerate(entries) if not isinstance(e, slice)]
+    arrays = [_normalize_index(entries[ax], x.shape[ax]) for ax in adv_axes]
+    arrays = broadcast_arrays(*arrays, op="indexing")
+    idx_shape = arrays[0].shape
+    rest = [ax for ax in range(x.ndim) if ax not in adv_axes]
+    xt = lax.transpose(x, adv_axes + rest)
+    sizes = [x.shape[ax] for ax in adv_axes]
+    merged = lax.reshape(xt, (int(np.prod(sizes, dtype=np.int64)),)
+                         + tuple(x.shape[ax] for ax in rest))
+    lin = arrays[-1]
+    stride = 1
+    for a, n in zip(reversed(arrays[:-1]), reversed(sizes[1:])):
+        stride *= n
+        lin = lax.add(lin, lax.mul(a, lax.full(a.shape, stride, a.dtype)))
+    out = lax.take(merged, lin, 0)
+    contiguous = adv_axes == list(range(adv_axes[0], adv_axes[-1] + 1))
+    if contiguous and adv_axes[0] > 0:
+        # NumPy puts the indexed dims where the (adjacent) indexed axes were
+        k, p = len(idx_shape), adv_axes[0]
+        perm = list(range(k, k + p)) + list(range(k)) + list(range(k + p, out.ndim))
+        out = lax.transpose(out, perm)
+    return out
+
+
+def _normalize_index(i, n):
+    """An int32 index array with negative entries wrapped."""
+    arr = asarray(np.asarray(i) if not is_array(i) else i)
+    if not dtypes.is_int(arr.dtype):
+        raise IndexingError(f"indices must be integers, got dtype {arr.dtype}")
+    if arr.dtype != dtypes.int32 and arr.dtype != dtypes.int64:
+        arr = lax.convert_element_type(arr, dtypes.int32)
+    if isinstance(arr, Tracer) or (np.asarray(arr) < 0).any():
+        zero = lax.full(arr.shape, 0, arr.dtype)
+        arr = lax.select(lax.lt(arr, zero), lax.add(arr, lax.full(arr.shape, n, arr.dtype)), arr)
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# .at[...] updates
+
+
+def _flat_positions(x, idx):
+    """The flat positions of ``x`` that ``x[idx]`` reads, in the shape of ``x[idx]``."""
+    dyn = any(isinstance(i, Tracer) for i in (idx if isinstance(idx, tuple) else (idx,)))
+    if not dyn:
+        pos = np.arange(x.size, dtype=np.int32).reshape(x.shape)[_static_index(idx)]
+        return asarray(np.asarray(pos, dtype=np.int32))
+    iota = lax.reshape(lax.iota(dtypes.int32, x.size), x.shape)
+    return getitem(iota, idx)
+
+
+def _static_index(idx):
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    return tuple(np.asarray(i) if is_array(i) else i for i in idx)
+
+
+def scatter_update(x, idx, values, mode):
+    x = asarray(x)
+    pos = _flat_positions(x, idx)
+    v = asarray(values)
+    if v.dtype != x.dtype:
+        v = lax.convert_element_type(v, x.dtype)
+    v = broadcast_to(v, pos.shape)
+    flat = lax.reshape(x, (x.size,))
+    out = lax.scatter(flat, lax.reshape(pos, (pos.size,)), lax.reshape(v, (v.size,)), 0, mode)
+    return lax.reshape(out, x.shape)
+
+
+class _IndexUpdateRef:
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self):
+        return getitem(self.array, self.index)
+
+    def set(self, values):
+        return scatter_update(self.array, self.index, values, "set")
+
+    def add(self, values):
+        return scatter_update(self.array, self.index, values, "add")
+
+    def subtract(self, values):
+        return scatter_update(self.array, self.index, -asarray(values), "add")
+
+    def multiply(self, values):
+        return scatter_update(self.array, self.index, values, "mul")
+
+    mul = multiply
+
+    def divide(self, values):
+        from .ufuncs import reciprocal
+        return scatter_update(self.array, self.index, reciprocal(values), "mul")
+
+    def min(self, values):
+        return scatter_update(self.array, self.index, values, "min")
+
+    def max(self, values):
+        return scatter_update(self.array, self.index, values, "max")
+
+    def apply(self, func):
+        return self.set(func(self.get()))
+
+
+class _IndexUpdateHelper:
+    """``x.at[idx].set(v)`` and friends: functional versions of ``x[idx] = v``."""
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+
+# ---------------------------------------------------------------------------------------------
+# take / take_along_axis
+
+
+def take(a, indices, axis=None, mode=None):
+    """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None)."""
+    a = asarray(a)
+    if axis is None:
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    ax = canonicalize_axis(axis, a.ndim, "take")
+    idx = _normalize_index(indices, a.shape[ax])
+    if mode == "wrap":
+        from .ufuncs import remainder
+        idx = remainder(idx, a.shape[ax])
+    return lax.take(a, idx, ax)
+
+
+def take_along_axis(arr, indices, axis):
+    """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics)."""
+    arr = asarray(arr)
+    if axis is None:
+        arr = lax.reshape(arr, (arr.size,))
+        axis = 0
+    ax = canonicalize_axis(axis, arr.ndim, "take_along_axis")
+    idx = _normalize_index(indices, arr.shape[ax])
+    if idx.ndim != arr.ndim:
+        raise IndexingError(f"take_along_axis: indices of rank {idx.ndim} do not match array "
+                            f"of rank {arr.ndim}")
+    shape = [max(a, b) if i != ax else None for i, (a, b) in enumerate(zip(arr.shape, idx.shape))]
+    arr = broadcast_to(arr, tuple(arr.shape[i] if i == ax else s for i, s in enumerate(shape)))
+    idx = broadcast_to(idx, tuple(idx.shape[i] if i == ax else s for i, s in enumerate(shape)))
+    return lax.take_along_axis(arr, idx, ax)
+
+
+def nonzero(a, size=None, fill_value=0):
+    """Indices of non-zero elements; needs a concrete ``a`` (its result size depends on it)."""
+    from ..core.core import concrete_or_error
+    vals = concrete_or_error(a, "nonzero's argument (use size= or fnx.numpy.where(c, x, y))")
+    out = np.nonzero(vals)
+    if size is not None:
+        out = tuple(np.concatenate([o[:size], np.full(max(0, size - len(o)), fill_value)])
+                    for o in out)
+    return tuple(asarray(o.astype(np.int32)) for o in out)
+
+
+def argwhere(a):
+    from .shapes import stack
+    return stack(nonzero(a), axis=1)
+
+
+def flatnonzero(a):
+    from .shapes import ravel
+    return nonzero(ravel(a))[0]
+

@@ -1,0 +1,400 @@
+"""Elementwise functions with NumPy's names, broadcasting and JAX's dtype promotion."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes, lax
+from ._core import asarray, promote_and_broadcast, promote_dtypes_inexact
+
+
+def _unary_inexact(prim_fn, name):
+    def fn(x):
+        (x,) = promote_dtypes_inexact(x)
+        return prim_fn(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (integers are promoted to the default float)."
+    return fn
+
+
+def _unary(prim_fn, name):
+    def fn(x):
+        return prim_fn(asarray(x))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}."
+    return fn
+
+
+def _binary(prim_fn, name, inexact=False):
+    def fn(x, y):
+        x, y = promote_and_broadcast(x, y, op=name, inexact=inexact)
+        return prim_fn(x, y)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting."
+    return fn
+
+
+exp = _unary_inexact(lax.exp, "exp")
+log = _unary_inexact(lax.log, "log")
+log1p = _unary_inexact(lax.log1p, "log1p")
+expm1 = _unary_inexact(lax.expm1, "expm1")
+sqrt = _unary_inexact(lax.sqrt, "sqrt")
+sin = _unary_inexact(lax.sin, "sin")
+cos = _unary_inexact(lax.cos, "cos")
+tan = _unary_inexact(lax.tan, "tan")
+arcsin = _unary_inexact(lax.asin, "arcsin")
+arccos = _unary_inexact(lax.acos, "arccos")
+arctan = _unary_inexact(lax.atan, "arctan")
+sinh = _unary_inexact(lax.sinh, "sinh")
+cosh = _unary_inexact(lax.cosh, "cosh")
+tanh = _unary_inexact(lax.tanh, "tanh")
+arcsinh = _unary_inexact(lax.asinh, "arcsinh")
+arccosh = _unary_inexact(lax.acosh, "arccosh")
+arctanh = _unary_inexact(lax.atanh, "arctanh")
+floor = _unary_inexact(lax.floor, "floor")
+ceil = _unary_inexact(lax.ceil, "ceil")
+negative = _unary(lax.neg, "negative")
+sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign")
+isfinite = _unary_inexact(lax.is_finite, "isfinite")
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+maximum = _binary(lax.max_, "maximum")
+minimum = _binary(lax.min_, "minimum")
+arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
+atan2 = arctan2
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
+nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
+
+
+def positive(x):
+    return asarray(x)
+
+
+def absolute(x):
+    x = asarray(x)
+    return x if x.dtype == dtypes.bool_ or x.dtype.kind == "u" else lax.abs_(x)
+
+
+abs = absolute  # noqa: A001 - NumPy's name
+
+
+def true_divide(x, y):
+    """``x / y``; integers divide to the default float, as NumPy does."""
+    x, y = promote_and_broadcast(x, y, op="divide", inexact=True)
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    x, y = promote_and_broadcast(x, y, op="floor_divide")
+    if dtypes.is_int(x.dtype):
+        q = lax.div(x, y)
+        r = lax.rem(x, y)
+        zero = lax.full(x.shape, 0, x.dtype)
+        fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+        return lax.select(fix, lax.sub(q, lax.full(x.shape, 1, x.dtype)), q)
+    return lax.floor(lax.div(x, y))
+
+
+def remainder(x, y):
+    """NumPy's ``mod``: the result takes the sign of the divisor."""
+    x, y = promote_and_broadcast(x, y, op="remainder")
+    r = lax.rem(x, y)
+    zero = lax.full(x.shape, 0, x.dtype)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def fmod(x, y):
+    x, y = promote_and_broadcast(x, y, op="fmod")
+    return lax.rem(x, y)
+
+
+def power(x, y):
+    """``x ** y``. A Python int exponent uses repeated multiplication (exact gradients at 0)."""
+    if isinstance(y, int) and not isinstance(y, bool):
+        x = asarray(x)
+        if y >= 0 or dtypes.is_float(x.dtype):
+            return lax.integer_pow(x, y)
+    x, y = promote_and_broadcast(x, y, op="power")
+    if dtypes.is_int(x.dtype):
+        return _int_power(x, y)
+    return lax.pow_(x, y)
+
+
+def _int_power(x, y):
+    # exponentiation by squaring, elementwise, for integer exponents
+    acc = lax.full(x.shape, 1, x.dtype)
+    one = lax.full(x.shape, 1, x.dtype)
+    zero = lax.full(x.shape, 0, x.dtype)
+    for _ in range(8 * x.dtype.itemsize):
+        odd = lax.ne(lax.bitwise_and(y, one), zero)
+        acc = lax.select(odd, lax.mul(acc, x), acc)
+        x = lax.mul(x, x)
+        y = lax.div(y, lax.full(y.shape, 2, y.dtype))
+    return acc
+
+
+def float_power(x, y):
+    x, y = promote_and_broadcast(x, y, op="float_power", inexact=True)
+    return lax.pow_(x, y)
+
+
+def square(x):
+    return lax.integer_pow(asarray(x), 2)
+
+
+def reciprocal(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.div(lax.full(x.shape, 1, x.dtype), x)
+
+
+def cbrt(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.mul(lax.sign(x), lax.pow_(lax.abs_(x), lax.full(x.shape, 1 / 3, x.dtype)))
+
+
+def exp2(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.exp(lax.mul(x, lax.full(x.shape, np.log(2), x.dtype)))
+
+
+def log2(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.div(lax.log(x), lax.full(x.shape, np.log(2), x.dtype))
+
+
+def log10(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.div(lax.log(x), lax.full(x.shape, np.log(10), x.dtype))
+
+
+def logaddexp(x, y):
+    """``log(exp(x) + exp(y))`` without overflow."""
+    x, y = promote_and_broadcast(x, y, op="logaddexp", inexact=True)
+    amax = lax.max_(x, y)
+    amax = lax.stop_gradient_raw(lax.select(lax.is_finite(amax), amax,
+                                            lax.full(x.shape, 0, x.dtype)))
+    return lax.add(amax, lax.log(lax.add(lax.exp(lax.sub(x, amax)), lax.exp(lax.sub(y, amax)))))
+
+
+def hypot(x, y):
+    x, y = promote_and_broadcast(x, y, op="hypot", inexact=True)
+    return lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))
+
+
+def round(x, decimals: int = 0):  # noqa: A001
+    """Round half to even, as NumPy does."""
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return x
+    if decimals:
+        scale = lax.full(x.shape, 10.0 ** decimals, x.dtype)
+        return lax.div(_round_half_even(lax.mul(x, scale)), scale)
+    return _round_half_even(x)
+
+
+def _round_half_even(x):
+    r = lax.round_(x)   # half away from zero
+    half = lax.full(x.shape, 0.5, x.dtype)
+    two = lax.full(x.shape, 2, x.dtype)
+    is_tie = lax.eq(lax.abs_(lax.sub(x, lax.floor(x))), half)
+    odd = lax.ne(lax.rem(r, two), lax.full(x.shape, 0, x.dtype))
+    return lax.select(lax.bitwise_and(is_tie, odd), lax.sub(r, lax.sign(x)), r)
+
+
+around = rint = round
+
+
+def trunc(x):
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return x
+    return lax.mul(lax.sign(x), lax.floor(lax.abs_(x)))
+
+
+fix = trunc
+
+
+def isnan(x):
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return lax.ne(x, x)
+
+
+def isinf(x):
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return lax.eq(lax.abs_(x), lax.full(x.shape, np.inf, x.dtype))
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return x
+    info = np.finfo(x.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    x = where(isnan(x), lax.full(x.shape, nan, x.dtype), x)
+    x = where(lax.eq(x, lax.full(x.shape, np.inf, x.dtype)), lax.full(x.shape, posinf, x.dtype), x)
+    return where(lax.eq(x, lax.full(x.shape, -np.inf, x.dtype)),
+                 lax.full(x.shape, neginf, x.dtype), x)
+
+
+def logical_not(x):
+    x = asarray(x)
+    from ._core import astype
+    return lax.bitwise_not(astype(x, bool))
+
+
+def _logical(prim_fn, name):
+    def fn(x, y):
+        from ._core import astype
+        x, y = promote_and_broadcast(astype(asarray(x), bool), astype(asarray(y), bool), op=name)
+        return prim_fn(x, y)
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(lax.bitwise_and, "logical_and")
+logical_or = _logical(lax.bitwise_or, "logical_or")
+logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+
+
+def invert(x):
+    return lax.bitwise_not(asarray(x))
+
+
+bitwise_not = invert
+
+
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` else ``y``, broadcasting all three.
+
+    The one-argument form (``nonzero``) needs a concrete condition."""
+    if x is None and y is None:
+        from .indexing import nonzero
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where takes either one argument or three")
+    from ._core import astype, broadcast_shapes, broadcast_to
+    c = astype(asarray(condition), bool)
+    x, y = promote_dtypes_both(x, y)
+    shape = broadcast_shapes(c.shape, x.shape, y.shape, op="where")
+    return lax.select(broadcast_to(c, shape), broadcast_to(x, shape), broadcast_to(y, shape))
+
+
+def promote_dtypes_both(x, y):
+    from ._core import promote_dtypes
+    return promote_dtypes(x, y)
+
+
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
+    """Limit values to ``[a_min, a_max]`` (either may be None)."""
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    out = asarray(a)
+    if lo is not None:
+        out = maximum(out, lo)
+    if hi is not None:
+        out = minimum(out, hi)
+    return out
+
+
+def fmax(x, y):
+    x, y = promote_and_broadcast(x, y, op="fmax")
+    return where(isnan(y), x, where(isnan(x), y, lax.max_(x, y)))
+
+
+def fmin(x, y):
+    x, y = promote_and_broadcast(x, y, op="fmin")
+    return where(isnan(y), x, where(isnan(x), y, lax.min_(x, y)))
+
+
+def deg2rad(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.mul(x, lax.full(x.shape, np.pi / 180, x.dtype))
+
+
+def rad2deg(x):
+    (x,) = promote_dtypes_inexact(x)
+    return lax.mul(x, lax.full(x.shape, 180 / np.pi, x.dtype))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def sinc(x):
+    (x,) = promote_dtypes_inexact(x)
+    pix = lax.mul(x, lax.full(x.shape, np.pi, x.dtype))
+    safe = where(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, 1, x.dtype), pix)
+    return where(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, 1, x.dtype),
+                 lax.div(lax.sin(safe), safe))
+
+
+def heaviside(x1, x2):
+    x1, x2 = promote_and_broadcast(x1, x2, op="heaviside", inexact=True)
+    zero = lax.full(x1.shape, 0, x1.dtype)
+    return where(lax.lt(x1, zero), zero, where(lax.gt(x1, zero), lax.full(x1.shape, 1, x1.dtype),
+                                               x2))
+
+
+def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    a, b = promote_and_broadcast(a, b, op="isclose", inexact=True)
+    close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    from .reductions import all as all_
+    return all_(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a, b):
+    a, b = asarray(a), asarray(b)
+    if a.shape != b.shape:
+        return asarray(False)
+    from .reductions import all as all_
+    return all_(equal(a, b))
+
+
+def conjugate(x):
+    return asarray(x)
+
+
+conj = conjugate
+
+
+def real(x):
+    return asarray(x)
+
+
+def left_shift(x, y):
+    x, y = promote_and_broadcast(x, y, op="left_shift")
+    return lax.mul(x, _int_power(lax.full(x.shape, 2, x.dtype), y))
+
+
+def copysign(x, y):
+    x, y = promote_and_broadcast(x, y, op="copysign", inexact=True)
+    neg = lax.lt(y, lax.full(y.shape, 0, y.dtype))
+    ax = lax.abs_(x)
+    return lax.select(neg, lax.neg(ax), ax)
