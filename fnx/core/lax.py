@@ -42,22 +42,30 @@ _FLOAT, _INT, _BOOL = "fc", "iu", "b"
 
 
 def _check_same(name, avals):
+    """Operands share one dtype and one shape, except that 0-d operands broadcast (as in JAX's
+    lax, scalars need no explicit broadcast). Returns the result shape."""
     a0 = avals[0]
-    for a in avals[1:]:
-        if a.shape != a0.shape:
-            raise ShapeError(f"{name} got incompatible shapes {_shp(a0.shape)} and "
-                             f"{_shp(a.shape)}")
+    shape = ()
+    for a in avals:
         if a.dtype != a0.dtype:
             raise DTypeError(f"{name} got different dtypes {a0.dtype} and {a.dtype}")
+        if a.shape == ():
+            continue
+        if shape == ():
+            shape = a.shape
+        elif a.shape != shape:
+            raise ShapeError(f"{name} got incompatible shapes {_shp(shape)} and "
+                             f"{_shp(a.shape)}")
+    return shape
 
 
 def _elementwise_aval(name, kinds, out_dtype=None):
     def rule(*avals, **params):
-        _check_same(name, avals)
+        shape = _check_same(name, avals)
         a0 = avals[0]
         if a0.dtype.kind not in kinds:
             raise DTypeError(f"{name} does not accept dtype {a0.dtype}")
-        return ShapedArray(a0.shape, out_dtype or a0.dtype, all(a.weak_type for a in avals))
+        return ShapedArray(shape, out_dtype or a0.dtype, all(a.weak_type for a in avals))
     return rule
 
 
@@ -66,9 +74,33 @@ def _elementwise_batch(prim):
         if len(vals) == 1:
             return prim.bind(vals[0], **params), dims[0]
         size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-        moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+        example_shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims)]
+        out_shape = next((s for s in example_shapes if s), ())
+        moved = []
+        for v, d, s in zip(vals, dims, example_shapes):
+            if d is not_mapped and s == ():
+                moved.append(v)          # an unbatched scalar broadcasts by itself
+                continue
+            v = bdim_at_front(v, d, size)
+            if s != out_shape:           # a batched scalar meets per-example arrays
+                v = broadcast_in_dim(v, (size,) + out_shape, (0,))
+            moved.append(v)
         return prim.bind(*moved, **params), 0
     return rule
+
+
+def _unbatched_shape(v, d):
+    shape = get_aval(v).shape
+    return shape if d is not_mapped else shape[:d] + shape[d + 1:]
+
+
+def _unbroadcast(ct, operand):
+    """Sum a cotangent down to a 0-d operand that was broadcast implicitly."""
+    shape = operand.aval.shape if is_undefined(operand) else get_aval(operand).shape
+    ct_shape = get_aval(ct).shape
+    if shape == ct_shape:
+        return ct
+    return reduce_sum(ct, tuple(range(len(ct_shape))))
 
 
 def elementwise(name, kinds=_FLOAT + _INT, out_dtype=None):
@@ -157,7 +189,11 @@ def integer_pow(x, y: int):
 
 
 def _const(x, value):
-    """A weakly typed scalar ``value`` broadcast to ``x``'s shape and dtype."""
+    """``value`` as a 0-d array of ``x``'s dtype (elementwise ops broadcast it)."""
+    return full((), value, get_aval(x).dtype)
+
+
+def _full_like(x, value):
     aval = get_aval(x)
     return full(aval.shape, value, aval.dtype)
 
@@ -214,21 +250,20 @@ stop_gradient_p.jvp = _stop_gradient_jvp
 # -- binary JVPs and transposes
 
 
-def _unbroadcast_none(ct, x):
-    return None if not is_undefined(x) else ct
+def _linear_ct(ct, x):
+    return _unbroadcast(ct, x) if is_undefined(x) else None
 
 
-deflinear(add_p, lambda ct, x, y: [_unbroadcast_none(ct, x), _unbroadcast_none(ct, y)])
-deflinear(sub_p, lambda ct, x, y: [_unbroadcast_none(ct, x),
-                                   None if not is_undefined(y) else neg(ct)])
+deflinear(add_p, lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(ct, y)])
+deflinear(sub_p, lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(neg(ct), y)])
 
 
 def _mul_transpose(ct, x, y):
     if is_undefined(x) and is_undefined(y):
         raise ValueError("mul is not linear in both operands at once")
     if is_undefined(x):
-        return [mul(ct, y), None]
-    return [None, mul(x, ct)]
+        return [_unbroadcast(mul(ct, y), x), None]
+    return [None, _unbroadcast(mul(x, ct), y)]
 
 
 defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
@@ -237,7 +272,7 @@ mul_p.transpose = _mul_transpose
 
 def _div_transpose(ct, x, y):
     assert is_undefined(x) and not is_undefined(y)
-    return [div(ct, y), None]
+    return [_unbroadcast(div(ct, y), x), None]
 
 
 defjvp(div_p, lambda t, x, y: div(t, y),
@@ -248,7 +283,7 @@ defjvp(rem_p, lambda t, x, y: t,
 
 
 def _replace_zero(x):
-    return select(eq(x, _const(x, 0)), _const(x, 1), x)
+    return select(eq(x, _const(x, 0)), _full_like(x, 1), x)
 
 
 defjvp(pow_p,
@@ -258,7 +293,7 @@ defjvp(pow_p,
 
 def _balanced_eq(x, out, y):
     # ties share the tangent equally, as JAX does
-    one, half, zero = _const(x, 1), _const(x, 0.5), _const(x, 0)
+    one, half, zero = _full_like(out, 1), _full_like(out, 0.5), _full_like(out, 0)
     return select(eq(x, out), select(eq(y, out), half, one), zero)
 
 

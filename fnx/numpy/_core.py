@@ -131,10 +131,13 @@ def broadcast_arrays(*args, op: str = "operands"):
     return [broadcast_to(a, shape) for a in arrs]
 
 
-def promote_and_broadcast(*args, op: str = "operands", inexact: bool = False):
+def promote_and_broadcast(*args, op: str = "operands", inexact: bool = False,
+                          keep_scalars: bool = False):
+    """Promote to a common dtype and broadcast to a common shape. With ``keep_scalars``, 0-d
+    operands stay 0-d: elementwise primitives broadcast them without materialising."""
     arrs = promote_dtypes_inexact(*args) if inexact else promote_dtypes(*args)
     shape = broadcast_shapes(*(a.shape for a in arrs), op=op)
-    return [broadcast_to(a, shape) for a in arrs]
+    return [a if keep_scalars and a.ndim == 0 else broadcast_to(a, shape) for a in arrs]
 
 
 def canonicalize_axis(axis: int, ndim: int, op: str = "axis") -> int:

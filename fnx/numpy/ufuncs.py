@@ -26,7 +26,7 @@ def _unary(prim_fn, name):
 
 def _binary(prim_fn, name, inexact=False):
     def fn(x, y):
-        x, y = promote_and_broadcast(x, y, op=name, inexact=inexact)
+        x, y = promote_and_broadcast(x, y, op=name, inexact=inexact, keep_scalars=True)
         return prim_fn(x, y)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting."
@@ -90,7 +90,7 @@ abs = absolute  # noqa: A001 - NumPy's name
 
 def true_divide(x, y):
     """``x / y``; integers divide to the default float, as NumPy does."""
-    x, y = promote_and_broadcast(x, y, op="divide", inexact=True)
+    x, y = promote_and_broadcast(x, y, op="divide", inexact=True, keep_scalars=True)
     return lax.div(x, y)
 
 

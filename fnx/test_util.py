@@ -1,0 +1,101 @@
+"""Testing helpers: numerical gradient checks in float64, as JAX's ``check_grads``."""
+from __future__ import annotations
+
+import numpy as np
+
+from .core.api import jvp, vjp
+from .core.pytree import tree_flatten, tree_map
+
+
+def _f64(tree):
+    return tree_map(lambda x: np.asarray(x, dtype=np.float64), tree)
+
+
+def _random_like(tree, rng):
+    return tree_map(lambda x: rng.standard_normal(np.shape(x)).astype(np.float64), tree)
+
+
+def _inner(a, b):
+    la, lb = tree_flatten(a)[0], tree_flatten(b)[0]
+    return sum(float(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64)))
+               for x, y in zip(la, lb))
+
+
+def _add(tree, direction, eps):
+    return tree_map(lambda x, d: x + eps * d, tree, direction)
+
+
+def _numerical_jvp(f, args, tangents, eps):
+    plus = f(*_add(args, tangents, eps))
+    minus = f(*_add(args, tangents, -eps))
+    return tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64))
+                    / (2 * eps), plus, minus)
+
+
+def _assert_close(actual, expected, atol, rtol, what):
+    la, lb = tree_flatten(actual)[0], tree_flatten(expected)[0]
+    for a, b in zip(la, lb):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                                   atol=atol, rtol=rtol, err_msg=what)
+
+
+def check_jvp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
+    """``jvp`` agrees with central finite differences along a random direction."""
+    rng = rng or np.random.default_rng(0)
+    tangents = _random_like(args, rng)
+    _, t_out = jvp(f, tuple(args), tuple(tangents))
+    expected = _numerical_jvp(f, args, tangents, eps)
+    _assert_close(t_out, expected, atol, rtol, "jvp vs finite differences")
+
+
+def check_vjp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
+    """``<vjp(ct), t> == <ct, jvp(t)>`` and the VJP agrees with finite differences."""
+    rng = rng or np.random.default_rng(1)
+    tangents = _random_like(args, rng)
+    out, pullback = vjp(f, *args)
+    ct = _random_like(out, rng)
+    ct = tree_map(lambda c, o: np.asarray(c, dtype=np.asarray(o).dtype), ct, out)
+    cts_in = pullback(ct)
+    numerical = _numerical_jvp(f, args, tangents, eps)
+    lhs = _inner(cts_in, tangents)
+    rhs = _inner(ct, numerical)
+    np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(rhs)), rtol=rtol,
+                               err_msg="vjp inner product vs finite differences")
+    _, t_out = jvp(f, tuple(args), tuple(tangents))
+    np.testing.assert_allclose(_inner(ct, t_out), lhs, atol=atol * max(1.0, abs(lhs)), rtol=rtol,
+                               err_msg="<ct, jvp(t)> vs <vjp(ct), t>")
+
+
+def check_grads(f, args, order: int = 2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5,
+                eps=1e-6, rng=None):
+    """Check ``f``'s derivatives up to ``order`` in float64 against finite differences.
+
+    >>> check_grads(fnx.numpy.sin, (np.float64(0.3),), order=2)
+    """
+    args = tuple(_f64(a) for a in args)
+    rng = rng or np.random.default_rng(0)
+    _check(f, args, order, tuple(modes), atol, rtol, eps, rng)
+
+
+def _check(f, args, order, modes, atol, rtol, eps, rng):
+    if "fwd" in modes:
+        check_jvp(f, args, atol=atol, rtol=rtol, eps=eps, rng=rng)
+    if "rev" in modes:
+        check_vjp(f, args, atol=atol, rtol=rtol, eps=eps, rng=rng)
+    if order > 1:
+        # differentiate the derivative maps themselves
+        if "fwd" in modes:
+            tangents = _random_like(args, rng)
+
+            def f_jvp(*primals):
+                return jvp(f, primals, tangents)[1]
+            _check(f_jvp, args, order - 1, modes, atol * 10, rtol * 10, eps, rng)
+        if "rev" in modes:
+            out = f(*args)
+            ct = _random_like(out, rng)
+            ct = tree_map(lambda c, o: np.asarray(c, dtype=np.asarray(o).dtype), ct, out)
+
+            def f_vjp(*primals):
+                return vjp(f, *primals)[1](ct)
+            _check(f_vjp, args, order - 1, modes, atol * 10, rtol * 10, eps, rng)
+

@@ -1,0 +1,19 @@
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+    try:
+        import cupy
+        has_gpu = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        has_gpu = False
+    if has_gpu:
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
