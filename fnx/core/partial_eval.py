@@ -1,9 +1,12 @@
 """Staging: a trace that records operations into a jaxpr.
 
 ``JaxprTrace`` is both the tracer behind ``make_jaxpr``/``jit`` and the partial evaluator behind
-``linearize``: an operation with at least one of the trace's own tracers as input is *unknown* and
-is recorded as an equation; one without is *known* and runs on the parent trace (at once, when the
-parent is the eager trace). Known values an unknown equation reads become the jaxpr's constants.
+``linearize``. As a partial evaluator, an operation with at least one of the trace's own tracers
+as input is *unknown* and is recorded as an equation; one without is *known* and runs on the
+parent trace (at once, when the parent is the eager trace). Known values an unknown equation
+reads become the jaxpr's constants. With ``stage_all`` (make_jaxpr, jit) every operation is
+recorded, so a jitted function's constants are built inside the compiled program rather than
+baked into it.
 """
 from __future__ import annotations
 
@@ -34,9 +37,11 @@ class JaxprTracer(Tracer):
 class JaxprTrace(Trace):
     """Records unknown operations as equations; runs known ones on the parent trace."""
 
-    def __init__(self, parent: Trace, description: str = "a traced function (make_jaxpr/jit)"):
+    def __init__(self, parent: Trace, description: str = "a traced function (make_jaxpr/jit)",
+                 stage_all: bool = False):
         super().__init__(parent)
         self.description = description
+        self.stage_all = stage_all
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
         self.const_vars: dict[int, Var] = {}
@@ -65,12 +70,28 @@ class JaxprTrace(Trace):
     # -- primitives
 
     def process_primitive(self, primitive, args, params):
+        if self.stage_all and not self._folds_to_literal(primitive, args, params):
+            return self.stage(primitive, args, params)
         if not any(self.is_own(a) for a in args):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
         if primitive.partial_eval is not None and not all(self.is_own(a) for a in args):
             return primitive.partial_eval(self, args, params)
         return self.stage(primitive, args, params)
+
+    def _folds_to_literal(self, primitive, args, params) -> bool:
+        """Scalar arithmetic on constants (``convert(2.0)``, ``1 - 0.5``) runs at once and appears
+        in the jaxpr as a literal, as in JAX; anything bigger is staged."""
+        if primitive.multiple_results or primitive.impl is not None:
+            return False
+        for a in args:
+            if isinstance(a, Tracer):
+                self.is_own(a)   # reports leaked tracers
+                return False
+            if literal_or_none(a) is None:
+                return False
+        out = primitive.rule("abstract_eval")(*(get_aval(a) for a in args), **params)
+        return out.shape == ()
 
     def stage(self, primitive, args, params, source_info=None):
         avals = [get_aval(a) for a in args]
@@ -96,12 +117,14 @@ class JaxprTrace(Trace):
 
 
 def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
-                   description: str = "a traced function (make_jaxpr/jit)"):
+                   description: str = "a traced function (make_jaxpr/jit)",
+                   stage_all: bool = True):
     """Trace ``flat_fun(*tracers) -> list`` into a ClosedJaxpr on top of ``parent``.
 
     Returns ``(closed_jaxpr, out_avals)``. Closed-over tracers of outer traces become consts."""
     from .core import current_trace
-    trace = JaxprTrace(parent if parent is not None else current_trace(), description)
+    trace = JaxprTrace(parent if parent is not None else current_trace(), description,
+                       stage_all)
     in_tracers = [trace.new_arg(a) for a in in_avals]
     with set_current_trace(trace):
         outs = flat_fun(*in_tracers)

@@ -18,7 +18,7 @@ def relu(x):
     """``max(x, 0)``; its derivative at 0 is 0, as in JAX."""
     (x,) = promote_dtypes_inexact(x) if not jnp.issubdtype(jnp.asarray(x).dtype, np.integer) \
         else (jnp.asarray(x),)
-    return jnp.where(x > 0, x, jnp.zeros_like(x))
+    return jnp.where(x > 0, x, 0)
 
 
 def relu6(x):
