@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..core.core import register_backend
+import importlib.util
+import os
+
+from ..core.core import register_backend, set_default_backend_resolver
 from . import numpy_backend
 
 
@@ -24,5 +27,29 @@ class Backend(Protocol):
 
 
 register_backend("cpu", numpy_backend.backend, default=True)
+
+
+def _find_gpu():
+    """Make the GPU the default backend when CuPy and a device are present, unless
+    ``FNX_PLATFORM=cpu``; ``FNX_PLATFORM=gpu`` insists on one."""
+    want = os.environ.get("FNX_PLATFORM", "").lower()
+    if want == "cpu":
+        return
+    if want != "gpu" and importlib.util.find_spec("cupy") is None:
+        return
+    try:
+        from . import cupy_backend
+        ok = cupy_backend.gpu_available()
+    except Exception as e:   # a broken CUDA install must not break the CPU path
+        if want == "gpu":
+            raise RuntimeError(f"FNX_PLATFORM=gpu, but CuPy could not start: {e}") from e
+        return
+    if ok:
+        register_backend("gpu", cupy_backend.CupyBackend(0), default=True)
+    elif want == "gpu":
+        raise RuntimeError("FNX_PLATFORM=gpu, but no CUDA device was found")
+
+
+set_default_backend_resolver(_find_gpu)
 
 __all__ = ["Backend", "numpy_backend"]

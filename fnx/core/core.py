@@ -233,6 +233,7 @@ class Tracer:
 
 _backends: dict[str, Any] = {}
 _default_backend_name: list[str] = []
+_default_resolver: list[Callable] = []
 
 
 def register_backend(name: str, backend, default: bool = False) -> None:
@@ -242,13 +243,57 @@ def register_backend(name: str, backend, default: bool = False) -> None:
         _default_backend_name[:] = [name]
 
 
+def set_default_backend_resolver(resolver: Callable[[], None]) -> None:
+    """``resolver()`` runs once, when the default backend is first needed, so that finding a
+    GPU (importing CuPy) happens only when arrays are made, never at ``import fnx``."""
+    _default_resolver[:] = [resolver]
+
+
 def get_backend(name: str | None = None):
     if name is None:
+        if _default_resolver:
+            _default_resolver.pop()()
         name = _default_backend_name[0]
+    elif name not in _backends and _default_resolver:
+        _default_resolver.pop()()
     try:
         return _backends[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; available: {sorted(_backends)}") from None
+
+
+def default_backend() -> str:
+    """The name of the backend new arrays go to: ``'cpu'`` or ``'gpu'``."""
+    return get_backend().name
+
+
+def devices(backend: str | None = None) -> list:
+    """The devices of ``backend`` (the default backend when None).
+
+    >>> fnx.devices()
+    [CpuDevice(id=0)]
+    """
+    return [get_backend(backend)]
+
+
+def device_put(x, device=None):
+    """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
+    when None)."""
+    from .pytree import tree_map
+    target = device if device is not None and not isinstance(device, str) else get_backend(device)
+
+    def put(v):
+        if isinstance(v, Array) and v._backend is target:
+            return v
+        aval = get_aval(v)
+        return Array(target.to_buffer(v, aval.dtype), target, aval.weak_type)
+    return tree_map(put, x)
+
+
+def device_get(x):
+    """The arrays in pytree ``x`` as NumPy arrays on the host."""
+    from .pytree import tree_map
+    return tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
 
 
 def set_default_backend(name: str) -> None:

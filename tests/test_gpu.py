@@ -1,0 +1,108 @@
+"""GPU backend: every op spec matches the CPU (forward, gradients, vmap); devices and transfers.
+
+Marked ``cuda``: skipped where no GPU exists, run on the device machine with
+``python -m pytest -m cuda``."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.numpy as jnp
+from fnx.test_util import check_grads
+
+from op_specs import SPECS, SPEC_IDS
+
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return fnx.devices("gpu")[0]
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return fnx.devices("cpu")[0]
+
+
+def _on(device, args):
+    return [fnx.device_put(a, device) for a in args]
+
+
+def _assert_on_gpu(x, gpu):
+    for leaf in fnx.tree_util.tree_leaves(x):
+        assert leaf._backend is gpu, f"result left the GPU: {leaf._backend}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_forward_matches_cpu(spec, gpu, cpu):
+    args = spec.draw(np.random.default_rng(1))
+    out = spec.fn(*_on(gpu, args))
+    _assert_on_gpu(out, gpu)
+    expected = spec.fn(*_on(cpu, args))
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6, rtol=1e-6)
+
+
+GRAD_SPECS = [s for s in SPECS if s.grad]
+
+
+def _float_only(spec, args):
+    fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+
+    def f(*fa):
+        full = list(args)
+        for i, v in zip(fidx, fa):
+            full[i] = v
+        return jnp.sum(spec.fn(*full))
+    return f, [args[i] for i in fidx]
+
+
+@pytest.mark.parametrize("spec", GRAD_SPECS, ids=[s.name for s in GRAD_SPECS])
+def test_grad_matches_cpu(spec, gpu, cpu):
+    args = spec.draw(np.random.default_rng(2))
+    f_gpu, fa_gpu = _float_only(spec, _on(gpu, args))
+    f_cpu, fa_cpu = _float_only(spec, _on(cpu, args))
+    argnums = tuple(range(len(fa_gpu)))
+    g_gpu = fnx.grad(f_gpu, argnums)(*fa_gpu)
+    g_cpu = fnx.grad(f_cpu, argnums)(*fa_cpu)
+    _assert_on_gpu(g_gpu, gpu)
+    for a, b in zip(g_gpu, g_cpu):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_vmap_matches_cpu(spec, gpu, cpu):
+    args = spec.draw(np.random.default_rng(3), batch=3)
+    out = fnx.vmap(spec.fn)(*_on(gpu, args))
+    expected = fnx.vmap(spec.fn)(*_on(cpu, args))
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6, rtol=1e-6)
+
+
+def test_check_grads_on_gpu(gpu):
+    x = fnx.device_put(np.random.default_rng(4).standard_normal((3, 4)), gpu)
+    check_grads(lambda x: jnp.tanh(x) @ x.T, (x,), order=2)
+
+
+def test_arrays_default_to_gpu_and_stay_there(gpu):
+    assert fnx.default_backend() == "gpu"
+    x = jnp.ones((4, 4))
+    assert x._backend is gpu
+    y = (x @ x + 1.0).sum(0)
+    _assert_on_gpu(y, gpu)
+    assert y.block_until_ready() is y
+    host = fnx.device_get(y)
+    assert isinstance(host, np.ndarray) and np.allclose(host, 20.0)
+
+
+def test_device_put_round_trip(gpu, cpu):
+    x = np.arange(6.0).reshape(2, 3)
+    on_gpu = fnx.device_put(x, gpu)
+    back = fnx.device_put(on_gpu, cpu)
+    assert on_gpu._backend is gpu and back._backend is cpu
+    np.testing.assert_array_equal(np.asarray(back), x)
+
+
+def test_dlpack_shares_the_gpu_buffer(gpu):
+    import cupy as cp
+    x = jnp.arange(5.0)
+    y = cp.from_dlpack(x)
+    assert isinstance(y, cp.ndarray) and float(y.sum()) == 10.0
