@@ -286,7 +286,8 @@ def device_put(x, device=None):
         if isinstance(v, Array) and v._backend is target:
             return v
         aval = get_aval(v)
-        return Array(target.to_buffer(v, aval.dtype), target, aval.weak_type)
+        return Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target,
+                     aval.weak_type)
     return tree_map(put, x)
 
 

@@ -1,0 +1,113 @@
+"""fnx's own cuBLAS binding (ctypes), usable while a stream is being captured into a CUDA graph.
+
+CuPy's cuBLAS wrappers refuse to run during stream capture (they rebind the handle's stream
+first), so fnx keeps a private handle whose stream and workspace are bound once, up front, and
+calls ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx`` directly. Row-major products map onto
+column-major cuBLAS by swapping the operands: ``C = A @ B`` is ``C^T = B^T @ A^T``.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+# cudaDataType and cublasComputeType values from the CUDA headers
+_CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2}
+_COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
+_OP_N, _OP_T = 0, 1
+_GEMM_DEFAULT_ALGO = -1
+WORKSPACE_BYTES = 32 * 1024 * 1024
+
+
+@functools.lru_cache(maxsize=None)
+def _lib():
+    import cupy as cp
+    cp.cuda.device.get_cublas_handle()   # makes CuPy load libcublas into this process
+    with open("/proc/self/maps") as fh:
+        paths = {line.split()[-1] for line in fh if "libcublas.so" in line
+                 and "Lt" not in line.split("/")[-1]}
+    if not paths:
+        raise RuntimeError("could not find the libcublas loaded by CuPy")
+    lib = ctypes.CDLL(sorted(paths)[0])
+    for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
+               "cublasGemmEx", "cublasGemmStridedBatchedEx"):
+        getattr(lib, fn).restype = ctypes.c_int
+    return lib
+
+
+def _check(status, what):
+    if status != 0:
+        raise RuntimeError(f"{what} failed with cuBLAS status {status}")
+
+
+class Handle:
+    """A cuBLAS handle bound to one stream with its own workspace."""
+
+    def __init__(self, stream):
+        import cupy as cp
+        lib = _lib()
+        self.ptr = ctypes.c_void_p()
+        _check(lib.cublasCreate_v2(ctypes.byref(self.ptr)), "cublasCreate")
+        self.stream = stream
+        _check(lib.cublasSetStream_v2(self.ptr, ctypes.c_void_p(stream.ptr)), "cublasSetStream")
+        self.workspace = cp.empty(WORKSPACE_BYTES, dtype=np.uint8)
+        _check(lib.cublasSetWorkspace_v2(self.ptr, ctypes.c_void_p(self.workspace.data.ptr),
+                                         ctypes.c_size_t(WORKSPACE_BYTES)), "cublasSetWorkspace")
+
+
+@functools.lru_cache(maxsize=None)
+def handle_for(stream_ptr: int) -> Handle:
+    import cupy as cp
+    stream = cp.cuda.ExternalStream(stream_ptr) if stream_ptr else cp.cuda.Stream.null
+    return Handle(stream)
+
+
+def _scalars(dtype):
+    if dtype == np.float64:
+        return ctypes.c_double(1.0), ctypes.c_double(0.0)
+    return ctypes.c_float(1.0), ctypes.c_float(0.0)
+
+
+def compute_type(dtype, precision: str) -> int:
+    if dtype == np.float64:
+        return _COMPUTE_64F
+    if dtype == np.float32 and precision == "tensorfloat32":
+        return _COMPUTE_32F_FAST_TF32
+    return _COMPUTE_32F
+
+
+def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str = "highest",
+                batch: int = 1):
+    """``out[m,n] = op(a) @ op(b)`` for row-major contiguous buffers (batched along a leading
+    axis when ``batch > 1``); ``trans_a`` means ``a`` is stored as (k, m)."""
+    import cupy as cp
+    dtype = np.dtype(a.dtype)
+    m, n = out.shape[-2], out.shape[-1]
+    k = a.shape[-2] if trans_a else a.shape[-1]
+    lda = a.shape[-1]
+    ldb = b.shape[-1]
+    h = handle_for(cp.cuda.get_current_stream().ptr)
+    alpha, beta = _scalars(dtype)
+    ct = _CUDA_TYPE[dtype]
+    out_ct = _CUDA_TYPE[np.dtype(out.dtype)]
+    comp = compute_type(dtype, precision)
+    lib = _lib()
+    # column-major view: C^T (n x m) = op(B)^T (n x k) @ op(A)^T (k x m)
+    args = (h.ptr, _OP_T if trans_b else _OP_N, _OP_T if trans_a else _OP_N, n, m, k,
+            ctypes.byref(alpha), ctypes.c_void_p(b.data.ptr), ct, ldb,
+            ctypes.c_void_p(a.data.ptr), ct, lda, ctypes.byref(beta),
+            ctypes.c_void_p(out.data.ptr), out_ct, n)
+    if batch == 1:
+        status = lib.cublasGemmEx(*args, comp, _GEMM_DEFAULT_ALGO)
+    else:
+        stride_a = ctypes.c_longlong(a.shape[-2] * a.shape[-1] if a.ndim == 3 else 0)
+        stride_b = ctypes.c_longlong(b.shape[-2] * b.shape[-1] if b.ndim == 3 else 0)
+        stride_c = ctypes.c_longlong(m * n)
+        status = lib.cublasGemmStridedBatchedEx(
+            h.ptr, args[1], args[2], n, m, k, ctypes.byref(alpha),
+            ctypes.c_void_p(b.data.ptr), ct, ldb, stride_b,
+            ctypes.c_void_p(a.data.ptr), ct, lda, stride_a, ctypes.byref(beta),
+            ctypes.c_void_p(out.data.ptr), out_ct, n, stride_c, batch, comp, _GEMM_DEFAULT_ALGO)
+    _check(status, "cublasGemmEx")
+    return out

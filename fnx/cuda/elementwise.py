@@ -1,0 +1,248 @@
+"""Generated RawKernels for chains of elementwise equations.
+
+A chain of elementwise equations over one iteration shape becomes one CUDA kernel: each thread
+computes every equation for its elements in registers, reading the chain's inputs once (with
+broadcasting folded into index arithmetic) and writing only the values used after the chain.
+Kernels are compiled once per (chain signature, dtypes, shapes) and cached in memory; CuPy
+caches the compiled binaries on disk.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import lax
+from ..core.jaxpr import Literal
+
+C_TYPES = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
+    "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+    "uint32": "unsigned int", "uint64": "unsigned long long", "float16": "__half",
+    "float32": "float", "float64": "double",
+}
+
+
+def compute_type(dtype) -> str:
+    """The C type values of ``dtype`` are computed in (half precision computes in float)."""
+    name = np.dtype(dtype).name
+    return "float" if name == "float16" else C_TYPES[name]
+
+
+def _is_float(dtype):
+    return np.dtype(dtype).kind == "f"
+
+
+def _minmax(op):
+    def emit(a, b, dt):
+        if _is_float(dt):   # NaN propagates, as in NumPy
+            return f"(isnan({a}) || {a} {op} {b} ? {a} : {b})"
+        return f"({a} {op} {b} ? {a} : {b})"
+    return emit
+
+
+def _integer_pow(a, dt, y):
+    if y == 0:
+        return f"(({compute_type(dt)})1)"
+    base = " * ".join([a] * abs(y))
+    return f"(({compute_type(dt)})1 / ({base}))" if y < 0 else f"({base})"
+
+
+# primitive -> C expression; ``dt`` is the operands' dtype
+UNARY = {
+    lax.neg_p: lambda a, dt: f"(-{a})",
+    lax.sign_p: lambda a, dt: f"(({a} > 0) - ({a} < 0))",
+    lax.floor_p: lambda a, dt: f"floor({a})", lax.ceil_p: lambda a, dt: f"ceil({a})",
+    lax.round_p: lambda a, dt: f"round({a})",
+    lax.is_finite_p: lambda a, dt: f"isfinite({a})",
+    lax.abs_p: lambda a, dt: f"fabs({a})" if _is_float(dt) else f"({a} < 0 ? -{a} : {a})",
+    lax.exp_p: lambda a, dt: f"exp({a})", lax.log_p: lambda a, dt: f"log({a})",
+    lax.log1p_p: lambda a, dt: f"log1p({a})", lax.expm1_p: lambda a, dt: f"expm1({a})",
+    lax.sqrt_p: lambda a, dt: f"sqrt({a})", lax.rsqrt_p: lambda a, dt: f"rsqrt({a})",
+    lax.sin_p: lambda a, dt: f"sin({a})", lax.cos_p: lambda a, dt: f"cos({a})",
+    lax.tan_p: lambda a, dt: f"tan({a})", lax.asin_p: lambda a, dt: f"asin({a})",
+    lax.acos_p: lambda a, dt: f"acos({a})", lax.atan_p: lambda a, dt: f"atan({a})",
+    lax.sinh_p: lambda a, dt: f"sinh({a})", lax.cosh_p: lambda a, dt: f"cosh({a})",
+    lax.tanh_p: lambda a, dt: f"tanh({a})", lax.asinh_p: lambda a, dt: f"asinh({a})",
+    lax.acosh_p: lambda a, dt: f"acosh({a})", lax.atanh_p: lambda a, dt: f"atanh({a})",
+    lax.logistic_p: lambda a, dt: f"(1 / (1 + exp(-{a})))",
+    lax.erf_p: lambda a, dt: f"erf({a})",
+    lax.not_p: lambda a, dt: f"(!{a})" if np.dtype(dt) == np.bool_ else f"(~{a})",
+    lax.stop_gradient_p: lambda a, dt: a,
+}
+BINARY = {
+    lax.add_p: lambda a, b, dt: f"({a} + {b})", lax.sub_p: lambda a, b, dt: f"({a} - {b})",
+    lax.mul_p: lambda a, b, dt: f"({a} * {b})", lax.div_p: lambda a, b, dt: f"({a} / {b})",
+    lax.rem_p: lambda a, b, dt: f"fmod({a}, {b})" if _is_float(dt) else f"({a} % {b})",
+    lax.pow_p: lambda a, b, dt: f"pow({a}, {b})",
+    lax.max_p: _minmax(">"), lax.min_p: _minmax("<"),
+    lax.atan2_p: lambda a, b, dt: f"atan2({a}, {b})",
+    lax.nextafter_p: lambda a, b, dt: f"nextafter({a}, {b})",
+    lax.and_p: lambda a, b, dt: f"({a} & {b})", lax.or_p: lambda a, b, dt: f"({a} | {b})",
+    lax.xor_p: lambda a, b, dt: f"({a} ^ {b})",
+    lax.eq_p: lambda a, b, dt: f"({a} == {b})", lax.ne_p: lambda a, b, dt: f"({a} != {b})",
+    lax.lt_p: lambda a, b, dt: f"({a} < {b})", lax.le_p: lambda a, b, dt: f"({a} <= {b})",
+    lax.gt_p: lambda a, b, dt: f"({a} > {b})", lax.ge_p: lambda a, b, dt: f"({a} >= {b})",
+}
+ELEMENTWISE = set(UNARY) | set(BINARY) | {lax.integer_pow_p, lax.select_n_p,
+                                          lax.convert_element_type_p}
+
+
+def is_fusible(eqn) -> bool:
+    """Elementwise equations, and broadcasts (which become index arithmetic)."""
+    return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
+
+
+def _literal(lit: Literal) -> str:
+    v = np.asarray(lit.val).item()
+    ct = compute_type(lit.aval.dtype)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if np.isinf(v):
+            return f"(({ct})(1.0/0.0))" if v > 0 else f"(({ct})(-1.0/0.0))"
+        if np.isnan(v):
+            return f"(({ct})(0.0/0.0))"
+        return f"(({ct}){v!r})"
+    return f"(({ct}){v})"
+
+
+def _strides(shape):
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return list(reversed(out))
+
+
+def _load_index(in_shape, out_shape, bdims):
+    """C expression for the element of an input of ``in_shape`` broadcast into ``out_shape``
+    along ``bdims`` at output linear index ``i``."""
+    if tuple(in_shape) == tuple(out_shape) and list(bdims) == list(range(len(out_shape))):
+        return "i"
+    if int(np.prod(in_shape, dtype=np.int64)) == 1:
+        return "0"
+    out_strides = _strides(out_shape)
+    in_strides = _strides(in_shape)
+    terms = []
+    for j, d in enumerate(bdims):
+        if in_shape[j] == 1:
+            continue
+        coord = f"((i / {out_strides[d]}LL) % {out_shape[d]}LL)"
+        terms.append(f"{coord} * {in_strides[j]}LL" if in_strides[j] != 1 else coord)
+    return " + ".join(terms) if terms else "0"
+
+
+class FusedKernel:
+    """One generated kernel for a chain of equations over ``shape``."""
+
+    def __init__(self, eqns, inputs, outputs, shape):
+        self.eqns = eqns
+        self.inputs = inputs          # Vars read from outside the chain
+        self.outputs = outputs        # Vars written for use after the chain
+        self.shape = tuple(shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.source, self.name = self._generate()
+        self._kernel = None
+
+    def _generate(self):
+        names = {}
+        lines = []
+        # inputs reach the iteration shape directly, through a broadcast_in_dim, or as scalars
+        bcast_of = {}
+        for e in self.eqns:
+            if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in self.inputs:
+                bcast_of[e.outvars[0]] = (e.invars[0], e.params["broadcast_dimensions"])
+        params = [f"const {C_TYPES[v.aval.dtype.name]}* __restrict__ in{k}"
+                  for k, v in enumerate(self.inputs)]
+        params += [f"{C_TYPES[v.aval.dtype.name]}* __restrict__ out{k}"
+                   for k, v in enumerate(self.outputs)]
+
+        def load(k, v, index):
+            raw = f"in{k}[{index}]"
+            return f"__half2float({raw})" if v.aval.dtype.name == "float16" else raw
+
+        direct = {v for e in self.eqns if e.outvars[0] not in bcast_of for v in e.invars}
+        direct |= set(self.outputs)
+        for k, v in enumerate(self.inputs):
+            if v not in direct:
+                continue          # read only through a broadcast, with its own indexing
+            ct = compute_type(v.aval.dtype)
+            nd = len(v.aval.shape)
+            index = _load_index(v.aval.shape, self.shape, tuple(range(len(self.shape) - nd,
+                                                                     len(self.shape))))
+            names[v] = f"v_in{k}"
+            lines.append(f"    const {ct} v_in{k} = {load(k, v, index)};")
+        counter = 0
+        for e in self.eqns:
+            out = e.outvars[0]
+            if out in bcast_of:
+                src, bd = bcast_of[out]
+                k = self.inputs.index(src)
+                index = _load_index(src.aval.shape, self.shape, bd)
+                names[out] = f"t{counter}"
+                lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = "
+                             f"{load(k, src, index)};")
+                counter += 1
+                continue
+            args = [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
+            dt = e.invars[-1].aval.dtype
+            p = e.primitive
+            if p in UNARY:
+                expr = UNARY[p](args[0], dt)
+            elif p in BINARY:
+                expr = BINARY[p](args[0], args[1], dt)
+            elif p is lax.integer_pow_p:
+                expr = _integer_pow(args[0], dt, e.params["y"])
+            elif p is lax.convert_element_type_p:
+                expr = f"(({compute_type(out.aval.dtype)}){args[0]})"
+            elif p is lax.select_n_p:
+                expr = args[1]
+                for c in range(2, len(args)):
+                    expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
+            elif p is lax.broadcast_in_dim_p:
+                # broadcasting a value computed inside the chain: only scalars reach here
+                expr = args[0]
+            else:
+                raise NotImplementedError(p)
+            names[out] = f"t{counter}"
+            lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = {expr};")
+            counter += 1
+        for k, v in enumerate(self.outputs):
+            val = names[v] if not isinstance(v, Literal) else _literal(v)
+            if v.aval.dtype.name == "float16":
+                val = f"__float2half({val})"
+            lines.append(f"    out{k}[i] = {val};")
+        body = "\n".join(lines)
+        sig = ", ".join(params + ["long long n"])
+        name = "fnx_fused_" + "_".join(e.primitive.name for e in self.eqns)[:80]
+        name = name.replace("-", "_")
+        src = (
+            "#include <cuda_fp16.h>\n"
+            f'extern "C" __global__ void {name}({sig}) {{\n'
+            "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+            "       i += (long long)gridDim.x * blockDim.x) {\n"
+            f"{body}\n"
+            "  }\n"
+            "}\n")
+        return src, name
+
+    def kernel(self):
+        if self._kernel is None:
+            self._kernel = _compile(self.source, self.name)
+        return self._kernel
+
+    def launch_config(self, sm_count: int):
+        threads = 256
+        blocks = max(1, min((self.size + threads - 1) // threads, sm_count * 16))
+        return (blocks,), (threads,)
+
+
+_KERNEL_CACHE: dict = {}
+
+
+def _compile(source, name):
+    key = (source, name)
+    k = _KERNEL_CACHE.get(key)
+    if k is None:
+        import cupy as cp
+        k = _KERNEL_CACHE[key] = cp.RawKernel(source, name)
+    return k
