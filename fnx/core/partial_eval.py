@@ -16,12 +16,12 @@ from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, literal_or_none
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "jaxpr_var")
 
     def __init__(self, trace, aval: ShapedArray, var: Var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self.jaxpr_var = var
 
     @property
     def aval(self):
@@ -56,7 +56,7 @@ class JaxprTrace(Trace):
 
     def getvar(self, x):
         if isinstance(x, Tracer) and self.is_own(x):
-            return x.var
+            return x.jaxpr_var
         lit = literal_or_none(x)
         if lit is not None:
             return lit
@@ -99,14 +99,14 @@ class JaxprTrace(Trace):
         outs = out_avals if primitive.multiple_results else [out_avals]
         invars = [self.getvar(a) for a in args]
         tracers = [JaxprTracer(self, a, Var(a)) for a in outs]
-        self.eqns.append(JaxprEqn(invars, [t.var for t in tracers], primitive, params,
+        self.eqns.append(JaxprEqn(invars, [t.jaxpr_var for t in tracers], primitive, params,
                                   source_info or user_frame()))
         return tracers if primitive.multiple_results else tracers[0]
 
     # -- result
 
     def to_jaxpr(self, in_tracers, outs) -> ClosedJaxpr:
-        invars = [t.var for t in in_tracers]
+        invars = [t.jaxpr_var for t in in_tracers]
         outvars = [self.getvar(o) for o in outs]
         # consts are only those some equation or output actually reads
         used = {id(v) for e in self.eqns for v in e.invars} | {id(v) for v in outvars}

@@ -83,7 +83,7 @@ BINARY = {
     lax.gt_p: lambda a, b, dt: f"({a} > {b})", lax.ge_p: lambda a, b, dt: f"({a} >= {b})",
 }
 ELEMENTWISE = set(UNARY) | set(BINARY) | {lax.integer_pow_p, lax.select_n_p,
-                                          lax.convert_element_type_p}
+                                          lax.convert_element_type_p, lax.iota_p}
 
 
 def is_fusible(eqn) -> bool:
@@ -184,9 +184,13 @@ class FusedKernel:
                 counter += 1
                 continue
             args = [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
-            dt = e.invars[-1].aval.dtype
             p = e.primitive
-            if p in UNARY:
+            dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
+            if p is lax.iota_p:
+                d = e.params["dimension"]
+                expr = (f"(({compute_type(out.aval.dtype)})((i / {_strides(self.shape)[d]}LL) "
+                        f"% {self.shape[d]}LL))")
+            elif p in UNARY:
                 expr = UNARY[p](args[0], dt)
             elif p in BINARY:
                 expr = BINARY[p](args[0], args[1], dt)
@@ -229,6 +233,9 @@ class FusedKernel:
         if self._kernel is None:
             self._kernel = _compile(self.source, self.name)
         return self._kernel
+
+    def extra_args(self):
+        return (np.int64(self.size),)
 
     def launch_config(self, sm_count: int):
         threads = 256

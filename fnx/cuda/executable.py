@@ -12,6 +12,7 @@ from ..core import lax
 from ..core.jaxpr import Jaxpr, Literal, Var
 from . import cublas
 from .elementwise import FusedKernel, is_fusible
+from .rows import RowKernel, find_row_group
 
 
 def _matmul_precision(precision):
@@ -83,6 +84,11 @@ class GpuExecutable:
         uses = self._uses(jaxpr)
         i, eqns = 0, jaxpr.eqns
         while i < len(eqns):
+            row_group = find_row_group(eqns, i)
+            if row_group is not None:
+                group, shape, i = row_group
+                self._add_fused(group, shape, uses, i, RowKernel)
+                continue
             group, shape = [], None
             while i < len(eqns) and is_fusible(eqns[i]):
                 e = eqns[i]
@@ -124,7 +130,7 @@ class GpuExecutable:
                 last[v] = len(jaxpr.eqns)
         return last
 
-    def _add_fused(self, group, shape, uses, end):
+    def _add_fused(self, group, shape, uses, end, kernel_class=FusedKernel):
         produced = [v for e in group for v in e.outvars]
         produced_set = set(produced)
         inputs = []
@@ -133,20 +139,18 @@ class GpuExecutable:
                 if isinstance(v, Var) and v not in produced_set and v not in inputs:
                     inputs.append(v)
         outputs = [v for v in produced if uses.get(v, -1) >= end]
-        if shape == ():
-            shape = ()
-        kernel = FusedKernel(group, inputs, outputs, shape)
+        kernel = kernel_class(group, inputs, outputs, shape)
         self.kernels.append(kernel)
         in_slots = [self._slot_of(v) for v in inputs]
         out_slots = [self._slot_of(v) for v in outputs]
         out_meta = [(v.aval.shape, v.aval.dtype) for v in outputs]
         grid, block = kernel.launch_config(self.sm_count)
-        n = np.int64(kernel.size)
+        extra = kernel.extra_args()
 
         def run(env, kernel=kernel, in_slots=in_slots, out_slots=out_slots, out_meta=out_meta):
             import cupy as cp
             outs = [cp.empty(s, d) for s, d in out_meta]
-            kernel.kernel()(grid, block, tuple(env[s] for s in in_slots) + tuple(outs) + (n,))
+            kernel.kernel()(grid, block, tuple(env[s] for s in in_slots) + tuple(outs) + extra)
             for s, o in zip(out_slots, outs):
                 env[s] = o
         self.steps.append(run)
@@ -170,6 +174,7 @@ class GpuExecutable:
         backend = self.backend
 
         def run(env):
+            import cupy as cp
             args = [env[s] if s is not None else c for s, c in reads]
             if fn is None:   # higher-order primitives interpret their own jaxprs
                 from ..core.core import Array
@@ -180,13 +185,16 @@ class GpuExecutable:
                 outs = fn(*args, **params)
                 outs = outs if multiple else [outs]
             for s, o, dt in zip(writes, outs, dtypes_out):
-                env[s] = backend.cast(o, dt)
+                # generated kernels index buffers as dense row-major: no strided views
+                env[s] = cp.ascontiguousarray(backend.cast(o, dt))
         self.steps.append(run)
 
     def __call__(self, *args):
+        import cupy as cp
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
-        env[len(self.consts):len(self.consts) + len(args)] = args
+        env[len(self.consts):len(self.consts) + len(args)] = [cp.ascontiguousarray(a)
+                                                              for a in args]
         for step in self.steps:
             step(env)
         return [env[s] if s is not None else lit for s, lit in self.out_slots]
@@ -195,6 +203,7 @@ class GpuExecutable:
         """The lowered program: one line per launch, fused kernels with their equations."""
         lines = [f"{self.num_launches} launches, {len(self.kernels)} fused kernels"]
         for k in self.kernels:
-            lines.append(f"  fused[{','.join(map(str, k.shape))}]: "
+            kind = "rows" if isinstance(k, RowKernel) else "fused"
+            lines.append(f"  {kind}[{','.join(map(str, k.shape))}]: "
                          + " -> ".join(e.primitive.name for e in k.eqns))
         return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""Generated row kernels: elementwise chains mixed with reductions over the last axis.
+
+Softmax, log-softmax, logsumexp, cross-entropy and layer norm are, in a jaxpr, elementwise
+equations over a (rows, C) space, reductions over C, and broadcasts of per-row values back.
+Such a group becomes one kernel with one thread block per row: the row is read once into
+registers, reductions are block reductions, and only the values used later are written.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import lax
+from ..core.jaxpr import Literal, Var
+from .elementwise import BINARY, C_TYPES, ELEMENTWISE, UNARY, _integer_pow, _literal
+
+REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
+              lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
+
+_PRELUDE = r"""
+#include <cuda_fp16.h>
+struct SumOp { __device__ float operator()(float a, float b) const { return a + b; }
+               __device__ double operator()(double a, double b) const { return a + b; } };
+struct MaxOp { template <class T> __device__ T operator()(T a, T b) const {
+                 return (isnan(a) || a > b) ? a : b; } };
+struct MinOp { template <class T> __device__ T operator()(T a, T b) const {
+                 return (isnan(a) || a < b) ? a : b; } };
+template <class T, class Op>
+__device__ T block_reduce(T v, Op op, T* shm) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) shm[warp] = v;
+  __syncthreads();
+  T r = shm[0];
+  for (int w = 1; w < nw; ++w) r = op(r, shm[w]);
+  return r;
+}
+"""
+
+
+def row_space(eqns):
+    """``(rows, C)`` if ``eqns`` form a row group (floats only, some reduction over the last
+    axis of one common shape), else None."""
+    red = [e for e in eqns if e.primitive in REDUCTIONS]
+    if not red:
+        return None
+    shape = red[0].invars[0].aval.shape
+    if len(shape) == 0:
+        return None
+    for e in red:
+        if e.invars[0].aval.shape != shape or e.params["axes"] != (len(shape) - 1,):
+            return None
+    return shape
+
+
+def kind_of(aval_shape, shape):
+    """'row' for the full (rows, C) space, 'per_row' for one value per row, 'scalar' for 0-d."""
+    if tuple(aval_shape) == tuple(shape):
+        return "row"
+    if tuple(aval_shape) in (tuple(shape[:-1]), tuple(shape[:-1]) + (1,)):
+        return "per_row"
+    if int(np.prod(aval_shape, dtype=np.int64)) == 1:
+        return "scalar"
+    return None
+
+
+def accepts(eqn, shape) -> bool:
+    """Whether ``eqn`` can live in a row group over ``shape``."""
+    p = eqn.primitive
+    vars_ = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
+    if not all(v.aval.dtype.name in ("float32", "float64", "bool", "int32", "int64")
+               for v in vars_):
+        return False
+    if p in REDUCTIONS and eqn.invars[0].aval.dtype.kind != "f":
+        return False
+    if p is lax.iota_p:
+        return tuple(eqn.params["shape"]) == tuple(shape)
+    kinds = [kind_of(v.aval.shape, shape) for v in eqn.outvars]
+    if any(k is None for k in kinds):
+        return False
+    if p in REDUCTIONS:
+        return eqn.invars[0].aval.shape == tuple(shape) and \
+            eqn.params["axes"] == (len(shape) - 1,)
+    if p is lax.reshape_p:
+        return kinds[0] == "per_row" and kind_of(eqn.invars[0].aval.shape, shape) == "per_row"
+    if p is lax.broadcast_in_dim_p:
+        src = kind_of(eqn.invars[0].aval.shape, shape)
+        if src == "scalar":
+            return True
+        nd = len(shape)
+        return src == "per_row" and kinds[0] == "row" and \
+            tuple(eqn.params["broadcast_dimensions"])[:nd - 1] == tuple(range(nd - 1))
+    return p in ELEMENTWISE
+
+
+class RowKernel:
+    """One block per row over ``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel.
+
+    Row-shaped values are not kept in registers: each reduction (and the final write) loops over
+    the row and recomputes the elementwise chain from the inputs, whose second and later reads
+    hit L2. That keeps register use flat for any row length."""
+
+    def __init__(self, eqns, inputs, outputs, shape):
+        self.eqns, self.inputs, self.outputs = eqns, inputs, outputs
+        self.shape = tuple(shape)
+        self.cols = shape[-1]
+        self.rows = int(np.prod(shape[:-1], dtype=np.int64))
+        self.block = min(512, max(32, -(-self.cols // 32) * 32))
+        self.source, self.name = self._generate()
+        self._kernel = None
+
+    def _generate(self):
+        shape = self.shape
+        kinds, names, lines, row_stmts = {}, {}, [], []
+        params = [f"const {C_TYPES[v.aval.dtype.name]}* __restrict__ in{k}"
+                  for k, v in enumerate(self.inputs)]
+        params += [f"{C_TYPES[v.aval.dtype.name]}* __restrict__ out{k}"
+                   for k, v in enumerate(self.outputs)]
+        ct = {v: C_TYPES[v.aval.dtype.name] for e in self.eqns for v in e.outvars}
+
+        def loop(tail):
+            body = " ".join(row_stmts + [tail])
+            lines.append(f"  for (long long c = threadIdx.x; c < {self.cols}LL; c += {self.block})"
+                         f" {{ {body} }}")
+
+        for k, v in enumerate(self.inputs):
+            kind = kinds[v] = kind_of(v.aval.shape, shape)
+            t = C_TYPES[v.aval.dtype.name]
+            names[v] = f"x{k}"
+            if kind == "row":
+                row_stmts.append(f"const {t} x{k} = in{k}[row * {self.cols}LL + c];")
+            else:
+                lines.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
+
+        def ref(v):
+            return _literal(v) if isinstance(v, Literal) else names[v]
+
+        for n, e in enumerate(self.eqns):
+            out, p = e.outvars[0], e.primitive
+            kind = kind_of(out.aval.shape, shape)
+            t, name = ct[out], f"t{n}"
+            if p in REDUCTIONS:
+                op, ident = REDUCTIONS[p]
+                lines.append(f"  {t} {name}_p = {ident};")
+                loop(f"{name}_p = {op}()({name}_p, {ref(e.invars[0])});")
+                lines.append(f"  const {t} {name} = block_reduce<{t}>({name}_p, {op}(), "
+                             f"reinterpret_cast<{t}*>(shm));")
+                names[out], kinds[out] = name, "per_row"
+                continue
+            if p in (lax.reshape_p, lax.broadcast_in_dim_p):
+                # a per-row (or scalar) value seen in another shape: the same register
+                names[out] = ref(e.invars[0])
+                kinds[out] = kind if kind != "row" else "per_row"
+                continue
+            row_valued = any(isinstance(v, Var) and kinds.get(v) == "row" for v in e.invars)
+            args = [ref(v) for v in e.invars]
+            dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
+            if p is lax.iota_p:
+                d = e.params["dimension"]
+                if d == len(shape) - 1:
+                    expr, row_valued = f"(({t})c)", True
+                else:
+                    stride = int(np.prod(shape[d + 1:-1], dtype=np.int64))
+                    expr = f"(({t})((row / {stride}LL) % {shape[d]}LL))"
+            elif p in UNARY:
+                expr = UNARY[p](args[0], dt)
+            elif p in BINARY:
+                expr = BINARY[p](args[0], args[1], dt)
+            elif p is lax.integer_pow_p:
+                expr = _integer_pow(args[0], dt, e.params["y"])
+            elif p is lax.convert_element_type_p:
+                expr = f"(({t}){args[0]})"
+            else:   # select_n
+                expr = args[1]
+                for c in range(2, len(args)):
+                    expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
+            stmt = f"const {t} {name} = {expr};"
+            if row_valued:
+                row_stmts.append(stmt)
+                kinds[out] = "row"
+            else:
+                lines.append("  " + stmt)
+                kinds[out] = "per_row"
+            names[out] = name
+        writes = []
+        for k, v in enumerate(self.outputs):
+            if kind_of(v.aval.shape, shape) == "row":
+                writes.append(f"out{k}[row * {self.cols}LL + c] = {names[v]};")
+            else:
+                lines.append(f"  if (threadIdx.x == 0) out{k}[row] = {names[v]};")
+        if writes:
+            loop(" ".join(writes))
+        name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if
+                                      e.primitive in REDUCTIONS)[:60]
+        body = "\n".join(lines)
+        src = (_PRELUDE + f'extern "C" __global__ void __launch_bounds__({self.block}) '
+               f'{name}({", ".join(params)}) {{\n'
+               "  __shared__ double shm[32];\n"
+               "  const long long row = blockIdx.x;\n"
+               f"{body}\n}}\n")
+        return src, name
+
+    def kernel(self):
+        if self._kernel is None:
+            from .elementwise import _compile
+            self._kernel = _compile(self.source, self.name)
+        return self._kernel
+
+    def extra_args(self):
+        return ()
+
+    def launch_config(self, sm_count: int):
+        return (max(1, self.rows),), (self.block,)
+
+
+def find_row_group(eqns, i):
+    """The longest row group starting at ``eqns[i]``: ``(group, shape, end)`` or None."""
+    j, shape = i, None
+    while j < len(eqns):
+        p = eqns[j].primitive
+        if p in REDUCTIONS:
+            shape = eqns[j].invars[0].aval.shape
+            break
+        if not (p in ELEMENTWISE or p in (lax.broadcast_in_dim_p, lax.reshape_p)):
+            return None
+        j += 1
+    if not shape:
+        return None
+    k = i
+    while k < len(eqns) and accepts(eqns[k], shape):
+        k += 1
+    group = eqns[i:k]
+    if row_space(group) is None:
+        return None
+    return group, shape, k
