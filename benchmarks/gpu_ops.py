@@ -97,6 +97,7 @@ def run_fnx():
         "fnx eager": gpu_time(lambda: softmax(jnp, xs)),
         "fnx lowered": gpu_time(run),
         "cupy ops": gpu_time(lambda: softmax(cp, xsb)),
+        "describe": exe.describe(),
         "one pass at copy rate": t_copy2,
         "launches": exe.num_launches,
     }

@@ -12,6 +12,8 @@ from .core.core import Array, default_backend, device_get, device_put, devices
 from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
                           ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
+from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
+                                      remat)
 from . import numpy, lax, nn, tree_util  # noqa: E402
 
 __version__ = "0.1.0"

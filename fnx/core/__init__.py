@@ -5,5 +5,7 @@ Nothing here imports a backend; backends register their impl tables with ``core.
 from . import ad, batching, dtypes, lax, pytree
 from .api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jvp, linearize,
                   make_jaxpr, stop_gradient, value_and_grad, vjp, vmap)
+from .custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
+                                 remat)
 from .core import Array, Primitive, ShapedArray, Trace, Tracer, get_aval
 from .jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, typecheck_jaxpr

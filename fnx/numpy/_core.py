@@ -48,7 +48,7 @@ def asarray(x, dtype=None):
                 arr = arr.astype(dtypes.complex64)
     dt = dtypes.canonicalize(dtype if dtype is not None else arr.dtype)
     from ..core.core import full_lower_to_array
-    return full_lower_to_array(np.ascontiguousarray(arr, dtype=dt))
+    return full_lower_to_array(np.asarray(arr, dtype=dt, order="C"))
 
 
 def array(x, dtype=None, copy=True, ndmin: int = 0):

@@ -1,0 +1,798 @@
+"""User-defined derivatives (``custom_jvp``, ``custom_vjp``) and rematerialisation
+(``checkpoint``), as higher-order primitives holding jaxprs.
+
+* ``custom_jvp_call`` holds the traced function (``call_jaxpr``) and a Python JVP rule on flat
+  lists. Eagerly and under vmap it is the function; under differentiation the rule replaces it.
+* ``custom_vjp_call`` holds the traced function and the user's ``fwd``/``bwd``. Its JVP runs
+  ``fwd`` and emits the output tangent through ``custom_lin``, linear in the tangents, whose
+  transpose calls ``bwd``. ``custom_lin`` therefore only ever appears in linear jaxprs that get
+  transposed; evaluating it means forward mode, which custom_vjp cannot do (as in JAX).
+* ``remat`` holds a jaxpr whose intermediates are not saved for the backward pass: its partial
+  evaluation keeps only the inputs (plus what ``policy`` allows) and stages the whole computation
+  again, and its transpose recomputes the forward values before transposing.
+
+Values a traced function closes over become the jaxpr's constants and then explicit leading
+arguments of the primitive (``num_consts`` of them for the custom-derivative primitives), so every
+transformation sees them. The user's rules stay Python callables and run where the rule is
+applied, below the transformations applied inside the differentiated function; a rule that
+closes over a value of such an inner transformation (a vmap inside a grad) gets a clear error
+asking to pass the value as an argument (traced ``nondiff_argnums`` of a custom_jvp are explicit
+operands for this reason).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+
+from . import ad, batching
+from . import lax as _lax
+from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
+from .core import Tracer, current_trace, get_aval, set_current_trace
+from .errors import FnxError, TracerLeakError
+from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
+from .partial_eval import JaxprTrace, trace_to_jaxpr
+from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+
+
+class CustomJVPException(FnxError):
+    """A custom_jvp function was differentiated with respect to a value it closes over."""
+
+
+class CustomVJPException(FnxError):
+    """A custom_vjp function was used in a way its rule cannot describe (closed-over values
+    being differentiated, traced values in ``nondiff_argnums``)."""
+
+
+class CustomVJPForwardModeError(FnxError, TypeError):
+    """Forward-mode differentiation (jvp, jacfwd, linearize) reached a custom_vjp function."""
+
+
+_FWD_MODE_MSG = ("can't apply forward-mode autodiff (jvp) to a custom_vjp function; it defines "
+                 "only reverse mode (use grad/vjp/jacrev, or define the function with "
+                 "custom_jvp instead)")
+
+_CLOSURE_JVP_MSG = (
+    "Detected differentiation of a custom_jvp function with respect to a closed-over value. "
+    "That isn't supported because the custom JVP rule only specifies how to differentiate the "
+    "custom_jvp function with respect to explicit input parameters. Try passing the "
+    "closed-over value into the custom_jvp function as an argument, and adapting the "
+    "custom_jvp rule.")
+
+_CLOSURE_VJP_MSG = (
+    "Detected differentiation of a custom_vjp function with respect to a closed-over value. "
+    "That isn't supported because the custom VJP rule only specifies how to differentiate the "
+    "custom_vjp function with respect to explicit input parameters. Pass the closed-over "
+    "value into the custom_vjp function as an argument, and return its cotangent from bwd.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", str(f))
+
+
+def _is_var(v) -> bool:
+    return isinstance(v, Var)
+
+
+def _resolve_kwargs(fun, args, kwargs):
+    """Keyword arguments moved into their positions (custom rules see positional args only)."""
+    if not kwargs:
+        return tuple(args)
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"keyword-only arguments of {_name(fun)} can't be resolved to "
+                        "positions; custom_jvp/custom_vjp functions take positional arguments")
+    return tuple(bound.args)
+
+
+def _check_argnums(argnums, nargs, name):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise ValueError(f"{name}: nondiff_argnums {argnums} out of range for {nargs} "
+                             "positional arguments")
+    return sorted({i % nargs for i in nums})
+
+
+def _trace(flat_fun, avals, what):
+    """Trace ``flat_fun`` on top of the current trace. Returns ``(jaxpr, consts)``: a jaxpr
+    with no constvars whose leading inputs receive ``consts`` (the values it closes over)."""
+    closed = trace_to_jaxpr(flat_fun, avals, description=what)
+    return jaxpr_with_consts_as_args(closed), closed.consts
+
+
+def _trace_pytree_fun(fun, leaves, what):
+    """Trace ``fun(*leaves) -> pytree``; returns ``(jaxpr, consts, out_tree)``."""
+    store: dict = {}
+
+    def flat(*xs):
+        out_leaves, store["tree"] = tree_flatten(fun(*xs))
+        return out_leaves
+    jaxpr, consts = _trace(flat, [get_aval(x) for x in leaves], what)
+    return jaxpr, consts, store["tree"]
+
+
+def _batched_aval(aval, dim, size):
+    return aval if dim is None else aval.update(shape=(size,) + aval.shape)
+
+
+def _batch_jaxpr(jaxpr, dims, size):
+    """``jaxpr`` vmapped over inputs batched at ``dims`` (0 or None), every output batched at
+    0. Returns ``(jaxpr, consts)`` like ``_trace``."""
+    def fun(*xs):
+        return batching.batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), xs, dims, size,
+                                   lambda n: [0] * n)
+    avals = [_batched_aval(v.aval, d, size) for v, d in zip(jaxpr.invars, dims)]
+    return _trace(fun, avals, "a vmapped custom-derivative/remat function")
+
+
+def _vmap_flat(f, vals, dims, size):
+    """``f`` (flat list -> flat list) vmapped over ``vals`` batched at ``dims``; outputs at 0."""
+    return batching.batch_flat(lambda *xs: list(f(list(xs))), vals, dims, size,
+                               lambda n: [0] * n)
+
+
+def _batch_dims_to_front(vals, dims):
+    """Batched values with their batch axis moved to 0; their new dims (0 or None)."""
+    vals = [v if d in (None, 0) else _lax.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    return vals, [None if d is None else 0 for d in dims]
+
+
+def _match_aval(x, aval, what):
+    """``x`` as a value of ``aval``'s shape and dtype: weakly typed values (Python scalars)
+    adopt the dtype; any other mismatch is an error."""
+    have = get_aval(x)
+    if have.shape != aval.shape:
+        raise TypeError(f"{what}: expected shape/dtype {aval.str_short()}, got "
+                        f"{have.str_short()}")
+    if have.dtype != aval.dtype:
+        if not have.weak_type:
+            raise TypeError(f"{what}: expected shape/dtype {aval.str_short()}, got "
+                            f"{have.str_short()}")
+        x = _lax.convert_element_type(x, aval.dtype)
+    return x
+
+
+@contextlib.contextmanager
+def _closure_hint(kind, rule):
+    """Turns a tracer leak inside a user rule into an error that says what usually causes it:
+    the rule closes over a value of a transformation that is not active where rules run."""
+    try:
+        yield
+    except TracerLeakError as err:
+        exc = CustomJVPException if kind == "custom_jvp" else CustomVJPException
+        hint = " (nondiff_argnums for non-differentiable ones)" if kind == "custom_jvp" else ""
+        raise exc(f"the {kind} rule {rule} uses a traced value it closes over (for example one "
+                  "batched by a vmap inside the differentiated function). Rules run outside "
+                  "the transformations applied inside the differentiated function, so pass "
+                  f"such values to the function as arguments{hint}.") from err
+
+
+def _call_transpose(cts, *args, call_jaxpr, **_):
+    """Transpose of a custom-derivative call applied to linear arguments: transpose its body."""
+    return _transpose_jaxpr(call_jaxpr, args, cts)
+
+
+# ---------------------------------------------------------------------------------------------
+# custom_jvp
+
+
+class custom_jvp:
+    """A function with a user-defined JVP rule, used by every differentiation transformation.
+
+    >>> @custom_jvp
+    ... def log1pexp(x):
+    ...     return fnx.numpy.log1p(fnx.numpy.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     x, = primals
+    ...     x_dot, = tangents
+    ...     return log1pexp(x), x_dot * (1 - 1 / (1 + fnx.numpy.exp(x)))
+    >>> fnx.grad(log1pexp)(100.0)   # 1.0, where autodiff of the formula gives nan
+
+    Arguments in ``nondiff_argnums`` are passed first to the rule, outside the primals/tangents
+    tuples: ``jvp(*nondiff_args, primals, tangents)``.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros: bool = False):
+        """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns it, so
+        it works as a decorator. Zero tangents are passed as zero arrays (``symbolic_zeros`` is
+        accepted for JAX compatibility and must be False)."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True) is not supported")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument, ``jvp_i(tangent_i, primal_out, *primals)`` (None: the output
+        does not depend on that argument); the contributions are summed.
+
+        >>> f.defjvps(lambda x_dot, ans, x, y: fnx.numpy.cos(x) * x_dot * y,
+        ...           lambda y_dot, ans, x, y: fnx.numpy.sin(x) * y_dot)
+        """
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            primal_out = self(*primals)
+            out_leaves, out_tree = tree_flatten(primal_out)
+            acc = [None] * len(out_leaves)
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contrib = tree_flatten(rule(t, primal_out, *primals))[0]
+                acc = [c if a is None else _lax.add(a, c) for a, c in zip(acc, contrib)]
+            acc = [ad.zeros_like_aval(get_aval(o)) if a is None else a
+                   for a, o in zip(acc, out_leaves)]
+            return primal_out, tree_unflatten(out_tree, acc)
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        name = _name(self.fun)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        nondiff = _check_argnums(self.nondiff_argnums, len(args), f"custom_jvp {name}")
+        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        # Traced values inside nondiff args travel as explicit (never differentiated) operands,
+        # so every transformation sees them; everything else in them stays static Python.
+        nd_leaves, nd_tree = tree_flatten(tuple(args[i] for i in nondiff))
+        nd_traced = [isinstance(x, Tracer) for x in nd_leaves]
+        nd_dyn = [x for x, t in zip(nd_leaves, nd_traced) if t]
+
+        def full_args(nd_vals, diff_vals):
+            it = iter(nd_vals)
+            nd = tree_unflatten(nd_tree, [next(it) if t else x
+                                          for x, t in zip(nd_leaves, nd_traced)])
+            nd_it, diff_it = iter(nd), iter(diff_vals)
+            return tuple(next(nd_it) if i in nondiff else next(diff_it)
+                         for i in range(len(args)))
+
+        leaves, in_tree = tree_flatten(diff_args)
+        n_nd = len(nd_dyn)
+
+        def flat_fun(*xs):
+            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
+        jaxpr, consts, out_tree = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
+                                                    f"the custom_jvp function {name}")
+        out_avals = jaxpr.out_avals
+        user_jvp = self.jvp
+
+        def flat_jvp(primals, tangents):
+            now = full_args(primals[:n_nd], diff_args)
+            static = [now[i] for i in nondiff]
+            py_p = tree_unflatten(in_tree, primals[n_nd:])
+            py_t = tree_unflatten(in_tree, tangents[n_nd:])
+            pair = user_jvp(*static, py_p, py_t)
+            return _check_jvp_output(pair, out_tree, out_avals, name, _name(user_jvp))
+        flat_jvp.__name__ = _name(user_jvp)
+        outs = custom_jvp_call_p.bind(*consts, *nd_dyn, *leaves, call_jaxpr=jaxpr,
+                                      jvp=flat_jvp, num_consts=len(consts))
+        return tree_unflatten(out_tree, outs)
+
+
+def _check_jvp_output(pair, out_tree, out_avals, name, jvp_name):
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a pair "
+                        f"(list or tuple of length two) representing primal and tangent "
+                        f"outputs, but got {pair!r:.200}.")
+    p_leaves, p_tree = tree_flatten(pair[0])
+    t_leaves, t_tree = tree_flatten(pair[1])
+    if p_tree != out_tree:
+        raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a primal "
+                        f"output with the structure of {name}'s output {out_tree}, got "
+                        f"{p_tree}.")
+    if t_tree != p_tree:
+        raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce primal "
+                        "and tangent outputs with equal container (pytree) structures, but got "
+                        f"{p_tree} and {t_tree} respectively.")
+    p_leaves = [_match_aval(p, a, f"Custom JVP rule {jvp_name} for function {name}: primal "
+                            "output (must equal the function's output in shape and dtype)")
+                for p, a in zip(p_leaves, out_avals)]
+    t_leaves = [_match_aval(t, tangent_aval(a), f"Custom JVP rule {jvp_name} for function "
+                            f"{name}: tangent output (must match the primal output)")
+                for t, a in zip(t_leaves, out_avals)]
+    return p_leaves, t_leaves
+
+
+custom_jvp_call_p = _lax.primitive("custom_jvp_call", multiple_results=True)
+
+
+def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts):
+    return eval_jaxpr(call_jaxpr, [], *args)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise CustomJVPException(_CLOSURE_JVP_MSG)
+    # as JAX without symbolic_zeros: the rule sees zero arrays for unperturbed inputs
+    tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
+    with _closure_hint("custom_jvp", _name(jvp)):
+        return jvp(list(primals[num_consts:]), tangents)
+
+
+def _custom_jvp_call_batch(vals, dims, *, call_jaxpr, jvp, num_consts):
+    size = batching.batch_size(vals, dims)
+    vals, dims = _batch_dims_to_front(vals, dims)
+    jaxpr, consts = _batch_jaxpr(call_jaxpr, dims, size)
+    arg_dims = dims[num_consts:]
+
+    def batched_jvp(primals, tangents):
+        # a tangent has its primal's type, so it is batched exactly where its primal is
+        n = len(primals)
+
+        def both(xs):
+            out_p, out_t = jvp(xs[:n], xs[n:])
+            return [*out_p, *out_t]
+        outs = _vmap_flat(both, [*primals, *tangents], arg_dims + arg_dims, size)
+        return outs[:len(outs) // 2], outs[len(outs) // 2:]
+    batched_jvp.__name__ = _name(jvp)
+    outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=jaxpr, jvp=batched_jvp,
+                                  num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+custom_jvp_call_p.impl = _custom_jvp_call_impl
+custom_jvp_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals
+custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.batch = _custom_jvp_call_batch
+# Only reached when the function is applied to tangents inside a linearized computation; there
+# the function itself is linear, and JAX likewise transposes its body.
+custom_jvp_call_p.transpose = _call_transpose
+
+
+# ---------------------------------------------------------------------------------------------
+# custom_vjp
+
+
+class custom_vjp:
+    """A function with a user-defined VJP, used by reverse-mode differentiation.
+
+    >>> @custom_vjp
+    ... def clip_gradient(lo, hi, x):
+    ...     return x
+    >>> def clip_fwd(lo, hi, x):
+    ...     return x, (lo, hi)
+    >>> def clip_bwd(res, g):
+    ...     lo, hi = res
+    ...     return None, None, fnx.numpy.clip(g, lo, hi)
+    >>> clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+    ``fwd`` takes the function's arguments and returns ``(output, residuals)``; ``bwd(residuals,
+    output_cotangent)`` returns a tuple with one cotangent per argument (None means zeros).
+    Arguments in ``nondiff_argnums`` come first in ``bwd``'s arguments and get no cotangent.
+    Forward mode (jvp, jacfwd) is not defined for custom_vjp functions and raises
+    CustomVJPForwardModeError.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
+        """Set the forward and backward rules."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not supported")
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        name = _name(self.fun)
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        nondiff = _check_argnums(self.nondiff_argnums, len(args), f"custom_vjp {name}")
+        for i in nondiff:
+            if any(isinstance(x, Tracer) for x in tree_flatten(args[i])[0]):
+                raise CustomVJPException(
+                    f"Found a traced value passed as a non-differentiable argument (argument "
+                    f"{i}) to the custom_vjp function {name} in a position indicated by "
+                    "nondiff_argnums as non-differentiable. Tracers cannot be passed as "
+                    "non-differentiable arguments to custom_vjp functions; pass array-valued "
+                    "arguments normally and return None as their cotangent from bwd.")
+        static = [args[i] for i in nondiff]
+        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
+
+        def full_args(diff_vals):
+            it = iter(diff_vals)
+            return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
+
+        leaves, in_tree = tree_flatten(diff_args)
+        jaxpr, consts, out_tree = _trace_pytree_fun(
+            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
+            f"the custom_vjp function {name}")
+        out_avals = jaxpr.out_avals
+        in_avals = [tangent_aval(get_aval(x)) for x in leaves]
+        fwd, bwd = self.fwd, self.bwd
+        res_tree: dict = {}
+
+        def flat_fwd(primals):
+            pair = fwd(*full_args(tree_unflatten(in_tree, primals)))
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
+                                "produce a pair (list or tuple of length two) where the first "
+                                "element represents the primal output and the second element "
+                                f"represents residuals, but got {pair!r:.200}.")
+            out_leaves, tree = tree_flatten(pair[0])
+            if tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
+                                f"produce a primal output with the structure of {name}'s "
+                                f"output {out_tree}, got {tree}.")
+            out_leaves = [_match_aval(o, a, f"Custom VJP fwd rule {_name(fwd)} for function "
+                                      f"{name}: primal output") for o, a in zip(out_leaves,
+                                                                                 out_avals)]
+            res, res_tree["tree"] = tree_flatten(pair[1])
+            return out_leaves, res
+
+        def flat_bwd(res, cts):
+            py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
+                         tree_unflatten(out_tree, cts))
+            return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
+        flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts))
+        return tree_unflatten(out_tree, outs)
+
+
+def _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, bwd_name):
+    """bwd's output as one cotangent (or Zero) per input leaf; None stands for zeros of a whole
+    argument or subtree, as in JAX."""
+    if isinstance(py_cts, list):
+        py_cts = tuple(py_cts)
+    if not isinstance(py_cts, tuple) or len(py_cts) != len(diff_args):
+        n = len(py_cts) if isinstance(py_cts, tuple) else type(py_cts).__name__
+        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must produce a "
+                        f"tuple of length equal to the number of differentiable arguments "
+                        f"({len(diff_args)}), but got {n}.")
+    c_leaves, c_tree = tree_flatten(py_cts, is_leaf=lambda x: x is None)
+    ct_leaves: list = []
+    if not _match_none_prefix(c_tree, in_tree, iter(c_leaves), ct_leaves):
+        raise TypeError(f"Custom VJP bwd rule {bwd_name} for function {name} must produce "
+                        f"cotangents with the structure of the arguments {in_tree} (None may "
+                        f"stand for any part), but got {c_tree}.")
+    return [Zero(a) if ct is None else
+            _match_aval(ct, a, f"Custom VJP bwd rule {bwd_name} for function {name} must "
+                        "produce cotangents with the same shape/dtypes as the arguments")
+            for ct, a in zip(ct_leaves, in_avals)]
+
+
+def _match_none_prefix(c_td, t_td, c_leaves, out) -> bool:
+    """Append to ``out`` one leaf of the cotangent tree per leaf of ``t_td``, a None leaf of
+    the cotangent covering a whole subtree. False when the structures disagree."""
+    if treedef_is_leaf(c_td):
+        x = next(c_leaves)
+        if x is None:
+            out.extend([None] * t_td.num_leaves)
+            return True
+        out.append(x)
+        return treedef_is_leaf(t_td)
+    if (c_td.node, c_td.aux, len(c_td.children)) != (t_td.node, t_td.aux, len(t_td.children)):
+        return False
+    return all(_match_none_prefix(c, t, c_leaves, out)
+               for c, t in zip(c_td.children, t_td.children))
+
+
+custom_vjp_call_p = _lax.primitive("custom_vjp_call", multiple_results=True)
+custom_lin_p = _lax.primitive("custom_lin", multiple_results=True)
+
+
+def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts):
+    return eval_jaxpr(call_jaxpr, [], *args)
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts):
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise CustomVJPException(_CLOSURE_VJP_MSG)
+    with _closure_hint("custom_vjp", _name(fwd)):
+        outs, res = fwd(list(primals[num_consts:]))
+    tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
+    out_avals = tuple(tangent_aval(a) for a in call_jaxpr.out_avals)
+    tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
+                                     out_avals=out_avals)
+    return outs, tangents_out
+
+
+def _custom_vjp_call_batch(vals, dims, *, call_jaxpr, fwd, bwd, num_consts):
+    # every operand batched at 0: fwd's residuals and bwd's cotangents then are too
+    size = batching.batch_size(vals, dims)
+    vals = [batching.bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+    jaxpr, consts = _batch_jaxpr(call_jaxpr, [0] * len(vals), size)
+    n_out = len(call_jaxpr.outvars)
+
+    def batched_fwd(primals):
+        def both(xs):
+            outs, res = fwd(xs)
+            return [*outs, *res]
+        flat = _vmap_flat(both, primals, [0] * len(primals), size)
+        return flat[:n_out], flat[n_out:]
+
+    def batched_bwd(res, cts):
+        n = len(res)
+        return _vmap_flat(lambda xs: [ad.instantiate(c) for c in bwd(xs[:n], xs[n:])],
+                          [*res, *cts], [0] * (n + len(cts)), size)
+    batched_fwd.__name__, batched_bwd.__name__ = _name(fwd), _name(bwd)
+    outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=jaxpr, fwd=batched_fwd,
+                                  bwd=batched_bwd, num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+custom_vjp_call_p.impl = _custom_vjp_call_impl
+custom_vjp_call_p.abstract_eval = lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals
+custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_call_p.batch = _custom_vjp_call_batch
+custom_vjp_call_p.transpose = _call_transpose
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    res = list(args[:num_res])
+    with _closure_hint("custom_vjp", _name(bwd)):
+        cts_in = bwd(res, [ad.instantiate(ct) for ct in cts])
+    return [None] * num_res + list(cts_in)
+
+
+def _custom_lin_forward_mode(*args, **params):
+    raise CustomVJPForwardModeError(_FWD_MODE_MSG)
+
+
+custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
+custom_lin_p.transpose = _custom_lin_transpose
+# Evaluating, differentiating or batching custom_lin are all forward mode through custom_vjp.
+custom_lin_p.impl = _custom_lin_forward_mode
+custom_lin_p.jvp = _custom_lin_forward_mode
+custom_lin_p.batch = _custom_lin_forward_mode
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint / remat
+
+
+def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
+    """``fun`` whose intermediate values are recomputed in the backward pass instead of being
+    saved: under grad, only its inputs are kept as residuals.
+
+    >>> @checkpoint
+    ... def block(x):
+    ...     return fnx.numpy.sin(fnx.numpy.sin(x))
+    >>> fnx.grad(lambda x: block(x).sum())(x)     # same value as without checkpoint
+
+    ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
+    (see ``checkpoint_policies``). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
+    no common-subexpression elimination across the forward and backward passes of a remat.
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    @functools.wraps(fun)
+    def fun_remat(*args, **kwargs):
+        static = {i % len(args) for i in static_argnums} if args else set()
+        dyn = tuple(a for i, a in enumerate(args) if i not in static)
+
+        def with_static(dyn_vals):
+            it = iter(dyn_vals)
+            return [a if i in static else next(it) for i, a in enumerate(args)]
+
+        leaves, in_tree = tree_flatten((dyn, kwargs))
+
+        def call(*xs):
+            d, kw = tree_unflatten(in_tree, xs)
+            return fun(*with_static(d), **kw)
+        jaxpr, consts, out_tree = _trace_pytree_fun(call, leaves,
+                                                    f"the checkpointed function {_name(fun)}")
+        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse,
+                            policy=policy)
+        return tree_unflatten(out_tree, outs)
+    return fun_remat
+
+
+remat = checkpoint
+
+
+class checkpoint_policies:
+    """Policies for ``checkpoint(policy=...)``: which intermediates may be saved."""
+
+    @staticmethod
+    def everything_saveable(prim, *avals, **params):
+        return True
+
+    @staticmethod
+    def nothing_saveable(prim, *avals, **params):
+        return False
+
+    @staticmethod
+    def dots_saveable(prim, *avals, **params):
+        return prim is _lax.dot_general_p
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
+        if prim is not _lax.dot_general_p:
+            return False
+        (_, _), (lhs_batch, _) = params["dimension_numbers"]
+        return not lhs_batch
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+
+remat_p = _lax.primitive("remat", multiple_results=True)
+
+
+def _remat_impl(*args, jaxpr, prevent_cse, policy):
+    return eval_jaxpr(jaxpr, [], *args)
+
+
+def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
+    # the JVP of a remat is a remat of the JVP jaxpr, so linearize can split it again
+    nonzero = [not isinstance(t, Zero) for t in tangents]
+    n = len(primals)
+    store: dict = {}
+
+    def jvp_fun(*xs):
+        it = iter(xs[n:])
+        ts = [next(it) if nz else Zero(tangent_aval(v.aval))
+              for v, nz in zip(jaxpr.invars, nonzero)]
+        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts,
+                                   instantiate_zeros=False)
+        store["zero"] = [isinstance(t, Zero) for t in out_t]
+        return [*out_p, *(t for t in out_t if not isinstance(t, Zero))]
+    avals = [v.aval for v in jaxpr.invars] + \
+        [tangent_aval(v.aval) for v, nz in zip(jaxpr.invars, nonzero) if nz]
+    jvp_jaxpr, consts = _trace(jvp_fun, avals, "the JVP of a checkpointed function")
+    outs = remat_p.bind(*consts, *primals, *(t for t in tangents if not isinstance(t, Zero)),
+                        jaxpr=jvp_jaxpr, prevent_cse=prevent_cse, policy=policy)
+    n_out = len(jaxpr.outvars)
+    it = iter(outs[n_out:])
+    out_t = [Zero(tangent_aval(v.aval)) if z else next(it)
+             for v, z in zip(jaxpr.outvars, store["zero"])]
+    return outs[:n_out], out_t
+
+
+def _eval_env(jaxpr, args) -> dict:
+    """Evaluate ``jaxpr`` under the current trace; every variable's value."""
+    env = dict(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*(_read(env, v) for v in eqn.invars), **eqn.params)
+        env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+    return env
+
+
+def _read(env, v):
+    return env[v] if _is_var(v) else v.val
+
+
+def _remat_partial_eval(trace, args, params):
+    """Known outputs are computed now (by a remat on the parent trace); unknown ones get a
+    staged remat that reads only inputs (and intermediates ``policy`` saves) and recomputes the
+    rest."""
+    jaxpr, policy = params["jaxpr"], params["policy"]
+    unknown_in = [trace.is_own(a) for a in args]
+
+    # Which values are known: evaluate under a staging trace owning the unknown inputs on top of
+    # one owning the known inputs. A nested remat with mixed inputs splits itself through this
+    # same rule, so its known outputs come out known (a coarser per-equation view would not).
+    known_tr = JaxprTrace(trace.parent, trace.description)
+    unknown_tr = JaxprTrace(known_tr, trace.description)
+    known_args = [a for a, u in zip(args, unknown_in) if not u]
+    known_tracers = [known_tr.new_arg(get_aval(a)) for a in known_args]
+    it = iter(known_tracers)
+    with set_current_trace(unknown_tr):
+        env = _eval_env(jaxpr, [unknown_tr.new_arg(v.aval) if u else next(it)
+                                for v, u in zip(jaxpr.invars, unknown_in)])
+    out_unknown = [unknown_tr.is_own(_read(env, v)) for v in jaxpr.outvars]
+
+    # Staged side: walk back from the unknown outputs. An equation reading only known inputs
+    # is recomputed, unless the policy saves its outputs: those become residuals.
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_in) if u}
+    for eqn in jaxpr.eqns:
+        if any(_is_var(v) and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+    live = {v for v, u in zip(jaxpr.outvars, out_unknown) if u}
+    staged, residuals = [], []
+    for eqn in reversed(jaxpr.eqns):
+        if not any(v in live for v in eqn.outvars):
+            continue
+        if policy is not None and not any(v in unknown for v in eqn.outvars) and \
+                policy(eqn.primitive, *(v.aval for v in eqn.invars), **eqn.params):
+            residuals.extend(v for v in eqn.outvars if v in live and v not in residuals)
+            continue
+        staged.append(eqn)
+        live.update(v for v in eqn.invars if _is_var(v))
+    staged.reverse()
+
+    known_outvars = [v for v, u in zip(jaxpr.outvars, out_unknown) if not u]
+    known_vals = []
+    if known_outvars or residuals:
+        closed = known_tr.to_jaxpr(known_tracers, [_read(env, v)
+                                                   for v in known_outvars + residuals])
+        known_jaxpr, used = dce_jaxpr(jaxpr_with_consts_as_args(closed))
+        operands = [x for x, u in zip([*closed.consts, *known_args], used) if u]
+        known_jaxpr = Jaxpr([], [v for v, u in zip(known_jaxpr.invars, used) if u],
+                            known_jaxpr.outvars, known_jaxpr.eqns)
+        with set_current_trace(trace.parent):
+            known_vals = remat_p.bind(*operands, **{**params, "jaxpr": known_jaxpr})
+    res_vals = known_vals[len(known_outvars):]
+
+    unknown_outs = []
+    if any(out_unknown):
+        used_in = [(v, a) for v, a in zip(jaxpr.invars, args) if v in live]
+        staged_jaxpr = Jaxpr([], residuals + [v for v, _ in used_in],
+                             [v for v, u in zip(jaxpr.outvars, out_unknown) if u], staged)
+        unknown_outs = trace.stage(remat_p, [*res_vals, *(a for _, a in used_in)],
+                                   {**params, "jaxpr": staged_jaxpr})
+    known_it, unknown_it = iter(known_vals), iter(unknown_outs)
+    return [next(unknown_it) if u else next(known_it) for u in out_unknown]
+
+
+def _transpose_jaxpr(jaxpr, args, cts):
+    """Cotangents of ``jaxpr``'s UndefinedPrimal ``args``. The jaxpr may mix primal and
+    tangent work inside one equation (a nested remat's JVP), so it is first partially
+    evaluated: the primal work runs (recomputed) and only a linear jaxpr is transposed."""
+    lin_tr = JaxprTrace(current_trace(), "the linear part of a checkpointed function")
+    lin_in = [lin_tr.new_arg(a.aval) for a in args if is_undefined(a)]
+    it = iter(lin_in)
+    with set_current_trace(lin_tr):
+        outs = eval_jaxpr(jaxpr, [], *(next(it) if is_undefined(a) else a for a in args))
+    lin = lin_tr.to_jaxpr(lin_in, outs)
+    cts_in = iter(backward_pass(lin.jaxpr, lin.consts, [UndefinedPrimal(t.aval) for t in lin_in],
+                                list(cts)))
+    return [next(cts_in) if is_undefined(a) else None for a in args]
+
+
+def _remat_transpose(cts, *args, jaxpr, prevent_cse, policy):
+    # The transposed computation (forward recomputation, then the transposed linear part) is
+    # itself a remat, so differentiating it again also recomputes instead of saving.
+    linear = [is_undefined(a) for a in args]
+    known = [a for a in args if not is_undefined(a)]
+    cts_nz = [ct for ct in cts if not isinstance(ct, Zero)]
+    if not cts_nz:
+        return [Zero(a.aval) if lin else None for a, lin in zip(args, linear)]
+    store: dict = {}
+
+    def transposed(*xs):
+        k_it, c_it = iter(xs[:len(known)]), iter(xs[len(known):])
+        full = [a if lin else next(k_it) for a, lin in zip(args, linear)]
+        full_cts = [ct if isinstance(ct, Zero) else next(c_it) for ct in cts]
+        outs = [o for o, lin in zip(_transpose_jaxpr(jaxpr, full, full_cts), linear) if lin]
+        store["zero"] = [isinstance(o, Zero) for o in outs]
+        return [o for o in outs if not isinstance(o, Zero)]
+    t_jaxpr, consts = _trace(transposed, [get_aval(x) for x in known + cts_nz],
+                             "the transpose of a checkpointed function")
+    outs = iter(remat_p.bind(*consts, *known, *cts_nz, jaxpr=t_jaxpr, prevent_cse=prevent_cse,
+                             policy=policy))
+    zero = iter(store["zero"])
+    return [(Zero(a.aval) if next(zero) else next(outs)) if lin else None
+            for a, lin in zip(args, linear)]
+
+
+def _remat_batch(vals, dims, *, jaxpr, prevent_cse, policy):
+    size = batching.batch_size(vals, dims)
+    vals, dims = _batch_dims_to_front(vals, dims)
+    batched, consts = _batch_jaxpr(jaxpr, dims, size)
+    outs = remat_p.bind(*consts, *vals, jaxpr=batched, prevent_cse=prevent_cse, policy=policy)
+    return outs, [0] * len(outs)
+
+
+remat_p.impl = _remat_impl
+remat_p.abstract_eval = lambda *avals, jaxpr, **_: jaxpr.out_avals
+remat_p.jvp = _remat_jvp
+remat_p.partial_eval = _remat_partial_eval
+remat_p.transpose = _remat_transpose
+remat_p.batch = _remat_batch
+
+
+__all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
+           "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]
