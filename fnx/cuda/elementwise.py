@@ -140,6 +140,7 @@ class FusedKernel:
         self.outputs = outputs        # Vars written for use after the chain
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.shared_bytes = 0
         self.source, self.name = self._generate()
         self._kernel = None
 

@@ -150,7 +150,8 @@ class GpuExecutable:
         def run(env, kernel=kernel, in_slots=in_slots, out_slots=out_slots, out_meta=out_meta):
             import cupy as cp
             outs = [cp.empty(s, d) for s, d in out_meta]
-            kernel.kernel()(grid, block, tuple(env[s] for s in in_slots) + tuple(outs) + extra)
+            kernel.kernel()(grid, block, tuple(env[s] for s in in_slots) + tuple(outs) + extra,
+                            shared_mem=kernel.shared_bytes)
             for s, o in zip(out_slots, outs):
                 env[s] = o
         self.steps.append(run)
@@ -190,6 +191,11 @@ class GpuExecutable:
         self.steps.append(run)
 
     def __call__(self, *args):
+        return self.run(*args)[0]
+
+    def run(self, *args):
+        """``(outputs, env)``: env holds every buffer the launches touched (a CUDA graph
+        captured from this run must keep them alive)."""
         import cupy as cp
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
@@ -197,7 +203,9 @@ class GpuExecutable:
                                                               for a in args]
         for step in self.steps:
             step(env)
-        return [env[s] if s is not None else lit for s, lit in self.out_slots]
+        outs = [env[s] if s is not None else self.backend.cast(lit, np.asarray(lit).dtype)
+                for s, lit in self.out_slots]
+        return outs, env
 
     def describe(self) -> str:
         """The lowered program: one line per launch, fused kernels with their equations."""

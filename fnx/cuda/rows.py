@@ -13,6 +13,7 @@ from ..core import lax
 from ..core.jaxpr import Literal, Var
 from .elementwise import BINARY, C_TYPES, ELEMENTWISE, UNARY, _integer_pow, _literal
 
+SHARED_LIMIT = 192 * 1024   # bytes of a row kept on chip (H100: 227 KiB per block)
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
               lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
 
@@ -36,6 +37,10 @@ __device__ T block_reduce(T v, Op op, T* shm) {
   return r;
 }
 """
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // 16) * 16
 
 
 def row_space(eqns):
@@ -106,6 +111,10 @@ class RowKernel:
         self.cols = shape[-1]
         self.rows = int(np.prod(shape[:-1], dtype=np.int64))
         self.block = min(512, max(32, -(-self.cols // 32) * 32))
+        row_inputs = [v for v in inputs if kind_of(v.aval.shape, shape) == "row"]
+        need = sum(_aligned(self.cols * v.aval.dtype.itemsize) for v in row_inputs)
+        # rows that fit are staged in shared memory, so HBM is read once however many passes
+        self.shared_bytes = need if 0 < need <= SHARED_LIMIT else 0
         self.source, self.name = self._generate()
         self._kernel = None
 
@@ -123,14 +132,25 @@ class RowKernel:
             lines.append(f"  for (long long c = threadIdx.x; c < {self.cols}LL; c += {self.block})"
                          f" {{ {body} }}")
 
+        offset, staged = 0, []
         for k, v in enumerate(self.inputs):
             kind = kinds[v] = kind_of(v.aval.shape, shape)
             t = C_TYPES[v.aval.dtype.name]
             names[v] = f"x{k}"
-            if kind == "row":
+            if kind == "row" and self.shared_bytes:
+                lines.append(f"  {t}* s{k} = reinterpret_cast<{t}*>(smem + {offset});")
+                staged.append(f"s{k}[c] = in{k}[row * {self.cols}LL + c];")
+                row_stmts.append(f"const {t} x{k} = s{k}[c];")
+                offset += _aligned(self.cols * v.aval.dtype.itemsize)
+            elif kind == "row":
                 row_stmts.append(f"const {t} x{k} = in{k}[row * {self.cols}LL + c];")
             else:
                 lines.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
+
+        if staged:
+            lines.append(f"  for (long long c = threadIdx.x; c < {self.cols}LL; c += {self.block})"
+                         f" {{ {' '.join(staged)} }}")
+            lines.append("  __syncthreads();")
 
         def ref(v):
             return _literal(v) if isinstance(v, Literal) else names[v]
@@ -196,6 +216,7 @@ class RowKernel:
         src = (_PRELUDE + f'extern "C" __global__ void __launch_bounds__({self.block}) '
                f'{name}({", ".join(params)}) {{\n'
                "  __shared__ double shm[32];\n"
+               "  extern __shared__ __align__(16) unsigned char smem[];\n"
                "  const long long row = blockIdx.x;\n"
                f"{body}\n}}\n")
         return src, name
@@ -204,6 +225,8 @@ class RowKernel:
         if self._kernel is None:
             from .elementwise import _compile
             self._kernel = _compile(self.source, self.name)
+            if self.shared_bytes > 48 * 1024:
+                self._kernel.max_dynamic_shared_size_bytes = self.shared_bytes
         return self._kernel
 
     def extra_args(self):
