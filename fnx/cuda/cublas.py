@@ -44,13 +44,13 @@ def _check(status, what):
 class Handle:
     """A cuBLAS handle bound to one stream with its own workspace."""
 
-    def __init__(self, stream):
+    def __init__(self, stream_ptr: int):
         import cupy as cp
         lib = _lib()
         self.ptr = ctypes.c_void_p()
         _check(lib.cublasCreate_v2(ctypes.byref(self.ptr)), "cublasCreate")
-        self.stream = stream
-        _check(lib.cublasSetStream_v2(self.ptr, ctypes.c_void_p(stream.ptr)), "cublasSetStream")
+        self.stream_ptr = stream_ptr
+        _check(lib.cublasSetStream_v2(self.ptr, ctypes.c_void_p(stream_ptr)), "cublasSetStream")
         self.workspace = cp.empty(WORKSPACE_BYTES, dtype=np.uint8)
         _check(lib.cublasSetWorkspace_v2(self.ptr, ctypes.c_void_p(self.workspace.data.ptr),
                                          ctypes.c_size_t(WORKSPACE_BYTES)), "cublasSetWorkspace")
@@ -58,9 +58,9 @@ class Handle:
 
 @functools.lru_cache(maxsize=None)
 def handle_for(stream_ptr: int) -> Handle:
-    import cupy as cp
-    stream = cp.cuda.ExternalStream(stream_ptr) if stream_ptr else cp.cuda.Stream.null
-    return Handle(stream)
+    """One handle per stream, created (with its workspace) the first time the stream is used,
+    which is the eager warm-up run, never during capture."""
+    return Handle(stream_ptr)
 
 
 def _scalars(dtype):
