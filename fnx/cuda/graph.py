@@ -43,7 +43,9 @@ class GraphExecutable:
 
     def _capture(self, args):
         import cupy as cp
+        from . import cublas
         stream = cp.cuda.Stream(non_blocking=True)
+        cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture starts
         static_in = [cp.array(a, copy=True, order="C") for a in args]
         cp.cuda.get_current_stream().synchronize()
         try:
