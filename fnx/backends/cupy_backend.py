@@ -121,6 +121,13 @@ class CupyBackend:
     def synchronize(self, buf):
         cp.cuda.get_current_stream().synchronize()
 
+    def compile(self, jaxpr, consts):
+        """Lower ``jaxpr`` to fused kernels and cuBLAS calls, replayed as one CUDA graph from
+        the second call on: ``executable(*buffers) -> list of buffers``."""
+        from ..cuda.executable import GpuExecutable
+        from ..cuda.graph import GraphExecutable
+        return GraphExecutable(GpuExecutable(jaxpr, consts, self))
+
     def __repr__(self):
         return f"CudaDevice(id={self.id})"
 
