@@ -9,6 +9,8 @@ keep running eagerly and ``reason`` says why.
 """
 from __future__ import annotations
 
+from .copies import MultiCopy, fresh_outputs
+
 
 class GraphExecutable:
     def __init__(self, executable):
@@ -36,10 +38,16 @@ class GraphExecutable:
             self._capture(args)
         if self.graph is None:
             return self.executable(*args)
-        for dst, src in zip(self._static_in, args):
-            cp.copyto(dst, src)
+        if self._copy_in.aligned(args) and all(a.flags.c_contiguous and a.dtype == d.dtype
+                                               for a, d in zip(args, self._static_in)):
+            self._copy_in(args, self._static_in)
+        else:
+            for dst, src in zip(self._static_in, args):
+                cp.copyto(dst, src)
         self.graph.launch(cp.cuda.get_current_stream())
-        return [o.copy() for o in self._static_out]
+        outs = fresh_outputs(self._out_meta)
+        self._copy_out(self._static_out, outs)
+        return outs
 
     def _capture(self, args):
         import cupy as cp
@@ -61,5 +69,8 @@ class GraphExecutable:
             return
         self.graph = graph
         self._static_in = static_in
-        self._static_out = outs
+        self._static_out = [o if isinstance(o, cp.ndarray) else cp.asarray(o) for o in outs]
+        self._out_meta = [(o.shape, o.dtype) for o in self._static_out]
+        self._copy_in = MultiCopy([a.nbytes for a in static_in])
+        self._copy_out = MultiCopy([o.nbytes for o in self._static_out])
         self._keepalive = (env, stream)

@@ -1,0 +1,65 @@
+"""Many device-to-device copies in one kernel launch.
+
+Replaying a CUDA graph means copying every input into the graph's static buffers and every
+output out to a fresh array; one generated kernel per executable does all of them, so the host
+pays one launch instead of one per buffer. Pointers travel as kernel arguments (nothing is
+uploaded per call)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .elementwise import _compile
+
+
+def _word(nbytes: int):
+    if nbytes % 16 == 0:
+        return "uint4", 16
+    if nbytes % 4 == 0:
+        return "unsigned int", 4
+    return "unsigned char", 1
+
+
+class MultiCopy:
+    """``copy(srcs, dsts)`` for a fixed list of buffer sizes (bytes)."""
+
+    def __init__(self, sizes):
+        self.sizes = list(sizes)
+        words = [_word(n) for n in self.sizes]
+        self.aligns = [w for _, w in words]
+        params, body = [], []
+        for k, ((t, w), n) in enumerate(zip(words, self.sizes)):
+            params.append(f"const {t}* __restrict__ s{k}, {t}* __restrict__ d{k}")
+            body.append(f"  for (long long i = tid; i < {n // w}LL; i += stride) d{k}[i] = s{k}[i];")
+        self.name = f"fnx_copy_{len(self.sizes)}"
+        self.source = (f'extern "C" __global__ void {self.name}({", ".join(params)}) {{\n'
+                       "  const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                       "  const long long stride = (long long)gridDim.x * blockDim.x;\n"
+                       + "\n".join(body) + "\n}\n")
+        self.grid = (int(min(max(1, -(-max(n // w for n, w in zip(self.sizes, self.aligns))
+                                        // 256)), 1024)),) if self.sizes else (1,)
+        self.block = (256,)
+        self._kernel = _compile(self.source, self.name) if self.sizes else None
+
+    def aligned(self, arrays) -> bool:
+        return all(a.data.ptr % w == 0 for a, w in zip(arrays, self.aligns))
+
+    def __call__(self, srcs, dsts):
+        if not self.sizes:
+            return
+        args = []
+        for s, d in zip(srcs, dsts):
+            args += [s, d]
+        self._kernel(self.grid, self.block, tuple(args))
+
+
+def fresh_outputs(metas, align: int = 256):
+    """New arrays for ``metas = [(shape, dtype)]`` carved from one allocation."""
+    import cupy as cp
+    offsets, total = [], 0
+    for shape, dtype in metas:
+        offsets.append(total)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        total += -(-max(nbytes, 1) // align) * align
+    block = cp.empty(max(total, 1), dtype=np.uint8)
+    return [cp.ndarray(shape, dtype, memptr=block.data + off)
+            for (shape, dtype), off in zip(metas, offsets)]
