@@ -86,6 +86,25 @@ ELEMENTWISE = set(UNARY) | set(BINARY) | {lax.integer_pow_p, lax.select_n_p,
                                           lax.convert_element_type_p, lax.iota_p}
 
 
+def emit(p, args, dt, out_ctype: str, params) -> str:
+    """The C expression of elementwise primitive ``p`` on argument expressions ``args``
+    (``dt``: the operands' dtype; ``out_ctype``: the C type of the result)."""
+    if p in UNARY:
+        return UNARY[p](args[0], dt)
+    if p in BINARY:
+        return BINARY[p](args[0], args[1], dt)
+    if p is lax.integer_pow_p:
+        return _integer_pow(args[0], dt, params["y"])
+    if p is lax.convert_element_type_p:
+        return f"(({out_ctype}){args[0]})"
+    if p is lax.select_n_p:
+        expr = args[1]
+        for c in range(2, len(args)):
+            expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
+        return expr
+    raise NotImplementedError(f"no CUDA expression for {p}")
+
+
 def is_fusible(eqn) -> bool:
     """Elementwise equations, and broadcasts (which become index arithmetic)."""
     return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
@@ -191,23 +210,11 @@ class FusedKernel:
                 d = e.params["dimension"]
                 expr = (f"(({compute_type(out.aval.dtype)})((i / {_strides(self.shape)[d]}LL) "
                         f"% {self.shape[d]}LL))")
-            elif p in UNARY:
-                expr = UNARY[p](args[0], dt)
-            elif p in BINARY:
-                expr = BINARY[p](args[0], args[1], dt)
-            elif p is lax.integer_pow_p:
-                expr = _integer_pow(args[0], dt, e.params["y"])
-            elif p is lax.convert_element_type_p:
-                expr = f"(({compute_type(out.aval.dtype)}){args[0]})"
-            elif p is lax.select_n_p:
-                expr = args[1]
-                for c in range(2, len(args)):
-                    expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
             elif p is lax.broadcast_in_dim_p:
                 # broadcasting a value computed inside the chain: only scalars reach here
                 expr = args[0]
             else:
-                raise NotImplementedError(p)
+                expr = emit(p, args, dt, compute_type(out.aval.dtype), e.params)
             names[out] = f"t{counter}"
             lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = {expr};")
             counter += 1

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
-from .elementwise import BINARY, C_TYPES, ELEMENTWISE, UNARY, _integer_pow, _literal
+from .elementwise import C_TYPES, ELEMENTWISE, _literal, emit
 
 SHARED_LIMIT = 192 * 1024   # bytes of a row kept on chip (H100: 227 KiB per block)
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
@@ -182,18 +182,8 @@ class RowKernel:
                 else:
                     stride = int(np.prod(shape[d + 1:-1], dtype=np.int64))
                     expr = f"(({t})((row / {stride}LL) % {shape[d]}LL))"
-            elif p in UNARY:
-                expr = UNARY[p](args[0], dt)
-            elif p in BINARY:
-                expr = BINARY[p](args[0], args[1], dt)
-            elif p is lax.integer_pow_p:
-                expr = _integer_pow(args[0], dt, e.params["y"])
-            elif p is lax.convert_element_type_p:
-                expr = f"(({t}){args[0]})"
-            else:   # select_n
-                expr = args[1]
-                for c in range(2, len(args)):
-                    expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
+            else:
+                expr = emit(p, args, dt, t, e.params)
             stmt = f"const {t} {name} = {expr};"
             if row_valued:
                 row_stmts.append(stmt)
