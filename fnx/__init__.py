@@ -15,5 +15,6 @@ from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
                                       remat)
 from . import numpy, lax, nn, tree_util  # noqa: E402
+from . import linalg, optim, random  # noqa: E402
 
 __version__ = "0.1.0"

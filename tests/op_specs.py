@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 import fnx.lax as lax
+import fnx.lax.linalg as lax_linalg
 import fnx.nn as nn
 import fnx.numpy as jnp
 
@@ -25,6 +26,9 @@ DOMAINS = {
     "int_nz": lambda r, s: r.choice([-1, 1], s).astype(np.int32) * r.integers(1, 5, s).astype(np.int32),
     "idx4": lambda r, s: r.integers(0, 4, s).astype(np.int32),
     "bool": lambda r, s: r.random(s) > 0.5,
+    "u32": lambda r, s: r.integers(0, 2**32, s, dtype=np.uint32),
+    "shift_u32": lambda r, s: r.integers(0, 40, s).astype(np.uint32),
+    "shift_i32": lambda r, s: r.integers(-2, 40, s).astype(np.int32),
 }
 
 
@@ -199,6 +203,84 @@ SPECS = [
     _unary("softmax", nn.softmax, _softmax),
     _unary("logsumexp", lambda x: nn.logsumexp(x, 1),
            lambda x: np.log(np.sum(np.exp(x), 1))),
+]
+
+
+
+# -- bits, erf_inv and linear algebra
+
+
+def _shift_ref(kind):
+    """XLA's shifts on Python ints: counts outside [0, bits) give 0 (or -1 for a negative
+    operand shifted arithmetically)."""
+    def one(x, y, bits):
+        if not 0 <= y < bits:
+            return -1 if kind == "arithmetic" and x < 0 else 0
+        if kind == "left":
+            return x << y
+        return (x % 2 ** bits) >> y if kind == "logical" else x >> y
+
+    def ref(x, y):
+        bits = 8 * x.dtype.itemsize
+        x, y = np.broadcast_arrays(x, y)
+        vals = [one(int(a), int(b), bits) % 2 ** bits for a, b in zip(x.ravel(), y.ravel())]
+        return np.array(vals, np.uint64).astype(x.dtype).reshape(x.shape)
+    return ref
+
+
+def _erf_inv_ref(u):
+    """erf^-1 by bisection on math.erf (float64, no SciPy needed)."""
+    lo, hi = np.full(u.shape, -6.0), np.full(u.shape, 6.0)
+    erf = np.vectorize(math.erf)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = erf(mid) < u
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+def _spd(x):
+    return x @ np.swapaxes(x, -1, -2) + 3 * np.eye(x.shape[-1])
+
+
+def _spd_fx(x):
+    return x @ jnp.swapaxes(x, -1, -2) + 3 * jnp.eye(x.shape[-1])
+
+
+def _fx_tri(x):
+    return jnp.tril(x) + 4 * jnp.eye(x.shape[-1])
+
+
+def _qr_unique(q, r, xp):
+    """Q and R with R's diagonal made positive, which makes the factors unique."""
+    s = xp.sign(xp.diagonal(r, 0, -2, -1))
+    return q * s[..., None, :], r * s[..., :, None]
+
+
+SPECS += [
+    _binary("shift_left", lambda x, y: lax.shift_left(x, y), _shift_ref("left"), "u32",
+            "shift_u32", grad=False),
+    _binary("shift_left_scalar", lambda x, y: lax.shift_left(x, y), _shift_ref("left"), "u32",
+            "shift_u32", grad=False, s2=()),
+    _binary("shift_right_logical", lambda x, y: lax.shift_right_logical(x, y),
+            _shift_ref("logical"), "int", "shift_i32", grad=False),
+    _binary("shift_right_arithmetic", lambda x, y: lax.shift_right_arithmetic(x, y),
+            _shift_ref("arithmetic"), "int", "shift_i32", grad=False),
+    _unary("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, jnp.uint64),
+           lambda x: x.view(np.uint64), grad=False),
+    _unary("erf_inv", lax.erf_inv, _erf_inv_ref, "unit"),
+    _unary("cholesky", lambda x: jnp.linalg.cholesky(_spd_fx(x)),
+           lambda x: np.linalg.cholesky(_spd(x)), shape=(3, 3)),
+    _binary("triangular_solve", lambda a, b: lax_linalg.triangular_solve(
+                _fx_tri(a), b, left_side=True, lower=True),
+            lambda a, b: np.linalg.solve(np.tril(a) + 4 * np.eye(3), b), s1=(3, 3), s2=(3, 2)),
+    _binary("triangular_solve_right_upper_t", lambda a, b: lax_linalg.triangular_solve(
+                _fx_tri(a).T, b, lower=False, transpose_a=True),
+            lambda a, b: b @ np.linalg.inv(np.tril(a) + 4 * np.eye(3)), s1=(3, 3), s2=(2, 3)),
+    _binary("lu_solve", jnp.linalg.solve, np.linalg.solve, s1=(3, 3), s2=(3, 2)),
+    _unary("lu_det", jnp.linalg.det, np.linalg.det, shape=(3, 3)),
+    _unary("qr", lambda x: jnp.concatenate(_qr_unique(*jnp.linalg.qr(x), jnp), 0),
+           lambda x: np.concatenate(_qr_unique(*np.linalg.qr(x), np), 0), shape=(4, 3)),
 ]
 
 SPEC_IDS = [s.name for s in SPECS]

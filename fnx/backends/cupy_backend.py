@@ -27,15 +27,6 @@ def _iota(*, dtype, shape, dimension):
     return cp.ascontiguousarray(cp.broadcast_to(idx.reshape(view), shape))
 
 
-def _pad(x, v, *, padding_config):
-    out_shape = [lo + hi + d + max(0, d - 1) * i for (lo, hi, i), d in zip(padding_config, x.shape)]
-    out = cp.full(out_shape, v, dtype=x.dtype)
-    idx = tuple(slice(lo, lo + (d - 1) * (i + 1) + 1 if d else lo, i + 1)
-                for (lo, _, i), d in zip(padding_config, x.shape))
-    out[idx] = x
-    return out
-
-
 def _scatter(x, idx, upd, *, axis, mode):
     pre = int(np.prod(x.shape[:axis], dtype=np.int64))
     post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
@@ -79,11 +70,12 @@ def _select_n(which, *cases):
 
 
 _OVERRIDES = {
-    lax.erf_p: _erf, lax.iota_p: _iota, lax.pad_p: _pad, lax.scatter_p: _scatter,
+    lax.erf_p: _erf, lax.iota_p: _iota,
+    lax.pad_p: lambda x, v, **p: numpy_backend._pad(x, v, xp=cp, **p), lax.scatter_p: _scatter,
     lax.sort_p: _sort, lax.select_n_p: _select_n,
     lax.take_p: lambda x, idx, *, axis: cp.take(x, cp.clip(idx, 0, x.shape[axis] - 1), axis),
-    lax.broadcast_in_dim_p: lambda x, **p: cp.ascontiguousarray(
-        numpy_backend.impls[lax.broadcast_in_dim_p](x, **p)),
+    lax.broadcast_in_dim_p: lambda x, **p: cp.ascontiguousarray(cp.asarray(   # x may be a scalar
+        numpy_backend.impls[lax.broadcast_in_dim_p](x, **p))),
 }
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.core import Array
+from . import numpy_linalg
 
 
 def _erf(x):
@@ -66,9 +67,9 @@ def _slice(x, *, start_indices, limit_indices, strides):
     return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
 
 
-def _pad(x, v, *, padding_config):
+def _pad(x, v, *, padding_config, xp=np):
     out_shape = [lo + hi + d + max(0, d - 1) * i for (lo, hi, i), d in zip(padding_config, x.shape)]
-    out = np.full(out_shape, v, dtype=x.dtype)
+    out = xp.full(out_shape, v, dtype=x.dtype)
     idx = tuple(slice(lo, lo + (d - 1) * (i + 1) + 1 if d else lo, i + 1)
                 for (lo, _, i), d in zip(padding_config, x.shape))
     out[idx] = x
@@ -167,6 +168,77 @@ impls = {
     L.argmin_p: lambda x, *, axis, index_dtype: np.argmin(x, axis=axis).astype(index_dtype),
     L.cumsum_p: _cumsum, L.dot_general_p: _dot_general, L.sort_p: _sort,
 }
+
+
+def _shift(op, over_wide):
+    """XLA's shifts: a count outside [0, bit width) gives ``over_wide(x)``."""
+    def impl(x, y):
+        xp = numpy_linalg.array_module(x, y)
+        x, y = xp.asarray(x), xp.asarray(y)
+        bits = 8 * x.dtype.itemsize
+        counts = y.astype(np.dtype(f"u{x.dtype.itemsize}"))   # negative counts are over-wide
+        ok = counts < bits
+        out = op(x, xp.where(ok, counts, 0).astype(x.dtype))
+        return xp.where(ok, out, over_wide(x))
+    return impl
+
+
+def _shift_right_logical(x, y):
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    return np.right_shift(x.view(unsigned), y.astype(unsigned)).view(x.dtype)
+
+
+def _erf_inv(x):
+    try:
+        from scipy.special import erfinv
+        return erfinv(x)
+    except ImportError:
+        pass
+    # Giles (2010) single-precision approximation on |x|, then Newton steps in float64: on
+    # erf(y) = |x| near 0, and on log(erfc(y)) = log(1 - |x|) in the tails, where erf(y) - |x|
+    # would cancel and the log keeps the iteration nearly linear
+    a = np.abs(np.asarray(x, np.float64))
+    inside = a < 1
+    a_in = np.where(inside, a, 0.0)
+    with np.errstate(divide="ignore"):
+        w = -np.log((1.0 - a_in) * (1.0 + a_in))
+    y = np.where(w < 5.0, _horner(w - 2.5, _GILES_CENTRAL),
+                 _horner(np.sqrt(w) - 3.0, _GILES_TAIL)) * a_in
+    tail = a_in >= 0.5
+    log_q = np.log(np.where(tail, 1.0 - a_in, 1.0))
+    erf_vec, erfc_vec = (np.vectorize(f, otypes=[np.float64]) for f in (math.erf, math.erfc))
+    for _ in range(3):
+        density = 2 / math.sqrt(math.pi) * np.exp(-np.square(y))
+        ec = np.where(tail, erfc_vec(y), 1.0)
+        step = np.where(tail, (np.log(ec) - log_q) * ec / -density,
+                        (erf_vec(y) - a_in) / density)
+        y = y - step
+    y = np.where(inside, y, np.where(a == 1, np.inf, np.nan))
+    return (np.sign(x) * y).astype(x.dtype)
+
+
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(w, coeffs):
+    p = np.full_like(w, coeffs[0])
+    for c in coeffs[1:]:
+        p = c + p * w
+    return p
+
+
+impls.update({
+    L.shift_left_p: _shift(np.left_shift, np.zeros_like),
+    L.shift_right_logical_p: _shift(_shift_right_logical, np.zeros_like),
+    L.shift_right_arithmetic_p: _shift(np.right_shift,
+                                       lambda x: np.where(x < 0, -1, 0).astype(x.dtype)),
+    L.bitcast_convert_type_p: lambda x, *, new_dtype: x.view(new_dtype),
+    L.erf_inv_p: _erf_inv,
+})
+impls.update(numpy_linalg.impls)
 
 
 class NumpyBackend:

@@ -1238,6 +1238,62 @@ def take_along_axis(x, idx, axis: int):
 
 
 # =============================================================================================
+# Bits: shifts, bit casts and erf_inv (counter-based random numbers are built from these)
+
+shift_left_p = elementwise("shift_left", _INT)
+shift_right_logical_p = elementwise("shift_right_logical", _INT)
+shift_right_arithmetic_p = elementwise("shift_right_arithmetic", _INT)
+for _p in (shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
+    zero_jvp(_p)
+
+
+def shift_left(x, y):
+    """``x << y``; a shift by the bit width or more gives 0, as in XLA."""
+    return shift_left_p.bind(x, y)
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` filling with zeros (also for signed ``x``); over-wide shifts give 0."""
+    return shift_right_logical_p.bind(x, y)
+
+
+def shift_right_arithmetic(x, y):
+    """``x >> y`` filling with the sign bit; over-wide shifts give 0 or -1."""
+    return shift_right_arithmetic_p.bind(x, y)
+
+
+bitcast_convert_type_p = primitive("bitcast_convert_type")
+
+
+def _bitcast_aval(x, *, new_dtype):
+    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
+        raise DTypeError(f"bitcast_convert_type from {x.dtype} to {np.dtype(new_dtype)}: fnx "
+                         "bit casts only between dtypes of the same width")
+    return ShapedArray(x.shape, new_dtype)
+
+
+bitcast_convert_type_p.abstract_eval = _bitcast_aval
+zero_jvp(bitcast_convert_type_p)
+bitcast_convert_type_p.batch = lambda vals, dims, **p: (
+    bitcast_convert_type_p.bind(vals[0], **p), dims[0])
+
+
+def bitcast_convert_type(x, new_dtype):
+    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32."""
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
+
+
+erf_inv_p = elementwise("erf_inv", _FLOAT)
+defjvp_with_output(erf_inv_p, lambda t, x, out: mul(
+    t, mul(_const(x, math.sqrt(math.pi) / 2), exp(square(out)))))
+
+
+def erf_inv(x):
+    """The inverse of ``erf`` on (-1, 1)."""
+    return erf_inv_p.bind(x)
+
+
+# =============================================================================================
 # Shape helpers
 
 

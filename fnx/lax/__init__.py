@@ -6,3 +6,4 @@
 from ..core.lax import *  # noqa: F401,F403
 from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
 from ..core.api import stop_gradient  # noqa: F401
+from . import linalg  # noqa: E402,F401  (fnx.lax.linalg, as jax.lax.linalg)

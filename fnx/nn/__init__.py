@@ -7,3 +7,9 @@ Array([0., 2.], dtype=float32)
 from .functions import (celu, elu, gelu, glu, hard_tanh, leaky_relu, log_sigmoid, log_softmax,
                         logsumexp, normalize, one_hot, relu, relu6, selu, sigmoid, silu, soft_sign,
                         softmax, softplus, standardize, swish)
+from . import initializers  # noqa: E402
+from .losses import (binary_cross_entropy, mse, sigmoid_binary_cross_entropy,  # noqa: E402
+                     softmax_cross_entropy, softmax_cross_entropy_with_integer_labels,
+                     squared_error)
+from .modules import (MLP, Conv2d, Dropout, Embedding, LayerNorm, Linear, Module,  # noqa: E402
+                      MultiHeadAttention, conv2d)

@@ -1,8 +1,19 @@
-"""fnx.numpy.linalg: norms (more decompositions live in fnx.linalg)."""
+"""fnx.numpy.linalg: norms, decompositions and solvers (NumPy's names).
+
+``solve``, ``inv``, ``det`` and ``slogdet`` are built on the ``lu`` primitive (partial pivoting,
+so they need no symmetry) and ``triangular_solve``; ``cholesky`` and ``qr`` are primitives of
+their own (fnx/core/linalg_prims.py). All are differentiable to any order and batch over leading
+dimensions.
+"""
 from __future__ import annotations
 
-from ..core import lax
-from ._core import asarray, canonicalize_axes, promote_dtypes_inexact
+from typing import NamedTuple
+
+from ..core import dtypes, lax
+from ..core import linalg_prims as _lp
+from ..core.errors import ShapeError
+from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axes, \
+    promote_dtypes_inexact
 from . import reductions, ufuncs
 
 
@@ -31,3 +42,132 @@ def norm(x, ord=None, axis=None, keepdims=False):
     p = float(ord)
     s = reductions.sum(ufuncs.power(ufuncs.absolute(x), p), ax, keepdims=keepdims)
     return ufuncs.power(s, 1.0 / p)
+
+
+class SlogdetResult(NamedTuple):
+    sign: object
+    logabsdet: object
+
+
+class QRResult(NamedTuple):
+    Q: object
+    R: object
+
+
+def _square(name, a):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{name} needs square matrices (..., n, n), got shape {a.shape}")
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """The Cholesky factor of symmetric positive-definite ``a``: lower ``L`` with
+    ``a = L @ L.T`` (or upper ``U = L.T`` with ``upper=True``); NaNs if ``a`` is not positive
+    definite.
+
+    >>> L = cholesky(jnp.array([[4.0, 2.0], [2.0, 3.0]]))
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    _square("cholesky", a)
+    L = _lp.cholesky(a, symmetrize_input=symmetrize_input)
+    return _lp.swap_last(L) if upper else L
+
+
+def _lu_solve(lu, perm, b):
+    """Solve with an LU factorisation; ``b`` is (..., n, k) with ``lu``'s batch dims."""
+    nd = b.ndim
+    perm_b = lax.broadcast_in_dim(perm, b.shape, tuple(range(nd - 1)))
+    pb = lax.take_along_axis(b, perm_b, nd - 2)
+    y = _lp.triangular_solve(lu, pb, left_side=True, lower=True, unit_diagonal=True)
+    return _lp.triangular_solve(lu, y, left_side=True, lower=False)
+
+
+def solve(a, b):
+    """The solution ``x`` of ``a @ x = b``; ``b`` is a vector (n,) or matrices (..., n, k).
+
+    >>> solve(jnp.array([[2.0, 0.0], [0.0, 4.0]]), jnp.array([2.0, 2.0]))
+    Array([1. , 0.5], dtype=float32)
+    """
+    a, b = promote_dtypes_inexact(asarray(a), asarray(b))
+    _square("solve", a)
+    n = a.shape[-1]
+    vector = b.ndim == 1
+    if vector:
+        b = lax.reshape(b, (b.shape[0], 1))
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise ShapeError(f"solve: a of shape {a.shape} does not fit b of shape "
+                         f"{b.shape if not vector else (b.shape[0],)}")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], op="solve")
+    a = broadcast_to(a, batch + a.shape[-2:])
+    b = broadcast_to(b, batch + b.shape[-2:])
+    lu, _, perm = _lp.lu(a)
+    x = _lu_solve(lu, perm, b)
+    return lax.reshape(x, x.shape[:-1]) if vector else x
+
+
+def inv(a):
+    """The inverse of square ``a`` (via its LU factorisation).
+
+    >>> inv(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
+    Array([[0.5 , 0.  ],
+           [0.  , 0.25]], dtype=float32)
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    _square("inv", a)
+    return solve(a, _lp.eye_like(a))
+
+
+def _lu_sign_and_diag(a):
+    lu, pivots, _ = _lp.lu(a)
+    n = a.shape[-1]
+    diag = _diag(lu)
+    swaps = reductions.sum(lax.convert_element_type(
+        lax.ne(pivots, lax.broadcasted_iota(dtypes.int32, pivots.shape, pivots.ndim - 1)),
+        dtypes.int32), -1)
+    odd = lax.eq(lax.rem(swaps, lax.full(swaps.shape, 2, dtypes.int32)),
+                 lax.full(swaps.shape, 1, dtypes.int32))
+    sign = lax.select(odd, lax.full(swaps.shape, -1, a.dtype), lax.full(swaps.shape, 1, a.dtype))
+    return sign, diag, n
+
+
+def _diag(x):
+    n = x.shape[-1]
+    flat = lax.reshape(x, x.shape[:-2] + (n * n,))
+    idx = lax.mul(lax.iota(dtypes.int32, n), lax.full((n,), n + 1, dtypes.int32))
+    return lax.take(flat, idx, x.ndim - 2)
+
+
+def det(a):
+    """The determinant of square ``a`` (product of the LU diagonal, signed by the pivots).
+
+    >>> det(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    Array(-2., dtype=float32)
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    _square("det", a)
+    sign, diag, _ = _lu_sign_and_diag(a)
+    return lax.mul(sign, reductions.prod(diag, -1))
+
+
+def slogdet(a):
+    """``(sign, log|det a|)``, which stays finite where ``det`` would overflow.
+
+    >>> sign, logabsdet = slogdet(jnp.eye(3) * 10.0)   # (1., 6.9077554)
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    _square("slogdet", a)
+    sign, diag, _ = _lu_sign_and_diag(a)
+    sign = lax.mul(sign, reductions.prod(lax.sign(diag), -1))
+    return SlogdetResult(sign, reductions.sum(lax.log(lax.abs_(diag)), -1))
+
+
+def qr(a, mode: str = "reduced"):
+    """QR decomposition: ``mode`` "reduced" (Q: (..., m, k)), "complete" (Q: (..., m, m)) or
+    "r" (R only), as in NumPy.
+
+    >>> q, r = qr(a)
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    q, r = _lp.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)

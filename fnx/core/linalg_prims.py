@@ -1,0 +1,333 @@
+"""Linear-algebra primitives: cholesky, triangular_solve, lu and qr, each with all of its rules.
+
+Operands may carry leading batch dimensions (``(..., m, n)``), so a batching rule only moves the
+mapped axis to the front. fnx.numpy.linalg and fnx.linalg build solve, inv, det, slogdet and
+cho_solve on ``lu`` and ``triangular_solve``. The derivative rules follow JAX's
+(jax/_src/lax/linalg.py) for real dtypes.
+"""
+from __future__ import annotations
+
+from . import dtypes, lax
+from .ad import Zero, add_tangents, is_undefined, tangent_aval
+from .batching import bdim_at_front, not_mapped
+from .core import ShapedArray, get_aval
+from .errors import DTypeError, ShapeError
+from .lax import primitive
+
+
+def _shp(s):
+    from .core import shape_str
+    return shape_str(s)
+
+
+def _check_matrix(name, x, square=False):
+    if x.ndim < 2:
+        raise ShapeError(f"{name} needs a matrix (or a batch of them), got shape {_shp(x.shape)}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"{name} needs square matrices, got shape {_shp(x.shape)}")
+    if not dtypes.is_float(x.dtype) or x.dtype.kind == "c":
+        raise DTypeError(f"{name} supports real floating-point matrices, got {x.dtype}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix helpers on primitives (the rules below need them; fnx.numpy sits above core)
+
+
+def tri_mask(shape, k: int = 0, lower: bool = True):
+    """Boolean mask of the (k-shifted) lower or upper triangle over the last two axes."""
+    nd = len(shape)
+    rows = lax.broadcasted_iota(dtypes.int32, shape, nd - 2)
+    cols = lax.broadcasted_iota(dtypes.int32, shape, nd - 1)
+    diff = lax.sub(cols, rows)
+    k = lax.full(shape, k, dtypes.int32)
+    return lax.le(diff, k) if lower else lax.ge(diff, k)
+
+
+def tril(x, k: int = 0):
+    aval = get_aval(x)
+    return lax.select(tri_mask(aval.shape, k, True), x, lax.full(aval.shape, 0, aval.dtype))
+
+
+def triu(x, k: int = 0):
+    aval = get_aval(x)
+    return lax.select(tri_mask(aval.shape, k, False), x, lax.full(aval.shape, 0, aval.dtype))
+
+
+def eye_like(x):
+    """Identity matrices shaped like ``x`` (batch dims included)."""
+    aval = get_aval(x)
+    nd = aval.ndim
+    rows = lax.broadcasted_iota(dtypes.int32, aval.shape, nd - 2)
+    cols = lax.broadcasted_iota(dtypes.int32, aval.shape, nd - 1)
+    return lax.convert_element_type(lax.eq(rows, cols), aval.dtype)
+
+
+def swap_last(x):
+    nd = get_aval(x).ndim
+    perm = list(range(nd))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return lax.transpose(x, perm)
+
+
+def matmul(a, b):
+    """``a @ b`` for operands with the same leading batch dims."""
+    nd = get_aval(a).ndim
+    batch = tuple(range(nd - 2))
+    return lax.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def _batch_front(vals, dims):
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    return [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+
+
+# ---------------------------------------------------------------------------------------------
+# triangular_solve: op(a) @ x = b (left_side) or x @ op(a) = b, op = identity or transpose
+
+
+triangular_solve_p = primitive("triangular_solve")
+
+
+def _triangular_solve_aval(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    _check_matrix("triangular_solve", a, square=True)
+    _check_matrix("triangular_solve", b)
+    if a.dtype != b.dtype:
+        raise DTypeError(f"triangular_solve got dtypes {a.dtype} and {b.dtype}")
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ShapeError(f"triangular_solve batch dimensions differ: {_shp(a.shape)} and "
+                         f"{_shp(b.shape)}")
+    m = a.shape[-1]
+    side = b.shape[-2] if left_side else b.shape[-1]
+    if side != m:
+        raise ShapeError(f"triangular_solve: a of shape {_shp(a.shape)} does not fit b of shape "
+                         f"{_shp(b.shape)} (left_side={left_side})")
+    return ShapedArray(b.shape, b.dtype, a.weak_type and b.weak_type)
+
+
+def _triangular_solve_jvp_a(g_a, ans, a, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    m, n = get_aval(ans).shape[-2:]
+    k = 1 if unit_diagonal else 0
+    g_a = tril(g_a, -k) if lower else triu(g_a, k)
+    g_a = lax.neg(g_a)
+    g_a = swap_last(g_a) if transpose_a else g_a
+
+    def a_inverse(rhs):
+        return triangular_solve(a, rhs, left_side=left_side, lower=lower,
+                                transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                unit_diagonal=unit_diagonal)
+
+    # d(op(a)^-1 b) = -op(a)^-1 op(da) x; the order is the cheaper one for the shapes
+    if left_side:
+        return a_inverse(matmul(g_a, ans)) if m > n else matmul(a_inverse(g_a), ans)
+    return a_inverse(matmul(ans, g_a)) if m < n else matmul(ans, a_inverse(g_a))
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    (a, b), (ta, tb) = primals, tangents
+    out = triangular_solve_p.bind(a, b, **params)
+    acc = Zero(tangent_aval(get_aval(out)))
+    if not isinstance(tb, Zero):
+        acc = add_tangents(acc, triangular_solve_p.bind(a, tb, **params))
+    if not isinstance(ta, Zero):
+        acc = add_tangents(acc, _triangular_solve_jvp_a(ta, out, a, **params))
+    return out, acc
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+    # nonlinear in a, linear in b (like div with its operands swapped)
+    assert not is_undefined(a) and is_undefined(b)
+    if isinstance(ct, Zero):
+        return [None, None]
+    return [None, triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
+                                          transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                          unit_diagonal=unit_diagonal)]
+
+
+def _triangular_solve_batch(vals, dims, **params):
+    a, b = _batch_front(vals, dims)
+    return triangular_solve_p.bind(a, b, **params), 0
+
+
+triangular_solve_p.abstract_eval = _triangular_solve_aval
+triangular_solve_p.jvp = _triangular_solve_jvp
+triangular_solve_p.transpose = _triangular_solve_transpose
+triangular_solve_p.batch = _triangular_solve_batch
+
+
+def triangular_solve(a, b, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for triangular ``a``
+    (lax.linalg.triangular_solve; only the ``lower`` or upper triangle of ``a`` is read).
+
+    >>> x = triangular_solve(L, b, left_side=True, lower=True)   # L @ x == b
+    """
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                   transpose_a=bool(transpose_a),
+                                   conjugate_a=bool(conjugate_a),
+                                   unit_diagonal=bool(unit_diagonal))
+
+
+# ---------------------------------------------------------------------------------------------
+# cholesky: the lower factor L with L @ L.T = x (only x's lower triangle is read)
+
+
+cholesky_p = primitive("cholesky")
+
+
+def _cholesky_aval(x):
+    _check_matrix("cholesky", x, square=True)
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _phi(x):
+    """The lower triangle with its diagonal halved."""
+    half = lax.add(lax.full(get_aval(x).shape, 1, get_aval(x).dtype), eye_like(x))
+    return lax.div(tril(x), half)
+
+
+def _cholesky_jvp(primals, tangents):
+    # L_dot = L phi(L^-1 x_dot L^-T), Murray (2016), arXiv:1602.07527
+    (x,), (t,) = primals, tangents
+    L = cholesky_p.bind(x)
+    if isinstance(t, Zero):
+        return L, Zero(tangent_aval(get_aval(L)))
+    tmp = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True)
+    inner = triangular_solve(L, tmp, left_side=True, lower=True)
+    return L, matmul(L, _phi(inner))
+
+
+cholesky_p.abstract_eval = _cholesky_aval
+cholesky_p.jvp = _cholesky_jvp
+cholesky_p.batch = lambda vals, dims: (cholesky_p.bind(bdim_at_front(vals[0], dims[0], None)),
+                                       0)
+
+
+def cholesky(x, symmetrize_input: bool = True):
+    """Lower Cholesky factor of symmetric positive-definite ``x`` (NaNs where it is not
+    positive definite, as in JAX). ``symmetrize_input`` uses ``(x + x.T) / 2``, which makes the
+    derivative the symmetric one.
+
+    >>> L = cholesky(a); L @ L.T   # == a
+    """
+    if symmetrize_input:
+        aval = get_aval(x)
+        x = lax.mul(lax.add(x, swap_last(x)), lax.full((), 0.5, aval.dtype))
+    return cholesky_p.bind(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# lu: partial-pivoting LU, P @ x = L @ U, with LAPACK's pivots and the row permutation
+
+
+lu_p = primitive("lu", multiple_results=True)
+
+
+def _lu_aval(x):
+    _check_matrix("lu", x)
+    m, n = x.shape[-2:]
+    batch = x.shape[:-2]
+    return [ShapedArray(x.shape, x.dtype, x.weak_type),
+            ShapedArray(batch + (min(m, n),), dtypes.int32),
+            ShapedArray(batch + (m,), dtypes.int32)]
+
+
+def _lu_jvp(primals, tangents):
+    # L' = L tril(L^-1 P A' U^-1, -1), U' = triu(L^-1 P A' U^-1) U  (de Hoog, Anderssen, Lukas)
+    (a,), (a_dot,) = primals, tangents
+    lu, pivots, perm = lu_p.bind(a)
+    zeros = [Zero(tangent_aval(get_aval(o))) for o in (lu, pivots, perm)]
+    if isinstance(a_dot, Zero):
+        return [lu, pivots, perm], zeros
+    aval = get_aval(a)
+    shape, nd = aval.shape, aval.ndim
+    m, n = shape[-2:]
+    k = min(m, n)
+    perm_b = lax.broadcast_in_dim(perm, shape, tuple(range(nd - 1)))
+    x = lax.take_along_axis(a_dot, perm_b, nd - 2)
+    zero = lax.full((), 0, aval.dtype)
+    l_pad = [(0, 0, 0)] * nd
+    l_pad[-1] = (0, m - k, 0)
+    l = lax.pad(tril(lax.slice_in_dim(lu, 0, k, 1, nd - 1), -1), zero, l_pad)
+    l = lax.add(l, eye_like(l))
+    u_pad = [(0, 0, 0)] * nd
+    u_pad[-2] = (0, n - k, 0)
+    u = lax.pad(triu(lax.slice_in_dim(lu, 0, k, 1, nd - 2)), zero, u_pad)
+    if n > k:   # ones on the padded part of the diagonal keep u invertible
+        ushape = get_aval(u).shape
+        padded_rows = lax.ge(lax.broadcasted_iota(dtypes.int32, ushape, nd - 2),
+                             lax.full(ushape, k, dtypes.int32))
+        u = lax.add(u, lax.select(padded_rows, eye_like(u), lax.full(ushape, 0, aval.dtype)))
+    la = triangular_solve(l, x, left_side=True, lower=True, unit_diagonal=True)
+    lau = triangular_solve(u, la, left_side=False, lower=False)
+    lu_dot = lax.add(matmul(l, tril(lau, -1)), matmul(triu(lau), u))
+    return [lu, pivots, perm], [lu_dot, zeros[1], zeros[2]]
+
+
+lu_p.abstract_eval = _lu_aval
+lu_p.jvp = _lu_jvp
+lu_p.batch = lambda vals, dims: (lu_p.bind(bdim_at_front(vals[0], dims[0], None)), [0, 0, 0])
+
+
+def lu(x):
+    """LU decomposition with partial pivoting: ``(lu, pivots, permutation)`` where
+    ``x[..., permutation, :] == L @ U``, L unit lower (below ``lu``'s diagonal) and U upper.
+
+    >>> lu_, pivots, perm = lu(a)
+    """
+    return tuple(lu_p.bind(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# qr: Householder QR (LAPACK's sign convention)
+
+
+qr_p = primitive("qr", multiple_results=True)
+
+
+def _qr_aval(x, *, full_matrices):
+    _check_matrix("qr", x)
+    m, n = x.shape[-2:]
+    batch = x.shape[:-2]
+    k = m if full_matrices else min(m, n)
+    return [ShapedArray(batch + (m, k), x.dtype, x.weak_type),
+            ShapedArray(batch + (k, n), x.dtype, x.weak_type)]
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    # Townsend, "Differentiating the QR decomposition" (2018)
+    (x,), (dx,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    if isinstance(dx, Zero):
+        return [q, r], [Zero(tangent_aval(get_aval(q))), Zero(tangent_aval(get_aval(r)))]
+    m, n = get_aval(x).shape[-2:]
+    if m < n or (full_matrices and m != n):
+        raise NotImplementedError("the derivative of qr is defined for m >= n and reduced "
+                                  "(full_matrices=False) factors only, as in JAX")
+    dx_rinv = triangular_solve(r, dx)     # dx @ r^-1
+    qt_dx_rinv = matmul(swap_last(q), dx_rinv)
+    lower = tril(qt_dx_rinv, -1)
+    do = lax.sub(lower, swap_last(lower))   # skew-symmetric
+    dq = lax.add(matmul(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = matmul(lax.sub(qt_dx_rinv, do), r)
+    return [q, r], [dq, dr]
+
+
+qr_p.abstract_eval = _qr_aval
+qr_p.jvp = _qr_jvp
+qr_p.batch = lambda vals, dims, *, full_matrices: (
+    qr_p.bind(bdim_at_front(vals[0], dims[0], None), full_matrices=full_matrices), [0, 0])
+
+
+def qr(x, full_matrices: bool = True):
+    """QR decomposition ``x = q @ r`` (lax.linalg.qr; JAX's default ``full_matrices=True``).
+
+    >>> q, r = qr(a, full_matrices=False)
+    """
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+__all__ = ["cholesky", "cholesky_p", "lu", "lu_p", "qr", "qr_p", "triangular_solve",
+           "triangular_solve_p", "tril", "triu", "matmul", "swap_last", "eye_like"]

@@ -1,0 +1,171 @@
+"""fnx.linalg: factorisations and solvers in one place (the functions of jax.numpy.linalg,
+jax.scipy.linalg and jax.scipy.sparse.linalg that fnx has).
+
+``cholesky``, ``triangular_solve``, ``lu`` and ``qr`` are primitives; ``solve``, ``inv``, ``det``
+and ``slogdet`` are built on ``lu`` (partial pivoting, any square matrix); ``cho_solve`` on
+``triangular_solve``; ``cg`` iterates matrix-vector products. All differentiate to any order
+and batch over leading dimensions (or with ``vmap``).
+
+>>> import fnx.linalg as linalg
+>>> L = linalg.cholesky(a)
+>>> x = linalg.cho_solve((L, True), b)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import numpy as jnp
+from .core import lax
+from .core import linalg_prims as _lp
+from .core.errors import ConcretizationTypeError, ShapeError
+from .numpy._core import promote_dtypes_inexact
+from .numpy.linalg import QRResult, SlogdetResult, cholesky, det, inv, norm, qr, slogdet, solve
+
+lu = _lp.lu
+
+
+def triangular_solve(a, b, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """Solve ``op(a) @ x = b`` (``left_side=True``) or ``x @ op(a) = b`` with ``op(a)`` = ``a``
+    or ``a.T`` (``transpose_a``), reading only the ``lower`` or upper triangle of ``a``
+    (jax.lax.linalg.triangular_solve, including its defaults).
+
+    >>> x = triangular_solve(L, b, left_side=True, lower=True)
+    """
+    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
+    return _lp.triangular_solve(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal)
+
+
+def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False):
+    """SciPy's form: solve ``a @ x = b`` (``trans=0``/"N") or ``a.T @ x = b`` (1/"T") for
+    triangular ``a``; ``b`` is a vector (n,) or matrices (..., n, k).
+
+    >>> x = solve_triangular(U, b)   # upper by default, as in SciPy
+    """
+    transpose = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}[trans]
+    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
+    vector = b.ndim == 1
+    if vector:
+        b = b[:, None]
+    a, b = _broadcast_batch(a, b)
+    x = _lp.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=transpose,
+                             unit_diagonal=unit_diagonal)
+    return x[..., 0] if vector else x
+
+
+def _broadcast_batch(a, b):
+    batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (jnp.broadcast_to(a, batch + a.shape[-2:]), jnp.broadcast_to(b, batch + b.shape[-2:]))
+
+
+def cho_factor(a, lower: bool = False):
+    """``(c, lower)`` for ``cho_solve``: the Cholesky factor (upper unless ``lower``)."""
+    return cholesky(a, upper=not lower), lower
+
+
+def cho_solve(c_and_lower, b):
+    """Solve ``a @ x = b`` given ``(c, lower)``, the Cholesky factor of ``a`` (lower, or upper
+    ``c = L.T``), as ``jax.scipy.linalg.cho_solve``.
+
+    >>> x = cho_solve((cholesky(a), True), b)
+    """
+    c, lower = c_and_lower
+    c, b = promote_dtypes_inexact(jnp.asarray(c), jnp.asarray(b))
+    vector = b.ndim == 1
+    if vector:
+        b = b[:, None]
+    if b.shape[-2] != c.shape[-1]:
+        raise ShapeError(f"cho_solve: factor of shape {c.shape} does not fit b of shape "
+                         f"{b.shape}")
+    c, b = _broadcast_batch(c, b)
+    # a = L L^T: solve L y = b, then L^T x = y (with L = c.T when c is upper)
+    y = _lp.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
+    x = _lp.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+    return x[..., 0] if vector else x
+
+
+# ---------------------------------------------------------------------------------------------
+# Conjugate gradient
+
+
+def _vdot(a, b):
+    return jnp.sum(a * b)
+
+
+def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | None = None,
+       M: Callable | None = None):
+    """Conjugate gradient for symmetric positive-definite ``A`` (a matrix or a function
+    ``v -> A @ v``), stopping when ``|r| <= max(tol * |b|, atol)`` or after ``maxiter``
+    (default ``10 * b.size``) steps. ``M`` is an optional preconditioner (a function
+    approximating ``A^-1``). Returns ``(x, None)``, as ``jax.scipy.sparse.linalg.cg``.
+
+    With concrete inputs it stops as soon as it converges; inside ``vmap``/``jit`` it runs a
+    ``lax.while_loop`` when fnx has one, else ``maxiter`` steps that freeze once converged.
+
+    >>> x, _ = cg(lambda v: a @ v, b, tol=1e-8)
+    """
+    b = jnp.asarray(b)
+    if b.dtype.kind != "f":
+        b = b.astype(jnp.float32)
+    matvec = A if callable(A) else (lambda v, A=jnp.asarray(A): jnp.matmul(A, v))
+    precond = M if M is not None else (lambda v: v)
+    maxiter = 10 * b.size if maxiter is None else int(maxiter)
+    x = jnp.zeros_like(b) if x0 is None else jnp.asarray(x0, b.dtype)
+    atol2 = jnp.maximum(tol ** 2 * _vdot(b, b), atol ** 2)
+    r = b - matvec(x)
+    z = precond(r)
+    state = (x, r, _vdot(r, z), z)
+
+    def converged(state):
+        _, r, gamma, _ = state
+        rs = gamma if M is None else _vdot(r, r)
+        return rs <= atol2
+
+    def step(state):
+        x, r, gamma, p = state
+        Ap = matvec(p)
+        alpha = gamma / _vdot(p, Ap)
+        x, r = x + alpha * p, r - alpha * Ap
+        z = precond(r)
+        gamma_new = _vdot(r, z)
+        return x, r, gamma_new, z + (gamma_new / gamma) * p
+
+    for k in range(maxiter):
+        try:
+            done = bool(converged(state))
+        except ConcretizationTypeError:
+            return _cg_traced(state, step, converged, maxiter - k)[0], None
+        if done:
+            break
+        state = step(state)
+    return state[0], None
+
+
+def _cg_traced(state, step, converged, steps_left):
+    while_loop = getattr(lax, "while_loop", None)
+    if while_loop is None:
+        from . import lax as public_lax
+        while_loop = getattr(public_lax, "while_loop", None)
+    if while_loop is not None:
+        def cond(carry):
+            k, s = carry
+            return jnp.logical_and(k < steps_left, jnp.logical_not(converged(s)))
+
+        def body(carry):
+            k, s = carry
+            return k + 1, step(s)
+        return while_loop(cond, body, (jnp.asarray(0, jnp.int32), state))[1]
+    for _ in range(steps_left):
+        done = converged(state)
+        # a converged system keeps its iterate; the step it discards must not divide
+        # 0 by 0, whose NaN would reach gradients through the select
+        safe = tuple(jnp.where(done, jnp.ones_like(v), v) if i in (2, 3) else v
+                     for i, v in enumerate(state))
+        new = step(safe)
+        state = tuple(jnp.where(done, old, nw) for old, nw in zip(state, new))
+    return state
+
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "triangular_solve", "solve_triangular", "lu",
+           "qr", "solve", "inv", "det", "slogdet", "norm", "cg", "QRResult", "SlogdetResult"]

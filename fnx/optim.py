@@ -1,0 +1,412 @@
+"""fnx.optim: gradient transformations in optax's style.
+
+An optimizer is a ``GradientTransformation(init, update)``: ``state = opt.init(params)``, then
+``updates, state = opt.update(grads, state, params)`` and ``params = apply_updates(params,
+updates)``. Transformations compose with ``chain``; learning rates are floats or schedules
+(functions of the step count). Parameters, gradients and states are pytrees (modules included),
+and everything is built from fnx.numpy, so an update runs under ``jit``.
+
+>>> import fnx, fnx.optim as optim
+>>> opt = optim.adam(1e-3)
+>>> state = opt.init(params)
+>>> grads = fnx.grad(loss)(params, x, y)
+>>> updates, state = opt.update(grads, state, params)
+>>> params = optim.apply_updates(params, updates)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import numpy as jnp
+from .core import lax
+from .core.pytree import tree_leaves, tree_map
+
+Schedule = Callable[[Any], Any]
+
+
+class GradientTransformation(NamedTuple):
+    """A pair of pure functions: ``init(params) -> state`` and
+    ``update(updates, state, params=None) -> (updates, state)``."""
+    init: Callable
+    update: Callable
+
+
+class EmptyState(NamedTuple):
+    pass
+
+
+def _is_none(x):
+    return x is None
+
+
+def _tree_map(f, tree, *rest):
+    # None leaves (e.g. a Linear without bias) stay None
+    return tree_map(lambda x, *r: None if x is None else f(x, *r), tree, *rest, is_leaf=_is_none)
+
+
+def _zeros_like(tree):
+    return _tree_map(jnp.zeros_like, tree)
+
+
+def _count0():
+    return jnp.zeros((), jnp.int32)
+
+
+def _increment(count):
+    # saturates instead of wrapping, as optax's safe_increment
+    return jnp.where(count < np.iinfo(np.int32).max, count + 1, count)
+
+
+def _const(value, like):
+    """``value`` as a 0-d array of ``like``'s dtype, exactly: a weak Python float would pass
+    through float32 first."""
+    dtype = np.dtype(like.dtype)
+    return lax.convert_element_type_p.bind(np.asarray(value, dtype), new_dtype=dtype,
+                                           weak_type=False)
+
+
+def _moment(g, m, decay):
+    """The exponential moving average ``(1 - decay) * g + decay * m``."""
+    return _const(1 - decay, g) * g + _const(decay, m) * m
+
+
+def apply_updates(params, updates):
+    """``params + updates`` leafwise, keeping each parameter's dtype.
+
+    >>> params = apply_updates(params, updates)
+    """
+    return _tree_map(lambda p, u: (jnp.asarray(p) + u).astype(jnp.asarray(p).dtype),
+                     params, updates)
+
+
+def global_norm(tree):
+    """The l2 norm of all leaves together."""
+    leaves = [x for x in tree_leaves(tree) if x is not None]
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in leaves))
+
+
+def chain(*transforms: GradientTransformation) -> GradientTransformation:
+    """Apply ``transforms`` in order; the state is the tuple of their states.
+
+    >>> opt = chain(clip_by_global_norm(1.0), adam(1e-3))
+    """
+    def init(params):
+        return tuple(t.init(params) for t in transforms)
+
+    def update(updates, state, params=None):
+        new_state = []
+        for t, s in zip(transforms, state):
+            updates, s = t.update(updates, s, params)
+            new_state.append(s)
+        return updates, tuple(new_state)
+    return GradientTransformation(init, update)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks
+
+
+class ScaleByScheduleState(NamedTuple):
+    count: Any
+
+
+def scale(step_size: float) -> GradientTransformation:
+    """Multiply updates by a constant."""
+    def update(updates, state, params=None):
+        return _tree_map(lambda g: g * _const(step_size, g), updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
+    """Multiply updates by ``step_size_fn(count)``, count = 0, 1, 2, ..."""
+    def update(updates, state, params=None):
+        step = step_size_fn(state.count)
+        updates = _tree_map(lambda g: g * jnp.asarray(step).astype(g.dtype), updates)
+        return updates, ScaleByScheduleState(_increment(state.count))
+    return GradientTransformation(lambda params: ScaleByScheduleState(_count0()), update)
+
+
+def scale_by_learning_rate(learning_rate, flip_sign: bool = True) -> GradientTransformation:
+    """Scale by ``-learning_rate`` (a float or a schedule) so that updates descend."""
+    sign = -1 if flip_sign else 1
+    if callable(learning_rate):
+        return scale_by_schedule(lambda count: sign * learning_rate(count))
+    return scale(sign * learning_rate)
+
+
+class TraceState(NamedTuple):
+    trace: Any
+
+
+def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
+    """Momentum: ``t = g + decay * t``; the update is ``t`` (or ``g + decay * t`` with
+    Nesterov)."""
+    def init(params):
+        return TraceState(_zeros_like(params))
+
+    def update(updates, state, params=None):
+        new = _tree_map(lambda g, t: g + _const(decay, t) * t, updates, state.trace)
+        out = _tree_map(lambda g, t: g + _const(decay, t) * t, updates, new) if nesterov else new
+        return out, TraceState(new)
+    return GradientTransformation(init, update)
+
+
+class ScaleByAdamState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+                  eps_root: float = 0.0) -> GradientTransformation:
+    """Adam's rescaling: bias-corrected first moment over the root of the second."""
+    def init(params):
+        return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
+        nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, b2), updates, state.nu)
+        count = _increment(state.count)
+
+        def step(m, v):
+            t = count.astype(m.dtype)
+            m_hat = m / (1 - jnp.power(_const(b1, m), t))
+            v_hat = v / (1 - jnp.power(_const(b2, v), t))
+            return m_hat / (jnp.sqrt(v_hat + _const(eps_root, v)) + _const(eps, v))
+        out = _tree_map(step, mu, nu)
+        return out, ScaleByAdamState(count, mu, nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByRmsState(NamedTuple):
+    nu: Any
+
+
+def scale_by_rms(decay: float = 0.9, eps: float = 1e-8,
+                 initial_scale: float = 0.0) -> GradientTransformation:
+    """Divide by the root of a running mean of squared gradients: ``g / sqrt(nu + eps)``."""
+    def init(params):
+        return ScaleByRmsState(_tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+
+    def update(updates, state, params=None):
+        nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, decay), updates, state.nu)
+        out = _tree_map(lambda g, v: g * lax.rsqrt(v + _const(eps, v)), updates, nu)
+        return out, ScaleByRmsState(nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByRStdDevState(NamedTuple):
+    mu: Any
+    nu: Any
+
+
+def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
+                    initial_scale: float = 0.0) -> GradientTransformation:
+    """Centred RMS: divide by the root of the running variance of the gradients."""
+    def init(params):
+        return ScaleByRStdDevState(_zeros_like(params),
+                                   _tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, decay), updates, state.mu)
+        nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, decay), updates, state.nu)
+        out = _tree_map(lambda g, m, v: g * lax.rsqrt(v - jnp.square(m) + _const(eps, v)),
+                        updates, mu, nu)
+        return out, ScaleByRStdDevState(mu, nu)
+    return GradientTransformation(init, update)
+
+
+def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
+    """Add ``weight_decay * params`` to the updates (decoupled weight decay). ``mask`` (a
+    pytree of bools like params, or a function of params giving one) limits it to some
+    parameters."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("add_decayed_weights needs params: call update(grads, state, "
+                             "params)")
+        m = mask(params) if callable(mask) else mask
+        if m is None:
+            return _tree_map(lambda g, p: g + _const(weight_decay, p) * p, updates, params), state
+        return _tree_map(lambda g, p, keep: g + _const(weight_decay, p) * p if keep else g,
+                         updates, params, m), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def clip_by_global_norm(max_norm: float) -> GradientTransformation:
+    """Rescale all updates together so that their global l2 norm is at most ``max_norm``.
+
+    >>> opt = chain(clip_by_global_norm(1.0), sgd(0.1))
+    """
+    def update(updates, state, params=None):
+        norm = global_norm(updates)
+        small = norm < max_norm
+        out = _tree_map(lambda g: jnp.where(small, g, (g / norm.astype(g.dtype))
+                                            * _const(max_norm, g)),
+                        updates)
+        return out, state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def clip(max_delta: float) -> GradientTransformation:
+    """Clip every update element to ``[-max_delta, max_delta]``."""
+    def update(updates, state, params=None):
+        return _tree_map(lambda g: jnp.clip(g, -max_delta, max_delta), updates), state
+    return GradientTransformation(lambda params: EmptyState(), update)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimizers
+
+
+def sgd(learning_rate, momentum: float | None = None,
+        nesterov: bool = False) -> GradientTransformation:
+    """Stochastic gradient descent, with optional (Nesterov) momentum.
+
+    >>> opt = sgd(0.1, momentum=0.9)
+    """
+    parts = [trace(momentum, nesterov)] if momentum is not None else []
+    return chain(*parts, scale_by_learning_rate(learning_rate))
+
+
+def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         eps_root: float = 0.0) -> GradientTransformation:
+    """Adam (Kingma & Ba, 2015).
+
+    >>> opt = adam(1e-3)
+    """
+    return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+
+
+def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          eps_root: float = 0.0, weight_decay: float = 1e-4, mask=None) -> GradientTransformation:
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019); the decay is scaled by
+    the learning rate, as in optax.
+
+    >>> opt = adamw(1e-3, weight_decay=1e-2)
+    """
+    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+            centered: bool = False, momentum: float | None = None,
+            nesterov: bool = False) -> GradientTransformation:
+    """RMSProp (Tieleman & Hinton, 2012), optionally centred and with momentum, as in optax.
+
+    >>> opt = rmsprop(1e-3, momentum=0.9)
+    """
+    scaler = scale_by_stddev(decay, eps, initial_scale) if centered else \
+        scale_by_rms(decay, eps, initial_scale)
+    parts = [scaler, scale_by_learning_rate(learning_rate)]
+    if momentum is not None:
+        parts.append(trace(momentum, nesterov))
+    return chain(*parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedules: functions of the step count (a Python int or an int array, also traced)
+
+
+def constant_schedule(value: float) -> Schedule:
+    """``value`` at every step."""
+    return lambda count: jnp.asarray(value, jnp.float32)
+
+
+def polynomial_schedule(init_value: float, end_value: float, power: float,
+                        transition_steps: int, transition_begin: int = 0) -> Schedule:
+    """From ``init_value`` to ``end_value`` along ``(1 - t)**power`` over
+    ``transition_steps`` steps, starting at ``transition_begin``."""
+    if transition_steps <= 0:
+        return constant_schedule(init_value)
+
+    def schedule(count):
+        c = jnp.clip(jnp.asarray(count) - transition_begin, 0, transition_steps)
+        frac = 1 - c.astype(jnp.float32) / transition_steps
+        return (init_value - end_value) * frac ** power + end_value
+    return schedule
+
+
+def linear_schedule(init_value: float, end_value: float, transition_steps: int,
+                    transition_begin: int = 0) -> Schedule:
+    """Linear interpolation from ``init_value`` to ``end_value`` over ``transition_steps``.
+
+    >>> warmup = linear_schedule(0.0, 1e-3, 100)
+    """
+    return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
+
+
+def exponential_decay(init_value: float, transition_steps: int, decay_rate: float,
+                      transition_begin: int = 0, staircase: bool = False,
+                      end_value: float | None = None) -> Schedule:
+    """``init_value * decay_rate ** ((count - transition_begin) / transition_steps)``
+    (floored exponent with ``staircase``), bounded by ``end_value`` if given.
+
+    >>> lr = exponential_decay(1e-2, 1000, 0.5)
+    """
+    if transition_steps <= 0:
+        return constant_schedule(init_value)
+
+    def schedule(count):
+        steps = (jnp.asarray(count) - transition_begin).astype(jnp.float32)
+        p = steps / transition_steps
+        if staircase:
+            p = jnp.floor(p)
+        value = jnp.where(steps <= 0, jnp.asarray(init_value, jnp.float32),
+                          init_value * jnp.power(jnp.asarray(decay_rate, jnp.float32), p))
+        if end_value is not None:
+            value = jnp.maximum(value, end_value) if decay_rate < 1 else \
+                jnp.minimum(value, end_value)
+        return value
+    return schedule
+
+
+def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.0,
+                          exponent: float = 1.0) -> Schedule:
+    """Half a cosine from ``init_value`` down to ``alpha * init_value`` over ``decay_steps``.
+
+    >>> lr = cosine_decay_schedule(1e-3, 10_000)
+    """
+    if decay_steps <= 0:
+        raise ValueError("cosine_decay_schedule needs decay_steps > 0")
+
+    def schedule(count):
+        c = jnp.minimum(jnp.asarray(count).astype(jnp.float32), decay_steps)
+        cosine = 0.5 * (1 + jnp.cos(np.pi * c / decay_steps))
+        return init_value * ((1 - alpha) * cosine ** exponent + alpha)
+    return schedule
+
+
+def join_schedules(schedules, boundaries) -> Schedule:
+    """``schedules[i]`` from ``boundaries[i - 1]`` on, each counting from its boundary."""
+    def schedule(count):
+        count = jnp.asarray(count)
+        out = schedules[0](count)
+        for boundary, s in zip(boundaries, schedules[1:]):
+            out = jnp.where(count < boundary, out, s(count - boundary))
+        return out
+    return schedule
+
+
+def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_steps: int,
+                                 decay_steps: int, end_value: float = 0.0,
+                                 exponent: float = 1.0) -> Schedule:
+    """Linear warmup from ``init_value`` to ``peak_value``, then cosine decay to
+    ``end_value``; ``decay_steps`` counts the warmup too, as in optax.
+
+    >>> lr = warmup_cosine_decay_schedule(0.0, 1e-3, 100, 10_000)
+    """
+    alpha = 0.0 if peak_value == 0 else end_value / peak_value
+    return join_schedules([linear_schedule(init_value, peak_value, warmup_steps),
+                           cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha,
+                                                 exponent)],
+                          [warmup_steps])
+
+
+__all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm", "chain",
+           "scale", "scale_by_schedule", "scale_by_learning_rate", "trace", "scale_by_adam",
+           "scale_by_rms", "scale_by_stddev", "add_decayed_weights", "clip_by_global_norm",
+           "clip", "sgd", "adam", "adamw", "rmsprop", "constant_schedule", "polynomial_schedule",
+           "linear_schedule", "exponential_decay", "cosine_decay_schedule", "join_schedules",
+           "warmup_cosine_decay_schedule"]

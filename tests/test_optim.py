@@ -1,0 +1,233 @@
+"""fnx.optim: every optimizer against a float64 NumPy reference for several steps, schedules
+against their closed forms, clipping, chaining and training a module."""
+import math
+
+import numpy as np
+import pytest
+
+import fnx
+import fnx.nn as nn
+import fnx.numpy as jnp
+import fnx.optim as optim
+import fnx.random as random
+from fnx import tree_util
+
+STEPS = 6
+
+
+def _params(rng):
+    return {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)}
+
+
+def _grads(rng, steps=STEPS):
+    return [{"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)} for _ in range(steps)]
+
+
+def _run(opt, params, grads):
+    state = opt.init(params)
+    for g in grads:
+        updates, state = opt.update(g, state, params)
+        params = optim.apply_updates(params, updates)
+    return {k: np.asarray(v) for k, v in params.items()}
+
+
+# float64 references, one parameter array at a time, written from the papers / optax's docs
+
+
+def ref_sgd(p, gs, lr, momentum=None, nesterov=False):
+    t = np.zeros_like(p)
+    for g in gs:
+        if momentum is None:
+            u = g
+        else:
+            t = g + momentum * t
+            u = g + momentum * t if nesterov else t
+        p = p - lr * u
+    return p
+
+
+def ref_adam(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, lr_at=None):
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    for k, g in enumerate(gs, 1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        u = (m / (1 - b1 ** k)) / (np.sqrt(v / (1 - b2 ** k)) + eps) + wd * p
+        p = p - (lr_at(k - 1) if lr_at else lr) * u
+    return p
+
+
+def ref_rmsprop(p, gs, lr, decay=0.9, eps=1e-8, centered=False, momentum=None):
+    nu, mu, t = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    for g in gs:
+        nu = decay * nu + (1 - decay) * g * g
+        mu = decay * mu + (1 - decay) * g
+        denom = nu - mu * mu if centered else nu
+        u = lr * g / np.sqrt(denom + eps)
+        if momentum is not None:
+            t = u + momentum * t
+            u = t
+        p = p - u
+    return p
+
+
+CASES = [
+    ("sgd", lambda: optim.sgd(0.1), lambda p, gs: ref_sgd(p, gs, 0.1)),
+    ("sgd_momentum", lambda: optim.sgd(0.05, momentum=0.9),
+     lambda p, gs: ref_sgd(p, gs, 0.05, 0.9)),
+    ("sgd_nesterov", lambda: optim.sgd(0.05, momentum=0.8, nesterov=True),
+     lambda p, gs: ref_sgd(p, gs, 0.05, 0.8, True)),
+    ("adam", lambda: optim.adam(1e-2), lambda p, gs: ref_adam(p, gs, 1e-2)),
+    ("adam_betas", lambda: optim.adam(3e-2, b1=0.5, b2=0.9, eps=1e-3),
+     lambda p, gs: ref_adam(p, gs, 3e-2, 0.5, 0.9, 1e-3)),
+    ("adamw", lambda: optim.adamw(1e-2, weight_decay=0.1),
+     lambda p, gs: ref_adam(p, gs, 1e-2, wd=0.1)),
+    ("rmsprop", lambda: optim.rmsprop(1e-2), lambda p, gs: ref_rmsprop(p, gs, 1e-2)),
+    ("rmsprop_centered_momentum", lambda: optim.rmsprop(1e-2, decay=0.8, eps=1e-4, centered=True,
+                                                        momentum=0.9),
+     lambda p, gs: ref_rmsprop(p, gs, 1e-2, 0.8, 1e-4, True, 0.9)),
+]
+
+
+@pytest.mark.parametrize("name, make, ref", CASES, ids=[c[0] for c in CASES])
+def test_optimizer_matches_numpy(name, make, ref):
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    params, grads = _params(rng), _grads(rng)
+    out = _run(make(), params, grads)
+    for k in params:
+        expected = ref(params[k], [g[k] for g in grads])
+        assert out[k].dtype == np.float64
+        np.testing.assert_allclose(out[k], expected, rtol=1e-12, atol=1e-12, err_msg=k)
+
+
+def test_adam_with_a_schedule():
+    rng = np.random.default_rng(1)
+    params, grads = _params(rng), _grads(rng)
+    schedule = optim.exponential_decay(1e-2, 2, 0.5)
+    out = _run(optim.adam(schedule), params, grads)
+    lr_at = lambda k: float(np.float32(1e-2 * 0.5 ** (k / 2)))  # noqa: E731 (float32, as optax)
+    for k in params:
+        np.testing.assert_allclose(out[k], ref_adam(params[k], [g[k] for g in grads], None,
+                                                    lr_at=lr_at), rtol=1e-6)
+
+
+def test_adamw_mask_and_none_leaves():
+    rng = np.random.default_rng(2)
+    params, grads = _params(rng), _grads(rng)
+    opt = optim.adamw(1e-2, weight_decay=0.5, mask={"w": True, "b": False})
+    out = _run(opt, params, grads)
+    np.testing.assert_allclose(out["w"], ref_adam(params["w"], [g["w"] for g in grads], 1e-2,
+                                                  wd=0.5), rtol=1e-12)
+    np.testing.assert_allclose(out["b"], ref_adam(params["b"], [g["b"] for g in grads], 1e-2),
+                               rtol=1e-12)
+    layer = nn.Linear(random.key(0), 3, 2, use_bias=False)
+    state = optim.adam(1e-2).init(layer)
+    g = fnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 3)))))(layer)
+    updates, state = optim.adam(1e-2).update(g, state, layer)
+    assert optim.apply_updates(layer, updates).bias is None
+
+
+def test_clip_by_global_norm():
+    rng = np.random.default_rng(3)
+    g = _grads(rng, 1)[0]
+    norm = math.sqrt(sum(float(np.sum(v ** 2)) for v in g.values()))
+    clipped, _ = optim.clip_by_global_norm(1.0).update(g, optim.EmptyState())
+    np.testing.assert_allclose(float(optim.global_norm(clipped)), 1.0, rtol=1e-12)
+    for k in g:
+        np.testing.assert_allclose(np.asarray(clipped[k]), g[k] / norm, rtol=1e-12)
+    same, _ = optim.clip_by_global_norm(norm * 2).update(g, optim.EmptyState())
+    for k in g:
+        np.testing.assert_allclose(np.asarray(same[k]), g[k], rtol=1e-12)
+
+
+def test_chain_and_apply_updates_keep_dtypes():
+    rng = np.random.default_rng(4)
+    params = {"w": rng.standard_normal((3, 4)).astype(np.float32),
+              "b": rng.standard_normal(4).astype(np.float32)}
+    grads = {k: (v * 100).astype(np.float32) for k, v in params.items()}
+    opt = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(0.1))
+    state = opt.init(params)
+    assert isinstance(state, tuple) and len(state) == 2
+    updates, state = opt.update(grads, state)
+    new = optim.apply_updates(params, updates)
+    assert all(np.asarray(v).dtype == np.float32 for v in new.values())
+    assert math.isclose(float(optim.global_norm(updates)), 0.1, rel_tol=1e-5)
+    updates, _ = optim.clip(0.5).update(grads, optim.EmptyState())
+    assert max(float(jnp.max(jnp.abs(u))) for u in updates.values()) <= 0.5
+
+
+@pytest.mark.parametrize("name, schedule, ref", [
+    ("constant", optim.constant_schedule(0.3), lambda c: 0.3),
+    ("linear", optim.linear_schedule(1.0, 0.1, 10, transition_begin=2),
+     lambda c: 1.0 + (0.1 - 1.0) * min(max(c - 2, 0), 10) / 10),
+    ("exponential", optim.exponential_decay(0.5, 4, 0.1), lambda c: 0.5 * 0.1 ** (c / 4)),
+    ("exponential_staircase", optim.exponential_decay(0.5, 4, 0.1, staircase=True,
+                                                      end_value=1e-3),
+     lambda c: max(0.5 * 0.1 ** (c // 4), 1e-3)),
+    ("cosine", optim.cosine_decay_schedule(2.0, 20, alpha=0.1),
+     lambda c: 2.0 * (0.9 * 0.5 * (1 + math.cos(math.pi * min(c, 20) / 20)) + 0.1)),
+    ("warmup_cosine", optim.warmup_cosine_decay_schedule(0.0, 1.0, 5, 25, end_value=0.2),
+     lambda c: c / 5 if c < 5 else
+     0.2 + 0.8 * 0.5 * (1 + math.cos(math.pi * min(c - 5, 20) / 20))),
+])
+def test_schedules(name, schedule, ref):
+    for c in [0, 1, 3, 4, 5, 6, 9, 12, 19, 20, 25, 40]:
+        np.testing.assert_allclose(float(schedule(c)), ref(c), rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{name} at {c}")
+        np.testing.assert_allclose(float(schedule(jnp.asarray(c))), ref(c), rtol=1e-6,
+                                   atol=1e-7)
+
+
+def test_schedule_under_vmap():
+    counts = jnp.arange(8)
+    lr = optim.warmup_cosine_decay_schedule(0.0, 1.0, 3, 8)
+    np.testing.assert_allclose(np.asarray(fnx.vmap(lr)(counts)),
+                               [float(lr(int(c))) for c in range(8)], rtol=1e-6)
+
+
+def test_training_a_module_reduces_the_loss():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 3)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5], np.float32) > 0).astype(np.int32)
+    model = nn.MLP(random.key(0), [3, 16, 2])
+    opt = optim.chain(optim.clip_by_global_norm(5.0),
+                      optim.adamw(optim.warmup_cosine_decay_schedule(0.0, 3e-2, 5, 60)))
+    state = opt.init(model)
+
+    def loss(m):
+        return nn.softmax_cross_entropy(m(x), y).mean()
+    step = getattr(fnx, "jit", lambda f: f)(
+        lambda m, s: (lambda l, g: (l, *opt.update(g, s, m)))(*fnx.value_and_grad(loss)(m)))
+    first = float(loss(model))
+    for _ in range(60):
+        _, updates, state = step(model, state)
+        model = optim.apply_updates(model, updates)
+    assert float(loss(model)) < 0.3 * first
+    assert isinstance(model, nn.MLP)
+    assert len(tree_util.tree_leaves(state)) > len(tree_util.tree_leaves(model))
+
+
+def test_same_updates_as_optax():
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    optax = pytest.importorskip("optax")
+    rng = np.random.default_rng(6)
+    params = {k: v.astype(np.float32) for k, v in _params(rng).items()}
+    grads = [{k: v.astype(np.float32) for k, v in g.items()} for g in _grads(rng)]
+    pairs = [
+        (optax.sgd(0.05, 0.9, True), optim.sgd(0.05, 0.9, True)),
+        (optax.adamw(1e-2, weight_decay=0.1), optim.adamw(1e-2, weight_decay=0.1)),
+        (optax.rmsprop(1e-2, centered=True, momentum=0.5),
+         optim.rmsprop(1e-2, centered=True, momentum=0.5)),
+        (optax.chain(optax.clip_by_global_norm(1.0),
+                     optax.adam(optax.warmup_cosine_decay_schedule(0.0, 1e-2, 3, 8))),
+         optim.chain(optim.clip_by_global_norm(1.0),
+                     optim.adam(optim.warmup_cosine_decay_schedule(0.0, 1e-2, 3, 8)))),
+    ]
+    for theirs, ours in pairs:
+        p1, s1 = dict(params), theirs.init(params)
+        out = _run(ours, params, grads)
+        for g in grads:
+            u1, s1 = theirs.update(g, s1, p1)
+            p1 = optax.apply_updates(p1, u1)
+        for k in params:
+            np.testing.assert_allclose(out[k], np.asarray(p1[k]), rtol=1e-5, atol=1e-6)
