@@ -67,6 +67,36 @@ def _as_matrix(x, batch, first, second, B, R, C):
     return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
 
 
+def fold_transposed_products(jaxpr: Jaxpr):
+    """``transpose(dot_general(a, b))`` of a 2-D product is ``dot_general(b, a)``: the backward
+    pass of a dense layer writes its weight gradient this way, and folding the transpose into
+    the product saves a copy kernel per layer."""
+    n_uses: dict = {}
+    for e in jaxpr.eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                n_uses[v] = n_uses.get(v, 0) + 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            n_uses[v] = n_uses.get(v, 0) + 1
+    producer = {}
+    folded, dropped = {}, set()
+    for k, e in enumerate(jaxpr.eqns):
+        if e.primitive is lax.dot_general_p:
+            producer[e.outvars[0]] = k
+        elif (e.primitive is lax.transpose_p and e.params["permutation"] == (1, 0)
+              and e.invars[0] in producer and n_uses.get(e.invars[0]) == 1):
+            d = jaxpr.eqns[producer[e.invars[0]]]
+            (lc, rc), (lb, rb) = d.params["dimension_numbers"]
+            if lb or rb:
+                continue
+            params = dict(d.params, dimension_numbers=((rc, lc), ((), ())))
+            folded[producer[e.invars[0]]] = d.replace(invars=[d.invars[1], d.invars[0]],
+                                                      outvars=list(e.outvars), params=params)
+            dropped.add(k)
+    return [folded.get(k, e) for k, e in enumerate(jaxpr.eqns) if k not in dropped]
+
+
 class GpuExecutable:
     """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``."""
 
@@ -82,7 +112,7 @@ class GpuExecutable:
         self.steps = []
         self.kernels = []
         uses = self._uses(jaxpr)
-        i, eqns = 0, jaxpr.eqns
+        i, eqns = 0, fold_transposed_products(jaxpr)
         while i < len(eqns):
             row_group = find_row_group(eqns, i)
             if row_group is not None:
