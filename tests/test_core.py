@@ -410,3 +410,10 @@ def test_every_primitive_has_its_rules(rule):
 def test_linear_primitives_have_transpose():
     missing = [p.name for p in core_lax.all_primitives() if p.is_linear and p.transpose is None]
     assert not missing
+
+
+def test_python_numbers_keep_full_precision_in_float64():
+    x = jnp.ones(3, jnp.float64)
+    assert float((x * 0.7)[0]) == 0.7
+    assert float(jnp.asarray(0.7, jnp.float64)) == 0.7
+    assert float(jnp.full((), np.finfo(np.float64).min, jnp.float64)) == np.finfo(np.float64).min

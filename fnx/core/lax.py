@@ -408,12 +408,21 @@ convert_element_type_p.batch = lambda vals, dims, **p: (convert_element_type_p.b
 convert_element_type_p.is_linear = True
 
 
+def exact_scalar(x, dtype):
+    """A Python number as a NumPy scalar of ``dtype``, converted once from the exact value (not
+    through the weak float32 it would otherwise become first)."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return np.dtype(dtype).type(x)
+    return x
+
+
 def convert_element_type(x, dtype, weak_type: bool = False):
     dtype = dtypes.canonicalize(dtype)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type and not isinstance(x, (int, float, bool)):
         return x
-    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+    return convert_element_type_p.bind(exact_scalar(x, dtype), new_dtype=dtype,
+                                       weak_type=weak_type)
 
 
 # =============================================================================================
@@ -472,7 +481,8 @@ def full(shape, value, dtype=None, weak_type: bool | None = None):
         dtype, weak = aval.dtype, aval.weak_type if weak_type is None else weak_type
     else:
         dtype, weak = dtypes.canonicalize(dtype), bool(weak_type)
-    scalar = convert_element_type_p.bind(value, new_dtype=dtype, weak_type=weak)
+    scalar = convert_element_type_p.bind(exact_scalar(value, dtype), new_dtype=dtype,
+                                         weak_type=weak)
     if tuple(shape) == ():
         return scalar
     return broadcast_in_dim_p.bind(scalar, shape=tuple(int(s) for s in shape),

@@ -28,7 +28,7 @@ def softmax_cross_entropy(logits, labels, axis: int = -1, reduction: str = "none
     shape as ``logits``). Computed from ``log_softmax``, so it is stable for large logits.
 
     >>> softmax_cross_entropy(jnp.array([[2.0, 0.0]]), jnp.array([0]))
-    Array([0.126928], dtype=float32)
+    Array([0.12692805], dtype=float32)
     """
     (logits,) = promote_dtypes_inexact(logits)
     labels = jnp.asarray(labels)

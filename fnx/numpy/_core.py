@@ -28,7 +28,8 @@ def asarray(x, dtype=None):
         if dtype is None:
             return lax.convert_element_type_p.bind(x, new_dtype=dtypes.scalar_dtype(x),
                                                    weak_type=True)
-        return lax.convert_element_type_p.bind(x, new_dtype=dtypes.canonicalize(dtype),
+        dt = dtypes.canonicalize(dtype)
+        return lax.convert_element_type_p.bind(lax.exact_scalar(x, dt), new_dtype=dt,
                                                weak_type=False)
     if isinstance(x, (list, tuple)) and _contains_traced(x):
         from .shapes import stack
@@ -87,13 +88,23 @@ def _typed(a):
 
 
 def promote_dtypes(*args):
-    """Convert all args to arrays of their common dtype (no broadcasting)."""
-    arrs = [asarray(a) for a in args]
-    if len(arrs) == 1:
-        return arrs
-    dtype, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in arrs))
-    return [a if (a.dtype == dtype and a.weak_type == weak)
-            else lax.convert_element_type(a, dtype, weak) for a in arrs]
+    """Convert all args to arrays of their common dtype (no broadcasting). Python numbers are
+    converted once, straight to that dtype, so ``float64_array * 0.7`` keeps 0.7 exact."""
+    if len(args) == 1:
+        return [asarray(args[0])]
+    avals = [get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
+             for a in args]
+    dtype, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in avals))
+    out = []
+    for a, aval in zip(args, avals):
+        if _is_scalar(a):
+            out.append(lax.convert_element_type_p.bind(lax.exact_scalar(a, dtype),
+                                                       new_dtype=dtype, weak_type=weak))
+        else:
+            a = asarray(a)
+            out.append(a if (aval.dtype == dtype and aval.weak_type == weak)
+                       else lax.convert_element_type(a, dtype, weak))
+    return out
 
 
 def promote_dtypes_inexact(*args):

@@ -140,7 +140,7 @@ def det(a):
     """The determinant of square ``a`` (product of the LU diagonal, signed by the pivots).
 
     >>> det(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
-    Array(-2., dtype=float32)
+    Array(-1.9999999, dtype=float32)
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     _square("det", a)
