@@ -14,6 +14,8 @@ from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, Fn
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
                                       remat)
+from .core.config import config, default_matmul_precision
+from .core.jit import jit
 from . import numpy, lax, nn, tree_util  # noqa: E402
 from . import linalg, optim, random  # noqa: E402
 

@@ -114,3 +114,31 @@ def test_broadcast_of_a_host_scalar_lands_on_the_gpu(gpu):
     g = fnx.vjp(jnp.sum, jnp.ones(3))[1](np.float32(1.0))[0]
     _assert_on_gpu(g, gpu)
     np.testing.assert_array_equal(np.asarray(g), np.ones(3))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_jit_on_gpu_equals_eager_on_gpu(spec, gpu):
+    args = _on(gpu, spec.draw(np.random.default_rng(9)))
+    f = fnx.jit(spec.fn)
+    for _ in range(3):      # eager warm-up, capture, replay
+        out = f(*args)
+        _assert_on_gpu(out, gpu)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(spec.fn(*args)), atol=1e-6,
+                                   rtol=1e-6)
+
+
+def test_jitted_train_step_on_gpu(gpu):
+    rng = np.random.default_rng(10)
+    w = fnx.device_put(rng.standard_normal((8, 4)), gpu)
+    x = fnx.device_put(rng.standard_normal((16, 8)), gpu)
+
+    @fnx.jit
+    def step(w):
+        loss, g = fnx.value_and_grad(lambda w: jnp.mean(jnp.tanh(x @ w) ** 2))(w)
+        return loss, w - 0.5 * g
+    losses = []
+    for _ in range(20):
+        loss, w = step(w)
+        losses.append(float(loss))
+    _assert_on_gpu(w, gpu)
+    assert losses[-1] < losses[0]

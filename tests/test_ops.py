@@ -114,3 +114,31 @@ def test_every_primitive_is_in_the_op_table():
     missing = [p.name for p in core_lax.all_primitives()
                if p.name not in names and p.name not in EXEMPT_FROM_SPECS]
     assert not missing, f"primitives with no op spec: {missing}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_jit_matches_eager(spec):
+    args = [fnx.numpy.asarray(a) for a in spec.draw(np.random.default_rng(17))]
+    out = fnx.jit(spec.fn)(*args)
+    np.testing.assert_allclose(_as_np(out), _as_np(spec.fn(*args)), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.grad], ids=[s.name for s in SPECS if s.grad])
+def test_jit_of_grad_and_grad_of_jit(spec):
+    args = spec.draw(np.random.default_rng(19))
+    fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+
+    def loss(f):
+        def inner(*fa):
+            full = list(args)
+            for i, v in zip(fidx, fa):
+                full[i] = v
+            return fnx.numpy.sum(f(*full) ** 2)
+        return inner
+    fargs = [args[i] for i in fidx]
+    argnums = tuple(range(len(fargs)))
+    expected = fnx.grad(loss(spec.fn), argnums)(*fargs)
+    for g in (fnx.jit(fnx.grad(loss(spec.fn), argnums)),
+              fnx.grad(loss(fnx.jit(spec.fn)), argnums)):
+        for a, b in zip(g(*fargs), expected):
+            np.testing.assert_allclose(_as_np(a), _as_np(b), atol=1e-12, rtol=1e-10)

@@ -269,6 +269,11 @@ class NumpyBackend:
     def synchronize(self, buf):
         pass
 
+    def compile(self, jaxpr, consts):
+        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy."""
+        from .numpy_executable import NumpyExecutable
+        return NumpyExecutable(jaxpr, consts, self)
+
     def __repr__(self):
         return "CpuDevice(id=0)"
 

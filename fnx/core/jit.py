@@ -1,0 +1,333 @@
+"""jit: trace once per argument signature, compile for the backend, run the compiled program.
+
+``jit(f)`` is a higher-order primitive, ``pjit``, holding the traced jaxpr, so every other
+transformation applies to it: its JVP, batching and transposition are the jaxpr's, and partial
+evaluation (for grad) inlines it. Called at the top level on concrete arrays, a cached call skips
+the primitive machinery: flatten, look up, run.
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import ad, batching
+from .config import config
+from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
+from .errors import user_frame
+from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
+from .lax import primitive
+from .partial_eval import trace_to_jaxpr
+from .pytree import tree_flatten, tree_unflatten
+
+pjit_p = primitive("pjit", multiple_results=True)
+
+
+def _pp_pjit(params):
+    return {"name": params["name"], "jaxpr": params["jaxpr"]}
+
+
+pjit_p.pp_params = _pp_pjit
+pjit_p.abstract_eval = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
+
+
+# executables per (jaxpr, backend): the jaxpr object is the identity of a traced signature
+_executables: "weakref.WeakKeyDictionary[Jaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def _executable(jaxpr: Jaxpr, backend):
+    per_backend = _executables.setdefault(jaxpr, {})
+    exe = per_backend.get(backend.name)
+    if exe is None:
+        exe = per_backend[backend.name] = backend.compile(jaxpr, [])
+    return exe
+
+
+def _pjit_impl(*args, jaxpr, name):
+    backend = next((a._backend for a in args if isinstance(a, Array)), None) or get_backend()
+    bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
+            for a, v in zip(args, jaxpr.invars)]
+    outs = _executable(jaxpr, backend)(*bufs)
+    return [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
+            for o, v in zip(outs, jaxpr.outvars)]
+
+
+pjit_p.impl = _pjit_impl
+
+
+def _trace(fn, avals):
+    closed = trace_to_jaxpr(fn, avals)
+    return jaxpr_with_consts_as_args(closed), closed.consts
+
+
+def _pjit_jvp(primals, tangents, *, jaxpr, name):
+    tangents = [ad.instantiate(t) for t in tangents]
+    n = len(primals)
+
+    def jvp_fn(*xs):
+        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]),
+                                   list(xs[n:]))
+        return list(out_p) + list(out_t)
+    new, consts = _trace(jvp_fn, [get_aval(x) for x in list(primals) + tangents])
+    outs = pjit_p.bind(*consts, *primals, *tangents, jaxpr=new, name=f"jvp({name})")
+    k = len(jaxpr.outvars)
+    return outs[:k], outs[k:]
+
+
+def _pjit_batch(vals, dims, *, jaxpr, name):
+    size = batching.batch_size(vals, dims)
+    moved = [batching.bdim_at_front(v, d, size) if d is not None else v
+             for v, d in zip(vals, dims)]
+    in_dims = [0 if d is not None else None for d in dims]
+
+    def batched(*xs):
+        return batching.batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs), in_dims,
+                                   size, lambda n: [0] * n)
+    new, consts = _trace(batched, [get_aval(x) for x in moved])
+    outs = pjit_p.bind(*consts, *moved, jaxpr=new, name=f"vmap({name})")
+    return outs, [0] * len(outs)
+
+
+def _pjit_partial_eval(trace, args, params):
+    # grad of a jitted function: inline it, so the known part runs (or is staged) on the parent
+    # and the unknown (tangent) part is recorded in the linear jaxpr
+    return eval_jaxpr(params["jaxpr"], [], *args)
+
+
+def _pjit_transpose(cts, *args, jaxpr, name):
+    cts = [ad.instantiate(c) if isinstance(c, ad.Zero) else c for c in cts]
+    return ad.backward_pass(jaxpr, [], list(args), cts)
+
+
+pjit_p.jvp = _pjit_jvp
+pjit_p.batch = _pjit_batch
+pjit_p.partial_eval = _pjit_partial_eval
+pjit_p.transpose = _pjit_transpose
+
+
+# ---------------------------------------------------------------------------------------------
+# The user-facing wrapper
+
+
+def _static_key(v):
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"static arguments of jit must be hashable, got {type(v).__name__} "
+                        f"{v!r:.60}") from None
+    return v
+
+
+class _Traced:
+    """One traced signature: the jaxpr (consts as leading args), its consts, the output tree."""
+    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts")
+
+    def __init__(self, jaxpr, consts, out_tree):
+        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+        self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = ()):
+    """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
+    backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
+    compiled program on later calls.
+
+    >>> @fnx.jit
+    ... def f(x):
+    ...     return fnx.numpy.tanh(x) * 2
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def _as_tuple(x):
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+class Jitted:
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = _as_tuple(static_argnums)
+        self.static_argnames = _as_tuple(static_argnames)
+        # donation is accepted for JAX compatibility; the compiled programs do not yet reuse
+        # donated buffers in place
+        self.donate_argnums = _as_tuple(donate_argnums)
+        self.name = getattr(fun, "__name__", "fun")
+        self._cache: dict = {}
+        self._last_key = None
+        # calls with positional Array arguments only skip pytree flattening: signature -> run
+        self._fast: dict = {}
+        self._fast_ok = not self.static_argnums and not self.static_argnames
+
+    def _key(self, args, kwargs):
+        n = len(args)
+        static = tuple(sorted({i % n for i in self.static_argnums})) if n else ()
+        dyn_args = [a for i, a in enumerate(args) if i not in static]
+        static_args = tuple(_static_key(args[i]) for i in static)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        static_kwargs = tuple(sorted((k, _static_key(v)) for k, v in kwargs.items()
+                                     if k in self.static_argnames))
+        leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(_leaf_sig(x) for x in leaves)
+        key = (tree, avals, static, static_args, static_kwargs,
+               config.default_matmul_precision)
+        return key, leaves, static
+
+    def _trace_for(self, key, args, kwargs, static):
+        tree, avals_sig = key[0], key[1]
+        if config.explain_cache_misses and self._last_key is not None:
+            print(explain_miss(self.name, self._last_key, key))
+        if config.log_compiles:
+            print(f"fnx.jit: tracing {self.name} for {avals_sig}")
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
+            it = iter(dyn_args)
+            full = [args[i] if i in static else next(it) for i in range(len(args))]
+            kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
+            out = self.fun(*full, **kw)
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves
+        store: dict = {}
+        closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig],
+                                description=f"jit({self.name})")
+        jaxpr = jaxpr_with_consts_as_args(closed)
+        jaxpr, _ = dce_jaxpr(jaxpr)
+        return _Traced(jaxpr, closed.consts, store["tree"])
+
+    def __call__(self, *args, **kwargs):
+        if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace:
+            try:
+                sig = tuple([(a._value.shape, a._value.dtype, a._weak, a._backend)
+                             for a in args])
+            except AttributeError:
+                sig = None
+            run = self._fast.get(sig) if sig is not None else None
+            if run is not None and config.default_matmul_precision == run[0]:
+                return run[1](args)
+        key, leaves, static = self._key(args, kwargs)
+        traced = self._cache.get(key)
+        if traced is None or not traced.concrete_consts:
+            traced = self._trace_for(key, args, kwargs, static)
+            if traced.concrete_consts:
+                self._cache[key] = traced
+        self._last_key = key
+        if type(current_trace()) is EvalTrace and traced.concrete_consts:
+            outs = pjit_p.impl(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
+            if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+                self._remember_fast(args, traced)
+        else:
+            outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
+        return tree_unflatten(traced.out_tree, outs)
+
+    def _remember_fast(self, args, traced):
+        backend = args[0]._backend if args else get_backend()
+        if any(a._backend is not backend for a in args):
+            return
+        exe = _executable(traced.jaxpr, backend)
+        consts = [backend.cast(backend.to_buffer(c, v.aval.dtype), v.aval.dtype)
+                  for c, v in zip(traced.consts, traced.jaxpr.invars)]
+        out_weak = [v.aval.weak_type for v in traced.jaxpr.outvars]
+        out_tree = traced.out_tree
+        single = out_tree.num_leaves == 1 and out_tree.node is None
+
+        if single:
+            weak = out_weak[0]
+
+            def run(args):
+                return Array(exe(*consts, *[a._value for a in args])[0], backend, weak)
+        else:
+            def run(args):
+                outs = exe(*consts, *[a._value for a in args])
+                return tree_unflatten(out_tree, [Array(o, backend, w)
+                                                 for o, w in zip(outs, out_weak)])
+        sig = tuple((a._value.shape, a._value.dtype, a._weak, a._backend) for a in args)
+        self._fast[sig] = (config.default_matmul_precision, run)
+
+    def lower(self, *args, **kwargs):
+        """The traced program for these arguments: ``.as_text()`` prints its jaxpr;
+        ``.compile()`` returns the backend executable."""
+        key, leaves, static = self._key(args, kwargs)
+        return Lowered(self._trace_for(key, args, kwargs, static), leaves)
+
+    def eval_shape(self, *args, **kwargs):
+        key, _, static = self._key(args, kwargs)
+        traced = self._trace_for(key, args, kwargs, static)
+        from .api import ShapeDtypeStruct
+        return tree_unflatten(traced.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
+                                                for v in traced.jaxpr.outvars])
+
+    def clear_cache(self):
+        self._cache.clear()
+        self._fast.clear()
+
+    @property
+    def cache_size(self):
+        return len(self._cache)
+
+
+class Lowered:
+    def __init__(self, traced: _Traced, leaves):
+        self.traced = traced
+        self._leaves = leaves
+
+    def as_text(self) -> str:
+        return str(self.traced.jaxpr)
+
+    __str__ = as_text
+
+    def compile(self):
+        backend = next((x._backend for x in self._leaves if isinstance(x, Array)), None) \
+            or get_backend()
+        return _executable(self.traced.jaxpr, backend)
+
+
+class _Sig(tuple):
+    """A hashable (shape, dtype, weak_type) signature of an argument leaf."""
+
+    @property
+    def aval(self):
+        from .core import ShapedArray
+        return ShapedArray(*self)
+
+
+def _leaf_sig(x):
+    if isinstance(x, Array):
+        v = x._value
+        return _Sig((v.shape, v.dtype, x._weak))
+    if isinstance(x, np.ndarray):
+        return _Sig((x.shape, x.dtype, False))
+    aval = get_aval(x)
+    return _Sig((aval.shape, aval.dtype, aval.weak_type))
+
+
+def explain_miss(name, old, new) -> str:
+    """Which part of jit's cache key changed between two calls."""
+    reasons = []
+    if old[0] != new[0]:
+        reasons.append(f"the argument structure changed from {old[0]} to {new[0]}")
+    elif old[1] != new[1]:
+        for i, (a, b) in enumerate(zip(old[1], new[1])):
+            if a != b:
+                what = []
+                if a[0] != b[0]:
+                    what.append(f"shape {a[0]} -> {b[0]}")
+                if a[1] != b[1]:
+                    what.append(f"dtype {np.dtype(a[1]).name} -> {np.dtype(b[1]).name}")
+                if a[2] != b[2]:
+                    what.append(f"weak_type {a[2]} -> {b[2]}")
+                reasons.append(f"argument leaf {i}: {', '.join(what)}")
+    if old[3:5] != new[3:5]:
+        reasons.append(f"static arguments changed from {old[3:5]} to {new[3:5]}")
+    if old[5] != new[5]:
+        reasons.append(f"default_matmul_precision changed from {old[5]} to {new[5]}")
+    where = user_frame()
+    at = f" (called at {where})" if where else ""
+    return f"fnx.jit: retracing {name}{at} because " + ("; ".join(reasons) or "it was not cached")
+
