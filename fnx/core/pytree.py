@@ -83,7 +83,8 @@ def _node_type(x):
 
 
 class PyTreeDef:
-    """The structure of a pytree: node kinds, aux data and the number of leaves."""
+    """The structure of a pytree: node kinds, aux data and the number of leaves. Hashed once,
+    at construction, since jit looks every call's structure up in its cache."""
     __slots__ = ("node", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, node, aux, children):
@@ -91,21 +92,18 @@ class PyTreeDef:
         self.aux = aux
         self.children = tuple(children)
         self.num_leaves = 1 if node is None else sum(c.num_leaves for c in self.children)
-        self._hash = None
+        self._hash = hash((node, _hashable(aux), tuple(c._hash for c in self.children)))
 
     @property
     def num_nodes(self):
         return 1 + sum(c.num_nodes for c in self.children)
 
-    def _key(self):
-        return (self.node, _hashable(self.aux), self.children)
-
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        return self is other or (isinstance(other, PyTreeDef) and self._hash == other._hash
+                                 and self.node == other.node and self.aux == other.aux
+                                 and self.children == other.children)
 
     def __hash__(self):
-        if self._hash is None:
-            self._hash = hash(self._key())
         return self._hash
 
     def unflatten(self, leaves):
@@ -138,16 +136,20 @@ def _hashable(aux):
 
 
 _LEAF = None
+_LEAF_DEF = PyTreeDef(_LEAF, None, ())
 
 
 def _flatten(x, leaves, is_leaf):
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
-        return PyTreeDef(_LEAF, None, ())
+        return _LEAF_DEF
+    t = type(x)
+    if t is list or t is tuple:
+        return PyTreeDef(t, None, [_flatten(c, leaves, is_leaf) for c in x])
     nt = _node_type(x)
     if nt is None:
         leaves.append(x)
-        return PyTreeDef(_LEAF, None, ())
+        return _LEAF_DEF
     children, aux = nt.to_iterable(x)
     node = type(x)
     return PyTreeDef(node, aux, [_flatten(c, leaves, is_leaf) for c in children])
