@@ -283,7 +283,7 @@ def device_put(x, device=None):
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):
-        if isinstance(v, Array) and v._backend is target:
+        if type(v) is Array and v._backend is target:
             return v
         aval = get_aval(v)
         return Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target,
@@ -294,7 +294,7 @@ def device_put(x, device=None):
 def device_get(x):
     """The arrays in pytree ``x`` as NumPy arrays on the host."""
     from .pytree import tree_map
-    return tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
+    return tree_map(lambda v: np.asarray(v) if type(v) is Array else v, x)
 
 
 def set_default_backend(name: str) -> None:
@@ -302,7 +302,15 @@ def set_default_backend(name: str) -> None:
     _default_backend_name[:] = [name]
 
 
-class Array:
+class _ArrayMeta(type):
+    """``isinstance(x, fnx.Array)`` is also true for traced arrays, so annotations such as
+    jaxtyping's ``Float[fnx.Array, "batch dim"]`` hold inside jit, grad and vmap."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
+
+
+class Array(metaclass=_ArrayMeta):
     """An immutable n-dimensional array on one backend (a NumPy or CuPy buffer).
 
     >>> import fnx.numpy as jnp
@@ -421,7 +429,7 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive, args, params):
         backend = None
         for a in args:
-            if isinstance(a, Array):
+            if type(a) is Array:
                 backend = a._backend
                 break
             if isinstance(a, Tracer):
@@ -447,7 +455,7 @@ _state = _TraceState()
 
 def full_lower_to_array(x) -> Array:
     """Turn a Python scalar / NumPy array into an fnx Array on the default backend."""
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x
     aval = get_aval(x)
     backend = get_backend()

@@ -258,7 +258,7 @@ def literal_or_none(x):
     """A Literal for Python/NumPy scalars and concrete 0-d arrays, else None."""
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return Literal(x, get_aval(x))
-    if isinstance(x, Array) and x.ndim == 0:
+    if type(x) is Array and x.ndim == 0:
         return Literal(x, x.aval)
     return None
 

@@ -46,7 +46,7 @@ def _executable(jaxpr: Jaxpr, backend):
 
 
 def _pjit_impl(*args, jaxpr, name):
-    backend = next((a._backend for a in args if isinstance(a, Array)), None) or get_backend()
+    backend = next((a._backend for a in args if type(a) is Array), None) or get_backend()
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     outs = _executable(jaxpr, backend)(*bufs)
@@ -283,7 +283,7 @@ class Lowered:
     __str__ = as_text
 
     def compile(self):
-        backend = next((x._backend for x in self._leaves if isinstance(x, Array)), None) \
+        backend = next((x._backend for x in self._leaves if type(x) is Array), None) \
             or get_backend()
         return _executable(self.traced.jaxpr, backend)
 
@@ -298,7 +298,7 @@ class _Sig(tuple):
 
 
 def _leaf_sig(x):
-    if isinstance(x, Array):
+    if type(x) is Array:
         v = x._value
         return _Sig((v.shape, v.dtype, x._weak))
     if isinstance(x, np.ndarray):

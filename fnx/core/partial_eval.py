@@ -133,7 +133,7 @@ def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
 
 
 def is_known_concrete(x) -> bool:
-    return isinstance(x, Array) or not isinstance(x, Tracer)
+    return type(x) is Array or not isinstance(x, Tracer)
 
 
 __all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "Literal"]
