@@ -102,3 +102,23 @@ def test_capture_failure_falls_back_with_a_reason(gpu):
     np.testing.assert_allclose(cp.asnumpy(out), [4.0, 2.0, 1.0, 1.0])
     assert exe.graph is None and "capture failed" in exe.reason
     assert "eager launches" in exe.describe()
+
+
+def test_temporaries_freed_inside_the_graph_never_reach_user_arrays(gpu):
+    """Ops whose CuPy implementation allocates and frees temporaries (take clamps its indices)
+    replay many times while the caller allocates arrays of the same size in between."""
+    import cupy as cp
+    idx = fnx.device_put(np.array([3, 0, 2, 1], np.int32), gpu)
+
+    def f(x):
+        return (jnp.take(x, idx) * 2.0 + jnp.take(x[::-1], idx),)
+    exe, _ = _graphed(f, (jnp.ones(4),), gpu)
+    kept = []
+    for k in range(50):
+        x = cp.arange(4, dtype=np.float32) + k
+        out = exe(x)[0]
+        kept.append((k, out, cp.full(4, -1.0, np.float32)))   # user allocations in between
+    for k, out, filler in kept:
+        xs = np.arange(4, dtype=np.float32) + k
+        np.testing.assert_allclose(cp.asnumpy(out), xs[[3, 0, 2, 1]] * 2 + xs[::-1][[3, 0, 2, 1]])
+        np.testing.assert_array_equal(cp.asnumpy(filler), -1.0)

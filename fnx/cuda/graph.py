@@ -56,8 +56,12 @@ class GraphExecutable:
         cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture starts
         static_in = [cp.array(a, copy=True, order="C") for a in args]
         cp.cuda.get_current_stream().synchronize()
+        # Everything allocated while capturing comes from a private pool that lives as long as
+        # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot
+        # hold on to) must never be handed to an array outside it, or replays would overwrite it.
+        pool = cp.cuda.MemoryPool()
         try:
-            with stream:
+            with cp.cuda.using_allocator(pool.malloc), stream:
                 stream.begin_capture()
                 try:
                     outs, env = self.executable.run(*static_in)
@@ -73,4 +77,4 @@ class GraphExecutable:
         self._out_meta = [(o.shape, o.dtype) for o in self._static_out]
         self._copy_in = MultiCopy([a.nbytes for a in static_in])
         self._copy_out = MultiCopy([o.nbytes for o in self._static_out])
-        self._keepalive = (env, stream)
+        self._keepalive = (env, stream, pool)
