@@ -122,3 +122,20 @@ def test_softmax_cross_entropy_and_its_gradient(gpu):
         np.testing.assert_allclose(gpu.to_numpy(outs[0]), np.asarray(f(logits)), rtol=1e-10,
                                    atol=1e-12)
         assert exe.num_launches <= 4, exe.describe()
+
+
+def test_scalars_computed_inside_a_chain_are_written_once(gpu):
+    """A chain over (128, 10) that also yields a scalar used later (as an optimizer's bias
+    correction does) must write that scalar into its one-element buffer only."""
+    rng = np.random.default_rng(11)
+    w = fnx.device_put(rng.standard_normal((128, 10)).astype(np.float32), gpu)
+    count = fnx.device_put(np.float32(3.0), gpu)
+
+    def f(w, count):
+        c = count + 1.0
+        scale = 1.0 / (1.0 - 0.9 ** c)
+        return w * scale, scale * 2.0
+    exe, outs = _lower(f, [w, count], gpu)
+    expected = f(w, count)
+    for o, e in zip(outs, expected):
+        np.testing.assert_allclose(gpu.to_numpy(o), np.asarray(e), rtol=1e-6)

@@ -222,7 +222,10 @@ class FusedKernel:
             val = names[v] if not isinstance(v, Literal) else _literal(v)
             if v.aval.dtype.name == "float16":
                 val = f"__float2half({val})"
-            lines.append(f"    out{k}[i] = {val};")
+            if int(np.prod(v.aval.shape, dtype=np.int64)) == self.size:
+                lines.append(f"    out{k}[i] = {val};")
+            else:   # a scalar computed along the chain: one element writes it
+                lines.append(f"    if (i == 0) out{k}[0] = {val};")
         body = "\n".join(lines)
         sig = ", ".join(params + ["long long n"])
         name = "fnx_fused_" + "_".join(e.primitive.name for e in self.eqns)[:80]

@@ -194,10 +194,13 @@ class RowKernel:
             names[out] = name
         writes = []
         for k, v in enumerate(self.outputs):
-            if kind_of(v.aval.shape, shape) == "row":
+            kind = kind_of(v.aval.shape, shape)
+            if kind == "row":
                 writes.append(f"out{k}[row * {self.cols}LL + c] = {names[v]};")
-            else:
+            elif kind == "per_row":
                 lines.append(f"  if (threadIdx.x == 0) out{k}[row] = {names[v]};")
+            else:
+                lines.append(f"  if (threadIdx.x == 0 && row == 0) out{k}[0] = {names[v]};")
         if writes:
             loop(" ".join(writes))
         name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if
