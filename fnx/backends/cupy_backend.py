@@ -58,6 +58,10 @@ def _sort(*operands, dimension, num_keys):
     return [cp.take_along_axis(o, perm, axis=dimension) for o in operands]
 
 
+def _dense(x):
+    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+
+
 def _select_n(which, *cases):
     if len(cases) == 1:
         return cases[0]
@@ -74,7 +78,7 @@ _OVERRIDES = {
     lax.pad_p: lambda x, v, **p: numpy_backend._pad(x, v, xp=cp, **p), lax.scatter_p: _scatter,
     lax.sort_p: _sort, lax.select_n_p: _select_n,
     lax.take_p: lambda x, idx, *, axis: cp.take(x, cp.clip(idx, 0, x.shape[axis] - 1), axis),
-    lax.broadcast_in_dim_p: lambda x, **p: cp.ascontiguousarray(cp.asarray(   # x may be a scalar
+    lax.broadcast_in_dim_p: lambda x, **p: _dense(cp.asarray(   # x may be a host scalar
         numpy_backend.impls[lax.broadcast_in_dim_p](x, **p))),
 }
 

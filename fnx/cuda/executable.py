@@ -67,6 +67,13 @@ def _as_matrix(x, batch, first, second, B, R, C):
     return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
 
 
+def dense(x):
+    """``x`` as a C-contiguous buffer, keeping its shape (CuPy's ascontiguousarray would turn a
+    0-d array into a 1-d one)."""
+    import cupy as cp
+    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+
+
 def fold_transposed_products(jaxpr: Jaxpr):
     """``transpose(dot_general(a, b))`` of a 2-D product is ``dot_general(b, a)``: the backward
     pass of a dense layer writes its weight gradient this way, and folding the transpose into
@@ -217,7 +224,7 @@ class GpuExecutable:
                 outs = outs if multiple else [outs]
             for s, o, dt in zip(writes, outs, dtypes_out):
                 # generated kernels index buffers as dense row-major: no strided views
-                env[s] = cp.ascontiguousarray(backend.cast(o, dt))
+                env[s] = dense(backend.cast(o, dt))
         self.steps.append(run)
 
     def __call__(self, *args):
@@ -229,8 +236,7 @@ class GpuExecutable:
         import cupy as cp
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
-        env[len(self.consts):len(self.consts) + len(args)] = [cp.ascontiguousarray(a)
-                                                              for a in args]
+        env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
         for step in self.steps:
             step(env)
         outs = [env[s] if s is not None else self.backend.cast(lit, np.asarray(lit).dtype)
