@@ -212,7 +212,6 @@ class GpuExecutable:
         backend = self.backend
 
         def run(env):
-            import cupy as cp
             args = [env[s] if s is not None else c for s, c in reads]
             if fn is None:   # higher-order primitives interpret their own jaxprs
                 from ..core.core import Array
@@ -233,7 +232,6 @@ class GpuExecutable:
     def run(self, *args):
         """``(outputs, env)``: env holds every buffer the launches touched (a CUDA graph
         captured from this run must keep them alive)."""
-        import cupy as cp
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]

@@ -35,7 +35,6 @@ def asarray(x, dtype=None):
         from .shapes import stack
         return stack([asarray(e, dtype) for e in x])
     if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
-        from ..core.core import get_backend
         arr = np.asarray(x.get())
     else:
         arr = np.asarray(x)
@@ -154,9 +153,16 @@ def promote_and_broadcast(*args, op: str = "operands", inexact: bool = False,
 def canonicalize_axis(axis: int, ndim: int, op: str = "axis") -> int:
     axis = int(axis)
     if not -ndim <= axis < max(ndim, 1):
-        from ..core.errors import FnxError
         raise AxisError(f"{op}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return axis % ndim if ndim else 0
+
+
+def axis_or_flat(a, axis, op: str):
+    """``(a, axis)`` with a canonical axis, or ``(a.ravel(), 0)`` for ``axis=None`` (NumPy's
+    convention for sort, argmax, cumsum, take, ...)."""
+    if axis is None:
+        return lax.reshape(a, (a.size,)), 0
+    return a, canonicalize_axis(axis, a.ndim, op)
 
 
 def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:

@@ -11,7 +11,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Tracer
 from ..core.errors import FnxError
-from ._core import asarray, broadcast_arrays, broadcast_to, canonicalize_axis, is_array
+from ._core import asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array
 
 
 class IndexingError(FnxError, IndexError):
@@ -229,11 +229,7 @@ class _IndexUpdateHelper:
 
 def take(a, indices, axis=None, mode=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None)."""
-    a = asarray(a)
-    if axis is None:
-        a = lax.reshape(a, (a.size,))
-        axis = 0
-    ax = canonicalize_axis(axis, a.ndim, "take")
+    a, ax = axis_or_flat(asarray(a), axis, "take")
     idx = _normalize_index(indices, a.shape[ax])
     if mode == "wrap":
         from .ufuncs import remainder
@@ -243,11 +239,7 @@ def take(a, indices, axis=None, mode=None):
 
 def take_along_axis(arr, indices, axis):
     """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics)."""
-    arr = asarray(arr)
-    if axis is None:
-        arr = lax.reshape(arr, (arr.size,))
-        axis = 0
-    ax = canonicalize_axis(axis, arr.ndim, "take_along_axis")
+    arr, ax = axis_or_flat(asarray(arr), axis, "take_along_axis")
     idx = _normalize_index(indices, arr.shape[ax])
     if idx.ndim != arr.ndim:
         raise IndexingError(f"take_along_axis: indices of rank {idx.ndim} do not match array "

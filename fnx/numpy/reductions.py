@@ -6,7 +6,8 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, astype, canonicalize_axes, canonicalize_axis, promote_dtypes_inexact
+from ._core import asarray, astype, axis_or_flat, canonicalize_axes, canonicalize_axis, \
+    promote_dtypes_inexact
 
 
 def _keepdims(out, in_shape, axes, keepdims):
@@ -58,7 +59,6 @@ def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
     if where is not None:
-        from .ufuncs import where as where_
         w = astype(asarray(where), af.dtype)
         from ._core import broadcast_to
         w = broadcast_to(w, af.shape)
@@ -144,11 +144,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def _cumulative(lax_fn, name, promote_small_int=True):
     def fn(a, axis=None, dtype=None):
-        a = asarray(a)
-        if axis is None:
-            a = lax.reshape(a, (a.size,))
-            axis = 0
-        ax = canonicalize_axis(axis, a.ndim, name)
+        a, ax = axis_or_flat(asarray(a), axis, name)
         dt = _sum_dtype(a, dtype) if promote_small_int else a.dtype
         if a.dtype != dt:
             a = lax.convert_element_type(a, dt, a.weak_type)

@@ -7,8 +7,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.errors import ShapeError
-from ._core import asarray, broadcast_arrays, broadcast_to, canonicalize_axes, \
-    canonicalize_axis, promote_dtypes
+from ._core import asarray, canonicalize_axes, canonicalize_axis, promote_dtypes
 
 
 def reshape(a, newshape=None, order="C", *, shape=None):

@@ -4,27 +4,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, canonicalize_axis
+from ._core import asarray, axis_or_flat, canonicalize_axis
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     """Sorted copy of ``a`` along ``axis`` (the flattened array when None)."""
-    a = asarray(a)
-    if axis is None:
-        a = lax.reshape(a, (a.size,))
-        axis = 0
-    ax = canonicalize_axis(axis, a.ndim, "sort")
+    a, ax = axis_or_flat(asarray(a), axis, "sort")
     out = lax.sort(a, ax)
     return lax.rev(out, (ax,)) if descending else out
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     """Indices that sort ``a`` (stable)."""
-    a = asarray(a)
-    if axis is None:
-        a = lax.reshape(a, (a.size,))
-        axis = 0
-    ax = canonicalize_axis(axis, a.ndim, "argsort")
+    a, ax = axis_or_flat(asarray(a), axis, "argsort")
     keys = lax.neg(a) if descending else a
     iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
     _, perm = lax.sort([keys, iota], ax, num_keys=1)
