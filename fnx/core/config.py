@@ -15,6 +15,8 @@ _OPTIONS = {
     "explain_cache_misses": False,
     # print a line each time jit traces and compiles a function
     "log_compiles": False,
+    # raise, naming the primitive and its source line, as soon as an operation makes a NaN
+    "debug_nans": False,
 }
 
 

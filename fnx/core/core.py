@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes
+from .config import config as _config
 from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
 
 
@@ -444,6 +445,9 @@ class EvalTrace(Trace):
         if impl is None:
             raise MissingRuleError(primitive.name, f"{backend.name} backend impl")
         out = impl(*vals, **params)
+        if _config.debug_nans:
+            from .debugging import check_nans
+            check_nans(primitive, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [Array(backend.cast(o, av.dtype), backend, av.weak_type)
                     for o, av in zip(out, out_aval)]

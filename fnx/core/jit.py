@@ -50,8 +50,27 @@ def _pjit_impl(*args, jaxpr, name):
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     outs = _executable(jaxpr, backend)(*bufs)
-    return [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
+    outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
+    if config.debug_nans:
+        _locate_nans(jaxpr, args, outs)
+    return outs
+
+
+def _locate_nans(jaxpr, args, outs):
+    """If the compiled program returned a NaN, re-run it equation by equation and name the
+    first equation that made one, with the source line it was traced from."""
+    from .debugging import check_nans
+    if not any(np.isnan(np.asarray(o)).any() for o in outs if o.dtype.kind in "fc"):
+        return
+    env = dict(zip(jaxpr.invars, args))
+    read = lambda v: v.val if not hasattr(v, "count") else env[v]  # noqa: E731
+    with config.option("debug_nans", False):
+        for eqn in jaxpr.eqns:
+            res = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            res = res if eqn.primitive.multiple_results else [res]
+            check_nans(eqn.primitive, res, eqn.source_info)
+            env.update(zip(eqn.outvars, res))
 
 
 pjit_p.impl = _pjit_impl
@@ -202,7 +221,8 @@ class Jitted:
         return _Traced(jaxpr, closed.consts, store["tree"])
 
     def __call__(self, *args, **kwargs):
-        if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace:
+        if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \
+                and not config.debug_nans:
             try:
                 sig = tuple([(a._value.shape, a._value.dtype, a._weak, a._backend)
                              for a in args])

@@ -1,0 +1,81 @@
+"""Printing from inside transformed functions, and the NaN check.
+
+``debug_callback`` is a primitive with an effect: it stays in jaxprs (dead-code elimination
+keeps it), runs its callback with concrete values when the program runs, prints every example
+under vmap, and prints primal values under grad."""
+from __future__ import annotations
+
+import numpy as np
+
+from .batching import bdim_at_front
+from .core import Array, Tracer
+from .errors import FnxError, user_frame
+from .lax import primitive
+
+debug_callback_p = primitive("debug_callback", multiple_results=True)
+debug_callback_p.has_effect = True
+debug_callback_p.abstract_eval = lambda *avals, callback, batched: []
+
+
+def _impl(*args, callback, batched):
+    callback(*[np.asarray(a) for a in args], batched=batched)
+    return []
+
+
+def _jvp(primals, tangents, *, callback, batched):
+    debug_callback_p.bind(*primals, callback=callback, batched=batched)
+    return [], []
+
+
+def _batch(vals, dims, *, callback, batched):
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    debug_callback_p.bind(*[bdim_at_front(v, d, size) for v, d in zip(vals, dims)],
+                          callback=callback, batched=True)
+    return [], []
+
+
+debug_callback_p.impl = _impl
+debug_callback_p.jvp = _jvp
+debug_callback_p.batch = _batch
+debug_callback_p.transpose = lambda cts, *args, **params: [None] * len(args)
+
+
+def debug_print(fmt: str, *args, **kwargs):
+    """``fmt.format(*args, **kwargs)`` printed when the program runs, inside jit, vmap and grad
+    too (under vmap, once per example).
+
+    >>> fnx.debug.print("x = {}", x)
+    """
+    names = list(kwargs)
+    values = list(args) + [kwargs[k] for k in names]
+
+    def callback(*vals, batched):
+        def show(vs):
+            pos = vs[:len(args)]
+            kw = dict(zip(names, vs[len(args):]))
+            print(fmt.format(*pos, **kw))
+        if batched:
+            for i in range(len(vals[0])):
+                show([v[i] for v in vals])
+        else:
+            show(list(vals))
+    callback.__name__ = "print"
+    traced = [v for v in values if isinstance(v, (Array, Tracer))]
+    if len(traced) != len(values):
+        values = [v if isinstance(v, (Array, Tracer)) else np.asarray(v) for v in values]
+    debug_callback_p.bind(*values, callback=callback, batched=False)
+
+
+class NaNError(FnxError, FloatingPointError):
+    """debug_nans found a NaN: names the primitive that produced it and where."""
+
+
+def check_nans(primitive, outs, source=None):
+    """Raise NaNError if any float output of ``primitive`` contains a NaN."""
+    for o in outs:
+        v = np.asarray(o)
+        if v.dtype.kind in "fc" and np.isnan(v).any():
+            where = source or user_frame()
+            raise NaNError(f"debug_nans: primitive '{primitive}' produced a NaN "
+                           f"(output {v.dtype.name}{list(v.shape)})", source=where)
+

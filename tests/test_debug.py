@@ -1,0 +1,62 @@
+"""fnx.debug.print inside jit, vmap and grad; the NaN check, eager and jitted, forward and
+backward."""
+import os
+
+import numpy as np
+import pytest
+
+import fnx
+import fnx.numpy as jnp
+
+HERE = os.path.basename(__file__)
+
+
+def test_print_inside_jit_vmap_and_grad(capsys):
+    @fnx.jit
+    def f(x):
+        fnx.debug.print("x={} total={t}", x, t=jnp.sum(x))
+        return x * 2
+    f(jnp.arange(3.0))
+    f(jnp.arange(3.0))                  # printed on every call, not only while tracing
+    fnx.vmap(lambda x: (fnx.debug.print("row {}", x), x)[1])(jnp.arange(4.0).reshape(2, 2))
+    fnx.grad(lambda x: (fnx.debug.print("primal {}", x), x * x)[1])(3.0)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["x=[0. 1. 2.] total=3.0", "x=[0. 1. 2.] total=3.0", "row [0. 1.]",
+                     "row [2. 3.]", "primal 3.0"]
+
+
+def test_print_survives_dead_code_elimination():
+    jaxpr = fnx.jit(lambda x: (fnx.debug.print("{}", x), x + 1)[1]).lower(jnp.ones(2)).as_text()
+    assert "debug_callback" in jaxpr
+
+
+@pytest.fixture
+def nan_check():
+    with fnx.config.option("debug_nans", True):
+        yield
+
+
+def test_nan_check_eager_names_primitive_and_line(nan_check):
+    with pytest.raises(fnx.debug.NaNError, match="'log'") as e:
+        jnp.log(jnp.array([-1.0, 2.0]))
+    assert HERE in str(e.value)
+
+
+def test_nan_check_in_jit_names_the_traced_line(nan_check):
+    def f(x):
+        y = x * 3.0
+        return jnp.sqrt(y - 9.0)     # NaN for x < 3
+    with pytest.raises(fnx.debug.NaNError, match="'sqrt'") as e:
+        fnx.jit(f)(jnp.array([1.0, 4.0]))
+    assert HERE in str(e.value) and "(f)" in str(e.value)
+
+
+def test_nan_check_backward(nan_check):
+    # d/dx sqrt(x) at 0 is inf, and inf * 0 in the chain rule is a NaN
+    with pytest.raises(fnx.debug.NaNError, match="primitive"):
+        fnx.grad(lambda x: jnp.sum(jnp.sqrt(x) * 0.0))(jnp.array([0.0, 1.0]))
+
+
+def test_no_false_alarm(nan_check):
+    out = fnx.jit(lambda x: jnp.exp(x) / 2)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(np.asarray(out), np.exp([1.0, 2.0]) / 2)
