@@ -143,3 +143,15 @@ def test_decorator_with_options():
     def f(x, k):
         return x * k
     assert float(f(2.0, 3)) == 6.0
+
+
+def test_repeated_calls_with_nested_containers_keep_their_structure():
+    f = fnx.jit(lambda p, x: ({"s": x * 2, "l": [p[0][1]]}, (p[1][0],)))
+    p = [(jnp.ones(2), jnp.zeros(3)), (jnp.full(4, 2.0), jnp.ones(1))]
+    x = jnp.arange(3.0)
+    first, second = f(p, x), f(p, x)
+    for out in (first, second):
+        assert set(out[0]) == {"s", "l"} and isinstance(out[0]["l"], list)
+        assert isinstance(out[1], tuple) and out[1][0].shape == (4,)
+        np.testing.assert_allclose(np.asarray(out[0]["s"]), [0.0, 2.0, 4.0])
+    f({1: jnp.ones(1), "a": jnp.ones(1)} and p, x)   # unsortable keys elsewhere do not break it

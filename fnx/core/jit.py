@@ -223,14 +223,14 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \
                 and not config.debug_nans:
+            leaves: list = []
             try:
-                sig = tuple([(a._value.shape, a._value.dtype, a._weak, a._backend)
-                             for a in args])
-            except AttributeError:
+                sig = _array_tree_sig(args, leaves)
+            except _NotFast:
                 sig = None
             run = self._fast.get(sig) if sig is not None else None
             if run is not None and config.default_matmul_precision == run[0]:
-                return run[1](args)
+                return run[1](leaves)
         key, leaves, static = self._key(args, kwargs)
         traced = self._cache.get(key)
         if traced is None or not traced.concrete_consts:
@@ -240,34 +240,32 @@ class Jitted:
         self._last_key = key
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
             outs = pjit_p.impl(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
-            if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+            if self._fast_ok and not kwargs:
                 self._remember_fast(args, traced)
         else:
             outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
         return tree_unflatten(traced.out_tree, outs)
 
     def _remember_fast(self, args, traced):
-        backend = args[0]._backend if args else get_backend()
-        if any(a._backend is not backend for a in args):
+        """Later calls with the same nesting of lists, tuples and dicts of arrays skip pytree
+        flattening and cache-key building: signature -> run(leaves)."""
+        leaves: list = []
+        try:
+            sig = _array_tree_sig(args, leaves)
+        except _NotFast:
+            return
+        backend = leaves[0]._backend if leaves else get_backend()
+        if any(a._backend is not backend for a in leaves):
             return
         exe = _executable(traced.jaxpr, backend)
         consts = [backend.cast(backend.to_buffer(c, v.aval.dtype), v.aval.dtype)
                   for c, v in zip(traced.consts, traced.jaxpr.invars)]
         out_weak = [v.aval.weak_type for v in traced.jaxpr.outvars]
-        out_tree = traced.out_tree
-        single = out_tree.num_leaves == 1 and out_tree.node is None
+        build = _builder(traced.out_tree)
 
-        if single:
-            weak = out_weak[0]
-
-            def run(args):
-                return Array(exe(*consts, *[a._value for a in args])[0], backend, weak)
-        else:
-            def run(args):
-                outs = exe(*consts, *[a._value for a in args])
-                return tree_unflatten(out_tree, [Array(o, backend, w)
-                                                 for o, w in zip(outs, out_weak)])
-        sig = tuple((a._value.shape, a._value.dtype, a._weak, a._backend) for a in args)
+        def run(leaves):
+            outs = exe(*consts, *[a._value for a in leaves])
+            return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = (config.default_matmul_precision, run)
 
     def lower(self, *args, **kwargs):
@@ -290,6 +288,45 @@ class Jitted:
     @property
     def cache_size(self):
         return len(self._cache)
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _array_tree_sig(x, leaves):
+    """A hashable signature of nested lists/tuples/dicts of fnx Arrays, collecting the leaves;
+    _NotFast for anything else (those calls take the general path)."""
+    t = type(x)
+    if t is Array:
+        leaves.append(x)
+        v = x._value
+        return (v.shape, v.dtype, x._weak, x._backend)
+    if t is tuple or t is list:
+        return (t, tuple([_array_tree_sig(c, leaves) for c in x]))
+    if t is dict:
+        try:
+            keys = sorted(x)
+        except TypeError:       # keys that do not sort: the general path handles them
+            raise _NotFast from None
+        return (dict, tuple(keys), tuple([_array_tree_sig(x[k], leaves) for k in keys]))
+    raise _NotFast
+
+
+def _builder(treedef):
+    """A function rebuilding ``treedef``'s structure from an iterator of leaves, specialised
+    once per structure (cheaper than tree_unflatten on every call)."""
+    if treedef.node is None:
+        return next
+    kids = [_builder(c) for c in treedef.children]
+    if treedef.node is tuple:
+        return lambda it: tuple([k(it) for k in kids])
+    if treedef.node is list:
+        return lambda it: [k(it) for k in kids]
+    if treedef.node is dict:
+        keys = treedef.aux
+        return lambda it: {key: k(it) for key, k in zip(keys, kids)}
+    return lambda it: tree_unflatten(treedef, [next(it) for _ in range(treedef.num_leaves)])
 
 
 class Lowered:
