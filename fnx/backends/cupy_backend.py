@@ -35,7 +35,12 @@ def _scatter(x, idx, upd, *, axis, mode):
     u = upd.reshape(pre, flat_idx.size, post)
     where = (slice(None), flat_idx, slice(None))
     if mode == "set":
-        out[where] = u
+        # fancy assignment with repeated indices keeps an arbitrary update; NumPy keeps the last
+        order = cp.arange(flat_idx.size)
+        last = cp.full(x.shape[axis], -1, dtype=order.dtype)
+        cp.maximum.at(last, flat_idx, order)
+        keep = last[flat_idx] == order
+        out[:, flat_idx[keep], :] = u[:, keep, :]
     elif mode == "mul":
         # CuPy has no multiplicative scatter with repeated indices; do it on the host
         host = cp.asnumpy(out)

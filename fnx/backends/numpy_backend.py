@@ -25,8 +25,11 @@ def _integer_pow(x, *, y):
 
 
 def _round(x):
-    # lax.round rounds half away from zero
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    # lax.round rounds half away from zero. x - trunc(x) is exact; |x| + 0.5 is not (it rounds
+    # 0.49999997 and odd integers above 2**23 in float32 up)
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):   # inf - inf
+        return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
 def _div(x, y):

@@ -822,14 +822,49 @@ def _scatter_jvp(primals, tangents, *, axis, mode):
     tx, tu = instantiate(tx), instantiate(tu)
     if mode in ("set", "add"):
         return out, scatter_p.bind(tx, idx, tu, axis=axis, mode=mode)
-    if mode == "mul":   # exact for unique indices
+    if mode == "mul":
         t = scatter_p.bind(tx, idx, upd, axis=axis, mode="mul")
-        return out, scatter_p.bind(t, idx, mul(tu, take(x, idx, axis)), axis=axis, mode="add")
-    # min / max: the tangent of whichever value won
-    kept = select(eq(x, out), tx, zeros_like_aval(get_aval(tx)))
-    won = eq(upd, take(out, idx, axis))
-    return out, scatter_p.bind(kept, idx, select(won, tu, zeros_like_aval(get_aval(tu))),
-                               axis=axis, mode="add")
+        others = _scatter_mul_others(x, idx, upd, axis)
+        return out, scatter_p.bind(t, idx, mul(tu, mul(take(x, idx, axis), others)), axis=axis,
+                                   mode="add")
+    # min / max: the tangent of whichever value won, averaged over ties (as JAX does)
+    x_aval, u_aval = get_aval(x), get_aval(upd)
+    x_won = eq(x, out)
+    u_won = eq(upd, take(out, idx, axis))
+    kept = select(x_won, tx, zeros_like_aval(get_aval(tx)))
+    t = scatter_p.bind(kept, idx, select(u_won, tu, zeros_like_aval(get_aval(tu))),
+                       axis=axis, mode="add")
+    ones_x, ones_u = full(x_aval.shape, 1, x_aval.dtype), full(u_aval.shape, 1, u_aval.dtype)
+    count = scatter_p.bind(select(x_won, ones_x, zeros_like_aval(x_aval)), idx,
+                           select(u_won, ones_u, zeros_like_aval(u_aval)), axis=axis, mode="add")
+    return out, div(t, max_(count, ones_x))
+
+
+def _scatter_mul_others(x, idx, upd, axis):
+    """For each update, the product of the other updates that land on the same element (the
+    derivative of a multiplicative scatter with repeated indices), without dividing by zero."""
+    x_aval, u_aval = get_aval(x), get_aval(upd)
+    zero_u, one_u = zeros_like_aval(u_aval), full(u_aval.shape, 1, u_aval.dtype)
+    zero_x, one_x = zeros_like_aval(x_aval), full(x_aval.shape, 1, x_aval.dtype)
+    nonzero = ne(upd, zero_u)
+    safe = select(nonzero, upd, one_u)
+    prod_nonzero = take(scatter_p.bind(one_x, idx, safe, axis=axis, mode="mul"), idx, axis)
+    n_zeros = take(scatter_p.bind(zero_x, idx, select(nonzero, zero_u, one_u), axis=axis,
+                                  mode="add"), idx, axis)
+    return select(nonzero, select(eq(n_zeros, zero_u), div(prod_nonzero, safe), zero_u),
+                  select(eq(n_zeros, one_u), prod_nonzero, zero_u))
+
+
+def _scatter_set_winners(idx, n, upd_shape, axis):
+    """Which updates of a ``set`` scatter onto an axis of length ``n`` land: the last of
+    repeated indices, as in NumPy. A boolean mask of the updates' shape."""
+    i_shape = get_aval(idx).shape
+    size = int(np.prod(i_shape, dtype=np.int64))
+    pos = iota(dtypes.int32, size)
+    last = scatter_p.bind(full((n,), -1, dtypes.int32), reshape(idx, (size,)), pos, axis=0,
+                          mode="max")
+    won = eq(take(last, idx, 0), reshape(pos, i_shape))
+    return broadcast_in_dim(won, upd_shape, tuple(range(axis, axis + len(i_shape))))
 
 
 def _scatter_transpose(ct, x, idx, upd, *, axis, mode):
@@ -841,7 +876,12 @@ def _scatter_transpose(ct, x, idx, upd, *, axis, mode):
         if is_undefined(x):
             zu = zeros_like_aval(upd.aval if is_undefined(upd) else get_aval(upd))
             ct_x = scatter_p.bind(ct, idx, zu, axis=axis, mode="set")
-        return [ct_x, None, take(ct, idx, axis) if is_undefined(upd) else None]
+        ct_u = None
+        if is_undefined(upd):
+            ct_u = take(ct, idx, axis)
+            won = _scatter_set_winners(idx, get_aval(ct).shape[axis], get_aval(ct_u).shape, axis)
+            ct_u = select(won, ct_u, zeros_like_aval(get_aval(ct_u)))
+        return [ct_x, None, ct_u]
     if mode == "mul":
         assert is_undefined(x) and not is_undefined(upd)
         return [scatter_p.bind(ct, idx, upd, axis=axis, mode="mul"), None, None]

@@ -22,7 +22,9 @@ def relu(x):
 
 
 def relu6(x):
-    return jnp.minimum(relu(x), 6.0)
+    """``min(max(x, 0), 6)``; its derivative at 0 and at 6 is 0, as in JAX."""
+    x = jnp.asarray(x)
+    return jnp.where(x < 6, relu(x), 6.0)
 
 
 def leaky_relu(x, negative_slope: float = 1e-2):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import get_aval
-from ._core import asarray
+from ._core import _is_scalar, asarray
 
 
 def _shape(shape):
@@ -34,10 +34,9 @@ def empty(shape, dtype=None):
 
 
 def full(shape, fill_value, dtype=None):
-    fill = asarray(fill_value)
-    dt = _dtype(dtype, fill.dtype if fill.ndim or dtype is None else None)
-    if dtype is None:
-        dt = fill.dtype
+    # a Python number goes straight to ``dtype`` (no rounding through the default float)
+    fill = asarray(fill_value, dtype if _is_scalar(fill_value) else None)
+    dt = fill.dtype if dtype is None else dtypes.canonicalize(dtype)
     if fill.ndim:
         from ._core import broadcast_to
         return broadcast_to(lax.convert_element_type(fill, dt), _shape(shape))
@@ -92,6 +91,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
     num = int(num)
     from ._core import promote_dtypes_inexact
+    if dtype is not None and dtypes.is_float(dtypes.canonicalize(dtype)):
+        # Python bounds are taken exactly in the requested float dtype
+        start, stop = (asarray(v, dtype) if _is_scalar(v) else v for v in (start, stop))
     start, stop = promote_dtypes_inexact(start, stop)
     dt = dtypes.canonicalize(dtype) if dtype is not None else start.dtype
     div = (num - 1) if endpoint else num
@@ -106,6 +108,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), last], 0)
     if axis != 0:
         out = lax.moveaxis(out, 0, axis)
+    if dtypes.is_int(dt):
+        out = lax.floor(out)   # integer samples round towards -inf (NumPy 2, JAX)
     out = lax.convert_element_type(out, dt)
     return (out, step) if retstep else out
 

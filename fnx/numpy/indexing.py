@@ -11,7 +11,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Tracer
 from ..core.errors import FnxError
-from ._core import asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array
+from ._core import _is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array
 
 
 class IndexingError(FnxError, IndexError):
@@ -108,6 +108,8 @@ def getitem(x, idx):
     # 3. integer-array (and int) indices: gather over the merged indexed axes
     adv_axes = [ax for ax, e in enumerate(entries) if not isinstance(e, slice)]
     arrays = [_normalize_index(entries[ax], x.shape[ax]) for ax in adv_axes]
+    if len({a.dtype for a in arrays}) > 1:   # int32 and int64 indices together: int64
+        arrays = [lax.convert_element_type(a, dtypes.int64) for a in arrays]
     arrays = broadcast_arrays(*arrays, op="indexing")
     idx_shape = arrays[0].shape
     rest = [ax for ax in range(x.ndim) if ax not in adv_axes]
@@ -132,7 +134,12 @@ def getitem(x, idx):
 
 def _normalize_index(i, n):
     """An int32 index array with negative entries wrapped."""
-    arr = asarray(np.asarray(i) if not is_array(i) else i)
+    if not is_array(i):
+        i = np.asarray(i)
+        if dtypes.is_int(i.dtype) and n < 2**31 and i.size and \
+                -2**31 <= i.min() and i.max() < 2**31:
+            i = i.astype(np.int32)   # concrete indices that fit: int32, like traced ones
+    arr = asarray(i)
     if not dtypes.is_int(arr.dtype):
         raise IndexingError(f"indices must be integers, got dtype {arr.dtype}")
     if arr.dtype != dtypes.int32 and arr.dtype != dtypes.int64:
@@ -150,9 +157,9 @@ def _normalize_index(i, n):
 def _flat_positions(x, idx):
     """The flat positions of ``x`` that ``x[idx]`` reads, in the shape of ``x[idx]``."""
     dyn = any(isinstance(i, Tracer) for i in (idx if isinstance(idx, tuple) else (idx,)))
-    if not dyn:
-        pos = np.arange(x.size, dtype=np.int32).reshape(x.shape)[_static_index(idx)]
-        return asarray(np.asarray(pos, dtype=np.int32))
+    if not dyn:   # a NumPy array: the positions are known now
+        return np.asarray(np.arange(x.size, dtype=np.int32).reshape(x.shape)[_static_index(idx)],
+                          dtype=np.int32)
     iota = lax.reshape(lax.iota(dtypes.int32, x.size), x.shape)
     return getitem(iota, idx)
 
@@ -166,12 +173,23 @@ def _static_index(idx):
 def scatter_update(x, idx, values, mode):
     x = asarray(x)
     pos = _flat_positions(x, idx)
-    v = asarray(values)
+    # a Python number goes straight to x's dtype (no rounding through the default float)
+    v = asarray(values, x.dtype if _is_scalar(values) else None)
     if v.dtype != x.dtype:
         v = lax.convert_element_type(v, x.dtype)
-    v = broadcast_to(v, pos.shape)
-    flat = lax.reshape(x, (x.size,))
-    out = lax.scatter(flat, lax.reshape(pos, (pos.size,)), lax.reshape(v, (v.size,)), 0, mode)
+    v = lax.reshape(broadcast_to(v, pos.shape), (pos.size,))
+    if isinstance(pos, np.ndarray):
+        pos = pos.reshape(-1)
+        if mode == "set" and np.unique(pos).size < pos.size:
+            # repeated positions: the last update lands, as in NumPy. Keep only those, so the
+            # scatter's indices are unique and every backend agrees (and so do gradients)
+            _, first_from_end = np.unique(pos[::-1], return_index=True)
+            keep = np.sort(pos.size - 1 - first_from_end).astype(np.int32)
+            pos, v = pos[keep], lax.take(v, asarray(keep), 0)
+        pos = asarray(pos)
+    else:
+        pos = lax.reshape(pos, (pos.size,))
+    out = lax.scatter(lax.reshape(x, (x.size,)), pos, v, 0, mode)
     return lax.reshape(out, x.shape)
 
 
@@ -191,7 +209,9 @@ class _IndexUpdateRef:
         return scatter_update(self.array, self.index, values, "add")
 
     def subtract(self, values):
-        return scatter_update(self.array, self.index, -asarray(values), "add")
+        from .ufuncs import negative
+        neg = -values if _is_scalar(values) else negative(values)
+        return scatter_update(self.array, self.index, neg, "add")
 
     def multiply(self, values):
         return scatter_update(self.array, self.index, values, "mul")
@@ -199,8 +219,11 @@ class _IndexUpdateRef:
     mul = multiply
 
     def divide(self, values):
-        from .ufuncs import reciprocal
-        return scatter_update(self.array, self.index, reciprocal(values), "mul")
+        # x / (the product of the divisors that land on each element), as JAX does
+        from .creation import ones_like
+        from .ufuncs import true_divide
+        return true_divide(self.array, scatter_update(ones_like(self.array), self.index, values,
+                                                      "mul"))
 
     def min(self, values):
         return scatter_update(self.array, self.index, values, "min")

@@ -109,6 +109,16 @@ def einsum(subscripts: str, *operands, precision=None, optimize=None):
     ops = list(ops)
     for i, (t, o) in enumerate(zip(terms, ops)):
         terms[i], ops[i] = _diagonalize(t, o)
+    # a label of size 1 in one operand broadcasts against the same label elsewhere (ellipsis
+    # dimensions broadcast as in matmul)
+    sizes: dict = {}
+    for t, o in zip(terms, ops):
+        for c, n in zip(t, o.shape):
+            sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]
+    for i, (t, o) in enumerate(zip(terms, ops)):
+        want = tuple(sizes[c] if n == 1 else n for c, n in zip(t, o.shape))
+        if want != o.shape:
+            ops[i] = broadcast_to(o, want)
     cur_t, cur = terms[0], ops[0]
     for k in range(1, len(ops)):
         later = set(out) | set("".join(terms[k + 1:]))

@@ -59,11 +59,12 @@ def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
     if where is not None:
-        w = astype(asarray(where), af.dtype)
         from ._core import broadcast_to
-        w = broadcast_to(w, af.shape)
-        return lax.div(sum(lax.mul(af, w), axes, keepdims=keepdims),
-                       sum(w, axes, keepdims=keepdims))
+        mask = broadcast_to(astype(asarray(where), bool), af.shape)
+        w = astype(mask, af.dtype)
+        # select, not multiply: masked-out entries may be NaN or inf (nanmean)
+        kept = lax.select(mask, af, lax.full(af.shape, 0, af.dtype))
+        return lax.div(sum(kept, axes, keepdims=keepdims), sum(w, axes, keepdims=keepdims))
     total = sum(af, axes, keepdims=keepdims)
     return lax.div(total, lax.full(total.shape, _size(a.shape, axes), total.dtype))
 
@@ -87,6 +88,12 @@ def _minmax(prim_fn, name):
     def fn(a, axis=None, keepdims=False, initial=None, where=None):
         a = asarray(a)
         axes = canonicalize_axes(axis, a.ndim, name)
+        if where is not None:
+            if initial is None:
+                raise ValueError(f"{name}: a where= mask needs an initial= value (the "
+                                 "reduction has no identity)")
+            from .ufuncs import where as where_
+            a = lax.convert_element_type(where_(where, a, initial), a.dtype, a.weak_type)
         if builtins.any(a.shape[ax] == 0 for ax in axes) and initial is None:
             raise ValueError(f"zero-size array to reduction operation {name} which has no "
                              "identity")
@@ -112,9 +119,8 @@ def _arg(prim_fn, name):
     def fn(a, axis=None, keepdims=False):
         a = asarray(a)
         if axis is None:
-            a = lax.reshape(a, (a.size,))
-            out = prim_fn(a, 0)
-            return lax.reshape(out, (1,) * 0) if not keepdims else out
+            out = prim_fn(lax.reshape(a, (a.size,)), 0)
+            return lax.reshape(out, (1,) * a.ndim) if keepdims else out
         ax = canonicalize_axis(axis, a.ndim, name)
         out = prim_fn(a, ax)
         return _keepdims(out, a.shape, (ax,), keepdims)
@@ -186,16 +192,19 @@ def _expand_weights(w, a, axis):
 
 
 def median(a, axis=None, keepdims=False):
+    """The median over ``axis`` (an int, a tuple of ints, or None for all axes)."""
     from .sorting import sort
     a = asarray(a)
-    if axis is None:
-        a = lax.reshape(a, (a.size,))
-        axis = 0
-    ax = canonicalize_axis(axis, a.ndim, "median")
-    s = sort(a, axis=ax)
-    n = a.shape[ax]
+    axes = canonicalize_axes(axis, a.ndim, "median")
+    # move the reduced axes to the end and merge them into one
+    rest = [i for i in range(a.ndim) if i not in axes]
+    m = lax.reshape(lax.transpose(a, tuple(rest) + axes),
+                    tuple(a.shape[i] for i in rest) + (_size(a.shape, axes),))
+    ax = m.ndim - 1
+    s = sort(m, axis=ax)
+    n = m.shape[ax]
     lo = lax.slice_in_dim(s, (n - 1) // 2, (n - 1) // 2 + 1, 1, ax)
     hi = lax.slice_in_dim(s, n // 2, n // 2 + 1, 1, ax)
     (lo, hi) = promote_dtypes_inexact(lo, hi)
-    out = lax.mul(lax.add(lo, hi), lax.full(lo.shape, 0.5, lo.dtype))
-    return out if keepdims else lax.squeeze(out, (ax,))
+    out = lax.squeeze(lax.mul(lax.add(lo, hi), lax.full(lo.shape, 0.5, lo.dtype)), (ax,))
+    return _keepdims(out, a.shape, axes, keepdims)

@@ -164,7 +164,8 @@ def split(a, indices_or_sections, axis=0):
                              f"{n} into {k} sections")
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), n)
+        # slice semantics: negative indices count from the end, then clamp to [0, n]
+        bounds = [0] + [builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
                         for i in indices_or_sections] + [n]
     return [lax.slice_in_dim(a, s, builtins.max(s, e), 1, ax)
             for s, e in zip(bounds[:-1], bounds[1:])]
@@ -226,8 +227,12 @@ def roll(a, shift, axis=None):
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
-    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    shifts = (shift,) if np.ndim(shift) == 0 else tuple(shift)
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
     for s, ax in zip(shifts, axes):
         ax = canonicalize_axis(ax, a.ndim, "roll")
         n = a.shape[ax]
@@ -292,7 +297,8 @@ def diag(v, k=0):
         mask = asarray(np.eye(n, k=k, dtype=bool))
         from .ufuncs import where
         row = lax.pad(v, lax.full((), 0, v.dtype), [(builtins.max(k, 0), builtins.max(-k, 0), 0)])
-        vals = lax.broadcast_in_dim(row, (n, n), (1,) if k >= 0 else (0,))
+        # column c holds row[c]: v[c - k] above the diagonal, v[c] below it
+        vals = lax.broadcast_in_dim(row, (n, n), (1,))
         return where(mask, vals, lax.full((n, n), 0, v.dtype))
     if v.ndim == 2:
         return diagonal(v, k)

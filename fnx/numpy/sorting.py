@@ -17,10 +17,13 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     """Indices that sort ``a`` (stable)."""
     a, ax = axis_or_flat(asarray(a), axis, "argsort")
-    keys = lax.neg(a) if descending else a
     iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
-    _, perm = lax.sort([keys, iota], ax, num_keys=1)
-    return perm
+    if not descending:
+        return lax.sort([a, iota], ax, num_keys=1)[1]
+    # reverse, sort stably ascending, reverse back: descending, and ties keep their order
+    # (negating the keys would break unsigned and minimum-integer keys)
+    _, perm = lax.sort([lax.rev(a, (ax,)), lax.rev(iota, (ax,))], ax, num_keys=1)
+    return lax.rev(perm, (ax,))
 
 
 def searchsorted(a, v, side="left"):

@@ -57,7 +57,13 @@ sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign")
 isfinite = _unary_inexact(lax.is_finite, "isfinite")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
-add = _binary(lax.add, "add")
+
+def add(x, y):
+    """Elementwise add with broadcasting; on booleans it is logical or, as in NumPy."""
+    x, y = promote_and_broadcast(x, y, op="add", keep_scalars=True)
+    return lax.bitwise_or(x, y) if x.dtype == dtypes.bool_ else lax.add(x, y)
+
+
 subtract = _binary(lax.sub, "subtract")
 multiply = _binary(lax.mul, "multiply")
 maximum = _binary(lax.max_, "maximum")
@@ -105,7 +111,22 @@ def floor_divide(x, y):
         zero = lax.full(x.shape, 0, x.dtype)
         fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
         return lax.select(fix, lax.sub(q, lax.full(x.shape, 1, x.dtype)), q)
-    return lax.floor(lax.div(x, y))
+    return _float_floor_divide(x, y)
+
+
+def _float_floor_divide(x, y):
+    # NumPy's (and CPython's) float divmod: divide x minus its remainder, so that
+    # floor_divide(x, y) * y + mod(x, y) == x; floor(x / y) would round 1.0 // 0.1 up to 10
+    zero, one = lax.full(x.shape, 0, x.dtype), lax.full(x.shape, 1, x.dtype)
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
+    div = lax.select(fix, lax.sub(div, one), div)
+    fl = lax.floor(div)
+    fl = lax.select(lax.gt(lax.sub(div, fl), lax.full(x.shape, 0.5, x.dtype)), lax.add(fl, one),
+                    fl)
+    # division by zero: x / y (inf or nan), as NumPy
+    return lax.select(lax.eq(y, zero), lax.div(x, y), fl)
 
 
 def remainder(x, y):
@@ -138,16 +159,23 @@ def power(x, y):
 
 
 def _int_power(x, y):
-    # exponentiation by squaring, elementwise, for integer exponents
-    acc = lax.full(x.shape, 1, x.dtype)
+    # exponentiation by squaring, elementwise, for integer exponents; a negative exponent
+    # gives the truncated integer result (0 unless |x| == 1), as JAX does
     one = lax.full(x.shape, 1, x.dtype)
     zero = lax.full(x.shape, 0, x.dtype)
+    base, neg = x, (lax.lt(y, zero) if y.dtype.kind == "i" else None)
+    if neg is not None:
+        y = lax.select(neg, lax.neg(y), y)
+    acc = one
     for _ in range(8 * x.dtype.itemsize):
         odd = lax.ne(lax.bitwise_and(y, one), zero)
         acc = lax.select(odd, lax.mul(acc, x), acc)
         x = lax.mul(x, x)
         y = lax.div(y, lax.full(y.shape, 2, y.dtype))
-    return acc
+    if neg is None:
+        return acc
+    # 1/1 = 1 and 1/(-1)**n = (-1)**n; every other negative power truncates to 0
+    return lax.select(neg, lax.select(lax.eq(lax.abs_(base), one), acc, zero), acc)
 
 
 def float_power(x, y):
@@ -194,8 +222,16 @@ def logaddexp(x, y):
 
 
 def hypot(x, y):
+    """``sqrt(x**2 + y**2)`` without overflow or underflow in the squares (as NumPy)."""
     x, y = promote_and_broadcast(x, y, op="hypot", inexact=True)
-    return lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))
+    ax, ay = lax.abs_(x), lax.abs_(y)
+    big, small = lax.max_(ax, ay), lax.min_(ax, ay)
+    zero, one = lax.full(x.shape, 0, x.dtype), lax.full(x.shape, 1, x.dtype)
+    tiny = lax.le(big, zero)
+    ratio = lax.div(small, lax.select(tiny, one, big))
+    out = lax.select(tiny, big, lax.mul(big, lax.sqrt(lax.add(one, lax.mul(ratio, ratio)))))
+    inf = lax.full(x.shape, np.inf, x.dtype)
+    return lax.select(lax.bitwise_or(lax.eq(ax, inf), lax.eq(ay, inf)), inf, out)
 
 
 def round(x, decimals: int = 0):  # noqa: A001
