@@ -122,3 +122,81 @@ def test_temporaries_freed_inside_the_graph_never_reach_user_arrays(gpu):
         xs = np.arange(4, dtype=np.float32) + k
         np.testing.assert_allclose(cp.asnumpy(out), xs[[3, 0, 2, 1]] * 2 + xs[::-1][[3, 0, 2, 1]])
         np.testing.assert_array_equal(cp.asnumpy(filler), -1.0)
+
+
+def _jit_step_exe(step):
+    from fnx.core.jit import _executables
+    traced = next(iter(step._cache.values()))
+    return next(e for k, e in _executables[traced.jaxpr].items() if k[1])
+
+
+def test_donated_parameters_are_updated_in_place(gpu):
+    rng = np.random.default_rng(2)
+    params, x, labels = _mlp(gpu, rng)
+    ref_step = fnx.jit(_train_step)
+    step = fnx.jit(_train_step, donate_argnums=0)
+    ref_params = fnx.tree_util.tree_map(lambda a: a + 0.0, params)
+    for k in range(6):
+        x = fnx.device_put(rng.standard_normal(x.shape).astype(np.float32), gpu) if k % 2 else x
+        ref_value, ref_params = ref_step(ref_params, x, labels)
+        donated = params
+        value, params = step(params, x, labels)
+        np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-5)
+        for a, b in zip(fnx.tree_util.tree_leaves(params), fnx.tree_util.tree_leaves(ref_params)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-6)
+    exe = _jit_step_exe(step)
+    assert exe.graph is not None and exe.eager_fallbacks == 0, exe.describe()
+    assert exe.executable.in_place == len(fnx.tree_util.tree_leaves(params)), exe.describe()
+    with pytest.raises(fnx.core.errors.DeletedArrayError, match="donated to jit"):
+        np.asarray(donated[0][0])
+
+
+def test_donation_never_overwrites_results_the_user_kept(gpu):
+    rng = np.random.default_rng(3)
+    params, x, labels = _mlp(gpu, rng)
+    step = fnx.jit(_train_step, donate_argnums=0)
+    for _ in range(3):
+        _, params = step(params, x, labels)
+    kept = params
+    kept_host = [np.asarray(a) for a in fnx.tree_util.tree_leaves(kept)]
+    # donate other arrays while the last results stay alive: they must not change
+    for _ in range(3):
+        other = fnx.tree_util.tree_map(lambda a: a * 1.5, kept)
+        _, new = step(other, x, labels)
+    for a, h in zip(fnx.tree_util.tree_leaves(kept), kept_host):
+        np.testing.assert_array_equal(np.asarray(a), h)
+    # and a view of a result taken eagerly survives the next in-place step
+    del kept, other, params
+    _, params = step(new, x, labels)
+    del new
+    view = params[0][0].T
+    before = np.asarray(view)
+    fallbacks = _jit_step_exe(step).eager_fallbacks
+    _, params = step(params, x, labels)
+    np.testing.assert_array_equal(np.asarray(view), before)
+    assert _jit_step_exe(step).eager_fallbacks == fallbacks + 1
+
+
+def test_an_array_passed_twice_is_not_donated(gpu):
+    w = fnx.device_put(np.arange(6, dtype=np.float32).reshape(2, 3), gpu)
+    f = fnx.jit(lambda a, b: a * 2.0 + b, donate_argnums=0)
+    out = f(w, w)
+    np.testing.assert_allclose(np.asarray(out), np.arange(6).reshape(2, 3) * 3.0)
+    assert not w.is_deleted()
+
+
+def test_memory_does_not_grow_over_1000_donated_steps(gpu):
+    import cupy as cp
+    rng = np.random.default_rng(4)
+    params, x, labels = _mlp(gpu, rng)
+    step = fnx.jit(_train_step, donate_argnums=0)
+    pool = cp.get_default_memory_pool()
+    for k in range(1000):
+        value, params = step(params, x, labels)
+        if k == 10:
+            cp.cuda.get_current_stream().synchronize()
+            used_early = pool.used_bytes()
+    cp.cuda.get_current_stream().synchronize()
+    assert pool.used_bytes() <= used_early
+    assert float(value) < float(np.log(10))
+    assert _jit_step_exe(step).eager_fallbacks == 0

@@ -139,3 +139,59 @@ def test_scalars_computed_inside_a_chain_are_written_once(gpu):
     expected = f(w, count)
     for o, e in zip(outs, expected):
         np.testing.assert_allclose(gpu.to_numpy(o), np.asarray(e), rtol=1e-6)
+
+
+def test_independent_updates_share_one_launch(gpu):
+    """An SGD update of parameters of four shapes is one (multi-tensor) kernel."""
+    rng = np.random.default_rng(7)
+    shapes = [(33, 17), (17,), (17, 5), (5,)]
+    ps = [fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu) for s in shapes]
+    gs = [fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu) for s in shapes]
+
+    def update(*pg):
+        return [p - 0.1 * g for p, g in zip(pg[:4], pg[4:])]
+    exe, outs = _lower(update, ps + gs, gpu)
+    assert exe.num_launches == 1 and "multi[4]" in exe.describe(), exe.describe()
+    for o, p, g in zip(outs, ps, gs):
+        np.testing.assert_allclose(gpu.to_numpy(o), np.asarray(p) - 0.1 * np.asarray(g),
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(128, 512), (1000, 37), (3, 4, 70)])
+def test_masked_gradient_and_its_column_sum_are_one_launch(gpu, shape):
+    """The backward of relu(x @ w + b): gz = where(z > 0, g, 0) and the bias gradient
+    sum(gz, 0), read once."""
+    rng = np.random.default_rng(8)
+    z = fnx.device_put(rng.standard_normal(shape).astype(np.float32), gpu)
+    g = fnx.device_put(rng.standard_normal(shape).astype(np.float32), gpu)
+
+    def backward(z, g):
+        gz = jnp.where(z > 0, g, 0.0)
+        return gz, jnp.sum(gz, axis=tuple(range(len(shape) - 1)))
+    exe, (gz, db) = _lower(backward, [z, g], gpu)
+    assert exe.num_launches == 1 and "columns" in exe.describe(), exe.describe()
+    zn, gn = np.asarray(z, np.float64), np.asarray(g, np.float64)
+    ref = np.where(zn > 0, gn, 0.0)
+    np.testing.assert_allclose(gpu.to_numpy(gz), ref, rtol=1e-6)
+    np.testing.assert_allclose(gpu.to_numpy(db), ref.sum(tuple(range(len(shape) - 1))),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
+def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, tmp_path,
+                                                                   monkeypatch):
+    import json
+    import cupy as cp
+    from fnx.cuda import gemm_table
+    monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(9)
+    m, n, k = 96, 80, 112
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    out = cp.empty((m, n), np.float32)
+    gemm_table.matmul_into(out, cp.asarray(a), cp.asarray(b), ta, tb, "highest")
+    ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
+    key = f"{m}x{n}x{k}b1{'T' if ta else 'N'}{'T' if tb else 'N'}-float32-float32-highest"
+    assert gemm_table.choice_for(key) is not None
+    assert key in json.load(open(gemm_table.cache_file()))

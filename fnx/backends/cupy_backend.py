@@ -92,6 +92,7 @@ class CupyBackend:
     """Arrays on one CUDA device, each op a CuPy call (jit lowers to fused kernels instead)."""
     name = "gpu"
     platform = "gpu"
+    supports_donation = True     # compiled programs write results into donated buffers
 
     def __init__(self, device_id: int = 0):
         self.id = device_id
@@ -122,12 +123,13 @@ class CupyBackend:
     def synchronize(self, buf):
         cp.cuda.get_current_stream().synchronize()
 
-    def compile(self, jaxpr, consts):
+    def compile(self, jaxpr, consts, donated=()):
         """Lower ``jaxpr`` to fused kernels and cuBLAS calls, replayed as one CUDA graph from
-        the second call on: ``executable(*buffers) -> list of buffers``."""
+        the second call on: ``executable(*buffers) -> list of buffers``. Results paired with
+        ``donated`` argument positions are written into those arguments' buffers."""
         from ..cuda.executable import GpuExecutable
         from ..cuda.graph import GraphExecutable
-        return GraphExecutable(GpuExecutable(jaxpr, consts, self))
+        return GraphExecutable(GpuExecutable(jaxpr, consts, self, donated))
 
     def __repr__(self):
         return f"CudaDevice(id={self.id})"

@@ -240,6 +240,8 @@ impls.update({
                                        lambda x: np.where(x < 0, -1, 0).astype(x.dtype)),
     L.bitcast_convert_type_p: lambda x, *, new_dtype: x.view(new_dtype),
     L.erf_inv_p: _erf_inv,
+    L.take_along_axis_p: lambda x, idx, *, axis: np.take_along_axis(
+        x, np.clip(idx, 0, x.shape[axis] - 1), axis),
 })
 impls.update(numpy_linalg.impls)
 

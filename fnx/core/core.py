@@ -311,6 +311,20 @@ class _ArrayMeta(type):
         return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
 
 
+class _Donated:
+    """What a donated array holds once a jitted call has taken its buffer: any use raises."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getattr__(self, attr):
+        from .errors import DeletedArrayError
+        raise DeletedArrayError(f"this array was donated to {self.name} (donate_argnums) and its "
+                                "buffer now holds that call's results; use the arrays the call "
+                                "returned instead")
+
+
 class Array(metaclass=_ArrayMeta):
     """An immutable n-dimensional array on one backend (a NumPy or CuPy buffer).
 
@@ -338,6 +352,14 @@ class Array(metaclass=_ArrayMeta):
 
     def to_concrete(self):
         return self
+
+    def delete(self, by: str = "a jitted call"):
+        """Give up this array's buffer (jit does this to donated arguments); later uses raise
+        DeletedArrayError."""
+        self._value = _Donated(by)
+
+    def is_deleted(self) -> bool:
+        return type(self._value) is _Donated
 
     def __len__(self):
         if not self.shape:
@@ -384,6 +406,8 @@ class Array(metaclass=_ArrayMeta):
         return self._value.__dlpack_device__()
 
     def __repr__(self):
+        if self.is_deleted():
+            return f"Array(<donated to {self._value.name}>)"
         body = np.array2string(np.asarray(self), separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self._weak else ""
         return f"Array({body}, dtype={self.dtype.name}{weak})"

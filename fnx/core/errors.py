@@ -86,5 +86,9 @@ class MissingRuleError(FnxError, NotImplementedError):
         super().__init__(f"primitive '{primitive}' has no {transformation} rule")
 
 
+class DeletedArrayError(FnxError, RuntimeError):
+    """An array was used after it was donated to a jitted call."""
+
+
 class FloatingPointError_(FnxError, FloatingPointError):
     """debug_nans found a NaN."""

@@ -37,24 +37,54 @@ pjit_p.abstract_eval = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvar
 _executables: "weakref.WeakKeyDictionary[Jaxpr, dict]" = weakref.WeakKeyDictionary()
 
 
-def _executable(jaxpr: Jaxpr, backend):
+def _executable(jaxpr: Jaxpr, backend, donated: tuple = ()):
+    """The compiled program for ``jaxpr`` on ``backend``; ``donated`` lists the argument
+    positions whose buffers it may overwrite with its results."""
     per_backend = _executables.setdefault(jaxpr, {})
-    exe = per_backend.get(backend.name)
+    key = (backend.name, donated)
+    exe = per_backend.get(key)
     if exe is None:
-        exe = per_backend[backend.name] = backend.compile(jaxpr, [])
+        exe = per_backend[key] = (backend.compile(jaxpr, [], donated=donated) if donated
+                                  else backend.compile(jaxpr, []))
     return exe
 
 
-def _pjit_impl(*args, jaxpr, name):
+def _donatable(backend, args, donated):
+    """The donated argument positions whose buffers the call may really take: arrays on
+    ``backend`` that appear once among the arguments (a buffer passed twice stays intact)."""
+    if not donated or not getattr(backend, "supports_donation", False):
+        return ()
+    seen: dict = {}
+    for a in args:
+        if type(a) is Array:
+            seen[id(a._value)] = seen.get(id(a._value), 0) + 1
+    return tuple(i for i in donated if type(args[i]) is Array and args[i]._backend is backend
+                 and not args[i].is_deleted() and seen[id(args[i]._value)] == 1)
+
+
+def _call_compiled(jaxpr, args, name, donated=()):
+    """Run ``jaxpr``'s compiled program on concrete ``args``; the arrays at ``donated``
+    positions give up their buffers to it."""
     backend = next((a._backend for a in args if type(a) is Array), None) or get_backend()
+    for i in donated:
+        if type(args[i]) is Array and args[i].is_deleted():
+            args[i]._value.shape     # raises DeletedArrayError naming the earlier call
+    donated = () if config.debug_nans else _donatable(backend, args, donated)
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
-    outs = _executable(jaxpr, backend)(*bufs)
+    exe = _executable(jaxpr, backend, donated)
+    for i in donated:
+        args[i].delete(f"jit({name})")
+    outs = exe(*bufs)
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
     if config.debug_nans:
         _locate_nans(jaxpr, args, outs)
     return outs
+
+
+def _pjit_impl(*args, jaxpr, name):
+    return _call_compiled(jaxpr, args, name)
 
 
 def _locate_nans(jaxpr, args, outs):
@@ -239,14 +269,32 @@ class Jitted:
                 self._cache[key] = traced
         self._last_key = key
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
-            outs = pjit_p.impl(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
-            if self._fast_ok and not kwargs:
-                self._remember_fast(args, traced)
+            donated = self._donated_leaves(args, static, len(traced.consts))
+            if self._fast_ok and not kwargs:    # before the call deletes donated arguments
+                self._remember_fast(args, traced, donated)
+            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
         else:
             outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
         return tree_unflatten(traced.out_tree, outs)
 
-    def _remember_fast(self, args, traced):
+    def _donated_leaves(self, args, static, offset):
+        """Positions, among the compiled program's arguments, of the leaves of donated
+        arguments (``offset`` = the number of leading consts)."""
+        if not self.donate_argnums:
+            return ()
+        n = len(args)
+        donate = {i % n for i in self.donate_argnums} if n else set()
+        positions, k = [], offset
+        for i, a in enumerate(args):
+            if i in static:
+                continue
+            count = tree_flatten(a)[1].num_leaves
+            if i in donate:
+                positions.extend(range(k, k + count))
+            k += count
+        return tuple(positions)
+
+    def _remember_fast(self, args, traced, donated=()):
         """Later calls with the same nesting of lists, tuples and dicts of arrays skip pytree
         flattening and cache-key building: signature -> run(leaves)."""
         leaves: list = []
@@ -257,14 +305,28 @@ class Jitted:
         backend = leaves[0]._backend if leaves else get_backend()
         if any(a._backend is not backend for a in leaves):
             return
-        exe = _executable(traced.jaxpr, backend)
+        n_consts = len(traced.consts)
+        donated = _donatable(backend, [*traced.consts, *leaves], donated)
+        exe = _executable(traced.jaxpr, backend, donated)
         consts = [backend.cast(backend.to_buffer(c, v.aval.dtype), v.aval.dtype)
                   for c, v in zip(traced.consts, traced.jaxpr.invars)]
         out_weak = [v.aval.weak_type for v in traced.jaxpr.outvars]
         build = _builder(traced.out_tree)
+        donated_leaves = [i - n_consts for i in donated]
+        by = f"jit({self.name})"
 
         def run(leaves):
-            outs = exe(*consts, *[a._value for a in leaves])
+            bufs = [a._value for a in leaves]
+            if donated_leaves:
+                if len({id(b) for b in bufs}) < len(bufs) or \
+                        any(leaves[i].is_deleted() for i in donated_leaves):
+                    # a buffer passed twice, or a deleted one: the general path sorts it out
+                    outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name,
+                                          donated)
+                    return tree_unflatten(traced.out_tree, outs)
+                for i in donated_leaves:
+                    leaves[i].delete(by)
+            outs = exe(*consts, *bufs)
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = (config.default_matmul_precision, run)
 

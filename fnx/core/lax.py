@@ -1272,19 +1272,70 @@ def sort(operands, dimension: int = -1, num_keys: int = 1):
     return outs[0] if single else outs
 
 
-def take_along_axis(x, idx, axis: int):
-    """``x[..., idx, ...]`` with ``idx`` of the same rank as ``x`` (broadcast-free)."""
-    shape = get_aval(x).shape
-    n = shape[axis]
-    # linear index into x flattened with ``axis`` last
-    xt = moveaxis(x, axis, -1)
+take_along_axis_p = primitive("take_along_axis")
+
+
+def _take_along_axis_aval(x, idx, *, axis):
+    if not dtypes.is_int(idx.dtype):
+        raise DTypeError(f"indices must be integers, got {idx.dtype}")
+    if idx.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, idx.shape))
+                                 if i != axis):
+        raise ShapeError(f"take_along_axis: indices of shape {_shp(idx.shape)} do not match "
+                         f"the array's shape {_shp(x.shape)} outside axis {axis}")
+    return ShapedArray(idx.shape, x.dtype, x.weak_type)
+
+
+def _take_along_axis_transpose(ct, x, idx, *, axis):
+    shape, n = x.aval.shape, x.aval.shape[axis]
+    if get_aval(idx).shape[axis] == 1:
+        # one pick per line: the cotangent lands where the index points, a comparison with an
+        # iota (elementwise, so it fuses with what follows instead of a scatter into zeros)
+        dims = tuple(range(len(shape)))
+        hit = eq(broadcasted_iota(get_aval(idx).dtype, shape, axis),
+                 broadcast_in_dim(_clip_index(idx, n), shape, dims))
+        spread = broadcast_in_dim(ct, shape, dims)
+        return [select_n(hit, full(shape, 0, x.aval.dtype), spread), None]
+    lin = _flat_line_indices(idx, axis, n)
+    flat = scatter_p.bind(zeros_like_aval(ShapedArray((math.prod(shape),), x.aval.dtype)),
+                          lin, moveaxis(ct, axis, -1), axis=0, mode="add")
+    moved = tuple(d for i, d in enumerate(shape) if i != axis) + (n,)
+    return [moveaxis(reshape(flat, moved), -1, axis), None]
+
+
+def _flat_line_indices(idx, axis, n):
+    """Indices into the array flattened with ``axis`` last, one line of length n per index row."""
     it = moveaxis(idx, axis, -1)
     ishape = get_aval(it).shape
+    dt = get_aval(idx).dtype
     rows = math.prod(ishape[:-1])
-    flat_x = reshape(xt, (rows * n,))
-    row_ids = reshape(broadcasted_iota(get_aval(idx).dtype, (rows, ishape[-1]), 0), ishape)
-    lin = add(mul(row_ids, full(ishape, n, get_aval(idx).dtype)), _clip_index(it, n))
-    return moveaxis(take(flat_x, lin, 0), -1, axis)
+    row_ids = reshape(broadcasted_iota(dt, (rows, ishape[-1]), 0), ishape)
+    return add(mul(row_ids, full(ishape, n, dt)), _clip_index(it, n))
+
+
+def _take_along_axis_batch(vals, dims, *, axis):
+    (x, idx), (dx, di) = vals, dims
+    size = get_aval(x).shape[dx] if dx is not not_mapped else get_aval(idx).shape[di]
+    x = bdim_at_front(x, dx, size)
+    idx = bdim_at_front(idx, di, size)
+    return take_along_axis_p.bind(x, idx, axis=axis + 1), 0
+
+
+take_along_axis_p.abstract_eval = _take_along_axis_aval
+take_along_axis_p.jvp = lambda primals, tangents, *, axis: (
+    take_along_axis_p.bind(*primals, axis=axis),
+    Zero(take_along_axis_p.abstract_eval(get_aval(primals[0]), get_aval(primals[1]),
+                                         axis=axis))
+    if isinstance(tangents[0], Zero) else take_along_axis_p.bind(tangents[0], primals[1],
+                                                                 axis=axis))
+take_along_axis_p.transpose = _take_along_axis_transpose
+take_along_axis_p.batch = _take_along_axis_batch
+take_along_axis_p.is_linear = True
+
+
+def take_along_axis(x, idx, axis: int):
+    """``x[..., idx, ...]`` along ``axis`` with ``idx`` of the same rank as ``x`` and the same
+    shape outside ``axis`` (indices are clamped into range)."""
+    return take_along_axis_p.bind(x, idx, axis=axis)
 
 
 # =============================================================================================

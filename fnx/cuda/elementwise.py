@@ -153,8 +153,9 @@ def _load_index(in_shape, out_shape, bdims):
 class FusedKernel:
     """One generated kernel for a chain of equations over ``shape``."""
 
-    def __init__(self, eqns, inputs, outputs, shape):
+    def __init__(self, eqns, inputs, outputs, shape, also_read=()):
         self.eqns = eqns
+        self.also_read = also_read    # inputs the body must load even if no equation reads them
         self.inputs = inputs          # Vars read from outside the chain
         self.outputs = outputs        # Vars written for use after the chain
         self.shape = tuple(shape)
@@ -163,7 +164,30 @@ class FusedKernel:
         self.source, self.name = self._generate()
         self._kernel = None
 
+    def params(self):
+        """The kernel's pointer parameters, ``[(declaration, name)]``: inputs, then outputs."""
+        return ([(f"const {C_TYPES[v.aval.dtype.name]}* __restrict__", f"in{k}")
+                 for k, v in enumerate(self.inputs)]
+                + [(f"{C_TYPES[v.aval.dtype.name]}* __restrict__", f"out{k}")
+                   for k, v in enumerate(self.outputs)])
+
     def _generate(self):
+        body = self.body()
+        sig = ", ".join([f"{d} {n}" for d, n in self.params()] + ["long long n"])
+        name = "fnx_fused_" + "_".join(e.primitive.name for e in self.eqns)[:80]
+        name = name.replace("-", "_")
+        src = (
+            "#include <cuda_fp16.h>\n"
+            f'extern "C" __global__ void {name}({sig}) {{\n'
+            "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+            "       i += (long long)gridDim.x * blockDim.x) {\n"
+            f"{body}\n"
+            "  }\n"
+            "}\n")
+        return src, name
+
+    def body(self) -> str:
+        """The statements computing element ``i`` of every output."""
         names = {}
         lines = []
         # inputs reach the iteration shape directly, through a broadcast_in_dim, or as scalars
@@ -171,17 +195,12 @@ class FusedKernel:
         for e in self.eqns:
             if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in self.inputs:
                 bcast_of[e.outvars[0]] = (e.invars[0], e.params["broadcast_dimensions"])
-        params = [f"const {C_TYPES[v.aval.dtype.name]}* __restrict__ in{k}"
-                  for k, v in enumerate(self.inputs)]
-        params += [f"{C_TYPES[v.aval.dtype.name]}* __restrict__ out{k}"
-                   for k, v in enumerate(self.outputs)]
-
         def load(k, v, index):
             raw = f"in{k}[{index}]"
             return f"__half2float({raw})" if v.aval.dtype.name == "float16" else raw
 
         direct = {v for e in self.eqns if e.outvars[0] not in bcast_of for v in e.invars}
-        direct |= set(self.outputs)
+        direct |= set(self.outputs) | set(self.also_read)
         for k, v in enumerate(self.inputs):
             if v not in direct:
                 continue          # read only through a broadcast, with its own indexing
@@ -226,19 +245,8 @@ class FusedKernel:
                 lines.append(f"    out{k}[i] = {val};")
             else:   # a scalar computed along the chain: one element writes it
                 lines.append(f"    if (i == 0) out{k}[0] = {val};")
-        body = "\n".join(lines)
-        sig = ", ".join(params + ["long long n"])
-        name = "fnx_fused_" + "_".join(e.primitive.name for e in self.eqns)[:80]
-        name = name.replace("-", "_")
-        src = (
-            "#include <cuda_fp16.h>\n"
-            f'extern "C" __global__ void {name}({sig}) {{\n'
-            "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
-            "       i += (long long)gridDim.x * blockDim.x) {\n"
-            f"{body}\n"
-            "  }\n"
-            "}\n")
-        return src, name
+        self.names = names
+        return "\n".join(lines)
 
     def kernel(self):
         if self._kernel is None:
@@ -252,6 +260,46 @@ class FusedKernel:
         threads = 256
         blocks = max(1, min((self.size + threads - 1) // threads, sm_count * 16))
         return (blocks,), (threads,)
+
+
+class MultiKernel:
+    """Independent elementwise chains of different shapes in one launch, thread ``t`` working
+    on the chain whose index range holds it: an optimizer's update of every parameter, say,
+    costs one launch instead of one per parameter."""
+
+    def __init__(self, kernels):
+        self.kernels = kernels
+        self.eqns = [e for k in kernels for e in k.eqns]
+        self.offsets = np.cumsum([0] + [k.size for k in kernels]).tolist()
+        self.size = self.offsets[-1]
+        self.shape = (self.size,)
+        self.shared_bytes = 0
+        self.source, self.name = self._generate()
+        self._kernel = None
+
+    def _generate(self):
+        parts, sig, dispatch = [], [], []
+        for j, k in enumerate(self.kernels):
+            params = k.params()
+            decl = ", ".join(f"{d} {n}" for d, n in params)
+            parts.append(f"__device__ __forceinline__ void part{j}(long long i, {decl}) {{\n"
+                         f"{k.body()}\n}}\n")
+            sig += [f"{d} p{j}_{n}" for d, n in params]
+            call = f"part{j}(t - {self.offsets[j]}LL, " + ", ".join(f"p{j}_{n}" for _, n in
+                                                                     params) + ");"
+            cond = f"if (t < {self.offsets[j + 1]}LL) " if j + 1 < len(self.kernels) else ""
+            dispatch.append(("else " if j else "") + cond + call)
+        name = f"fnx_multi_{len(self.kernels)}"
+        src = ("#include <cuda_fp16.h>\n" + "".join(parts)
+               + f'extern "C" __global__ void {name}({", ".join(sig + ["long long n"])}) {{\n'
+               "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n;\n"
+               "       t += (long long)gridDim.x * blockDim.x) {\n    "
+               + "\n    ".join(dispatch) + "\n  }\n}\n")
+        return src, name
+
+    kernel = FusedKernel.kernel
+    extra_args = FusedKernel.extra_args
+    launch_config = FusedKernel.launch_config
 
 
 _KERNEL_CACHE: dict = {}

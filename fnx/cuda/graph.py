@@ -1,15 +1,37 @@
 """Replaying a lowered program as one CUDA graph.
 
 The first call runs the launches eagerly (compiling kernels and sizing cuBLAS workspaces). The
-second captures the whole call into a CUDA graph on a private stream, over static input buffers;
-every buffer the captured launches touch is kept alive for the graph's lifetime. Later calls copy
-their inputs into the static buffers, replay the graph and return copies of the outputs, so an
-array returned to the user is never overwritten by a later call. If capture fails, the launches
-keep running eagerly and ``reason`` says why.
+second captures the whole call into a CUDA graph on a private stream, over static buffers; every
+buffer the captured launches touch is kept alive for the graph's lifetime. Later calls copy only
+the inputs that changed into the static buffers, replay the graph, and return copies of the
+outputs, so an array returned to the user is never overwritten by a later call.
+
+Donated arguments are the exception, by design: their static buffers receive the results paired
+with them (``GpuExecutable.alias``) and are returned as those results. Passing such a result back
+as the donated argument of the next call (a training loop) therefore needs no copy at all. If
+capture fails, the launches keep running eagerly and ``reason`` says why.
 """
 from __future__ import annotations
 
+import sys
+
 from .copies import MultiCopy, fresh_outputs
+
+# id(buffer) -> how many times a compiled program has overwritten it in place. Inputs are
+# buffers of immutable arrays, so an input passed again (same object, same count) still holds
+# what the static buffer was last filled with, and its copy is skipped.
+WRITES: dict = {}
+
+
+def note_written(buffers):
+    for b in buffers:
+        WRITES[id(b)] = WRITES.get(id(b), 0) + 1
+
+
+# references to a donated static buffer, during a call that passes it back, besides the graph's
+# own and _replay's: the caller's list of buffers, the tuple it builds for ``exe(*buffers)`` and
+# the ``*args`` tuple of ``__call__``
+_CALLER_REFS = 3
 
 
 class GraphExecutable:
@@ -18,9 +40,11 @@ class GraphExecutable:
         self.calls = 0
         self.graph = None
         self.reason: str | None = None     # why the call is not (yet) a replayed graph
+        self.eager_fallbacks = 0           # replays refused because a user still held a buffer
         self._static_in = None
-        self._static_out = None
         self._keepalive = None
+        self._plain = None
+        self._donated = sorted(set(executable.alias.values()))
 
     @property
     def num_launches(self):
@@ -29,25 +53,75 @@ class GraphExecutable:
     def describe(self) -> str:
         mode = "CUDA graph replay" if self.graph is not None else \
             f"eager launches ({self.reason or 'graph is captured on the second call'})"
-        return f"{self.executable.describe()}\n  execution: {mode}"
+        lines = [self.executable.describe(), f"  execution: {mode}"]
+        if self._donated:
+            lines.append(f"  donated arguments {self._donated}: results written in place "
+                         f"({self.executable.in_place} by their kernels, "
+                         f"{len(self.executable.alias) - self.executable.in_place} copied)")
+        return "\n".join(lines)
 
     def __call__(self, *args):
-        import cupy as cp
         self.calls += 1
         if self.graph is None and self.calls == 2 and self.reason is None:
             self._capture(args)
         if self.graph is None:
-            return self.executable(*args)
-        if self._copy_in.aligned(args) and all(a.flags.c_contiguous and a.dtype == d.dtype
-                                               for a, d in zip(args, self._static_in)):
-            self._copy_in(args, self._static_in)
-        else:
-            for dst, src in zip(self._static_in, args):
+            outs = self.executable(*args)
+            note_written([args[i] for i in self._donated])
+            return outs
+        return self._replay(args)
+
+    def _replay(self, args):
+        import cupy as cp
+        static = self._static_in
+        copy_mask, srcs, dsts = 0, [], []
+        for i in self._donated:
+            a, s = args[i], static[i]
+            if a is s:
+                # + 1: the local ``a``
+                if sys.getrefcount(s) > self._free_refs[i] + 1 + _CALLER_REFS:
+                    return self._eager(args)    # a view of the buffer is still held
+                continue
+            if sys.getrefcount(s) > self._free_refs[i]:
+                return self._eager(args)        # the user still holds the last results
+            copy_mask |= 1 << i
+            srcs.append(a)
+            dsts.append(s)
+        for i in self._copied:
+            a = args[i]
+            if a is self._last[i] and WRITES.get(id(a), 0) == self._last_writes[i]:
+                continue
+            self._last[i], self._last_writes[i] = a, WRITES.get(id(a), 0)
+            copy_mask |= 1 << i
+            srcs.append(a)
+            dsts.append(static[i])
+        if copy_mask:
+            if all(a.flags.c_contiguous and a.dtype == d.dtype for a, d in zip(srcs, dsts)):
+                copier = self._copiers.get(copy_mask)
+                if copier is None:
+                    copier = self._copiers[copy_mask] = MultiCopy([d.nbytes for d in dsts])
+                if copier.aligned(srcs):
+                    copier(srcs, dsts)
+                    srcs = ()
+            for src, dst in zip(srcs, dsts):
                 cp.copyto(dst, src)
         self.graph.launch(cp.cuda.get_current_stream())
-        outs = fresh_outputs(self._out_meta)
-        self._copy_out(self._static_out, outs)
+        outs = list(self._aliased_out)
+        if self._fresh:
+            fresh = fresh_outputs(self._out_meta)
+            self._copy_out(self._fresh_src, fresh)
+            for j, o in zip(self._fresh, fresh):
+                outs[j] = o
+        note_written(self._donated_static)
         return outs
+
+    def _eager(self, args):
+        """Run without the graph and without writing into donated buffers."""
+        from .executable import GpuExecutable
+        self.eager_fallbacks += 1
+        if self._plain is None:
+            exe = self.executable
+            self._plain = GpuExecutable(exe.jaxpr, exe.const_values, exe.backend)
+        return self._plain(*args)
 
     def _capture(self, args):
         import cupy as cp
@@ -73,8 +147,25 @@ class GraphExecutable:
             return
         self.graph = graph
         self._static_in = static_in
-        self._static_out = [o if isinstance(o, cp.ndarray) else cp.asarray(o) for o in outs]
-        self._out_meta = [(o.shape, o.dtype) for o in self._static_out]
-        self._copy_in = MultiCopy([a.nbytes for a in static_in])
-        self._copy_out = MultiCopy([o.nbytes for o in self._static_out])
+        alias = self.executable.alias
+        static_out = [o if isinstance(o, cp.ndarray) else cp.asarray(o) for o in outs]
+        self._aliased_out = [static_in[alias[j]] if j in alias else None
+                             for j in range(len(static_out))]
+        self._donated_static = [static_in[i] for i in self._donated]
+        self._fresh = [j for j in range(len(static_out)) if j not in alias]
+        self._fresh_src = [static_out[j] for j in self._fresh]
+        self._out_meta = [(o.shape, o.dtype) for o in self._fresh_src]
+        self._copy_out = MultiCopy([o.nbytes for o in self._fresh_src])
+        self._copied = [i for i in range(len(args)) if i not in set(self._donated)]
+        self._last = [None] * len(args)
+        self._last_writes = [0] * len(args)
+        self._copiers: dict = {}
         self._keepalive = (env, stream, pool)
+        del outs, env, static_out
+        # what holds a donated static buffer while no user array does: this object's lists, the
+        # kept-alive environment, a local ``s`` (as in _replay) and getrefcount's argument
+        self._free_refs = {}
+        for i in self._donated:
+            s = static_in[i]
+            self._free_refs[i] = sys.getrefcount(s)
+        s = None

@@ -1,0 +1,94 @@
+"""Generated column reductions: an elementwise chain over (rows, cols) ending in a sum over the
+leading axes, as one kernel.
+
+The backward pass of a dense layer is such a group: the activation's derivative times the
+incoming gradient (needed whole, by the next products) and its sum over the batch (the bias
+gradient). One block covers 32 columns; its threads walk the rows, so each warp reads 128
+contiguous bytes per row, and the chain's values are written as they are computed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import lax
+from ..core.jaxpr import Var
+from .elementwise import C_TYPES, FusedKernel, _compile, compute_type
+
+ROW_LANES = 32
+SMALL_TOTAL = 1 << 16     # total sums up to this size run as one column of one block
+
+
+def leading_sum(eqn, shape) -> bool:
+    """Whether ``eqn`` sums its input, of ``shape``, over one or more leading axes."""
+    if eqn.primitive is not lax.reduce_sum_p or not isinstance(eqn.invars[0], Var):
+        return False
+    in_shape = tuple(eqn.invars[0].aval.shape)
+    axes = tuple(eqn.params["axes"])
+    if len(axes) == len(in_shape) and int(np.prod(in_shape, dtype=np.int64)) > SMALL_TOTAL:
+        return False    # a large total sum needs more than one block
+    return (shape is None or in_shape == tuple(shape)) and 0 < len(axes) <= len(in_shape) \
+        and axes == tuple(range(len(axes))) and eqn.invars[0].aval.dtype.kind == "f"
+
+
+class ColumnKernel:
+    """``eqns`` = an elementwise chain (possibly empty) and, last, its sum over leading axes."""
+
+    def __init__(self, eqns, inputs, outputs, shape):
+        *chain, self.reduce = eqns
+        self.eqns, self.inputs, self.outputs = eqns, inputs, outputs
+        self.shape = tuple(shape)
+        k = len(self.reduce.params["axes"])
+        self.rows = int(np.prod(self.shape[:k], dtype=np.int64))
+        self.cols = int(np.prod(self.shape[k:], dtype=np.int64))
+        self.size = self.rows * self.cols
+        self.shared_bytes = 0
+        self.summed = self.reduce.invars[0]
+        chain_outputs = [v for v in outputs if v is not self.reduce.outvars[0]]
+        self.outputs = chain_outputs + [self.reduce.outvars[0]]    # the kernel's argument order
+        self.chain = FusedKernel(chain, inputs, chain_outputs, shape, also_read=[self.summed])
+        self.source, self.name = self._generate()
+        self._kernel = None
+
+    def _generate(self):
+        body = self.chain.body()
+        x = self.chain.names[self.summed]
+        out = self.reduce.outvars[0]
+        acc_t = compute_type(out.aval.dtype)
+        params = [f"{d} {n}" for d, n in self.chain.params()]
+        params.append(f"{C_TYPES[out.aval.dtype.name]}* __restrict__ sum_out")
+        name = "fnx_colsum_" + "_".join(e.primitive.name for e in self.eqns[:-1])[:60]
+        store = "__float2half(s)" if out.aval.dtype.name == "float16" else "s"
+        src = (
+            "#include <cuda_fp16.h>\n"
+            f'extern "C" __global__ void __launch_bounds__({32 * ROW_LANES}) '
+            f'{name}({", ".join(params)}) {{\n'
+            "  const long long c = blockIdx.x * 32LL + threadIdx.x;\n"
+            f"  {acc_t} acc = 0;\n"
+            f"  if (c < {self.cols}LL) {{\n"
+            f"    for (long long r = threadIdx.y; r < {self.rows}LL; r += {ROW_LANES}) {{\n"
+            f"      const long long i = r * {self.cols}LL + c;\n"
+            f"{body}\n"
+            f"      acc += {x};\n"
+            "    }\n"
+            "  }\n"
+            f"  __shared__ {acc_t} part[{ROW_LANES}][33];\n"
+            "  part[threadIdx.y][threadIdx.x] = acc;\n"
+            "  __syncthreads();\n"
+            f"  if (threadIdx.y == 0 && c < {self.cols}LL) {{\n"
+            f"    {acc_t} s = 0;\n"
+            f"    for (int k = 0; k < {ROW_LANES}; ++k) s += part[k][threadIdx.x];\n"
+            f"    sum_out[c] = {store};\n"
+            "  }\n"
+            "}\n")
+        return src, name
+
+    def kernel(self):
+        if self._kernel is None:
+            self._kernel = _compile(self.source, self.name)
+        return self._kernel
+
+    def extra_args(self):
+        return ()
+
+    def launch_config(self, sm_count: int):
+        return (max(1, -(-self.cols // 32)),), (32, ROW_LANES)

@@ -1,0 +1,141 @@
+"""cuBLASLt through ctypes: GEMMs with a chosen algorithm and fused bias/activation epilogues.
+
+cuBLASLt's heuristic offers several algorithms per problem; ``fnx.cuda.gemm_table`` times them
+and keeps the fastest. A plan (descriptors + algorithm) is built once per problem and replayed
+with new pointers, so a call is one ``cublasLtMatmul`` (capturable into a CUDA graph).
+Row-major ``C = A @ B`` is column-major ``C^T = B^T @ A^T``, as in fnx.cuda.cublas.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+from .cublas import _CUDA_TYPE, WORKSPACE_BYTES, compute_type
+
+_DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
+_DESC_BIAS_DATA_TYPE = 26
+_LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
+_PREF_MAX_WORKSPACE_BYTES = 1
+EPILOGUES = {"none": 1, "relu": 2, "bias": 4, "relu_bias": 6, "gelu": 32, "gelu_bias": 36}
+_CUDA_R_32F = 0
+
+
+class _HeuristicResult(ctypes.Structure):
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspace_size", ctypes.c_size_t),
+                ("state", ctypes.c_int), ("waves_count", ctypes.c_float),
+                ("reserved", ctypes.c_int * 4)]
+
+
+@functools.lru_cache(maxsize=None)
+def _lib():
+    from .cublas import _lib as cublas_lib
+    cublas_lib()       # libcublas brings libcublasLt into the process
+    with open("/proc/self/maps") as fh:
+        paths = {line.split()[-1] for line in fh if "libcublasLt.so" in line}
+    if not paths:
+        raise RuntimeError("could not find libcublasLt in this process")
+    lib = ctypes.CDLL(sorted(paths)[0])
+    for fn in ("cublasLtCreate", "cublasLtMatmulDescCreate", "cublasLtMatmulDescSetAttribute",
+               "cublasLtMatrixLayoutCreate", "cublasLtMatrixLayoutSetAttribute",
+               "cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceSetAttribute",
+               "cublasLtMatmulAlgoGetHeuristic", "cublasLtMatmul"):
+        getattr(lib, fn).restype = ctypes.c_int
+    lib.cublasLtMatrixLayoutCreate.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
+                                               ctypes.c_uint64, ctypes.c_int64]
+    return lib
+
+
+def _check(status, what):
+    if status != 0:
+        raise RuntimeError(f"{what} failed with cuBLASLt status {status}")
+
+
+@functools.lru_cache(maxsize=None)
+def _handle():
+    h = ctypes.c_void_p()
+    _check(_lib().cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
+    return h
+
+
+def _set(setter, obj, attr, value):
+    _check(setter(obj, attr, ctypes.byref(value), ctypes.sizeof(value)), "set attribute")
+
+
+def _layout(dtype, rows, cols, ld, batch, stride):
+    lay = ctypes.c_void_p()
+    lib = _lib()
+    _check(lib.cublasLtMatrixLayoutCreate(ctypes.byref(lay), _CUDA_TYPE[dtype], rows, cols, ld),
+           "cublasLtMatrixLayoutCreate")
+    if batch > 1:
+        _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_BATCH_COUNT, ctypes.c_int32(batch))
+        _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_STRIDED_BATCH_OFFSET,
+             ctypes.c_int64(stride))
+    return lay
+
+
+class Plan:
+    """One GEMM problem: ``out[b] = epilogue(op(a[b]) @ op(b[b]) (+ bias))`` in row-major terms,
+    with every algorithm cuBLASLt's heuristic offers for it (``len(plan.algos)``)."""
+
+    def __init__(self, m, n, k, trans_a, trans_b, dtype, out_dtype, precision, batch=1,
+                 a_batched=True, b_batched=True, epilogue="none", max_algos=8):
+        lib = _lib()
+        self.dtype = dtype = np.dtype(dtype)
+        out_dtype = np.dtype(out_dtype)
+        self.epilogue = epilogue
+        self.desc = ctypes.c_void_p()
+        scale = 1 if dtype == np.float64 else _CUDA_R_32F
+        _check(lib.cublasLtMatmulDescCreate(ctypes.byref(self.desc),
+                                            compute_type(dtype, precision), scale),
+               "cublasLtMatmulDescCreate")
+        setd = lib.cublasLtMatmulDescSetAttribute
+        # column-major view: C^T (n x m) = op(B)^T (n x k) @ op(A)^T (k x m)
+        _set(setd, self.desc, _DESC_TRANSA, ctypes.c_int32(1 if trans_b else 0))
+        _set(setd, self.desc, _DESC_TRANSB, ctypes.c_int32(1 if trans_a else 0))
+        if epilogue != "none":
+            _set(setd, self.desc, _DESC_EPILOGUE, ctypes.c_int32(EPILOGUES[epilogue]))
+        if "bias" in epilogue:
+            _set(setd, self.desc, _DESC_BIAS_DATA_TYPE, ctypes.c_int32(_CUDA_TYPE[out_dtype]))
+            self._bias = ctypes.c_void_p(0)
+        b_rows, b_cols = (k, n) if trans_b else (n, k)
+        a_rows, a_cols = (m, k) if trans_a else (k, m)
+        self.b_layout = _layout(dtype, b_rows, b_cols, b_rows, batch, n * k if b_batched else 0)
+        self.a_layout = _layout(dtype, a_rows, a_cols, a_rows, batch, m * k if a_batched else 0)
+        self.c_layout = _layout(out_dtype, n, m, n, batch, m * n)
+        pref = ctypes.c_void_p()
+        _check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "preference")
+        _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, _PREF_MAX_WORKSPACE_BYTES,
+             ctypes.c_uint64(WORKSPACE_BYTES))
+        results = (_HeuristicResult * max_algos)()
+        count = ctypes.c_int(0)
+        self.bias_pointer_set = False
+        if "bias" in epilogue:   # the heuristic checks the bias pointer's alignment
+            _set(setd, self.desc, _DESC_BIAS_POINTER, ctypes.c_void_p(256))
+        status = lib.cublasLtMatmulAlgoGetHeuristic(
+            _handle(), self.desc, self.b_layout, self.a_layout, self.c_layout, self.c_layout,
+            pref, max_algos, results, ctypes.byref(count))
+        self.algos = [results[i] for i in range(count.value) if results[i].state == 0] \
+            if status == 0 else []
+        self._alpha, self._beta = ((ctypes.c_double(1.0), ctypes.c_double(0.0))
+                                   if dtype == np.float64 else
+                                   (ctypes.c_float(1.0), ctypes.c_float(0.0)))
+
+    def __call__(self, out, a, b, algo: int = 0, bias=None):
+        import cupy as cp
+        from .cublas import handle_for
+        lib = _lib()
+        stream = cp.cuda.get_current_stream()
+        ws = handle_for(stream.ptr).workspace
+        if bias is not None:
+            _set(lib.cublasLtMatmulDescSetAttribute, self.desc, _DESC_BIAS_POINTER,
+                 ctypes.c_void_p(bias.data.ptr))
+        r = self.algos[algo]
+        _check(lib.cublasLtMatmul(
+            _handle(), self.desc, ctypes.byref(self._alpha), ctypes.c_void_p(b.data.ptr),
+            self.b_layout, ctypes.c_void_p(a.data.ptr), self.a_layout, ctypes.byref(self._beta),
+            ctypes.c_void_p(out.data.ptr), self.c_layout, ctypes.c_void_p(out.data.ptr),
+            self.c_layout, ctypes.byref(r.algo), ctypes.c_void_p(ws.data.ptr),
+            ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(stream.ptr)), "cublasLtMatmul")
+        return out

@@ -1,0 +1,54 @@
+"""GPU-side decompositions: primitives rewritten into others the kernel generators fuse.
+
+A rule traces a small function of the equation's operands into equations that replace it in the
+lowered program only; the jaxpr users see and the CPU backend keep the primitive.
+"""
+from __future__ import annotations
+
+from ..core import lax
+from ..core.jaxpr import Var
+from ..core.partial_eval import trace_to_jaxpr
+
+
+def _pick_along_last_axis(x, idx):
+    """``take_along_axis(x, idx, -1)`` with one index per row as a masked sum over the row: a
+    row reduction, so it joins the row kernel that computes ``x`` (a log-softmax, say)."""
+    shape, nd = x.aval.shape, len(x.aval.shape)
+    dims = tuple(range(nd))
+    hit = lax.eq(lax.broadcasted_iota(idx.aval.dtype, shape, nd - 1),
+                 lax.broadcast_in_dim(lax._clip_index(idx, shape[-1]), shape, dims))
+    picked = lax.reduce_sum(lax.select_n(hit, lax.full(shape, 0, x.aval.dtype), x), (nd - 1,))
+    return [lax.reshape(picked, idx.aval.shape)]
+
+
+def _one_pick_per_row(eqn) -> bool:
+    x, idx = eqn.invars
+    return (isinstance(x, Var) and isinstance(idx, Var) and x.aval.dtype.kind == "f"
+            and eqn.params["axis"] == len(x.aval.shape) - 1 and idx.aval.shape[-1] == 1)
+
+
+# primitive -> (applies(eqn), rule(*operand tracers) -> list of results)
+RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis)}
+
+
+def decompose(eqns):
+    """``eqns`` with every equation a rule applies to replaced by the rule's equations."""
+    out = []
+    for e in eqns:
+        rule = RULES.get(e.primitive)
+        if rule is None or not rule[0](e):
+            out.append(e)
+            continue
+        closed = trace_to_jaxpr(lambda *xs: rule[1](*xs), [v.aval for v in e.invars])
+        sub = closed.jaxpr
+        if closed.consts or sub.constvars:
+            out.append(e)
+            continue
+        rename = dict(zip(sub.invars, e.invars))
+        rename.update(zip(sub.outvars, e.outvars))
+        for s in sub.eqns:
+            out.append(s.replace(
+                invars=[rename.get(v, v) if isinstance(v, Var) else v for v in s.invars],
+                outvars=[rename.get(v, v) for v in s.outvars],
+                source_info=e.source_info))
+    return out
