@@ -195,3 +195,55 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
     key = f"{m}x{n}x{k}b1{'T' if ta else 'N'}{'T' if tb else 'N'}-float32-float32-highest"
     assert gemm_table.choice_for(key) is not None
     assert key in json.load(open(gemm_table.cache_file()))
+
+
+@pytest.mark.parametrize("kind,m,n,k,ta,tb", [("warp_rows", 128, 10, 512, False, False),
+                                              ("warp_rows", 77, 16, 45, True, True),
+                                              ("thread_outputs", 512, 10, 128, True, False),
+                                              ("thread_outputs", 33, 20, 64, False, True)])
+def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb):
+    import cupy as cp
+    from fnx.cuda.small_gemm import SmallGemm
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    assert kind in SmallGemm.candidates(m, n, k, np.float32, 1)
+    out = SmallGemm(kind, m, n, k, ta, tb, np.float32)(cp.empty((m, n), np.float32),
+                                                       cp.asarray(a), cp.asarray(b))
+    ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["relu", "none"])
+@pytest.mark.parametrize("m,k,n", [(128, 784, 512), (64, 33, 10)])
+def test_dense_layer_is_one_gemm_with_its_epilogue(gpu, act, m, k, n):
+    rng = np.random.default_rng(11)
+    x, w, b = (fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu)
+               for s in [(m, k), (k, n), (n,)])
+
+    def layer(x, w, b):
+        z = x @ w + b
+        return nn.relu(z) if act == "relu" else z
+    exe, (out,) = _lower(layer, [x, w, b], gpu)
+    assert "dense" in exe.describe() and exe.num_launches == 1, exe.describe()
+    ref = np.asarray(x, np.float64) @ np.asarray(w, np.float64) + np.asarray(b, np.float64)
+    ref = np.maximum(ref, 0) if act == "relu" else ref
+    np.testing.assert_allclose(gpu.to_numpy(out), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_relu_backward_reads_the_recomputed_mask(gpu):
+    """grad through relu(x @ w + b): the forward is one dense launch and the mask the backward
+    needs is recomputed from the activation inside the backward's kernel."""
+    rng = np.random.default_rng(12)
+    x, w, b, g = (fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu)
+                  for s in [(32, 24), (24, 16), (16,), (32, 16)])
+
+    def f(x, w, b):
+        return jnp.sum(nn.relu(x @ w + b) * g)
+    grads = fnx.grad(f, (0, 1, 2))
+    exe, outs = _lower(grads, [x, w, b], gpu)
+    assert "dense" in exe.describe(), exe.describe()
+    xn, wn, bn, gn = (np.asarray(a, np.float64) for a in (x, w, b, g))
+    gz = np.where(xn @ wn + bn > 0, gn, 0.0)
+    for o, ref in zip(outs, [gz @ wn.T, xn.T @ gz, gz.sum(0)]):
+        np.testing.assert_allclose(gpu.to_numpy(o), ref, rtol=1e-4, atol=1e-4)

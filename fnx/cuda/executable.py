@@ -15,6 +15,7 @@ from ..core.jaxpr import Jaxpr, Literal, Var
 from . import gemm_table
 from .columns import ColumnKernel, leading_sum
 from .decompose import decompose
+from .epilogue import dense_p, fuse_dense_epilogues
 from .elementwise import FusedKernel, MultiKernel, is_fusible
 from .rows import RowKernel, find_row_group
 
@@ -77,7 +78,7 @@ def buffer_sharing(eqns) -> dict:
     inputs, so its results share their inputs' buffers."""
     shares: dict = {}
     for e in eqns:
-        if is_fusible(e) or e.primitive is lax.dot_general_p:
+        if is_fusible(e) or e.primitive in (lax.dot_general_p, dense_p):
             continue
         roots = set()
         for v in e.invars:
@@ -159,7 +160,7 @@ class GpuExecutable:
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
         self.kernels = []
-        eqns = decompose(fold_transposed_products(jaxpr))
+        eqns = fuse_dense_epilogues(decompose(fold_transposed_products(jaxpr)), jaxpr.outvars)
         uses = self._uses(eqns, jaxpr.outvars)
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)
@@ -352,6 +353,8 @@ class GpuExecutable:
         if p is lax.dot_general_p:
             fn = dot_general
             params = dict(eqn.params, precision=_matmul_precision(eqn.params.get("precision")))
+        elif p is dense_p:
+            from .epilogue import dense as fn
         elif p.impl is not None:
             fn = None
         else:

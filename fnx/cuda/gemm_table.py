@@ -13,7 +13,7 @@ import numpy as np
 
 from . import cublas
 
-_choices: dict = {}          # key -> "gemmex" or the index of a cuBLASLt algorithm
+_choices: dict = {}          # key -> "gemmex", "lt:<algorithm index>" or a small_gemm kind
 _plans: dict = {}
 _loaded = False
 
@@ -56,7 +56,7 @@ def _plan(key, args):
     if plan is None:
         from .cublaslt import Plan
         try:
-            plan = Plan(*args)
+            plan = Plan(*args, max_algos=32)
         except (RuntimeError, OSError, AttributeError):
             plan = None
         _plans[key] = plan
@@ -85,7 +85,8 @@ def _time(fn, reps):
                 fn()
         finally:
             graph = stream.end_capture()
-        graph.launch(stream)
+        if reps > 2:        # small problems: one untimed replay settles clocks and caches
+            graph.launch(stream)
         start.record(stream)
         graph.launch(stream)
         stop.record(stream)
@@ -93,26 +94,36 @@ def _time(fn, reps):
     return cp.cuda.get_elapsed_time(start, stop) / reps
 
 
-def _select(key, plan, gemmex, run_lt, flops):
+def _select(candidates, flops):
+    """The name of the fastest of ``candidates = {name: run}`` (GPU time)."""
     import cupy as cp
-    reps = int(min(20, max(2, 2e10 / max(flops, 1))))
+    reps = int(min(20, max(1, 2e10 / max(flops, 1))))
     cp.cuda.get_current_stream().synchronize()   # operands are ready before timing reads them
-    best, best_t = "gemmex", _time(gemmex, reps)
-    n_algos = len(plan.algos) if plan is not None else 0
-    for i in range(min(n_algos, 8 if flops < 1e11 else 4)):
+    best, best_t = None, float("inf")
+    for name, run in candidates.items():
         try:
-            t = _time(lambda i=i: run_lt(i), reps)
-        except RuntimeError:
+            t = _time(run, reps)
+        except Exception:       # a candidate that cannot run this problem is skipped
             continue
         if t < best_t:
-            best, best_t = i, t
-    return best
+            best, best_t = name, t
+    return best or "gemmex"
+
+
+def _small(key, kind, args):
+    from .small_gemm import SmallGemm
+    k = (key, kind)
+    g = _plans.get(k)
+    if g is None:
+        g = _plans[k] = SmallGemm(kind, *args)
+    return g
 
 
 def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1):
     """``out = op(a) @ op(b)`` (batched along a leading axis when ``batch > 1``) with the
     fastest known kernel for this problem."""
     import cupy as cp
+    from .small_gemm import SmallGemm
     m, n = out.shape[-2], out.shape[-1]
     k = a.shape[-2] if trans_a else a.shape[-1]
     dtype = np.dtype(a.dtype)
@@ -121,22 +132,71 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
     if not _loaded:
         _load()
     choice = _choices.get(key)
+    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch)
+    small_args = (m, n, k, trans_a, trans_b, dtype)
 
     def gemmex():
         cublas.matmul_into(out, a, b, trans_a, trans_b, precision, batch=batch)
-    if choice is None:
+    if not isinstance(choice, str):
         if cp.cuda.get_current_stream().is_capturing():
             return gemmex()
-        plan = _plan(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch))
-        choice = _choices[key] = _select(key, plan, gemmex, lambda i: plan(out, a, b, i),
-                                         2.0 * m * n * k * batch)
+        candidates = {"gemmex": gemmex}
+        plan = _plan(key, plan_args)
+        flops = 2.0 * m * n * k * batch
+        for i in range(min(len(plan.algos) if plan else 0,
+                           16 if flops < 1e10 else 4 if flops < 1e11 else 2)):
+            candidates[f"lt:{i}"] = lambda i=i: plan(out, a, b, i)
+        if np.dtype(out.dtype) == dtype:
+            for kind in SmallGemm.candidates(m, n, k, dtype, batch):
+                candidates[kind] = lambda kind=kind: _small(key, kind, small_args)(out, a, b)
+        choice = _choices[key] = _select(candidates, flops)
         _save()
-    if choice == "gemmex":
+    if choice.startswith("lt:"):
+        plan = _plan(key, plan_args)
+        i = int(choice[3:])
+        if plan is not None and i < len(plan.algos):
+            return plan(out, a, b, i)
         return gemmex()
-    plan = _plan(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch))
-    if plan is None or choice >= len(plan.algos):
-        return gemmex()
-    return plan(out, a, b, choice)
+    if choice != "gemmex":
+        return _small(key, choice, small_args)(out, a, b)
+    return gemmex()
+
+
+def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
+    """``out = act(op(a) @ op(b) + bias)``: a cuBLASLt GEMM with the BIAS / RELU_BIAS epilogue,
+    or the fastest plain GEMM followed by one bias+activation kernel, whichever is faster."""
+    import cupy as cp
+    from .epilogue import bias_act_
+    m, n = out.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    dtype = np.dtype(a.dtype)
+    key = f"dense-{act}-{m}x{n}x{k}{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}" \
+          f"-{dtype.name}-{precision}"
+    if not _loaded:
+        _load()
+    choice = _choices.get(key)
+    epi = "relu_bias" if act == "relu" else "bias"
+    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True, epi)
+
+    def unfused():
+        matmul_into(out, a, b, trans_a, trans_b, precision)
+        bias_act_(out, bias, act)
+    if not isinstance(choice, str):
+        if cp.cuda.get_current_stream().is_capturing():
+            return unfused()
+        matmul_into(out, a, b, trans_a, trans_b, precision)    # settles the plain GEMM first
+        candidates = {"unfused": unfused}
+        plan = _plan(key, plan_args)
+        for i in range(min(len(plan.algos) if plan else 0, 8)):
+            candidates[f"lt:{i}"] = lambda i=i: plan(out, a, b, i, bias=bias)
+        choice = _choices[key] = _select(candidates, 2.0 * m * n * k)
+        _save()
+    if choice.startswith("lt:"):
+        plan = _plan(key, plan_args)
+        i = int(choice[3:])
+        if plan is not None and i < len(plan.algos):
+            return plan(out, a, b, i, bias=bias)
+    return unfused()
 
 
 def choice_for(key):

@@ -1,0 +1,144 @@
+"""Dense layers as one GEMM with a fused epilogue: ``act(x @ w + b)``.
+
+``fuse_dense_epilogues`` finds, in a lowered program, a 2-D dot_general whose result only gets a
+bias (broadcast along rows) added and, optionally, a ReLU written as ``select_n(z > 0, 0, z)``,
+and replaces the group with one ``dense`` equation. The ReLU's mask (``z > 0``, which the backward
+pass reads) is recomputed as ``h > 0`` right before its first use, where it fuses into that
+kernel. At run time the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS
+epilogues and the best plain GEMM followed by a generated bias+activation kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import lax
+from ..core.core import Primitive, ShapedArray
+from ..core.jaxpr import Literal, Var
+
+dense_p = Primitive("dense")     # lowering-only: never appears in a user's jaxpr
+dense_p.abstract_eval = lambda x, w, b, **p: ShapedArray(p["shape"], x.dtype)
+
+
+def _is_zero(v, producer):
+    if isinstance(v, Literal):
+        return np.all(np.asarray(v.val) == 0)
+    e = producer.get(v)
+    return e is not None and e.primitive is lax.broadcast_in_dim_p and \
+        isinstance(e.invars[0], Literal) and np.all(np.asarray(e.invars[0].val) == 0)
+
+
+def fuse_dense_epilogues(eqns, outvars):
+    producer = {v: e for e in eqns for v in e.outvars}
+    users: dict = {}
+    for e in eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(v, []).append(e)
+    for v in outvars:
+        if isinstance(v, Var):
+            users.setdefault(v, []).append(None)
+    replace, drop, sink = {}, set(), {}
+    for add in eqns:
+        if add.primitive is not lax.add_p:
+            continue
+        match = _match_bias_add(add, producer, users)
+        if match is None:
+            continue
+        dot, bias_eqn, bias = match
+        z = add.outvars[0]
+        act, out, mask_eqn = "none", z, None
+        zu = users.get(z, [])
+        gts = [u for u in zu if u is not None and u.primitive is lax.gt_p
+               and u.invars[0] is z and _is_zero(u.invars[1], producer)]
+        sels = [u for u in zu if u is not None and u.primitive is lax.select_n_p
+                and len(u.invars) == 3 and u.invars[2] is z and gts
+                and u.invars[0] is gts[0].outvars[0] and _is_zero(u.invars[1], producer)]
+        if len(zu) == 2 and len(gts) == 1 and len(sels) == 1:
+            act, out, mask_eqn = "relu", sels[0].outvars[0], gts[0]
+            drop.add(id(sels[0]))
+            # the mask of the backward pass, recomputed from the activation where it is used
+            sink[id(mask_eqn)] = mask_eqn.replace(invars=[out, mask_eqn.invars[1]])
+        x, w = dot.invars
+        (lc, rc), _ = dot.params["dimension_numbers"]
+        replace[id(add)] = add.replace(
+            primitive=dense_p, invars=[x, w, bias], outvars=[out],
+            params={"act": act, "trans_a": lc == (0,), "trans_b": rc == (1,),
+                    "shape": out.aval.shape, "precision": dot.params.get("precision")})
+        drop.update((id(dot), id(bias_eqn)))
+    if not replace:
+        return eqns
+    result, pending = [], dict(sink)
+    for e in eqns:
+        if id(e) in drop:
+            continue
+        if id(e) in pending:       # moved to just before its first reader
+            continue
+        for m in list(pending):
+            mask = sink[m]
+            if any(v is mask.outvars[0] for v in e.invars):
+                result.append(mask)
+                del pending[m]
+        result.append(replace.get(id(e), e))
+    result.extend(sink[m] for m in pending)    # a mask only the program returns
+    return result
+
+
+def _match_bias_add(add, producer, users):
+    for d, bb in (add.invars, add.invars[::-1]):
+        dot, bc = producer.get(d), producer.get(bb)
+        if dot is None or bc is None or dot.primitive is not lax.dot_general_p \
+                or bc.primitive is not lax.broadcast_in_dim_p:
+            continue
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+        out = add.outvars[0].aval
+        if lb or rb or len(out.shape) != 2 or out.dtype != np.float32 \
+                or len(lc) != 1 or len(rc) != 1 or any(not isinstance(v, Var) for v in dot.invars) \
+                or dot.invars[0].aval.dtype != np.float32:
+            continue
+        b = bc.invars[0]
+        if not isinstance(b, Var) or b.aval.shape != out.shape[1:] \
+                or tuple(bc.params["broadcast_dimensions"]) != (1,):
+            continue
+        if len(users.get(d, [])) != 1 or len(users.get(bb, [])) != 1:
+            continue
+        return dot, bc, b
+    return None
+
+
+_BIAS_ACT = {}
+
+
+def _bias_act_kernel(act, dtype):
+    key = (act, np.dtype(dtype).name)
+    k = _BIAS_ACT.get(key)
+    if k is None:
+        from .elementwise import C_TYPES, _compile
+        t = C_TYPES[np.dtype(dtype).name]
+        val = "v > 0 ? v : 0" if act == "relu" else "v"
+        k = _BIAS_ACT[key] = _compile(
+            f'extern "C" __global__ void fnx_bias_{act}({t}* y, const {t}* __restrict__ b, '
+            "long long n, long long cols) {\n"
+            "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
+            "       i += (long long)gridDim.x * blockDim.x) {\n"
+            f"    const {t} v = y[i] + b[i % cols];\n    y[i] = {val};\n  }}\n}}\n",
+            f"fnx_bias_{act}")
+    return k
+
+
+def bias_act_(y, b, act):
+    """``y = act(y + b)`` in place, ``b`` broadcast along rows."""
+    n = y.size
+    blocks = max(1, min(-(-n // 256), 132 * 16))
+    _bias_act_kernel(act, y.dtype)((blocks,), (256,), (y, b, np.int64(n), np.int64(y.shape[-1])))
+    return y
+
+
+def dense(x, w, b, *, act, trans_a, trans_b, shape, precision):
+    """``act(op(x) @ op(w) + b)`` on the GPU through the gemm table's epilogue candidates."""
+    import cupy as cp
+    from . import gemm_table
+    from .executable import _matmul_precision, dense as contiguous
+    out = cp.empty(shape, x.dtype)
+    gemm_table.dense_into(out, contiguous(x), contiguous(w), contiguous(b), act, trans_a,
+                          trans_b, _matmul_precision(precision))
+    return out
