@@ -224,6 +224,12 @@ def _pp_param(v) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
+def _is_jaxpr_param(v) -> bool:
+    if isinstance(v, (tuple, list)):
+        return bool(v) and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v)
+    return isinstance(v, (Jaxpr, ClosedJaxpr))
+
+
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
     namer = namer or _Namer()
     pad = " " * indent
@@ -239,12 +245,19 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
         params = {k: v for k, v in eqn.params.items()}
         if eqn.primitive.pp_params is not None:
             params = eqn.primitive.pp_params(params)
-        subs = {k: v for k, v in params.items() if isinstance(v, (Jaxpr, ClosedJaxpr))}
+        subs = {k: v for k, v in params.items() if _is_jaxpr_param(v)}
         flat = [f"{k}={_pp_param(v)}" for k, v in params.items() if k not in subs]
         pstr = f"[{', '.join(flat)}]" if flat else ""
         rhs = f"{eqn.primitive.name}{pstr} {' '.join(map(namer, eqn.invars))}".rstrip()
         lines.append(f"{pad}    {lhs} = {rhs}")
         for k, sub in subs.items():
+            if isinstance(sub, (tuple, list)):     # cond's branches: one jaxpr per line group
+                lines.append(f"{pad}      {k}=(")
+                for sj in sub:
+                    sj = sj.jaxpr if isinstance(sj, ClosedJaxpr) else sj
+                    lines.append(pp_jaxpr(sj, indent + 8, namer))
+                lines.append(f"{pad}      )")
+                continue
             sj = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
             lines.append(f"{pad}      {k}=" + pp_jaxpr(sj, indent + 6, namer).lstrip())
     outs = ", ".join(map(namer, jaxpr.outvars))

@@ -10,9 +10,10 @@ baked into it.
 """
 from __future__ import annotations
 
-from .core import Array, ShapedArray, Trace, Tracer, get_aval, set_current_trace
+from .core import Array, ShapedArray, Trace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import ConcretizationTypeError, user_frame
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, literal_or_none
+from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, eval_jaxpr,
+                    literal_or_none)
 
 
 class JaxprTracer(Tracer):
@@ -122,7 +123,6 @@ def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
     """Trace ``flat_fun(*tracers) -> list`` into a ClosedJaxpr on top of ``parent``.
 
     Returns ``(closed_jaxpr, out_avals)``. Closed-over tracers of outer traces become consts."""
-    from .core import current_trace
     trace = JaxprTrace(parent if parent is not None else current_trace(), description,
                        stage_all)
     in_tracers = [trace.new_arg(a) for a in in_avals]
@@ -132,8 +132,53 @@ def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
     return closed
 
 
+def partial_eval_jaxpr_nounits(jaxpr: Jaxpr, unknowns, instantiate):
+    """Split ``jaxpr`` (no constvars) by which of its inputs are unknown, as JAX's function of
+    the same name: the known part runs now (or in an outer trace), the unknown part later.
+
+    Returns ``(known, unknown, out_unknowns, res_avals)``:
+
+    * ``known``: a ClosedJaxpr ``known_inputs -> [*known_outputs, *residuals]``
+    * ``unknown``: a Jaxpr ``[*residuals, *unknown_inputs] -> unknown_outputs``
+    * ``out_unknowns``: which outputs are unknown; ``instantiate`` (a bool, or one per output)
+      forces known outputs to be unknown ones, which the known part then passes as residuals.
+
+    The unknown inputs are the tracers of a partial evaluator running on top of a staging trace
+    that owns the known inputs, so higher-order primitives inside split themselves with their own
+    ``partial_eval`` rules, and the known values the unknown equations read become residuals.
+    """
+    n_out = len(jaxpr.outvars)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    known_tr = JaxprTrace(current_trace(), "the known part of a partially evaluated jaxpr",
+                          stage_all=True)
+    unknown_tr = JaxprTrace(known_tr, "the unknown part of a partially evaluated jaxpr")
+    known_in, unknown_in, args = [], [], []
+    for v, uk in zip(jaxpr.invars, unknowns):
+        t = unknown_tr.new_arg(v.aval) if uk else known_tr.new_arg(v.aval)
+        (unknown_in if uk else known_in).append(t)
+        args.append(t)
+    with set_current_trace(unknown_tr):
+        outs = eval_jaxpr(jaxpr, [], *args)
+    out_unknowns = [isinstance(o, Tracer) and unknown_tr.is_own(o) or bool(inst)
+                    for o, inst in zip(outs, instantiate)]
+    # a known output that must be unknown is read by the unknown jaxpr, so it becomes a residual
+    unknown_closed = unknown_tr.to_jaxpr(unknown_in, [o for o, u in zip(outs, out_unknowns) if u])
+    uj = unknown_closed.jaxpr
+    pruned, used = dce_jaxpr(Jaxpr([], uj.constvars + uj.invars, uj.outvars, uj.eqns))
+    kept = [(v, r) for v, r, u in zip(uj.constvars, unknown_closed.consts, used) if u]
+    res_vars, residuals = [v for v, _ in kept], [r for _, r in kept]
+    unknown_jaxpr = Jaxpr([], res_vars + uj.invars, pruned.outvars, pruned.eqns)
+    known_closed = known_tr.to_jaxpr(known_in, [o for o, u in zip(outs, out_unknowns) if not u]
+                                     + residuals)
+    known_jaxpr, _ = dce_jaxpr(known_closed.jaxpr)
+    res_avals = [v.aval for v in res_vars]
+    return (ClosedJaxpr(known_jaxpr, known_closed.consts), unknown_jaxpr, out_unknowns,
+            res_avals)
+
+
 def is_known_concrete(x) -> bool:
     return type(x) is Array or not isinstance(x, Tracer)
 
 
-__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "Literal"]
+__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "partial_eval_jaxpr_nounits", "Literal"]

@@ -2,8 +2,12 @@
 
 >>> import fnx.lax as lax
 >>> lax.add(1.0, 2.0)
+>>> lax.fori_loop(0, 3, lambda i, x: x * 2.0, 1.0)
 """
 from ..core.lax import *  # noqa: F401,F403
 from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
+from ..core.lax import select, select_n  # noqa: F401
 from ..core.api import stop_gradient  # noqa: F401
+from ..core.control_flow import (cond, switch, while_loop, fori_loop, scan, map,  # noqa: F401
+                                 ControlFlowTypeError, ReverseModeWhileLoopError)
 from . import linalg  # noqa: E402,F401  (fnx.lax.linalg, as jax.lax.linalg)
