@@ -200,3 +200,39 @@ def test_memory_does_not_grow_over_1000_donated_steps(gpu):
     assert pool.used_bytes() <= used_early
     assert float(value) < float(np.log(10))
     assert _jit_step_exe(step).eager_fallbacks == 0
+
+
+def test_adam_update_of_every_parameter_is_one_launch(gpu):
+    """optax-style Adam under jit: the moments, bias corrections and parameter updates of all
+    parameters (four shapes) fuse into one multi-tensor kernel, besides the step counter."""
+    import fnx.optim as optim
+    rng = np.random.default_rng(5)
+    shapes = [(33, 17), (17,), (17, 5), (5,)]
+    params = [fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu) for s in shapes]
+    opt = optim.adam(1e-2)
+    state = opt.init(params)
+
+    @fnx.jit
+    def update(params, grads, state):
+        updates, state = opt.update(grads, state, params)
+        return optim.apply_updates(params, updates), state
+    ref_p = [np.asarray(p, np.float64) for p in params]
+    m = [np.zeros_like(p) for p in ref_p]
+    v = [np.zeros_like(p) for p in ref_p]
+    for t in range(1, 4):
+        grads = [fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu) for s in shapes]
+        params, state = update(params, grads, state)
+        for k, g in enumerate(grads):
+            g = np.asarray(g, np.float64)
+            m[k] = 0.9 * m[k] + 0.1 * g
+            v[k] = 0.999 * v[k] + 0.001 * g * g
+            ref_p[k] = ref_p[k] - 1e-2 * (m[k] / (1 - 0.9 ** t)) / (
+                np.sqrt(v[k] / (1 - 0.999 ** t)) + 1e-8)
+    for p, r in zip(params, ref_p):
+        np.testing.assert_allclose(np.asarray(p), r, rtol=1e-4, atol=1e-5)
+    from fnx.core.jit import _executables
+    traced = next(iter(update._cache.values()))
+    exe = next(iter(_executables[traced.jaxpr].values()))
+    multi = [label for label in exe.executable.labels if label.startswith("multi")]
+    assert len(multi) == 1 and "multi[4]" in multi[0], exe.describe()
+    assert exe.num_launches <= 3, exe.describe()

@@ -169,61 +169,37 @@ class GpuExecutable:
                                  jaxpr.outvars if isinstance(w, Var) and w is not jaxpr.invars[i])}
         self._write_into = {jaxpr.outvars[j]: jaxpr.invars[i] for j, i in self.alias.items()}
         self.in_place = 0       # aliased results a kernel writes directly, without a copy
+        self._ends: list = []    # per step: eqns before this index are done when it has run
+        self._cursor = 0
+        self._readers = self._reader_positions(eqns, jaxpr.outvars)
+        self._position = {id(e): k for k, e in enumerate(eqns)}
         i = 0
-        pending: list = []      # independent elementwise kernels waiting to share a launch
-        pending_outs: set = set()
-        pending_reads: set = set()
-        targets = set(self._write_into.values())
-
-        def flush():
-            if pending:
-                self._add_kernels(pending)
-                pending.clear()
-                pending_outs.clear()
-                pending_reads.clear()
         while i < len(eqns):
             row_group = find_row_group(eqns, i)
             if row_group is not None:
-                flush()
                 group, shape, i = row_group
-                self._add_kernels([self._plan_fused(group, shape, uses, i, RowKernel)])
+                self._cursor = i
+                self._add_kernels([self._plan_fused(group, shape, self._needed(group),
+                                                    RowKernel)])
                 continue
-            group, shape = [], None
-            while i < len(eqns) and is_fusible(eqns[i]):
-                e = eqns[i]
-                out_shape = e.outvars[0].aval.shape
-                produced = {v for g in group for v in g.outvars}
-                if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in produced:
-                    break   # broadcasting an intermediate needs another iteration shape
-                if shape is None or out_shape == shape or out_shape == ():
-                    shape = out_shape if shape is None or shape == () else shape
-                    group.append(e)
-                    i += 1
+            if not is_fusible(eqns[i]):
+                self._cursor = i + 1
+                if leading_sum(eqns[i], None):
+                    self._add_kernels([self._plan_fused(
+                        [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
+                        ColumnKernel)])
                 else:
-                    break
-            if i < len(eqns) and leading_sum(eqns[i], shape if group else None):
-                flush()
-                col_shape = eqns[i].invars[0].aval.shape
-                self._add_kernels([self._plan_fused(group + [eqns[i]], col_shape, uses, i + 1,
-                                                    ColumnKernel)])
+                    self._add_generic(eqns[i])
                 i += 1
                 continue
-            if group:
-                reads = {v for e in group for v in e.invars if isinstance(v, Var)}
-                # a kernel reading another's results, or possibly overwriting (donated) buffers
-                # another reads, must not run in the same launch
-                if reads & pending_outs or reads & targets & pending_reads:
-                    flush()
-                part = self._plan_fused(group, shape, uses, i)
-                if part[2]:     # a chain none of whose values are used later needs no launch
-                    pending.append(part)
-                pending_outs.update(v for e in group for v in e.outvars)
-                pending_reads.update(reads)
-                continue    # the next equation may start a row or column group
-            flush()
-            self._add_generic(eqns[i])
-            i += 1
-        flush()
+            j = i + 1
+            while j < len(eqns) and is_fusible(eqns[j]):
+                if eqns[j].outvars[0].aval.shape != eqns[j - 1].outvars[0].aval.shape \
+                        and find_row_group(eqns, j) is not None:
+                    break       # a row group starts here: leave it whole
+                j += 1
+            i = self._add_elementwise_run(eqns, i, j)
+        self._cursor = len(eqns) + 1
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
                 self._add_copy(v, u)
@@ -232,6 +208,29 @@ class GpuExecutable:
                           for v in jaxpr.outvars]
         self.n_slots = len(self.slot)
         self.num_launches = len(self.steps)
+        self._frees = self._plan_frees(jaxpr, eqns, uses)
+
+    def _push(self, run, label):
+        self.steps.append(run)
+        self.labels.append(label)
+        self._ends.append(self._cursor)
+
+    def _plan_frees(self, jaxpr, eqns, uses):
+        """Per step, the slots no later step reads: run() drops them, so their memory goes back
+        to the pool and later steps reuse it (inside a captured graph, the graph's own pool is
+        the arena, reused in stream order)."""
+        keep = set(jaxpr.constvars) | set(jaxpr.invars) | \
+            {v for v in jaxpr.outvars if isinstance(v, Var)}
+        made = {v: k for k, e in enumerate(eqns) for v in e.outvars}
+        frees = [[] for _ in self.steps]
+        for v, s in self.slot.items():
+            if v in keep or v not in made:
+                continue
+            dead = max(uses.get(v, -1), made[v])
+            k = next((k for k, end in enumerate(self._ends) if end > dead), None)
+            if k is not None:
+                frees[k].append(s)
+        return frees
 
     def _slot_of(self, v):
         s = self.slot.get(v)
@@ -252,17 +251,37 @@ class GpuExecutable:
                 last[v] = len(eqns)
         return last
 
-    def _in_place_target(self, v, inputs, shape, uses, start, end):
-        """The donated argument whose buffer a fused kernel may write ``v`` into: one it reads
-        elementwise at the same index, for the last time, with no view of it read later."""
-        u = self._write_into.get(v)
-        if u is None or u not in inputs or tuple(u.aval.shape) != tuple(shape) \
-                or uses.get(u, -1) >= end:
-            return None
-        if any(u in roots and w is not u and uses.get(w, -1) >= start
-               for w, roots in self._shares.items()):
-            return None
-        return u
+    @staticmethod
+    def _reader_positions(eqns, outvars):
+        """var -> indices of the equations reading it (len(eqns) for a program output)."""
+        readers: dict = {}
+        for k, e in enumerate(eqns):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    readers.setdefault(v, set()).add(k)
+        for v in outvars:
+            if isinstance(v, Var):
+                readers.setdefault(v, set()).add(len(eqns))
+        return readers
+
+    def _needed(self, group, positions=None):
+        """The values ``group`` makes that something outside it reads. ``positions`` are the
+        group's equation indices (by default read off the equations themselves)."""
+        if positions is None:
+            positions = {self._position[id(e)] for e in group}
+        return [v for e in group for v in e.outvars
+                if self._readers.get(v, set()) - positions]
+
+    def _may_overwrite(self, u, positions, start):
+        """Whether a kernel made of the equations at ``positions`` (of a run starting at
+        ``start``) may write into donated argument ``u``'s buffer: it is u's only reader from
+        ``start`` on, and no view of u is read from there on."""
+        later = {r for r in self._readers.get(u, ()) if r >= start}
+        if not later or not later <= positions:     # earlier readers have run by now
+            return False
+        return not any(u in roots and w is not u and
+                       any(r >= start for r in self._readers.get(w, ()))
+                       for w, roots in self._shares.items())
 
     def _add_copy(self, v, u):
         src, dst = self._slot_of(v), self._slot_of(u)
@@ -270,36 +289,114 @@ class GpuExecutable:
         def run(env):
             import cupy as cp
             cp.copyto(env[dst], env[src])
-        self.steps.append(run)
-        self.labels.append(f"copy into donated {u.aval.str_short()}")
+        self._push(run, f"copy into donated {u.aval.str_short()}")
 
-    def _plan_fused(self, group, shape, uses, end, kernel_class=FusedKernel):
-        """A generated kernel for ``group`` (equations ending at index ``end``), with where its
-        inputs come from and where its outputs go."""
-        produced = [v for e in group for v in e.outvars]
-        produced_set = set(produced)
+    def _plan_fused(self, group, shape, outputs, kernel_class=FusedKernel, overwrite=None):
+        """A generated kernel for ``group`` writing ``outputs``, with where its inputs come from
+        and where its outputs go; ``overwrite(u)`` says whether an output paired with donated
+        argument ``u`` may be written straight into u's buffer."""
+        produced = {v for e in group for v in e.outvars}
         inputs = []
         for e in group:
             for v in e.invars:
-                if isinstance(v, Var) and v not in produced_set and v not in inputs:
+                if isinstance(v, Var) and v not in produced and v not in inputs:
                     inputs.append(v)
-        outputs = [v for v in produced if uses.get(v, -1) >= end]
         kernel = kernel_class(group, inputs, outputs, shape)
         outputs = kernel.outputs
         # (shape, dtype, slot of the donated buffer to write into or None)
         out_meta = []
         for v in outputs:
-            u = self._in_place_target(v, inputs, shape, uses, end - len(group), end) \
-                if kernel_class is FusedKernel else None
-            if u is not None:
+            u = self._write_into.get(v)
+            if u is not None and overwrite is not None and u in inputs \
+                    and tuple(u.aval.shape) == tuple(shape) and overwrite(u):
                 self._written_in_place.add(v)
                 self.in_place += 1
+            else:
+                u = None
             out_meta.append((v.aval.shape, v.aval.dtype, None if u is None else self._slot_of(u)))
         kind = {RowKernel: "rows", ColumnKernel: "columns"}.get(kernel_class, "fused")
         label = f"{kind}[{','.join(map(str, shape))}]: " + " -> ".join(e.primitive.name
                                                                       for e in group)
         return (kernel, [self._slot_of(v) for v in inputs], [self._slot_of(v) for v in outputs],
                 out_meta, label)
+
+    def _add_elementwise_run(self, eqns, i, j) -> int:
+        """Lower the elementwise equations ``eqns[i:j]``: one kernel per iteration shape (scalar
+        equations are recomputed inside every kernel that needs them), and kernels that do not
+        read each other's results share one launch. A sum over leading axes right after the
+        run joins the kernel that makes its operand. Returns where lowering goes on."""
+        run = list(range(i, j))
+        shape_of = {k: tuple(eqns[k].outvars[0].aval.shape) for k in run}
+        made_at = {v: k for k in run for v in eqns[k].outvars}
+        members: dict = {}
+        for k in run:
+            if shape_of[k] != ():
+                members.setdefault(shape_of[k], set()).add(k)
+
+        def with_scalar_deps(ks):
+            todo, acc = list(ks), set(ks)
+            while todo:
+                for v in eqns[todo.pop()].invars:
+                    k = made_at.get(v)
+                    if k is not None and shape_of[k] == () and k not in acc:
+                        acc.add(k)
+                        todo.append(k)
+            return acc
+        classes = {shape: with_scalar_deps(ks) for shape, ks in members.items()}
+        covered = set().union(*classes.values()) if classes else set()
+        left = [k for k in run if k not in covered]
+        if left:
+            classes[()] = with_scalar_deps(left)
+        owner: dict = {}            # an equation in several kernels is written by the first
+        for shape, ks in classes.items():
+            for k in ks:
+                owner.setdefault(k, shape)
+        deps = {shape: {owner[made_at[v]] for k in ks for v in eqns[k].invars
+                        if v in made_at and made_at[v] not in ks} for shape, ks in classes.items()}
+        level: dict = {}
+
+        def level_of(shape):
+            if shape not in level:
+                level[shape] = 1 + max((level_of(d) for d in deps[shape]), default=-1)
+            return level[shape]
+        for shape in classes:
+            level_of(shape)
+        # a leading-axes sum of a value one (final) kernel makes becomes that kernel's epilogue
+        column = None
+        if j < len(eqns) and leading_sum(eqns[j], None):
+            src = made_at.get(eqns[j].invars[0])
+            shape = tuple(eqns[j].invars[0].aval.shape)
+            if src is not None and owner[src] == shape and shape in classes and \
+                    not any(shape in d for d in deps.values()):
+                column = shape
+        last = max(level.values())
+        for lvl in range(last + 1):
+            # a step's cursor promises that every equation before it is done: inside the run
+            # that holds only once the last level has run
+            self._cursor = j + (column is not None) if lvl == last else i
+            parts = []
+            for shape, ks in classes.items():
+                if level[shape] != lvl:
+                    continue
+                order = sorted(ks)
+                group = [eqns[k] for k in order]
+                mine = {k for k in ks if owner[k] == shape}
+                outputs = [v for k in order if k in mine for v in eqns[k].outvars
+                           if self._readers.get(v, set()) - ks]
+                if shape == column:
+                    self._add_kernels([self._plan_fused(group + [eqns[j]], shape, [
+                        v for v in outputs if self._readers[v] != {j}] + [eqns[j].outvars[0]],
+                        ColumnKernel)])
+                    continue
+                if not outputs:
+                    continue    # nothing it makes is read: no launch
+                positions = set(ks)
+                parts.append(self._plan_fused(
+                    group, shape, outputs, FusedKernel,
+                    overwrite=lambda u, positions=positions: self._may_overwrite(u, positions, i)))
+            if parts:
+                self._add_kernels(parts)
+        return j + (column is not None)
 
     def _add_kernels(self, parts):
         """One launch for the planned kernels: the kernel itself, or a MultiKernel of several
@@ -344,8 +441,7 @@ class GpuExecutable:
                         env[s] = cp.empty(shape, dtype) if into is None else env[into]
                         args.append(env[s])
                 kernel.kernel()(grid, block, tuple(args) + extra)
-        self.steps.append(run)
-        self.labels.append(label)
+        self._push(run, label)
 
     def _add_generic(self, eqn):
         impls = self.backend.impls
@@ -380,8 +476,7 @@ class GpuExecutable:
             for s, o, dt in zip(writes, outs, dtypes_out):
                 # generated kernels index buffers as dense row-major: no strided views
                 env[s] = dense(backend.cast(o, dt))
-        self.steps.append(run)
-        self.labels.append(f"{p.name}: " + ", ".join(
+        self._push(run, f"{p.name}: " + ", ".join(
             f"{v.aval.dtype.name}{list(v.aval.shape)}" for v in eqn.invars))
 
     def __call__(self, *args):
@@ -393,8 +488,10 @@ class GpuExecutable:
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
-        for step in self.steps:
+        for step, frees in zip(self.steps, self._frees):
             step(env)
+            for s in frees:
+                env[s] = None
         outs = [env[s] if s is not None else self.backend.cast(lit, np.asarray(lit).dtype)
                 for s, lit in self.out_slots]
         return outs, env

@@ -187,9 +187,11 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
         matmul_into(out, a, b, trans_a, trans_b, precision)    # settles the plain GEMM first
         candidates = {"unfused": unfused}
         plan = _plan(key, plan_args)
-        for i in range(min(len(plan.algos) if plan else 0, 8)):
+        flops = 2.0 * m * n * k
+        for i in range(min(len(plan.algos) if plan else 0,
+                           8 if flops < 1e10 else 4 if flops < 1e11 else 2)):
             candidates[f"lt:{i}"] = lambda i=i: plan(out, a, b, i, bias=bias)
-        choice = _choices[key] = _select(candidates, 2.0 * m * n * k)
+        choice = _choices[key] = _select(candidates, flops)
         _save()
     if choice.startswith("lt:"):
         plan = _plan(key, plan_args)

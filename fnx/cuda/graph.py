@@ -54,6 +54,11 @@ class GraphExecutable:
         mode = "CUDA graph replay" if self.graph is not None else \
             f"eager launches ({self.reason or 'graph is captured on the second call'})"
         lines = [self.executable.describe(), f"  execution: {mode}"]
+        if self.graph is not None:
+            pool = self._keepalive[2]
+            static = sum(a.nbytes for a in self._static_in)
+            lines.append(f"  memory: {pool.total_bytes() / 2**20:.1f} MiB arena (intermediates, "
+                         f"reused by liveness), {static / 2**20:.1f} MiB static inputs")
         if self._donated:
             lines.append(f"  donated arguments {self._donated}: results written in place "
                          f"({self.executable.in_place} by their kernels, "
