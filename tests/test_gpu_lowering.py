@@ -247,3 +247,18 @@ def test_dense_relu_backward_reads_the_recomputed_mask(gpu):
     gz = np.where(xn @ wn + bn > 0, gn, 0.0)
     for o, ref in zip(outs, [gz @ wn.T, xn.T @ gz, gz.sum(0)]):
         np.testing.assert_allclose(gpu.to_numpy(o), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_sgd_step_on_a_weight_is_folded_into_its_gradient_gemm(gpu):
+    rng = np.random.default_rng(13)
+    w, x, g = (fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu)
+               for s in [(24, 16), (32, 24), (32, 16)])
+
+    def step(w, x, g):      # w - 0.05 * x.T @ g, the weight-gradient layout of a dense layer
+        return w - 0.05 * fnx.lax.dot_general(x, g, (((0,), (0,)), ((), ())))
+    w_before = np.asarray(w)
+    exe, (new,) = _lower(step, [w, x, g], gpu)
+    assert exe.num_launches == 1 and "gemm_update" in exe.describe(), exe.describe()
+    ref = np.asarray(w, np.float64) - 0.05 * np.asarray(x, np.float64).T @ np.asarray(g, np.float64)
+    np.testing.assert_allclose(gpu.to_numpy(new), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(w), w_before)   # not donated: w is untouched

@@ -1,68 +1,541 @@
-"""The CPU executable: a jaxpr lowered to a flat list of NumPy calls over numbered slots.
+"""The CPU executable: a jaxpr lowered to a flat list of NumPy steps over numbered slots.
 
-Everything that can be decided once is decided when lowering: which function runs each
-equation, its parameters, where its inputs come from (literals are stored in slots up front) and
-which dtype its result must have. A call is then one loop over prepared steps."""
+Everything that can be decided once is decided when lowering:
+
+* which function runs each equation and with which parameters, as one closure per step;
+* equations of constants only (a broadcast zero, an iota) are computed once, at lowering;
+* a buffer plan from the equations' liveness: a ufunc, a two-way select or a product writes its
+  result (``out=``) into a buffer an earlier step of the same call allocated and nothing reads
+  any more, or into the dying input it reads elementwise (a bias add into its product's
+  buffer, an SGD step into its gradient's). Arguments, constants, results the program returns
+  and buffers a live view still reads are never overwritten;
+* a select on a boolean mask is a bitwise blend (``np.where`` on a random mask is slow), which
+  picks exactly the same bits.
+
+Every step computes what the backend's eager impl computes, bit for bit.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from ..core import lax
 from ..core.core import Array
-from ..core.jaxpr import Jaxpr, Literal
+from ..core.jaxpr import Jaxpr, Literal, Var
+
+_INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+CONSTANT_LIMIT = 1 << 22     # bytes: larger constant results are computed on every call
+
+# impls that return a new array that is not a view of any input
+_FRESH = frozenset({
+    lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p, lax.reduce_prod_p, lax.reduce_and_p,
+    lax.reduce_or_p, lax.argmax_p, lax.argmin_p, lax.cumsum_p, lax.dot_general_p, lax.take_p,
+    lax.take_along_axis_p, lax.scatter_p, lax.iota_p, lax.sort_p, lax.pad_p,
+    lax.concatenate_p, lax.convert_element_type_p})
 
 
 class NumpyExecutable:
+    """``executable(*buffers) -> list of buffers`` for a jaxpr on NumPy."""
+
     def __init__(self, jaxpr: Jaxpr, consts, backend):
         self.backend = backend
-        slot: dict = {}
-        init: list = []          # (slot, value) set before every call: consts and literals
-
-        def slot_of(v):
-            if isinstance(v, Literal):
-                k = len(slot)
-                slot[("lit", k)] = k
-                # a NumPy scalar, not a 0-d array: ufuncs take scalars faster
-                init.append((k, np.dtype(v.aval.dtype).type(np.asarray(v.val).item())))
-                return k
-            if v not in slot:
-                slot[v] = len(slot)
-            return slot[v]
-
-        for v, c in zip(jaxpr.constvars, consts):
-            init.append((slot_of(v), backend.to_buffer(c, v.aval.dtype)))
-        self.in_slots = [slot_of(v) for v in jaxpr.invars]
-        self.steps = []
-        for eqn in jaxpr.eqns:
-            p = eqn.primitive
-            ins = tuple(slot_of(v) for v in eqn.invars)
-            outs = tuple(slot_of(v) for v in eqn.outvars)
-            dts = tuple(np.dtype(v.aval.dtype) for v in eqn.outvars)
-            if p.impl is not None:     # higher-order primitives interpret their own jaxprs
-                fn = _via_arrays(p, eqn.params, backend, [v.aval.weak_type for v in eqn.invars])
-                params = {}
-            else:
-                fn, params = backend.impls[p], eqn.params
-            self.steps.append((fn, ins, params, outs, dts, p.multiple_results))
-        self.out_slots = [slot_of(v) for v in jaxpr.outvars]
-        self.template = [None] * len(slot)
-        for k, v in init:
-            self.template[k] = v
+        plan = _Lowering(jaxpr, consts, backend)
+        self.steps = plan.steps
+        self.labels = plan.labels
+        self.template = plan.template
+        self.in_slots = [plan.slot_of(v) for v in jaxpr.invars]
+        self.out_slots = [plan.slot_of(v) for v in jaxpr.outvars]
+        self.literal_outs = [isinstance(v, Literal) for v in jaxpr.outvars]
+        self.any_literal_out = any(self.literal_outs)
         self.num_steps = len(self.steps)
+        self.reused = plan.reused
+        self.constants = plan.constants
 
     def __call__(self, *args):
         env = self.template.copy()
         for k, a in zip(self.in_slots, args):
             env[k] = a
-        for fn, ins, params, outs, dts, multiple in self.steps:
-            res = fn(*[env[i] for i in ins], **params)
-            if not multiple:
-                res = (res,)
-            for k, r, dt in zip(outs, res, dts):
-                env[k] = r if type(r) is np.ndarray and r.dtype == dt else np.asarray(r, dt)
-        return [env[k] for k in self.out_slots]
+        for step in self.steps:
+            step(env)
+        outs = [env[k] for k in self.out_slots]
+        if self.any_literal_out:      # a fresh 0-d array, not the executable's scalar
+            outs = [np.array(o) if lit else o for o, lit in zip(outs, self.literal_outs)]
+        return outs
 
     def describe(self) -> str:
-        return f"{self.num_steps} NumPy calls"
+        return (f"{self.num_steps} NumPy calls, {self.reused} results written into reused "
+                f"buffers, {self.constants} constants computed at lowering")
+
+
+class _Lowering:
+    """Builds the steps, the slot template and the buffer plan of one jaxpr."""
+
+    def __init__(self, jaxpr: Jaxpr, consts, backend):
+        self.backend = backend
+        self.slot: dict = {}
+        self.template: list = []
+        self.steps: list = []
+        self.labels: list = []              # one per step: the primitive and its operands
+        self.reused = self.constants = 0
+        for v, c in zip(jaxpr.constvars, consts):
+            self.template[self.slot_of(v)] = backend.to_buffer(c, v.aval.dtype)
+        for v in jaxpr.invars:
+            self.slot_of(v)
+        self.constant: set = set()         # vars whose value sits in the template
+        eqns = [e for e in jaxpr.eqns if not self._precompute(e, jaxpr.outvars)]
+        self.kinds = [_kind(e, self.backend.impls) for e in eqns]
+        _mark_implicit_broadcasts(eqns, self.kinds, jaxpr.outvars)
+        self.buffers = _BufferPlan(eqns, jaxpr.outvars)
+        for k, eqn in enumerate(eqns):
+            self.steps.append(self._lower(eqn, k))
+            self.labels.append(f"{eqn.primitive.name}: " + ", ".join(
+                v.aval.str_short() for v in eqn.invars))
+            self.buffers.finish_step(k)
+
+    def slot_of(self, v) -> int:
+        if isinstance(v, Literal):
+            # a NumPy scalar, not a 0-d array: ufuncs take scalars faster
+            self.template.append(np.dtype(v.aval.dtype).type(np.asarray(v.val).item()))
+            return len(self.template) - 1
+        s = self.slot.get(v)
+        if s is None:
+            s = self.slot[v] = len(self.template)
+            self.template.append(None)
+        return s
+
+    # -- constants
+
+    def _precompute(self, eqn, outvars) -> bool:
+        """Compute an equation of literals and constants now, into the template."""
+        p = eqn.primitive
+        if p.impl is not None or getattr(p, "has_effect", False) or p not in self.backend.impls \
+                or any(isinstance(v, Var) and v not in self.constant for v in eqn.invars) \
+                or any(v in outvars for v in eqn.outvars) \
+                or any(v.aval.size * v.aval.dtype.itemsize > CONSTANT_LIMIT
+                       for v in eqn.outvars):
+            return False
+        step = _generic(self.backend.impls[p], [self.slot_of(v) for v in eqn.invars],
+                        eqn.params, [self.slot_of(v) for v in eqn.outvars],
+                        [v.aval.dtype for v in eqn.outvars], p.multiple_results)
+        step(self.template)
+        for v in eqn.outvars:     # shared by every call: reading it is all anyone may do
+            c = self.template[self.slot_of(v)]
+            if type(c) is np.ndarray and c.flags.writeable:
+                c.flags.writeable = False
+        self.constant.update(eqn.outvars)
+        self.constants += 1
+        return True
+
+    def _zero_bits(self, v) -> bool:
+        """Whether ``v`` is a constant whose every element is all-zero bits (+0, False, 0)."""
+        if isinstance(v, Var) and v not in self.constant:
+            return False
+        val = np.asarray(v.val if isinstance(v, Literal) else self.template[self.slot_of(v)])
+        it = _INT_OF_SIZE.get(val.dtype.itemsize)
+        return it is not None and not np.any(val.view(it))
+
+    # -- steps
+
+    def _lower(self, eqn, k):
+        """The step of ``eqn``, the k-th equation left to run: ``self._<kind>_step``."""
+        build = getattr(self, f"_{self.kinds[k]}_step")
+        return build(eqn, k, [self.slot_of(v) for v in eqn.invars])
+
+    def _out(self, eqn, k, in_place_positions):
+        """(slot holding the buffer to write into or None to allocate, shape, dtype)."""
+        v = eqn.outvars[0]
+        src = self.buffers.assign(v, k, [eqn.invars[i] for i in in_place_positions])
+        if src is not None:
+            self.reused += 1
+        return (None if src is None else self.slot_of(src)), v.aval.shape, v.aval.dtype
+
+    def _generic_step(self, eqn, k, ins, fn=None, params=None):
+        """The impl as is; its results may be views of its inputs."""
+        self.buffers.define_generic(eqn, k)
+        fn = self.backend.impls[eqn.primitive] if fn is None else fn
+        return _generic(fn, ins, eqn.params if params is None else params,
+                        [self.slot_of(v) for v in eqn.outvars],
+                        [v.aval.dtype for v in eqn.outvars], eqn.primitive.multiple_results)
+
+    def _higher_step(self, eqn, k, ins):
+        """A higher-order primitive, interpreting its own jaxprs on Arrays."""
+        fn = _via_arrays(eqn.primitive, eqn.params, self.backend,
+                         [v.aval.weak_type for v in eqn.invars])
+        return self._generic_step(eqn, k, ins, fn, {})
+
+    def _ufunc_step(self, eqn, k, ins):
+        src, shape, dtype = self._out(eqn, k, range(len(ins)))
+        return _ufunc(self.backend.impls[eqn.primitive], ins, self.slot_of(eqn.outvars[0]),
+                      src, shape, dtype)
+
+    def _logistic_step(self, eqn, k, ins):
+        src, shape, dtype = self._out(eqn, k, [0])
+        return _logistic(ins[0], self.slot_of(eqn.outvars[0]), src, shape, dtype)
+
+    def _select_step(self, eqn, k, ins):
+        which, f, t = eqn.invars
+        zero_f, zero_t = self._zero_bits(f), self._zero_bits(t)
+        # the blend reads the false case after writing the output: only the true case (or the
+        # one nonzero case) may share the output's buffer
+        src, shape, dtype = self._out(eqn, k, [1] if zero_t and not zero_f else [2])
+        return _bit_select(ins, self.slot_of(eqn.outvars[0]), src, shape, dtype, zero_f, zero_t)
+
+    def _dot_step(self, eqn, k, ins):
+        src, shape, dtype = self._out(eqn, k, [])    # a product never writes over its operands
+        return _matmul(eqn, ins, self.slot_of(eqn.outvars[0]), src, shape, dtype)
+
+    def _reduce_step(self, eqn, k, ins):
+        self.buffers.define_fresh(eqn, k)
+        return _ufunc_reduce(_REDUCERS[eqn.primitive], ins[0], eqn.params["axes"],
+                             self.slot_of(eqn.outvars[0]), eqn.outvars[0].aval.dtype)
+
+    def _implicit_broadcast_step(self, eqn, k, ins):
+        """The operand reshaped to the result's rank; the out= steps reading it broadcast."""
+        self.buffers.define_generic(eqn, k)
+        x = eqn.invars[0]
+        view = [1] * len(eqn.params["shape"])
+        for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+            view[d] = x.aval.shape[i]
+        return _reshape(ins[0], self.slot_of(eqn.outvars[0]), tuple(view))
+
+    def _take_step(self, eqn, k, ins):
+        self.buffers.define_fresh(eqn, k)
+        return _take_last_axis(ins, self.slot_of(eqn.outvars[0]), eqn.invars[0].aval.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# The buffer plan
+
+
+class _BufferPlan:
+    """Which buffer each result written with ``out=`` goes into, decided in program order.
+
+    A buffer is an array one step allocated in this call. Each var maps to the buffers its
+    value may be a view of (``roots``); a buffer is free once no live var maps to it, and it
+    never is if a program output maps to it."""
+
+    def __init__(self, eqns, outvars):
+        self.last_use: dict = {}
+        for k, e in enumerate(eqns):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    self.last_use[v] = k
+        self.outputs = {v for v in outvars if isinstance(v, Var)}
+        for v in self.outputs:
+            self.last_use[v] = len(eqns)
+        self.dying: dict = {}               # step -> vars read for the last time there
+        for v, k in self.last_use.items():
+            self.dying.setdefault(k, []).append(v)
+        self.roots: dict = {}               # var -> frozenset of buffer ids
+        self.owner: list = []               # buffer id -> the var whose step wrote it last
+        self.live: list = []                # buffer id -> number of live vars mapped to it
+        self.pinned: set = set()            # buffers a program output may be
+        self.free: dict = {}                # (shape, dtype) -> free buffer ids
+
+    def _define(self, v, k, roots):
+        self.roots[v] = roots
+        for b in roots:
+            self.live[b] += 1
+            if v in self.outputs:
+                self.pinned.add(b)
+        if v not in self.last_use:          # never read: dies right after its step
+            self.dying.setdefault(k, []).append(v)
+
+    def define_generic(self, eqn, k):
+        """Results of an impl that may return views of its inputs (fresh ones for _FRESH)."""
+        roots = frozenset() if eqn.primitive in _FRESH else frozenset().union(
+            *[self.roots.get(v, frozenset()) for v in eqn.invars if isinstance(v, Var)])
+        for v in eqn.outvars:
+            self._define(v, k, roots)
+
+    def define_fresh(self, eqn, k):
+        for v in eqn.outvars:
+            self._define(v, k, frozenset())
+
+    def assign(self, v, k, in_place_candidates):
+        """Define ``v``, written with ``out=`` at step ``k``; returns the var whose slot holds
+        the buffer to reuse, or None to allocate one. ``in_place_candidates`` are the inputs
+        the step reads at the same index it writes, so it may write over them."""
+        key = (v.aval.shape, v.aval.dtype)
+        b = None
+        for u in in_place_candidates:
+            if self._can_take_over(u, k, key):
+                b = next(iter(self.roots[u]))
+                break
+        if b is None and self.free.get(key):
+            b = self.free[key].pop()
+        src = None if b is None else self.owner[b]
+        if b is None:
+            b = len(self.owner)
+            self.owner.append(None)
+            self.live.append(0)
+        self.owner[b] = v
+        self._define(v, k, frozenset((b,)))
+        return src
+
+    def _can_take_over(self, u, k, key) -> bool:
+        if not isinstance(u, Var) or self.last_use.get(u) != k:
+            return False
+        roots = self.roots.get(u, frozenset())
+        if len(roots) != 1:
+            return False
+        b = next(iter(roots))
+        # u must be the buffer itself (same layout as the result), its only live reader
+        return (self.owner[b] is u and self.live[b] == 1 and b not in self.pinned
+                and (u.aval.shape, u.aval.dtype) == key)
+
+    def finish_step(self, k):
+        """Vars last read at step ``k`` die; buffers nothing live maps to become free."""
+        for v in self.dying.pop(k, ()):
+            for b in self.roots.get(v, ()):
+                self.live[b] -= 1
+                if self.live[b] == 0 and b not in self.pinned:
+                    o = self.owner[b]
+                    self.free.setdefault((o.aval.shape, o.aval.dtype), []).append(b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which equations get which kind of step
+
+_REDUCERS = {lax.reduce_sum_p: np.add, lax.reduce_max_p: np.maximum,
+             lax.reduce_min_p: np.minimum}
+# steps that write a full-shaped result with ``out=``: operands may be smaller and broadcast
+_OUT_STEPS = frozenset({"ufunc", "select", "logistic"})
+
+
+def _kind(eqn, impls) -> str:
+    """How an equation runs: "ufunc", "select", "dot", "take", "logistic", "reduce",
+    "higher" (a higher-order primitive) or "generic" (its impl, as is)."""
+    p = eqn.primitive
+    if p.impl is not None:
+        return "higher"
+    impl = impls[p]
+    if _out_capable(eqn, impl):
+        return "ufunc"
+    if p is lax.select_n_p and _bit_select_capable(eqn):
+        return "select"
+    if p is lax.dot_general_p and _matmul_capable(eqn):
+        return "dot"
+    if p is lax.take_along_axis_p and _last_axis_pick(eqn):
+        return "take"
+    if p is lax.logistic_p and eqn.outvars[0].aval.shape:
+        return "logistic"
+    if p in _REDUCERS and eqn.params["axes"] and eqn.invars[0].aval.dtype.kind == "f":
+        # np.sum / np.max are these ufuncs' reduce behind a Python wrapper
+        return "reduce"
+    return "generic"
+
+
+def _mark_implicit_broadcasts(eqns, kinds, outvars):
+    """A broadcast_in_dim read only by out= steps of its own shape need not broadcast: NumPy
+    broadcasts the operand (reshaped to the output's rank) against the output buffer."""
+    readers: dict = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                readers.setdefault(v, []).append(k)
+    returned = {v for v in outvars if isinstance(v, Var)}
+    for k, e in enumerate(eqns):
+        if e.primitive is not lax.broadcast_in_dim_p or not isinstance(e.invars[0], Var):
+            continue
+        v = e.outvars[0]
+        users = readers.get(v, ())
+        if v not in returned and users and all(
+                kinds[u] in _OUT_STEPS and eqns[u].outvars[0].aval.shape == v.aval.shape
+                for u in users):
+            kinds[k] = "implicit_broadcast"
+
+
+def _out_capable(eqn, impl) -> bool:
+    """A ufunc of one result with a non-scalar output whose dtype NumPy resolves to the
+    result's own (so ``out=`` changes nothing but where the result goes)."""
+    if not isinstance(impl, np.ufunc) or impl.nout != 1 or len(eqn.outvars) != 1 \
+            or not eqn.outvars[0].aval.shape or impl.nin != len(eqn.invars) or eqn.params:
+        return False
+    try:
+        dts = impl.resolve_dtypes(tuple(np.dtype(v.aval.dtype) for v in eqn.invars) + (None,))
+    except Exception:
+        return False
+    return dts[-1] == eqn.outvars[0].aval.dtype
+
+
+def _bit_select_capable(eqn) -> bool:
+    out = eqn.outvars[0].aval
+    which = eqn.invars[0]
+    return (len(eqn.invars) == 3 and isinstance(which, Var) and which.aval.dtype == np.bool_
+            and which.aval.shape == out.shape and bool(out.shape)
+            and out.dtype.itemsize in _INT_OF_SIZE)
+
+
+def _dot_layout(eqn):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    x, y = eqn.invars
+    lfree = [i for i in range(x.aval.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(y.aval.ndim) if i not in rc and i not in rb]
+    return lc, rc, lb, rb, lfree, rfree
+
+
+def _matmul_capable(eqn) -> bool:
+    """Products whose matmul result already has the output's shape and dtype."""
+    _, _, _, _, lfree, rfree = _dot_layout(eqn)
+    pet = eqn.params.get("preferred_element_type")
+    return (len(lfree) == 1 and len(rfree) == 1 and all(isinstance(v, Var) for v in eqn.invars)
+            and (pet is None or np.dtype(pet) == eqn.invars[0].aval.dtype))
+
+
+def _last_axis_pick(eqn) -> bool:
+    x, idx = eqn.invars
+    nd = x.aval.ndim
+    return (nd >= 1 and eqn.params["axis"] == nd - 1 and isinstance(x, Var)
+            and tuple(idx.aval.shape[:-1]) == tuple(x.aval.shape[:-1]) and x.aval.size > 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Step builders: each returns ``run(env)``
+
+
+def _generic(fn, ins, params, outs, dts, multiple):
+    if not multiple and len(outs) == 1:
+        (o,), (dt,) = outs, dts
+
+        def run(env):
+            r = fn(*[env[i] for i in ins], **params)
+            env[o] = r if type(r) is np.ndarray and r.dtype == dt else np.asarray(r, dt)
+        return run
+
+    def run_multi(env):
+        res = fn(*[env[i] for i in ins], **params)
+        if not multiple:
+            res = (res,)
+        for k, r, dt in zip(outs, res, dts):
+            env[k] = r if type(r) is np.ndarray and r.dtype == dt else np.asarray(r, dt)
+    return run_multi
+
+
+def _ufunc(uf, ins, o, src, shape, dtype):
+    empty = np.empty
+    if len(ins) == 2:
+        a, b = ins
+        if src is None:
+            def run2(env):
+                env[o] = uf(env[a], env[b], out=empty(shape, dtype))
+            return run2
+
+        def run2_into(env):
+            env[o] = uf(env[a], env[b], out=env[src])
+        return run2_into
+    if len(ins) == 1:
+        (a,) = ins
+        if src is None:
+            def run1(env):
+                env[o] = uf(env[a], out=empty(shape, dtype))
+            return run1
+
+        def run1_into(env):
+            env[o] = uf(env[a], out=env[src])
+        return run1_into
+
+    def run(env):
+        out = empty(shape, dtype) if src is None else env[src]
+        env[o] = uf(*[env[i] for i in ins], out=out)
+    return run
+
+
+def _logistic(a, o, src, shape, dtype):
+    """The impl's ``0.5 * (tanh(0.5 * x) + 1)``, one ufunc at a time into one buffer."""
+    half, one = dtype.type(0.5), dtype.type(1)
+
+    def run(env):
+        out = np.empty(shape, dtype) if src is None else env[src]
+        np.multiply(env[a], half, out=out)
+        np.tanh(out, out=out)
+        np.add(out, one, out=out)
+        env[o] = np.multiply(out, half, out=out)
+    return run
+
+
+def _bit_select(ins, o, src, shape, dtype, zero_f, zero_t):
+    """``select_n(which, f, t)`` for a boolean ``which`` as bit operations on the cases seen as
+    integers: ``f ^ ((f ^ t) & mask)``, or one AND when a case is all-zero bits."""
+    w, f, t = ins
+    it = _INT_OF_SIZE[dtype.itemsize]
+
+    def run(env):
+        out = np.empty(shape, dtype) if src is None else env[src]
+        ov = out.view(it)
+        m = env[w].astype(it)                 # 0 / 1
+        if zero_f:                            # t where which, else zeros
+            np.negative(m, out=m)
+            np.bitwise_and(env[t].view(it), m, out=ov)
+        elif zero_t:                          # f where not which, else zeros
+            np.subtract(m, 1, out=m)
+            np.bitwise_and(env[f].view(it), m, out=ov)
+        else:
+            np.negative(m, out=m)
+            fv = env[f].view(it)
+            np.bitwise_xor(fv, env[t].view(it), out=ov)
+            np.bitwise_and(ov, m, out=ov)
+            np.bitwise_xor(ov, fv, out=ov)
+        env[o] = out
+    return run
+
+
+def _matmul(eqn, ins, o, src, shape, dtype):
+    """The impl's batched matmul over (batch, free, contract) layouts, into a buffer."""
+    lc, rc, lb, rb, lfree, rfree = _dot_layout(eqn)
+    x, y = eqn.invars
+    lperm = tuple(lb) + tuple(lfree) + tuple(lc)
+    rperm = tuple(rb) + tuple(rc) + tuple(rfree)
+    bshape = tuple(x.aval.shape[i] for i in lb)
+    k = int(np.prod([x.aval.shape[i] for i in lc], dtype=np.int64))
+    lshape = bshape + (x.aval.shape[lfree[0]], k)
+    rshape = bshape + (k, y.aval.shape[rfree[0]])
+    lperm = None if lperm == tuple(range(len(lperm))) else lperm
+    rperm = None if rperm == tuple(range(len(rperm))) else rperm
+    a, b = ins
+    matmul, empty = np.matmul, np.empty
+
+    def run(env):
+        lhs, rhs = env[a], env[b]
+        if lperm is not None:
+            lhs = lhs.transpose(lperm)
+        if rperm is not None:
+            rhs = rhs.transpose(rperm)
+        if lhs.shape != lshape:
+            lhs = lhs.reshape(lshape)
+        if rhs.shape != rshape:
+            rhs = rhs.reshape(rshape)
+        env[o] = matmul(lhs, rhs, out=empty(shape, dtype) if src is None else env[src])
+    return run
+
+
+def _ufunc_reduce(uf, a, axes, o, dtype):
+    def run(env):
+        r = uf.reduce(env[a], axis=axes)
+        env[o] = r if type(r) is np.ndarray and r.dtype == dtype else np.asarray(r, dtype)
+    return run
+
+
+def _reshape(a, o, shape):
+    def run(env):
+        env[o] = env[a].reshape(shape)
+    return run
+
+
+def _take_last_axis(ins, o, x_shape):
+    """take_along_axis on the last axis as one flat np.take: line offsets precomputed, indices
+    clamped into range as the impl does."""
+    n = x_shape[-1]
+    lines = int(np.prod(x_shape[:-1], dtype=np.int64))
+    offsets = (np.arange(lines, dtype=np.intp) * n).reshape(tuple(x_shape[:-1]) + (1,))
+    xs, ids = ins
+    hi = n - 1
+
+    def run(env):
+        i = np.minimum(env[ids], hi).astype(np.intp)
+        np.maximum(i, 0, out=i)
+        i += offsets
+        env[o] = np.take(env[xs].reshape(-1), i)
+    return run
 
 
 def _via_arrays(p, params, backend, weak):

@@ -17,6 +17,9 @@ _OPTIONS = {
     "log_compiles": False,
     # raise, naming the primitive and its source line, as soon as an operation makes a NaN
     "debug_nans": False,
+    # run the jaxpr passes (inlining, constant folding, simplification, CSE, DCE) when jit
+    # traces a function; read at trace time, so it applies to functions traced afterwards
+    "jit_optimize": True,
 }
 
 

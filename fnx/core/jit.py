@@ -17,9 +17,10 @@ from . import ad, batching
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
 from .errors import user_frame
-from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
+from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
+from .passes import fusion_groups, optimize, pp_fusion_groups
 from .pytree import tree_flatten, tree_unflatten
 
 pjit_p = primitive("pjit", multiple_results=True)
@@ -248,6 +249,8 @@ class Jitted:
                                 description=f"jit({self.name})")
         jaxpr = jaxpr_with_consts_as_args(closed)
         jaxpr, _ = dce_jaxpr(jaxpr)
+        if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
+            jaxpr = optimize(jaxpr)
         return _Traced(jaxpr, closed.consts, store["tree"])
 
     def __call__(self, *args, **kwargs):
@@ -395,9 +398,20 @@ class Lowered:
     def __init__(self, traced: _Traced, leaves):
         self.traced = traced
         self._leaves = leaves
+        self._groups = None
+
+    @property
+    def fusion_groups(self):
+        """The optimized jaxpr's fusion groups (``fnx.core.passes.FusionGroup`` records)."""
+        if self._groups is None:
+            self._groups = fusion_groups(self.traced.jaxpr)
+        return self._groups
 
     def as_text(self) -> str:
-        return str(self.traced.jaxpr)
+        """The optimized jaxpr, then its fusion groups in the jaxpr's variable names."""
+        namer = _Namer()
+        text = pp_jaxpr(self.traced.jaxpr, namer=namer)
+        return text + "\n" + pp_fusion_groups(self.traced.jaxpr, self.fusion_groups, namer)
 
     __str__ = as_text
 

@@ -1141,35 +1141,45 @@ def _remaining(original, *removed_lists):
 
 
 def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision=None,
-                               preferred_element_type=None, swap_ans=False):
+                               preferred_element_type=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_ndim = len(x_aval.shape)
     y_ndim = get_aval(y).ndim
     x_kept = _remaining(range(x_ndim), x_contract, x_batch)
     y_kept = _remaining(range(y_ndim), y_contract, y_batch)
-    if swap_ans:
-        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
-    else:
-        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = [c for _, c in sorted(zip(y_contract, x_contract))]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
     out = dot_general(g, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type)
-    out = transpose(out, tuple(int(a) for a in out_axes))
-    if get_aval(out).dtype != x_aval.dtype:
-        out = convert_element_type(out, x_aval.dtype)
-    return out
+    return _to_layout(out, out_axes, x_aval.dtype)
 
 
 def _dot_general_transpose_rhs(g, x, y_aval, *, dimension_numbers, precision=None,
                                preferred_element_type=None):
+    # x^T g with x first, not (g^T x)^T: for a dense layer's weight gradient the product comes
+    # out in the weight's layout, with no transpose after it
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return _dot_general_transpose_lhs(g, y_aval, x, dimension_numbers=swapped,
-                                      precision=precision,
-                                      preferred_element_type=preferred_element_type,
-                                      swap_ans=True)
+    x_ndim = get_aval(x).ndim
+    y_ndim = len(y_aval.shape)
+    x_kept = _remaining(range(x_ndim), x_contract, x_batch)
+    y_kept = _remaining(range(y_ndim), y_contract, y_batch)
+    ans_batch, ans_x, _ = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((tuple(x_kept), ans_x), (tuple(x_batch), ans_batch))
+    y_contract_sorted_by_x = [c for _, c in sorted(zip(x_contract, y_contract))]
+    out_axes = np.argsort(list(y_batch) + y_contract_sorted_by_x + y_kept)
+    out = dot_general(x, g, dims, precision=precision,
+                      preferred_element_type=preferred_element_type)
+    return _to_layout(out, out_axes, y_aval.dtype)
+
+
+def _to_layout(out, out_axes, dtype):
+    """A transposed product's axes put in the operand's order and its dtype restored."""
+    out = transpose(out, tuple(int(a) for a in out_axes))
+    if get_aval(out).dtype != dtype:
+        out = convert_element_type(out, dtype)
+    return out
 
 
 def _dot_general_transpose(ct, lhs, rhs, **params):

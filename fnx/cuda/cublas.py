@@ -63,10 +63,10 @@ def handle_for(stream_ptr: int) -> Handle:
     return Handle(stream_ptr)
 
 
-def _scalars(dtype):
+def _scalars(dtype, alpha=1.0, beta=0.0):
     if dtype == np.float64:
-        return ctypes.c_double(1.0), ctypes.c_double(0.0)
-    return ctypes.c_float(1.0), ctypes.c_float(0.0)
+        return ctypes.c_double(alpha), ctypes.c_double(beta)
+    return ctypes.c_float(alpha), ctypes.c_float(beta)
 
 
 def compute_type(dtype, precision: str) -> int:
@@ -78,9 +78,10 @@ def compute_type(dtype, precision: str) -> int:
 
 
 def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str = "highest",
-                batch: int = 1):
-    """``out[m,n] = op(a) @ op(b)`` for row-major contiguous buffers (batched along a leading
-    axis when ``batch > 1``); ``trans_a`` means ``a`` is stored as (k, m)."""
+                batch: int = 1, alpha: float = 1.0, beta: float = 0.0):
+    """``out[m,n] = alpha * op(a) @ op(b) + beta * out`` for row-major contiguous buffers
+    (batched along a leading axis when ``batch > 1``); ``trans_a`` means ``a`` is stored as
+    (k, m)."""
     import cupy as cp
     dtype = np.dtype(a.dtype)
     m, n = out.shape[-2], out.shape[-1]
@@ -88,7 +89,7 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str = "highe
     lda = a.shape[-1]
     ldb = b.shape[-1]
     h = handle_for(cp.cuda.get_current_stream().ptr)
-    alpha, beta = _scalars(dtype)
+    alpha, beta = _scalars(dtype, alpha, beta)
     ct = _CUDA_TYPE[dtype]
     out_ct = _CUDA_TYPE[np.dtype(out.dtype)]
     comp = compute_type(dtype, precision)

@@ -118,11 +118,9 @@ class Plan:
             pref, max_algos, results, ctypes.byref(count))
         self.algos = [results[i] for i in range(count.value) if results[i].state == 0] \
             if status == 0 else []
-        self._alpha, self._beta = ((ctypes.c_double(1.0), ctypes.c_double(0.0))
-                                   if dtype == np.float64 else
-                                   (ctypes.c_float(1.0), ctypes.c_float(0.0)))
 
-    def __call__(self, out, a, b, algo: int = 0, bias=None):
+    def __call__(self, out, a, b, algo: int = 0, bias=None, c=None, alpha=1.0, beta=0.0):
+        """``out = epilogue(alpha * op(a) @ op(b) + beta * c (+ bias))``."""
         import cupy as cp
         from .cublas import handle_for
         lib = _lib()
@@ -132,10 +130,12 @@ class Plan:
             _set(lib.cublasLtMatmulDescSetAttribute, self.desc, _DESC_BIAS_POINTER,
                  ctypes.c_void_p(bias.data.ptr))
         r = self.algos[algo]
+        scalar = ctypes.c_double if self.dtype == np.float64 else ctypes.c_float
+        c = out if c is None else c
         _check(lib.cublasLtMatmul(
-            _handle(), self.desc, ctypes.byref(self._alpha), ctypes.c_void_p(b.data.ptr),
-            self.b_layout, ctypes.c_void_p(a.data.ptr), self.a_layout, ctypes.byref(self._beta),
-            ctypes.c_void_p(out.data.ptr), self.c_layout, ctypes.c_void_p(out.data.ptr),
+            _handle(), self.desc, ctypes.byref(scalar(alpha)), ctypes.c_void_p(b.data.ptr),
+            self.b_layout, ctypes.c_void_p(a.data.ptr), self.a_layout, ctypes.byref(scalar(beta)),
+            ctypes.c_void_p(c.data.ptr), self.c_layout, ctypes.c_void_p(out.data.ptr),
             self.c_layout, ctypes.byref(r.algo), ctypes.c_void_p(ws.data.ptr),
             ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(stream.ptr)), "cublasLtMatmul")
         return out

@@ -17,6 +17,9 @@ from ..core.jaxpr import Literal, Var
 
 dense_p = Primitive("dense")     # lowering-only: never appears in a user's jaxpr
 dense_p.abstract_eval = lambda x, w, b, **p: ShapedArray(p["shape"], x.dtype)
+# ``p + alpha * (x @ w)``: a gradient step folded into the GEMM computing the gradient
+gemm_update_p = Primitive("gemm_update")
+gemm_update_p.abstract_eval = lambda x, w, p, **params: p
 
 
 def _is_zero(v, producer):
@@ -81,6 +84,55 @@ def fuse_dense_epilogues(eqns, outvars):
         result.append(replace.get(id(e), e))
     result.extend(sink[m] for m in pending)    # a mask only the program returns
     return result
+
+
+def fuse_gradient_steps(eqns, outvars):
+    """``p - c * dot_general(x, w)`` (an SGD step on a weight matrix) as one GEMM that reads
+    ``p`` as its C operand: the gradient is never written out and read back."""
+    producer = {v: e for e in eqns for v in e.outvars}
+    n_users: dict = {}
+    for e in eqns:
+        for v in e.invars:
+            if isinstance(v, Var):
+                n_users[v] = n_users.get(v, 0) + 1
+    for v in outvars:
+        if isinstance(v, Var):
+            n_users[v] = n_users.get(v, 0) + 1
+    replace, drop = {}, set()
+    for sub in eqns:
+        if sub.primitive is not lax.sub_p or not all(isinstance(v, Var) for v in sub.invars):
+            continue
+        p, u = sub.invars
+        mul = producer.get(u)
+        if mul is None or mul.primitive is not lax.mul_p or n_users.get(u) != 1:
+            continue
+        lits = [v for v in mul.invars if isinstance(v, Literal)]
+        ds = [v for v in mul.invars if isinstance(v, Var)]
+        if len(lits) != 1 or len(ds) != 1 or np.ndim(lits[0].val) != 0:
+            continue
+        dot = producer.get(ds[0])
+        if dot is None or dot.primitive is not lax.dot_general_p or n_users.get(ds[0]) != 1:
+            continue
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+        d = ds[0].aval
+        if lb or rb or len(d.shape) != 2 or d.dtype != np.float32 or p.aval.shape != d.shape \
+                or p.aval.dtype != d.dtype or len(lc) != 1 or len(rc) != 1 \
+                or not all(isinstance(v, Var) for v in dot.invars):
+            continue
+        replace[id(sub)] = sub.replace(
+            primitive=gemm_update_p, invars=[*dot.invars, p],
+            params={"alpha": -float(np.asarray(lits[0].val)), "trans_a": lc == (0,),
+                    "trans_b": rc == (1,), "precision": dot.params.get("precision")})
+        drop.update((id(dot), id(mul)))
+    if not replace:
+        return eqns
+    # steps only the program returns go last, so the elementwise updates of the other
+    # parameters (biases) stay next to each other and share one launch
+    outs = {v for v in outvars if isinstance(v, Var)}
+    last = [r for r in replace.values() if n_users.get(r.outvars[0]) == 1
+            and r.outvars[0] in outs]
+    rest = [replace.get(id(e), e) for e in eqns if id(e) not in drop]
+    return [e for e in rest if not any(e is r for r in last)] + last
 
 
 def _match_bias_add(add, producer, users):

@@ -15,7 +15,7 @@ from ..core.jaxpr import Jaxpr, Literal, Var
 from . import gemm_table
 from .columns import ColumnKernel, leading_sum
 from .decompose import decompose
-from .epilogue import dense_p, fuse_dense_epilogues
+from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel, is_fusible
 from .rows import RowKernel, find_row_group
 
@@ -78,7 +78,7 @@ def buffer_sharing(eqns) -> dict:
     inputs, so its results share their inputs' buffers."""
     shares: dict = {}
     for e in eqns:
-        if is_fusible(e) or e.primitive in (lax.dot_general_p, dense_p):
+        if is_fusible(e) or e.primitive in (lax.dot_general_p, dense_p, gemm_update_p):
             continue
         roots = set()
         for v in e.invars:
@@ -160,7 +160,8 @@ class GpuExecutable:
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
         self.kernels = []
-        eqns = fuse_dense_epilogues(decompose(fold_transposed_products(jaxpr)), jaxpr.outvars)
+        eqns = decompose(fold_transposed_products(jaxpr))
+        eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         uses = self._uses(eqns, jaxpr.outvars)
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)
@@ -188,6 +189,8 @@ class GpuExecutable:
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
                         ColumnKernel)])
+                elif eqns[i].primitive is gemm_update_p:
+                    self._add_gradient_step(eqns[i], i)
                 else:
                     self._add_generic(eqns[i])
                 i += 1
@@ -442,6 +445,29 @@ class GpuExecutable:
                         args.append(env[s])
                 kernel.kernel()(grid, block, tuple(args) + extra)
         self._push(run, label)
+
+    def _add_gradient_step(self, eqn, index):
+        """``p + alpha * op(x) @ op(w)`` on the gemm table, written straight into ``p``'s buffer
+        when ``p`` is donated to this result and read by nothing later."""
+        from . import gemm_table
+        x, w, p = eqn.invars
+        out = eqn.outvars[0]
+        in_place = self._write_into.get(out) is p and self._may_overwrite(p, {index}, index)
+        if in_place:
+            self._written_in_place.add(out)
+            self.in_place += 1
+        xs, ws, ps, os_ = (self._slot_of(v) for v in (x, w, p, out))
+        prm = eqn.params
+        precision = _matmul_precision(prm["precision"])
+
+        def run(env):
+            import cupy as cp
+            target = env[ps] if in_place else cp.empty(out.aval.shape, out.aval.dtype)
+            gemm_table.update_into(target, dense(env[xs]), dense(env[ws]), dense(env[ps]),
+                                   prm["alpha"], prm["trans_a"], prm["trans_b"], precision)
+            env[os_] = target
+        self._push(run, f"gemm_update: {x.aval.str_short()}, {w.aval.str_short()} into "
+                        f"{p.aval.str_short()}" + (" in place" if in_place else ""))
 
     def _add_generic(self, eqn):
         impls = self.backend.impls

@@ -201,5 +201,44 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     return unfused()
 
 
+def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
+    """``out = c + alpha * op(a) @ op(b)``: a gradient step folded into the GEMM that makes the
+    gradient (``out`` may be ``c`` itself)."""
+    import cupy as cp
+    m, n = out.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    dtype = np.dtype(a.dtype)
+    key = f"update-{m}x{n}x{k}{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}" \
+          f"-{dtype.name}-{precision}"
+    if not _loaded:
+        _load()
+    choice = _choices.get(key)
+    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision)
+
+    def gemmex(dst):
+        if dst is not c:
+            cp.copyto(dst, c)
+        cublas.matmul_into(dst, a, b, trans_a, trans_b, precision, alpha=alpha, beta=1.0)
+    if not isinstance(choice, str):
+        if cp.cuda.get_current_stream().is_capturing():
+            return gemmex(out)
+        scratch = cp.empty_like(out)      # timing must not apply the step again and again
+        candidates = {"gemmex": lambda: gemmex(scratch)}
+        plan = _plan(key, plan_args)
+        flops = 2.0 * m * n * k
+        for i in range(min(len(plan.algos) if plan else 0,
+                           8 if flops < 1e10 else 4 if flops < 1e11 else 2)):
+            candidates[f"lt:{i}"] = lambda i=i: plan(scratch, a, b, i, c=c, alpha=alpha,
+                                                     beta=1.0)
+        choice = _choices[key] = _select(candidates, flops)
+        _save()
+    if choice.startswith("lt:"):
+        plan = _plan(key, plan_args)
+        i = int(choice[3:])
+        if plan is not None and i < len(plan.algos):
+            return plan(out, a, b, i, c=c, alpha=alpha, beta=1.0)
+    return gemmex(out)
+
+
 def choice_for(key):
     return _choices.get(key)

@@ -1,0 +1,833 @@
+"""Jaxpr-to-jaxpr optimization passes that jit runs before lowering, and fusion grouping.
+
+Every pass is a function ``jaxpr -> jaxpr`` that returns its argument unchanged (the same
+object) when it has nothing to do, so ``optimize`` can run them to a fixed point:
+
+* ``inline_calls``: nested ``pjit`` equations spliced into the caller
+* ``fold_constants``: scalar equations of literals evaluated once, on the CPU
+* ``simplify``: algebraic identities (``x * 1``, ``neg(neg(x))``, a reshape to the same shape...)
+* ``cse``: equal equations (same primitive, inputs and parameters) computed once
+* ``dce``: equations no output needs dropped
+
+Equations whose parameters hold jaxprs (cond, while, scan, custom derivatives) are opaque: no
+pass looks inside them, and CSE compares such parameters by identity. Effectful primitives
+(``has_effect``) are never merged, folded or dropped. Rewritten equations keep their
+``source_info``.
+
+``fusion_groups`` partitions a jaxpr's equations into groups a backend can lower as one kernel
+each (elementwise chains, reductions, row groups, dense layers with their epilogue), as plain
+data, without lowering anything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import lax
+from .core import Array, EvalTrace, get_backend, set_current_trace
+from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Namer, dce_jaxpr, pp_jaxpr
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _has_effect(eqn) -> bool:
+    return getattr(eqn.primitive, "has_effect", False)
+
+
+def _renamed(eqn: JaxprEqn, env: dict) -> JaxprEqn:
+    """``eqn`` reading ``env[v]`` in place of each renamed input ``v``."""
+    if not env:
+        return eqn
+    new = [env.get(v, v) if isinstance(v, Var) else v for v in eqn.invars]
+    if all(a is b for a, b in zip(new, eqn.invars)):
+        return eqn
+    return eqn.replace(invars=new)
+
+
+def _rebuilt(jaxpr: Jaxpr, eqns, env: dict, changed: bool) -> Jaxpr:
+    if not changed:
+        return jaxpr
+    outvars = [env.get(v, v) if isinstance(v, Var) else v for v in jaxpr.outvars]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns)
+
+
+def _same_type(a, b) -> bool:
+    """Whether a value of aval ``b`` can stand for one of aval ``a`` (weak_type included)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
+
+
+def _holds_jaxpr(params) -> bool:
+    for p in params.values():
+        if isinstance(p, (Jaxpr, ClosedJaxpr)):
+            return True
+        if isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p):
+            return True
+    return False
+
+
+def _literal_value(lit: Literal) -> np.ndarray:
+    return np.asarray(np.asarray(lit.val), dtype=lit.aval.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inlining nested jit calls
+
+
+def _is_inlinable_call(eqn) -> bool:
+    inner = eqn.params.get("jaxpr")
+    return eqn.primitive.name == "pjit" and isinstance(inner, Jaxpr) and not inner.constvars
+
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """Splice the equations of nested ``pjit`` calls (``jit`` inside ``jit``) into the caller.
+
+    >>> j = fnx.make_jaxpr(lambda x: fnx.jit(jnp.sin)(x) + 1.0)(1.0).jaxpr
+    >>> [e.primitive.name for e in inline_calls(j).eqns]
+    ['sin', 'add']
+    """
+    env: dict = {}
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        eqn = _renamed(eqn, env)
+        if not _is_inlinable_call(eqn):
+            eqns.append(eqn)     # renamed only after an inlined call, which sets ``changed``
+            continue
+        inner = eqn.params["jaxpr"]
+        sub = dict(zip(inner.invars, eqn.invars))
+        for ie in inner.eqns:
+            outs = [Var(v.aval) for v in ie.outvars]    # fresh: the callee may be inlined twice
+            eqns.append(ie.replace(
+                invars=[sub.get(v, v) if isinstance(v, Var) else v for v in ie.invars],
+                outvars=outs, source_info=ie.source_info or eqn.source_info))
+            sub.update(zip(ie.outvars, outs))
+        for o, io in zip(eqn.outvars, inner.outvars):
+            env[o] = sub.get(io, io) if isinstance(io, Var) else io
+        changed = True
+    return _rebuilt(jaxpr, eqns, env, changed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constant folding
+
+
+def _foldable(eqn) -> bool:
+    p = eqn.primitive
+    return (bool(eqn.invars) and all(isinstance(v, Literal) for v in eqn.invars)
+            and not p.multiple_results and p.impl is None and not _has_effect(eqn)
+            and eqn.outvars[0].aval.shape == () and not _holds_jaxpr(eqn.params))
+
+
+def _evaluate(eqn, cpu):
+    """The value of a scalar equation of literals, computed eagerly on the CPU backend (the
+    impl the CPU executable would run), as a NumPy scalar; None if it cannot be computed."""
+    args = [Array(_literal_value(v), cpu, v.aval.weak_type) for v in eqn.invars]
+    try:
+        with set_current_trace(EvalTrace(None)), np.errstate(all="ignore"):
+            out = eqn.primitive.bind(*args, **eqn.params)
+    except Exception:   # folding is an optimization: anything unusual stays for run time
+        return None
+    value = np.asarray(cpu.to_numpy(out._value))
+    if value.shape != () or value.dtype != eqn.outvars[0].aval.dtype:
+        return None
+    return value[()]
+
+
+def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """Replace scalar equations whose inputs are all literals by a literal of their value.
+
+    >>> # { lambda ; a:f32[]. let b:f32[] = mul 2.0 3.0; c:f32[] = add a b in (c,) }
+    >>> print(fold_constants(jaxpr))
+    { lambda ; a:f32[]. let c:f32[] = add a 6.0 in (c,) }
+    """
+    try:
+        cpu = get_backend("cpu")
+    except ValueError:
+        return jaxpr
+    env: dict = {}
+    eqns: list = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        new = _renamed(eqn, env)
+        changed |= new is not eqn
+        if _foldable(new):
+            value = _evaluate(new, cpu)
+            if value is not None:
+                env[new.outvars[0]] = Literal(value, new.outvars[0].aval)
+                changed = True
+                continue
+        eqns.append(new)
+    return _rebuilt(jaxpr, eqns, env, changed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algebraic simplification
+
+
+def _is_constant(v, value, producer) -> bool:
+    """Whether ``v`` is a scalar literal equal to ``value`` or a broadcast of one."""
+    if isinstance(v, Var):
+        e = producer.get(v)
+        if e is None or e.primitive is not lax.broadcast_in_dim_p:
+            return False
+        v = e.invars[0]
+    if not isinstance(v, Literal):
+        return False
+    x = _literal_value(v)
+    return x.shape == () and bool(x == value)
+
+
+def _binary_identity(neutral, left_ok=True):
+    """``x op neutral -> x`` (and ``neutral op x -> x`` when ``left_ok``)."""
+    def rule(eqn, producer):
+        x, y = eqn.invars
+        if _is_constant(y, neutral, producer):
+            return x
+        if left_ok and _is_constant(x, neutral, producer):
+            return y
+        return None
+    return rule
+
+
+def _double_neg(eqn, producer):
+    e = producer.get(eqn.invars[0])
+    return e.invars[0] if e is not None and e.primitive is lax.neg_p else None
+
+
+def _same_operand(eqn, producer):
+    # convert_element_type to the same type, reshape to the same shape and friends: the output
+    # type check in ``simplify`` decides whether the operand can stand for the result
+    return eqn.invars[0]
+
+
+def _reshape(eqn, producer):
+    x = eqn.invars[0]
+    if tuple(x.aval.shape) == tuple(eqn.params["new_sizes"]):
+        return x
+    e = producer.get(x)
+    if e is not None and e.primitive is lax.reshape_p:     # reshape of a reshape: one reshape
+        return eqn.replace(invars=[e.invars[0]])
+    return None
+
+
+def _transpose(eqn, producer):
+    perm = tuple(eqn.params["permutation"])
+    if perm == tuple(range(len(perm))):
+        return eqn.invars[0]
+    e = producer.get(eqn.invars[0])
+    if e is not None and e.primitive is lax.transpose_p:
+        inner = tuple(e.params["permutation"])
+        composed = tuple(inner[p] for p in perm)
+        if composed == tuple(range(len(composed))):
+            return e.invars[0]
+        return eqn.replace(invars=[e.invars[0]], params=dict(eqn.params, permutation=composed))
+    return None
+
+
+def _broadcast(eqn, producer):
+    x = eqn.invars[0]
+    dims = tuple(eqn.params["broadcast_dimensions"])
+    if tuple(x.aval.shape) == tuple(eqn.params["shape"]) and dims == tuple(range(len(dims))):
+        return x
+    return None
+
+
+def _select(eqn, producer):
+    cases = eqn.invars[1:]
+    return cases[0] if all(c is cases[0] for c in cases) else None
+
+
+def _integer_pow(eqn, producer):
+    return eqn.invars[0] if eqn.params["y"] == 1 else None
+
+
+# primitive -> rule(eqn, producer) -> an atom that replaces the result, a rewritten equation,
+# or None. ``x + 0 -> x`` turns -0.0 + 0.0 (= +0.0) into -0.0, as XLA's simplifier does.
+# stop_gradient stays: the jaxpr may still be differentiated (grad of a jitted function).
+_SIMPLIFY = {
+    lax.add_p: _binary_identity(0),
+    lax.sub_p: _binary_identity(0, left_ok=False),
+    lax.mul_p: _binary_identity(1),
+    lax.div_p: _binary_identity(1, left_ok=False),
+    lax.neg_p: _double_neg,
+    lax.convert_element_type_p: _same_operand,
+    lax.reshape_p: _reshape,
+    lax.transpose_p: _transpose,
+    lax.broadcast_in_dim_p: _broadcast,
+    lax.select_n_p: _select,
+    lax.integer_pow_p: _integer_pow,
+}
+
+
+def simplify(jaxpr: Jaxpr) -> Jaxpr:
+    """Remove algebraic identities: ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1``, ``neg(neg(x))``,
+    conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
+    merge a reshape of a reshape and a transpose of a transpose. A result is replaced only by a
+    value of exactly its type (shape, dtype and weak_type).
+
+    >>> j = fnx.make_jaxpr(lambda x: -(-(x * 1.0)))(jnp.ones(3)).jaxpr
+    >>> simplify(j).eqns, simplify(j).outvars == j.invars
+    ([], True)
+    """
+    env: dict = {}
+    eqns: list = []
+    producer: dict = {}
+    changed = False
+    for eqn in jaxpr.eqns:
+        new = _renamed(eqn, env)
+        changed |= new is not eqn
+        rule = _SIMPLIFY.get(new.primitive)
+        out = rule(new, producer) if rule is not None and not _has_effect(new) else None
+        if isinstance(out, (Var, Literal)) and _same_type(new.outvars[0].aval, out.aval):
+            env[new.outvars[0]] = out
+            changed = True
+            continue
+        if isinstance(out, JaxprEqn):
+            new, changed = out, True
+        for v in new.outvars:
+            producer[v] = new
+        eqns.append(new)
+    return _rebuilt(jaxpr, eqns, env, changed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Common subexpression elimination
+
+
+def _param_key(x):
+    """A hashable stand-in for a parameter value; jaxprs and other unhashable values by
+    identity."""
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted((k, _param_key(v)) for k, v in x.items())))
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(_param_key(v) for v in x))
+    if isinstance(x, (Jaxpr, ClosedJaxpr, np.ndarray)):
+        return ("id", id(x))
+    try:
+        hash(x)
+    except TypeError:
+        return ("id", id(x))
+    return (type(x), x)
+
+
+def _atom_key(v):
+    if isinstance(v, Var):
+        return v
+    x = _literal_value(v)      # bytes: 0.0 and -0.0 are different literals
+    return ("literal", x.dtype.str, v.aval.weak_type, x.tobytes())
+
+
+def _cse_key(eqn):
+    if _has_effect(eqn):
+        return None
+    if not any(isinstance(v, Var) for v in eqn.invars) and \
+            any(v.aval.shape != () for v in eqn.outvars):
+        # a broadcast literal or an iota: fused consumers recompute it in registers, so one
+        # shared copy would have to be written to memory instead
+        return None
+    return (eqn.primitive, tuple(_atom_key(v) for v in eqn.invars), _param_key(eqn.params))
+
+
+def cse(jaxpr: Jaxpr) -> Jaxpr:
+    """Compute equal equations once: the same primitive on the same inputs with equal
+    parameters. Effectful equations are never merged.
+
+    >>> j = fnx.make_jaxpr(lambda x: jnp.sin(x) + jnp.sin(x))(1.0).jaxpr
+    >>> [e.primitive.name for e in cse(j).eqns]
+    ['sin', 'add']
+    """
+    env: dict = {}
+    eqns: list = []
+    seen: dict = {}
+    changed = False
+    for eqn in jaxpr.eqns:
+        new = _renamed(eqn, env)
+        changed |= new is not eqn
+        key = _cse_key(new)
+        prev = seen.get(key) if key is not None else None
+        if prev is not None and all(_same_type(a.aval, b.aval)
+                                    for a, b in zip(new.outvars, prev.outvars)):
+            env.update(zip(new.outvars, prev.outvars))
+            changed = True
+            continue
+        if key is not None:
+            seen[key] = new
+        eqns.append(new)
+    return _rebuilt(jaxpr, eqns, env, changed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dead code and the driver
+
+
+def dce(jaxpr: Jaxpr) -> Jaxpr:
+    """Drop equations no output needs (effectful ones stay); the inputs stay as they are."""
+    new, _ = dce_jaxpr(jaxpr)
+    return jaxpr if len(new.eqns) == len(jaxpr.eqns) else new
+
+
+PASSES = (inline_calls, fold_constants, simplify, cse, dce)
+
+
+def optimize(jaxpr: Jaxpr, max_rounds: int = 4) -> Jaxpr:
+    """Run ``PASSES`` in order until none changes anything (at most ``max_rounds`` times).
+
+    >>> j = fnx.make_jaxpr(lambda x: jnp.sin(x) * 1.0 + jnp.sin(x))(1.0).jaxpr
+    >>> [e.primitive.name for e in optimize(j).eqns]
+    ['sin', 'add']
+    """
+    for _ in range(max_rounds):
+        before = jaxpr
+        for p in PASSES:
+            jaxpr = p(jaxpr)
+        if jaxpr is before:
+            break
+    return jaxpr
+
+
+# ---------------------------------------------------------------------------------------------
+# Fusion groups: which equations a backend can lower as one kernel
+#
+# The rules are the GPU lowering's (fnx/cuda): an elementwise chain over one iteration shape; a
+# chain ending in a sum over leading axes; a row group (reductions over the last axis mixed
+# with elementwise work, a pick of one element per row counting as a reduction); a 2-D product
+# with a bias added along rows and an activation.
+
+# primitives the GPU generates elementwise code for (fnx.cuda.elementwise.ELEMENTWISE)
+ELEMENTWISE = frozenset({
+    lax.neg_p, lax.sign_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.is_finite_p, lax.abs_p,
+    lax.exp_p, lax.log_p, lax.log1p_p, lax.expm1_p, lax.sqrt_p, lax.rsqrt_p, lax.sin_p,
+    lax.cos_p, lax.tan_p, lax.asin_p, lax.acos_p, lax.atan_p, lax.sinh_p, lax.cosh_p,
+    lax.tanh_p, lax.asinh_p, lax.acosh_p, lax.atanh_p, lax.logistic_p, lax.erf_p, lax.not_p,
+    lax.stop_gradient_p, lax.add_p, lax.sub_p, lax.mul_p, lax.div_p, lax.rem_p, lax.pow_p,
+    lax.max_p, lax.min_p, lax.atan2_p, lax.nextafter_p, lax.and_p, lax.or_p, lax.xor_p,
+    lax.eq_p, lax.ne_p, lax.lt_p, lax.le_p, lax.gt_p, lax.ge_p, lax.integer_pow_p,
+    lax.select_n_p, lax.convert_element_type_p, lax.iota_p})
+ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
+ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
+SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
+
+
+@dataclass(frozen=True)
+class FusionGroup:
+    """Equations a backend can run as one kernel.
+
+    ``kind``: "elementwise", "reduction", "rows", "dot_epilogue" or "single";
+    ``eqn_indices``: positions in ``jaxpr.eqns``, increasing; ``inputs``: the Vars the group
+    reads from outside; ``outputs``: the Vars it defines that are read after it (or returned);
+    ``shape``: the iteration shape; ``activation``: a dot epilogue's ("none", "relu", "tanh",
+    "logistic", "gelu"), else None.
+    """
+    kind: str
+    eqn_indices: tuple
+    inputs: tuple
+    outputs: tuple
+    shape: tuple
+    activation: str | None = None
+
+
+def is_fusible(eqn) -> bool:
+    """Elementwise equations and broadcasts (which fused code does as index arithmetic)."""
+    return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
+
+
+def _row_kind(shape, space):
+    """'row' for the whole (rows, C) space, 'per_row' for one value per row, 'scalar' for one
+    value, else None."""
+    shape, space = tuple(shape), tuple(space)
+    if shape == space:
+        return "row"
+    if shape in (space[:-1], space[:-1] + (1,)):
+        return "per_row"
+    if int(np.prod(shape, dtype=np.int64)) == 1:
+        return "scalar"
+    return None
+
+
+def _row_pick(eqn) -> bool:
+    """take_along_axis of one element per row along the last axis (a masked row sum)."""
+    if eqn.primitive is not lax.take_along_axis_p:
+        return False
+    x, idx = eqn.invars
+    return (isinstance(x, Var) and isinstance(idx, Var) and x.aval.dtype.kind == "f"
+            and x.aval.ndim >= 1 and eqn.params["axis"] == x.aval.ndim - 1
+            and idx.aval.shape[-1] == 1)
+
+
+def _row_reduction_space(eqn):
+    """The (rows, C) space a last-axis reduction reduces, else None."""
+    if eqn.primitive in ROW_REDUCTIONS:
+        shape = tuple(eqn.invars[0].aval.shape)
+        return shape if shape and eqn.params["axes"] == (len(shape) - 1,) else None
+    if _row_pick(eqn):
+        return tuple(eqn.invars[0].aval.shape)
+    return None
+
+
+def _row_accepts(eqn, space) -> bool:
+    p = eqn.primitive
+    vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
+    if not all(v.aval.dtype.name in ROW_DTYPES for v in vs):
+        return False
+    if p in ROW_REDUCTIONS or _row_pick(eqn):
+        return (eqn.invars[0].aval.dtype.kind == "f"
+                and _row_reduction_space(eqn) == tuple(space))
+    if p is lax.iota_p:
+        return tuple(eqn.params["shape"]) == tuple(space)
+    kinds = [_row_kind(v.aval.shape, space) for v in eqn.outvars]
+    if any(k is None for k in kinds):
+        return False
+    if p is lax.reshape_p:
+        return kinds[0] == "per_row" and _row_kind(eqn.invars[0].aval.shape, space) == "per_row"
+    if p is lax.broadcast_in_dim_p:
+        src = _row_kind(eqn.invars[0].aval.shape, space)
+        nd = len(space)
+        return src == "scalar" or (src == "per_row" and kinds[0] == "row" and tuple(
+            eqn.params["broadcast_dimensions"])[:nd - 1] == tuple(range(nd - 1)))
+    return p in ELEMENTWISE
+
+
+def _row_group(eqns, i, claimed):
+    """The longest row group starting at ``eqns[i]``: ``(end, space)`` or None."""
+    j, space = i, None
+    while j < len(eqns) and j not in claimed:
+        space = _row_reduction_space(eqns[j])
+        if space is not None or eqns[j].primitive in ROW_REDUCTIONS:
+            break       # the first reduction decides the row space (none: no row group)
+        if not is_fusible(eqns[j]) and eqns[j].primitive is not lax.reshape_p:
+            return None
+        j += 1
+    if not space:
+        return None
+    k = i
+    while k < len(eqns) and k not in claimed and _row_accepts(eqns[k], space):
+        k += 1
+    has_reduction = any(_row_reduction_space(e) == space for e in eqns[i:k])
+    return (k, space) if has_reduction else None
+
+
+def _leading_sum(eqn, shape) -> bool:
+    """A float sum over one or more leading axes (of ``shape``, when given)."""
+    if eqn.primitive is not lax.reduce_sum_p or not isinstance(eqn.invars[0], Var):
+        return False
+    in_shape = tuple(eqn.invars[0].aval.shape)
+    axes = tuple(eqn.params["axes"])
+    if len(axes) == len(in_shape) and int(np.prod(in_shape, dtype=np.int64)) > SMALL_TOTAL:
+        return False
+    return ((shape is None or in_shape == tuple(shape)) and 0 < len(axes)
+            and axes == tuple(range(len(axes))) and eqn.invars[0].aval.dtype.kind == "f")
+
+
+def _elementwise_chain(eqns, i, claimed):
+    """The elementwise chain starting at ``eqns[i]``: ``(end, shape)``."""
+    shape, produced, j = None, set(), i
+    while j < len(eqns) and j not in claimed and is_fusible(eqns[j]):
+        e = eqns[j]
+        if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in produced:
+            break       # broadcasting an intermediate needs another iteration shape
+        out_shape = tuple(e.outvars[0].aval.shape)
+        if shape is not None and out_shape not in (shape, ()):
+            break       # (a chain that starts with scalars stays scalar, as on the GPU)
+        if shape is None:
+            shape = out_shape
+        produced.update(e.outvars)
+        j += 1
+    return j, shape
+
+
+# -- dense layers: dot_general + bias + activation
+
+
+def _uses(jaxpr):
+    """var -> indices of the equations reading it (len(eqns) for a program output)."""
+    users: dict = {}
+    for k, e in enumerate(jaxpr.eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(v, []).append(k)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            users.setdefault(v, []).append(len(jaxpr.eqns))
+    return users
+
+
+def _zero_operand(v, producer, users, members) -> bool:
+    """``v`` is a literal 0 or a broadcast of one; a broadcast that only the group's equations
+    (``members``) read joins them."""
+    if isinstance(v, Literal):
+        return _is_constant(v, 0, {})
+    k = producer.get(v)
+    if k is None or not _is_constant(v, 0, {v: k[1]}):
+        return False
+    if set(users.get(v, ())) <= members:
+        members.add(k[0])
+    return True
+
+
+def _bias_add(add, producer, users):
+    """``(dot index, bias-broadcast index)`` if ``add`` adds a bias along rows to a 2-D
+    product that nothing else reads, else None."""
+    out = add.outvars[0].aval
+    if len(out.shape) != 2 or out.dtype.kind != "f":
+        return None
+    for d, bb in (add.invars, add.invars[::-1]):
+        dot, bc = producer.get(d), producer.get(bb)
+        if dot is None or bc is None or dot[1].primitive is not lax.dot_general_p \
+                or bc[1].primitive is not lax.broadcast_in_dim_p:
+            continue
+        (lc, rc), (lb, rb) = dot[1].params["dimension_numbers"]
+        if lb or rb or len(lc) != 1 or len(rc) != 1 \
+                or not all(isinstance(v, Var) for v in dot[1].invars):
+            continue
+        b = bc[1].invars[0]
+        if not isinstance(b, Var) or b.aval.shape != out.shape[1:] \
+                or tuple(bc[1].params["broadcast_dimensions"]) != (1,):
+            continue
+        if len(users.get(d, ())) != 1 or len(users.get(bb, ())) != 1:
+            continue
+        return dot[0], bc[0]
+    return None
+
+
+def _activation(z, eqns, producer, users):
+    """``(name, member indices)`` of the activation applied to ``z``: relu (``max(z, 0)`` or
+    ``select_n(z > 0, 0, z)``), tanh, logistic, or gelu (``(c * z) * (1 + tanh(...))`` or
+    ``... (1 + erf(...))``); ``("none", set())`` otherwise. Other readers of ``z`` or of the
+    relu mask just make them group outputs."""
+    for k in users.get(z, ()):
+        e = eqns[k] if k < len(eqns) else None
+        if e is None:
+            continue
+        if e.primitive is lax.max_p and z in e.invars:
+            members = {k}
+            if _zero_operand(e.invars[1] if e.invars[0] is z else e.invars[0], producer,
+                             users, members):
+                return "relu", members
+        if e.primitive is lax.gt_p and e.invars[0] is z:
+            relu = _relu_select(e, k, z, eqns, producer, users)
+            if relu:
+                return "relu", relu
+        if e.primitive in (lax.tanh_p, lax.logistic_p):
+            return e.primitive.name, {k}
+    gelu = _gelu(z, eqns, producer)
+    return ("gelu", gelu) if gelu else ("none", set())
+
+
+def _relu_select(gt, k, z, eqns, producer, users):
+    """The indices of ``select_n(z > 0, 0, z)`` (with its constants), starting from the
+    comparison ``gt`` at index ``k``; empty if it is not that."""
+    for s in users.get(gt.outvars[0], ()):
+        sel = eqns[s] if s < len(eqns) else None
+        if sel is None or sel.primitive is not lax.select_n_p or len(sel.invars) != 3 \
+                or sel.invars[0] is not gt.outvars[0] or sel.invars[2] is not z:
+            continue
+        members = {k, s}
+        if _zero_operand(gt.invars[1], producer, users, members) and \
+                _zero_operand(sel.invars[1], producer, users, members):
+            return members
+    return set()
+
+
+def _gelu(z, eqns, producer):
+    """The indices of a gelu of ``z`` computed right after it: ``(c * z) * (1 + t)`` with ``t``
+    a tanh (the approximate form) or an erf of an elementwise function of ``z`` and constants;
+    empty if there is none."""
+    window = _elementwise_window(z, eqns, producer)
+    known = {v: k for k in window for v in eqns[k].outvars}
+
+    def op(v):
+        k = known.get(v)
+        return (k, eqns[k]) if k is not None else (None, None)
+
+    def is_constant(v):
+        _, e = op(v)
+        return isinstance(v, Literal) or (e is not None and e.primitive is
+                                          lax.broadcast_in_dim_p
+                                          and isinstance(e.invars[0], Literal))
+
+    def is_scaled_z(v):
+        if v is z:
+            return True
+        _, e = op(v)
+        return e is not None and e.primitive is lax.mul_p and z in e.invars and all(
+            is_constant(u) for u in e.invars if u is not z)
+
+    def is_one_plus_t(v):
+        _, e = op(v)
+        if e is None or e.primitive is not lax.add_p:
+            return False
+        for one, t in (e.invars, e.invars[::-1]):
+            _, te = op(t)
+            if te is not None and te.primitive in (lax.tanh_p, lax.erf_p) and \
+                    _is_constant(one, 1, {u: eqns[k] for u, k in known.items()}):
+                return True
+        return False
+
+    for k in window:
+        e = eqns[k]
+        if e.primitive is lax.mul_p and len(e.invars) == 2:
+            a, b = e.invars
+            if (is_scaled_z(a) and is_one_plus_t(b)) or (is_scaled_z(b) and is_one_plus_t(a)):
+                return _slice_within(e.outvars[0], known, eqns)
+    return set()
+
+
+def _elementwise_window(z, eqns, producer):
+    """Indices of the equations right after ``z``'s definition computed from ``z`` and
+    constants alone (a broadcast literal counts as a constant)."""
+    known, members, k = {z}, [], producer[z][0] + 1
+    while k < len(eqns):
+        e = eqns[k]
+        reads = [v for v in e.invars if isinstance(v, Var)]
+        const = e.primitive is lax.broadcast_in_dim_p and not reads
+        if not const and not (e.primitive in ELEMENTWISE and reads
+                              and all(v in known for v in reads)
+                              and e.outvars[0].aval.shape == z.aval.shape):
+            break
+        known.update(e.outvars)
+        members.append(k)
+        k += 1
+    return members
+
+
+def _slice_within(v, known, eqns):
+    """The indices (among ``known``'s producers) of the equations ``v`` is computed from."""
+    needed, todo = set(), [v]
+    while todo:
+        k = known.get(todo.pop())
+        if k is None or k in needed:
+            continue
+        needed.add(k)
+        todo.extend(u for u in eqns[k].invars if isinstance(u, Var))
+    return needed
+
+
+def _convex(indices, eqns) -> bool:
+    """Whether no equation between the group's first and last defines one of its inputs, so
+    the group can run as one step at its first equation (equations between that read its
+    results run after it anyway: they belong to later groups)."""
+    lo, hi = min(indices), max(indices)
+    ins = {v for k in indices for v in eqns[k].invars if isinstance(v, Var)}
+    return not any(v in ins for k in range(lo, hi + 1) if k not in indices
+                   for v in eqns[k].outvars)
+
+
+def _dot_epilogues(jaxpr):
+    """``[(indices, activation, shape)]``: each dense layer ``act(x @ w + b)`` in ``jaxpr``."""
+    eqns = jaxpr.eqns
+    producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
+    users = _uses(jaxpr)
+    found, taken = [], set()
+    for k, add in enumerate(eqns):
+        if add.primitive is not lax.add_p:
+            continue
+        match = _bias_add(add, producer, users)
+        if match is None:
+            continue
+        act, extra = _activation(add.outvars[0], eqns, producer, users)
+        indices = {*match, k} | extra
+        if act != "none" and (indices & taken or not _convex(indices, eqns)):
+            act, indices = "none", {*match, k}     # the product and its bias, at least
+        if indices & taken or not _convex(indices, eqns):
+            continue
+        taken |= indices
+        found.append((tuple(sorted(indices)), act, add.outvars[0].aval.shape))
+    return found
+
+
+# -- grouping
+
+
+def _group(kind, indices, jaxpr, users, activation=None, shape=None) -> FusionGroup:
+    eqns = jaxpr.eqns
+    members = set(indices)
+    produced = [v for k in indices for v in eqns[k].outvars]
+    produced_set = set(produced)
+    inputs: list = []
+    for k in indices:
+        for v in eqns[k].invars:
+            if isinstance(v, Var) and v not in produced_set and v not in inputs:
+                inputs.append(v)
+    outputs = [v for v in produced if any(u not in members for u in users.get(v, ()))]
+    if shape is None:
+        shape = tuple(eqns[indices[-1]].outvars[0].aval.shape) if eqns[indices[-1]].outvars \
+            else ()
+    return FusionGroup(kind, tuple(indices), tuple(inputs), tuple(outputs), tuple(shape),
+                       activation)
+
+
+def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
+    """Partition ``jaxpr``'s equations into fusion groups, in an order that runs them correctly
+    (each group as one step at its first equation).
+
+    >>> [g.kind for g in fnx.jit(mlp_step).lower(params, x, y).fusion_groups][:4]
+    ['dot_epilogue', 'dot_epilogue', 'dot_epilogue', 'rows']
+    """
+    eqns = jaxpr.eqns
+    users = _uses(jaxpr)
+    claimed: dict = {}
+    for indices, act, shape in _dot_epilogues(jaxpr):
+        for k in indices:
+            claimed[k] = (indices, act, shape)
+    groups: list = []
+    i = 0
+    while i < len(eqns):
+        if i in claimed:
+            indices, act, shape = claimed[i]
+            if i == indices[0]:
+                groups.append(_group("dot_epilogue", indices, jaxpr, users, act, shape))
+            i += 1
+            continue
+        rows = _row_group(eqns, i, claimed)
+        if rows is not None:
+            end, space = rows
+            groups.append(_group("rows", range(i, end), jaxpr, users, shape=space))
+            i = end
+            continue
+        end, shape = _elementwise_chain(eqns, i, claimed)
+        if end < len(eqns) and end not in claimed and \
+                _leading_sum(eqns[end], shape if end > i else None):
+            space = eqns[end].invars[0].aval.shape
+            groups.append(_group("reduction", range(i, end + 1), jaxpr, users, shape=space))
+            i = end + 1
+        elif end > i:
+            groups.append(_group("elementwise", range(i, end), jaxpr, users, shape=shape))
+            i = end
+        else:
+            groups.append(_group("single", [i], jaxpr, users))
+            i += 1
+    return groups
+
+
+def _indices_str(indices) -> str:
+    """``0-3,7``: runs of consecutive equation indices."""
+    runs, start = [], indices[0]
+    for a, b in zip(indices, list(indices[1:]) + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return ",".join(runs)
+
+
+def pp_fusion_groups(jaxpr: Jaxpr, groups, namer=None) -> str:
+    """One line per group: kind, iteration shape, equations, inputs -> outputs, in the
+    variable names of ``pp_jaxpr(jaxpr, namer=namer)``.
+
+    >>> print(pp_fusion_groups(jaxpr, fusion_groups(jaxpr)))
+    fusion groups (1):
+      0: elementwise [3] eqns 0-1: (a) -> (c)  sin mul
+    """
+    if namer is None:
+        namer = _Namer()
+        pp_jaxpr(jaxpr, namer=namer)       # names in the order the printed jaxpr gives them
+    lines = [f"fusion groups ({len(groups)}):"]
+    for n, g in enumerate(groups):
+        kind = g.kind + (f"[{g.activation}]" if g.activation else "")
+        prims = " ".join(jaxpr.eqns[k].primitive.name for k in g.eqn_indices)
+        ins = " ".join(map(namer, g.inputs))
+        outs = " ".join(map(namer, g.outputs))
+        lines.append(f"  {n}: {kind} [{','.join(map(str, g.shape))}] "
+                     f"eqns {_indices_str(g.eqn_indices)}: ({ins}) -> ({outs})  {prims}")
+    return "\n".join(lines)

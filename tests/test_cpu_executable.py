@@ -1,0 +1,152 @@
+"""The CPU executable: results equal to eager execution bit for bit, and its buffer plan never
+writes over arguments, constants, returned results or buffers a live view reads."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.lax as lax
+import fnx.nn as nn
+import fnx.numpy as jnp
+
+F32 = np.float32
+rng = np.random.default_rng(0)
+
+
+def _bits_equal(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes(), (a, b)
+
+
+def _compiled(f, *args):
+    return fnx.jit(f).lower(*args).compile()
+
+
+def test_arguments_and_constants_are_never_overwritten():
+    c = np.linspace(-1, 1, 12).astype(F32).reshape(3, 4)
+    c_copy = c.copy()
+
+    def f(x):
+        y = x * 2.0           # x dies here, but belongs to the caller
+        z = y + c             # c is a constant of the program
+        return jnp.tanh(z) * 3.0
+    x = jnp.asarray(rng.standard_normal((3, 4)).astype(F32))
+    x_copy = np.asarray(x).copy()
+    out = fnx.jit(f)(x)
+    _bits_equal(out, f(x))
+    np.testing.assert_array_equal(np.asarray(x), x_copy)
+    np.testing.assert_array_equal(c, c_copy)
+
+
+def test_returned_values_and_live_views_are_not_reused():
+    def f(x):
+        a = x * 2.0
+        r = jnp.reshape(a, (4, 3))     # a view of a's buffer, read after a dies
+        b = a + 1.0
+        c = b * b
+        return a, c, r * 3.0
+    x = jnp.asarray(rng.standard_normal((3, 4)).astype(F32))
+    for got, want in zip(fnx.jit(f)(x), f(x)):
+        _bits_equal(got, want)
+
+
+def test_each_call_returns_fresh_arrays():
+    f = fnx.jit(lambda x: (x * 2.0 + 1.0, jnp.exp(x)))
+    x1, x2 = jnp.ones(5), jnp.full(5, 2.0)
+    first = [np.asarray(o).copy() for o in f(x1)]
+    keep = f(x1)
+    f(x2)
+    for o, e in zip(keep, first):
+        np.testing.assert_array_equal(np.asarray(o), e)
+
+
+def test_buffers_are_reused_in_a_dense_step():
+    x = jnp.asarray(rng.standard_normal((8, 5)).astype(F32))
+    w = jnp.asarray(rng.standard_normal((5, 4)).astype(F32))
+    b = jnp.asarray(rng.standard_normal(4).astype(F32))
+
+    def step(w, b, x):
+        def loss(w, b):
+            return jnp.sum(nn.relu(x @ w + b) ** 2)
+        gw, gb = fnx.grad(loss, (0, 1))(w, b)
+        return w - 0.1 * gw, b - 0.1 * gb
+    exe = _compiled(step, w, b, x)
+    assert exe.reused >= 3, exe.describe()
+    for got, want in zip(fnx.jit(step)(w, b, x), step(w, b, x)):
+        _bits_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_, np.int8])
+def test_selects_pick_the_same_bits_as_eager(dtype):
+    special = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, -1.5, 2.5, 1e-40] * 2)
+    if np.dtype(dtype).kind == "f":
+        vals = special.astype(dtype).reshape(4, 4)
+    else:
+        vals = rng.integers(-3, 4, (4, 4)).astype(dtype)
+    other = np.flip(vals).copy()
+    fns = [lambda p, a, b: lax.select(p, a, b),
+           lambda p, a, b: jnp.where(p, a, jnp.zeros_like(a)),
+           lambda p, a, b: jnp.where(p, jnp.zeros_like(a), b),
+           lambda p, a, b: lax.select(p, a, a)]
+    p = jnp.asarray(rng.random((4, 4)) > 0.5)
+    for fn in fns:
+        _bits_equal(fnx.jit(fn)(p, vals, other), fn(p, jnp.asarray(vals), jnp.asarray(other)))
+
+
+def test_relu_of_special_values_matches_eager():
+    x = jnp.asarray(np.array([[np.nan, -0.0, 0.0, -np.inf], [np.inf, -1.0, 3.0, 1e-40]], F32))
+    _bits_equal(fnx.jit(nn.relu)(x), nn.relu(x))
+    g = fnx.jit(fnx.grad(lambda x: jnp.sum(nn.relu(x) * 2.0)))
+    _bits_equal(g(x), fnx.grad(lambda x: jnp.sum(nn.relu(x) * 2.0))(x))
+
+
+def test_products_layouts_and_batches_match_eager():
+    a = jnp.asarray(rng.standard_normal((3, 4, 5)).astype(F32))
+    b = jnp.asarray(rng.standard_normal((3, 5, 2)).astype(F32))
+    m = jnp.asarray(rng.standard_normal((4, 6)).astype(F32))
+    fns = [lambda a, b, m: jnp.matmul(a, b) + 1.0,
+           lambda a, b, m: jnp.einsum("bij,jk->bik", a[:, :, :4], m) * 2.0,
+           lambda a, b, m: m.T @ m - 1.0,
+           lambda a, b, m: lax.dot_general(a, a, (((2,), (2,)), ((0,), (0,)))) + 0.5]
+    for fn in fns:
+        _bits_equal(fnx.jit(fn)(a, b, m), fn(a, b, m))
+
+
+def test_last_axis_pick_clamps_like_eager():
+    x = jnp.asarray(rng.standard_normal((2, 3, 5)).astype(F32))
+    idx = jnp.asarray(np.array([[[0], [4], [9]], [[-3], [2], [1]]], np.int32))
+    f = lambda x, i: jnp.take_along_axis(x, i, axis=-1) * 2.0  # noqa: E731
+    _bits_equal(fnx.jit(f)(x, idx), f(x, idx))
+
+
+def test_broadcasts_read_by_elementwise_steps():
+    x = jnp.asarray(rng.standard_normal((3, 4)).astype(F32))
+    v = jnp.asarray(rng.standard_normal(4).astype(F32))
+    col = jnp.asarray(rng.standard_normal((3, 1)).astype(F32))
+    fns = [lambda x, v, c: x + v,
+           lambda x, v, c: (v + c) * 2.0,          # both operands broadcast into the result
+           lambda x, v, c: jnp.where(x > 0, v, c),
+           lambda x, v, c: (jnp.broadcast_to(v, (3, 4)), x * v),
+           lambda x, v, c: nn.sigmoid(x + c)]
+    for fn in fns:
+        got, want = fnx.jit(fn)(x, v, col), fn(x, v, col)
+        for g, w in zip(got if isinstance(got, tuple) else [got],
+                        want if isinstance(want, tuple) else [want]):
+            _bits_equal(g, w)
+
+
+def test_constant_results_are_computed_once_and_read_only():
+    f = lambda x: x * jnp.full((2, 3), 2.0) + lax.broadcasted_iota(np.float32, (2, 3), 1)  # noqa
+    x = jnp.ones((2, 3))
+    exe = _compiled(f, x)
+    assert exe.constants >= 1, exe.describe()
+    assert all(not c.flags.writeable for c in exe.template if type(c) is np.ndarray)
+    for _ in range(2):
+        _bits_equal(fnx.jit(f)(x), f(x))
+
+
+def test_returned_constants_are_fresh_per_call():
+    g = fnx.jit(lambda x: (x, jnp.full((4,), 3.0)))
+    (_, r1), (_, r2) = g(jnp.ones(2)), g(jnp.ones(2))
+    _bits_equal(r1, jnp.full((4,), 3.0))
+    assert not np.shares_memory(np.asarray(r1), np.asarray(r2))

@@ -1,0 +1,492 @@
+"""The jaxpr passes jit runs before lowering (inlining, constant folding, simplification, CSE,
+DCE) and the fusion groups: each pass on small programs, results kept, types kept."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.lax as lax
+import fnx.nn as nn
+import fnx.numpy as jnp
+from fnx.core import lax as core_lax
+from fnx.core import passes
+from fnx.core.core import ShapedArray
+from fnx.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr,
+                            jaxpr_with_consts_as_args, typecheck_jaxpr)
+
+from op_specs import SPECS, SPEC_IDS
+
+F32 = np.float32
+
+
+class _Builder:
+    """Hand-written jaxprs: ``b.eq(prim, *ins, **params)`` appends an equation whose output
+    aval is the primitive's abstract evaluation."""
+
+    def __init__(self, *in_avals):
+        self.invars = [Var(a) for a in in_avals]
+        self.eqns = []
+
+    def eq(self, prim, *ins, **params):
+        out = Var(prim.abstract_eval(*[v.aval for v in ins], **params))
+        self.eqns.append(JaxprEqn(ins, [out], prim, params))
+        return out
+
+    def jaxpr(self, *outs):
+        j = Jaxpr([], self.invars, list(outs), self.eqns)
+        typecheck_jaxpr(j)
+        return j
+
+
+def _aval(shape=(), dtype=F32, weak=False):
+    return ShapedArray(shape, dtype, weak)
+
+
+def _lit(value, dtype=F32, weak=True):
+    return Literal(np.dtype(dtype).type(value), _aval((), dtype, weak))
+
+
+def _prims(jaxpr):
+    return [e.primitive.name for e in jaxpr.eqns]
+
+
+def _run_checked(pass_fn, jaxpr):
+    out = pass_fn(jaxpr)
+    typecheck_jaxpr(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# CSE
+
+
+def test_cse_merges_equal_equations():
+    j = fnx.make_jaxpr(lambda x: jnp.sin(x) * jnp.sin(x) + jnp.sin(x))(jnp.ones(3)).jaxpr
+    assert _prims(j).count("sin") == 3
+    out = _run_checked(passes.cse, j)
+    assert _prims(out) == ["sin", "mul", "add"]
+    assert "mul b b" in str(out)
+
+
+def test_cse_compares_literals_by_value_dtype_and_sign():
+    b = _Builder(_aval((3,)))
+    (x,) = b.invars
+    outs = [b.eq(core_lax.add_p, x, _lit(v)) for v in (1.0, 1.0, 0.0, -0.0)]
+    j = b.jaxpr(*outs)
+    out = _run_checked(passes.cse, j)
+    assert len(out.eqns) == 3      # the two "+ 1.0" merge; 0.0 and -0.0 differ
+    assert out.outvars[0] is out.outvars[1]
+
+
+def test_cse_needs_equal_params():
+    b = _Builder(_aval((2, 3)))
+    (x,) = b.invars
+    s0 = b.eq(core_lax.reduce_sum_p, x, axes=(0,))
+    s0b = b.eq(core_lax.reduce_sum_p, x, axes=(0,))
+    s1 = b.eq(core_lax.reduce_sum_p, x, axes=(1,))
+    out = _run_checked(passes.cse, b.jaxpr(s0, s0b, s1))
+    assert len(out.eqns) == 2
+
+
+def test_cse_never_merges_effects():
+    def f(x):
+        fnx.debug.print("x={}", x)
+        fnx.debug.print("x={}", x)
+        return x + 1
+    j = fnx.make_jaxpr(f)(1.0).jaxpr
+    out = _run_checked(passes.optimize, j)
+    assert _prims(out).count("debug_callback") == 2
+
+
+def test_cse_compares_jaxpr_params_by_identity():
+    j = fnx.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x)
+                       + lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0).jaxpr
+    conds = [e for e in j.eqns if e.primitive.name == "cond"]
+    assert len(conds) == 2
+    out = _run_checked(passes.cse, j)      # equal branches, but distinct jaxpr objects
+    assert _prims(out).count("cond") == 2
+    # the same equation repeated (same branch objects) is merged
+    k = j.eqns.index(conds[0])
+    dup = conds[0].replace(outvars=[Var(v.aval) for v in conds[0].outvars])
+    eqns = j.eqns[:k + 1] + [dup] + j.eqns[k + 1:]
+    j2 = Jaxpr(j.constvars, j.invars, j.outvars + dup.outvars, eqns)
+    out2 = _run_checked(passes.cse, j2)
+    assert _prims(out2).count("cond") == 2 and out2.outvars[-1] is conds[0].outvars[0]
+
+
+def test_cse_keeps_constant_broadcasts_apart():
+    # fused consumers recompute a broadcast constant; sharing one would put it in memory
+    j = fnx.make_jaxpr(lambda x: jnp.maximum(x, 0.0) + jnp.minimum(x, 0.0))(jnp.ones(4)).jaxpr
+    before = _prims(j).count("broadcast_in_dim")
+    assert _prims(_run_checked(passes.cse, j)).count("broadcast_in_dim") == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Constant folding
+
+
+def test_fold_constants_scalar_literals():
+    b = _Builder(_aval())
+    (x,) = b.invars
+    six = b.eq(core_lax.mul_p, _lit(2.0), _lit(3.0))
+    e = b.eq(core_lax.exp_p, _lit(0.0))
+    y = b.eq(core_lax.add_p, x, six)
+    z = b.eq(core_lax.mul_p, y, e)
+    out = _run_checked(passes.fold_constants, b.jaxpr(z))
+    assert _prims(out) == ["add", "mul"]
+    assert "add a 6.0" in str(out) and "mul b 1.0" in str(out)
+    assert out.eqns[0].invars[1].aval == six.aval      # the folded literal keeps the type
+
+
+def test_fold_constants_chains_and_keeps_int_semantics():
+    b = _Builder(_aval((), np.int32))
+    (x,) = b.invars
+    q = b.eq(core_lax.div_p, _lit(-7, np.int32, False), _lit(2, np.int32, False))
+    r = b.eq(core_lax.neg_p, q)
+    y = b.eq(core_lax.add_p, x, r)
+    out = _run_checked(passes.fold_constants, b.jaxpr(y))
+    assert _prims(out) == ["add"] and "add a 3" in str(out)    # -7 / 2 truncates to -3
+
+
+def test_fold_constants_leaves_non_scalars_and_effects():
+    j = fnx.make_jaxpr(lambda x: x + jnp.full((3,), 2.0) * 3.0)(jnp.ones(3)).jaxpr
+    assert passes.fold_constants(j) is j
+
+
+def test_folding_then_simplifying_removes_identities():
+    b = _Builder(_aval((3,)))
+    (x,) = b.invars
+    one = b.eq(core_lax.sub_p, _lit(3.0), _lit(2.0))
+    y = b.eq(core_lax.mul_p, x, one)
+    out = _run_checked(passes.optimize, b.jaxpr(y))
+    assert out.eqns == [] and out.outvars == [x]
+
+
+# ---------------------------------------------------------------------------------------------
+# Algebraic simplification
+
+
+@pytest.mark.parametrize("build", [
+    lambda b, x: b.eq(core_lax.mul_p, x, _lit(1.0)),
+    lambda b, x: b.eq(core_lax.mul_p, _lit(1.0), x),
+    lambda b, x: b.eq(core_lax.add_p, x, _lit(0.0)),
+    lambda b, x: b.eq(core_lax.add_p, _lit(0.0), x),
+    lambda b, x: b.eq(core_lax.sub_p, x, _lit(0.0)),
+    lambda b, x: b.eq(core_lax.div_p, x, _lit(1.0)),
+    lambda b, x: b.eq(core_lax.neg_p, b.eq(core_lax.neg_p, x)),
+    lambda b, x: b.eq(core_lax.convert_element_type_p, x, new_dtype=np.dtype(F32),
+                      weak_type=False),
+    lambda b, x: b.eq(core_lax.reshape_p, x, new_sizes=(2, 3)),
+    lambda b, x: b.eq(core_lax.transpose_p, x, permutation=(0, 1)),
+    lambda b, x: b.eq(core_lax.transpose_p, b.eq(core_lax.transpose_p, x, permutation=(1, 0)),
+                      permutation=(1, 0)),
+    lambda b, x: b.eq(core_lax.broadcast_in_dim_p, x, shape=(2, 3), broadcast_dimensions=(0, 1)),
+    lambda b, x: b.eq(core_lax.mul_p, x, b.eq(core_lax.broadcast_in_dim_p, _lit(1.0, weak=False),
+                                              shape=(2, 3), broadcast_dimensions=())),
+    lambda b, x: b.eq(core_lax.select_n_p, b.eq(core_lax.gt_p, x, _lit(0.0)), x, x),
+    lambda b, x: b.eq(core_lax.integer_pow_p, x, y=1),
+], ids=["x*1", "1*x", "x+0", "0+x", "x-0", "x/1", "neg-neg", "convert-same", "reshape-same",
+        "transpose-identity", "transpose-twice", "broadcast-same", "x*ones", "select-same",
+        "pow1"])
+def test_simplify_removes_identities(build):
+    b = _Builder(_aval((2, 3)))
+    (x,) = b.invars
+    j = b.jaxpr(build(b, x))
+    out = _run_checked(passes.optimize, j)
+    assert out.eqns == [] and out.outvars == [x], str(out)
+
+
+def test_simplify_keeps_results_whose_type_would_change():
+    b = _Builder(_aval(), _aval((), F32, weak=True))
+    x, w = b.invars
+    ones = b.eq(core_lax.broadcast_in_dim_p, _lit(1.0, weak=False), shape=(3,),
+                broadcast_dimensions=())
+    y = b.eq(core_lax.mul_p, x, ones)               # f32[] * f32[3]: the shape grows
+    z = b.eq(core_lax.convert_element_type_p, w, new_dtype=np.dtype(F32), weak_type=False)
+    sub_zero = b.eq(core_lax.sub_p, _lit(0.0), x)    # 0 - x is not x
+    out = _run_checked(passes.simplify, b.jaxpr(y, z, sub_zero))
+    assert _prims(out) == ["broadcast_in_dim", "mul", "convert_element_type", "sub"]
+
+
+def test_simplify_keeps_stop_gradient():
+    # the optimized jaxpr of a jitted function is still differentiated (grad of jit)
+    j = fnx.make_jaxpr(lambda x: lax.stop_gradient(x) * x)(1.0).jaxpr
+    assert "stop_gradient" in _prims(passes.optimize(j))
+    g = fnx.grad(fnx.jit(lambda x: lax.stop_gradient(x) * x))(3.0)
+    assert float(g) == 3.0
+
+
+def test_simplify_merges_reshapes_and_transposes():
+    b = _Builder(_aval((2, 3, 4)))
+    (x,) = b.invars
+    r = b.eq(core_lax.reshape_p, b.eq(core_lax.reshape_p, x, new_sizes=(6, 4)), new_sizes=(24,))
+    t = b.eq(core_lax.transpose_p, b.eq(core_lax.transpose_p, x, permutation=(1, 2, 0)),
+             permutation=(0, 2, 1))
+    j = b.jaxpr(r, t)
+    out = _run_checked(passes.optimize, j)
+    assert _prims(out) == ["reshape", "transpose"]
+    v = np.arange(24, dtype=F32).reshape(2, 3, 4)
+    for a, e in zip(eval_jaxpr(out, [], v), eval_jaxpr(j, [], v)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# Inlining, DCE, the driver
+
+
+def test_inline_nested_jit_calls():
+    inner = fnx.jit(lambda x: jnp.sin(x) * 2.0)
+    j = fnx.make_jaxpr(lambda x: inner(x) + inner(x + 1.0))(jnp.ones(3)).jaxpr
+    assert _prims(j).count("pjit") == 2
+    out = _run_checked(passes.inline_calls, j)   # typecheck: each copy has fresh variables
+    assert "pjit" not in _prims(out) and _prims(out).count("sin") == 2
+    x = np.linspace(-1, 1, 3).astype(F32)
+    np.testing.assert_array_equal(np.asarray(eval_jaxpr(out, [], x)[0]),
+                                  np.asarray(eval_jaxpr(j, [], x)[0]))
+
+
+def test_inlined_equations_keep_their_source_lines():
+    inner = fnx.jit(lambda x: jnp.tanh(x))
+    j = fnx.make_jaxpr(lambda x: inner(x) * 3.0)(jnp.ones(2)).jaxpr
+    out = passes.inline_calls(j)
+    tanh = next(e for e in out.eqns if e.primitive.name == "tanh")
+    assert tanh.source_info is not None and tanh.source_info.filename.endswith("test_passes.py")
+
+
+def test_passes_keep_source_info():
+    j = fnx.make_jaxpr(lambda x: jnp.exp(x) * 1.0 + jnp.exp(x))(jnp.ones(2)).jaxpr
+    infos = {e.primitive.name: e.source_info for e in j.eqns}
+    out = passes.optimize(j)
+    for e in out.eqns:
+        assert e.source_info == infos[e.primitive.name]
+
+
+def test_dce_drops_unused_and_keeps_effects():
+    def f(x):
+        jnp.cos(x) * 3.0                    # dead
+        fnx.debug.print("{}", x)
+        return x + 1.0
+    j = fnx.make_jaxpr(f)(1.0).jaxpr
+    out = _run_checked(passes.dce, j)
+    assert _prims(out) == ["debug_callback", "add"]
+    assert passes.dce(out) is out
+
+
+def test_optimize_reaches_a_fixed_point_through_all_passes():
+    inner = fnx.jit(lambda x, y: x * y)
+
+    def f(x):
+        a = inner(x, 1.0)                    # inlined, then x * 1 -> x
+        b = jnp.sin(a) + jnp.sin(x)          # then the two sins are one
+        return -(-b)
+    j = fnx.make_jaxpr(f)(jnp.ones(3)).jaxpr
+    out = _run_checked(passes.optimize, j)
+    assert _prims(out) == ["sin", "add"]
+    assert passes.optimize(out) is out
+
+
+def test_passes_return_their_argument_when_nothing_changes():
+    j = fnx.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)).jaxpr
+    for p in passes.PASSES:
+        assert p(j) is j
+
+
+def test_passes_treat_control_flow_opaquely():
+    def f(x):
+        y = lax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v + 1.0, x)
+        z = lax.fori_loop(0, 3, lambda i, v: v * 1.5, y)
+        w = lax.while_loop(lambda v: v[0] < 100.0, lambda v: v * 2.0 + 0.0, z)
+        c, ys = lax.scan(lambda c, a: (c + a, c * a), 0.0, w)
+        return c + jnp.sum(ys) * 1.0 + jnp.sum(ys)
+    x = np.array([0.5, -1.0, 2.0], F32)
+    j = fnx.make_jaxpr(f)(x).jaxpr
+    out = j
+    for p in passes.PASSES:
+        out = _run_checked(p, out)
+    out = _run_checked(passes.optimize, out)
+    assert len(out.eqns) < len(j.eqns)
+    for a, e in zip(eval_jaxpr(out, [], x), eval_jaxpr(j, [], x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fnx.jit(f)(x)), np.asarray(f(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
+def test_every_pass_typechecks_and_keeps_results(spec):
+    args = spec.draw(np.random.default_rng(23))
+    closed = [fnx.make_jaxpr(spec.fn)(*args)]
+    if spec.grad:
+        fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+
+        def loss(*fa):
+            full = list(args)
+            for i, v in zip(fidx, fa):
+                full[i] = v
+            return jnp.sum(spec.fn(*full) ** 2)
+        fargs = [args[i] for i in fidx]
+        closed.append(fnx.make_jaxpr(fnx.grad(loss, tuple(range(len(fidx)))))(*fargs))
+    for n, c in enumerate(closed):
+        jx = jaxpr_with_consts_as_args(c)
+        out = jx
+        for p in passes.PASSES:
+            out = _run_checked(p, out)
+        a = [*c.consts, *(args if n == 0 else fargs)]
+        for got, want in zip(eval_jaxpr(out, [], *a), eval_jaxpr(jx, [], *a)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------
+# jit runs the passes
+
+
+def test_jit_lowers_the_optimized_jaxpr():
+    f = lambda x: jnp.sin(x) * 1.0 + jnp.sin(x)  # noqa: E731
+    x = jnp.ones(3)
+    text = fnx.jit(f).lower(x).as_text()
+    assert text.count("= sin") == 1 and "mul" not in text
+    with fnx.config.option("jit_optimize", False):
+        plain = fnx.jit(f).lower(x).as_text()
+    assert plain.count("= sin") == 2
+    np.testing.assert_allclose(np.asarray(fnx.jit(f)(x)), np.asarray(f(x)))
+
+
+def test_jit_inlines_nested_jit():
+    inner = fnx.jit(lambda x: jnp.exp(x) - 1.0)
+    outer = fnx.jit(lambda x: inner(x) * inner(x))
+    x = jnp.linspace(0, 1, 5)
+    lowered = outer.lower(x)
+    text = lowered.as_text()
+    assert "pjit" not in text and text.split("fusion groups")[0].count("exp") == 1
+    np.testing.assert_allclose(np.asarray(outer(x)), np.asarray((jnp.exp(x) - 1) ** 2),
+                               rtol=1e-6)
+
+
+def test_jit_result_may_be_a_literal_or_an_argument():
+    f = fnx.jit(lambda x: (x * 1.0, 2.0 * 3.0 + 0.0 * 1.0, jnp.float32(1.5) + 2.0))
+    a, b, c = f(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(a), [1.0, 1.0])
+    assert float(b) == 6.0 and float(c) == 3.5
+    a2, _, _ = f(jnp.ones(2))
+    assert a2.shape == (2,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fusion groups
+
+
+def _mlp_step():
+    sizes, batch = [16, 12, 12, 5], 8
+    rng = np.random.default_rng(0)
+    params = [(jnp.asarray(rng.standard_normal((m, n)).astype(F32)), jnp.zeros(n))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = jnp.asarray(rng.standard_normal((batch, sizes[0])).astype(F32))
+    y = jnp.asarray(rng.integers(0, sizes[-1], batch).astype(np.int32))
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = nn.relu(h @ w + b)
+        w, b = params[-1]
+        logp = nn.log_softmax(h @ w + b)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def step(params, x, y):
+        v, g = fnx.value_and_grad(loss)(params, x, y)
+        return v, fnx.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, g)
+    return fnx.jit(step), (params, x, y)
+
+
+def _check_partition(jaxpr, groups):
+    """Every equation in exactly one group; groups in an order that runs: each reads only
+    program inputs and earlier groups' results."""
+    seen = sorted(k for g in groups for k in g.eqn_indices)
+    assert seen == list(range(len(jaxpr.eqns)))
+    defined = set(jaxpr.invars) | set(jaxpr.constvars)
+    for g in groups:
+        assert list(g.eqn_indices) == sorted(g.eqn_indices)
+        assert all(v in defined for v in g.inputs), g
+        for k in g.eqn_indices:
+            defined.update(jaxpr.eqns[k].outvars)
+    users = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)} | set(jaxpr.outvars)
+    for g in groups:
+        produced = {v for k in g.eqn_indices for v in jaxpr.eqns[k].outvars}
+        assert set(g.outputs) <= produced
+        inside = {v for k in g.eqn_indices for v in jaxpr.eqns[k].invars if isinstance(v, Var)}
+        for v in produced & users - set(g.outputs):
+            assert v in inside and v not in jaxpr.outvars
+
+
+def test_mlp_step_groups_have_dense_layers_and_rows():
+    step, args = _mlp_step()
+    lowered = step.lower(*args)
+    jaxpr, groups = lowered.traced.jaxpr, lowered.fusion_groups
+    _check_partition(jaxpr, groups)
+    kinds = [g.kind for g in groups]
+    dense = [g for g in groups if g.kind == "dot_epilogue"]
+    assert [g.activation for g in dense] == ["relu", "relu", "none"]
+    assert dense[0].shape == (8, 12) and dense[-1].shape == (8, 5)
+    assert "rows" in kinds and "reduction" in kinds
+    rows = [g for g in groups if g.kind == "rows"]
+    picks = [jaxpr.eqns[k].primitive.name for g in rows for k in g.eqn_indices]
+    assert "take_along_axis" in picks and "reduce_max" in picks
+    # the relu's mask is read again by the backward pass: an output of the group
+    first = dense[0]
+    gt = next(jaxpr.eqns[k].outvars[0] for k in first.eqn_indices
+              if jaxpr.eqns[k].primitive.name == "gt")
+    assert gt in first.outputs
+    text = lowered.as_text()
+    assert "fusion groups" in text and "dot_epilogue[relu]" in text and ": rows [8,5]" in text
+    assert text.index("fusion groups") > text.index("in (")
+
+
+@pytest.mark.parametrize("act,fn", [
+    ("relu", lambda z: jnp.maximum(z, 0.0)),
+    ("relu", nn.relu),
+    ("tanh", jnp.tanh),
+    ("logistic", nn.sigmoid),
+    ("gelu", lambda z: nn.gelu(z, approximate=True)),
+    ("gelu", lambda z: nn.gelu(z, approximate=False)),
+    ("none", lambda z: z),
+])
+def test_dense_layer_epilogues(act, fn):
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.standard_normal((4, 6)).astype(F32))
+    w = jnp.asarray(rng.standard_normal((6, 3)).astype(F32))
+    b = jnp.asarray(rng.standard_normal(3).astype(F32))
+    f = fnx.jit(lambda x, w, b: fn(x @ w + b) * 2.0)
+    lowered = f.lower(x, w, b)
+    jaxpr, groups = lowered.traced.jaxpr, lowered.fusion_groups
+    _check_partition(jaxpr, groups)
+    assert groups[0].kind == "dot_epilogue" and groups[0].activation == act, \
+        lowered.as_text()
+    assert set(groups[0].inputs) == set(jaxpr.invars)
+    assert groups[0].shape == (4, 3)
+    np.testing.assert_allclose(np.asarray(f(x, w, b)), np.asarray(fn(x @ w + b) * 2.0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_and_reduction_groups():
+    f = fnx.jit(lambda x, y: (jnp.sum(jnp.exp(x) * y, axis=0), jnp.tanh(x) + 1.0))
+    x = jnp.ones((5, 7))
+    lowered = f.lower(x, x)
+    groups = lowered.fusion_groups
+    _check_partition(lowered.traced.jaxpr, groups)
+    assert [g.kind for g in groups] == ["reduction", "elementwise"]
+    red = groups[0]
+    assert red.shape == (5, 7) and len(red.eqn_indices) == 3
+
+
+def test_product_read_elsewhere_is_no_dense_layer():
+    f = fnx.jit(lambda x, w, b: (x @ w + b, x @ w))
+    x, w, b = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones(4)
+    lowered = f.lower(x, w, b)
+    _check_partition(lowered.traced.jaxpr, lowered.fusion_groups)
+    assert "dot_epilogue" not in [g.kind for g in lowered.fusion_groups]
+
+
+def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
+    x, w, b = jnp.ones((4, 6)), jnp.full((6, 3), 0.1), jnp.ones(3)
+    g = fnx.jit(fnx.grad(lambda w: jnp.sum(nn.gelu(x @ w + b) ** 2)))
+    lowered = g.lower(w)
+    groups = lowered.fusion_groups
+    _check_partition(lowered.traced.jaxpr, groups)
+    assert groups[0].kind == "dot_epilogue" and groups[0].activation == "gelu"
+    assert len(groups[0].outputs) > 1      # values the backward pass reads again
