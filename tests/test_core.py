@@ -417,3 +417,9 @@ def test_python_numbers_keep_full_precision_in_float64():
     assert float((x * 0.7)[0]) == 0.7
     assert float(jnp.asarray(0.7, jnp.float64)) == 0.7
     assert float(jnp.full((), np.finfo(np.float64).min, jnp.float64)) == np.finfo(np.float64).min
+
+
+def test_jvp_python_number_tangent_takes_the_primal_dtype():
+    y, t = fnx.jvp(lambda a: 0.5 * (a + 2.0 / a), (np.float64(2.0),), (1.0,))
+    assert t.dtype == np.float64
+    np.testing.assert_allclose(float(t), 0.5 * (1 - 2.0 / 4.0))

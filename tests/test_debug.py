@@ -60,3 +60,17 @@ def test_nan_check_backward(nan_check):
 def test_no_false_alarm(nan_check):
     out = fnx.jit(lambda x: jnp.exp(x) / 2)(np.array([1.0, 2.0]))
     np.testing.assert_allclose(np.asarray(out), np.exp([1.0, 2.0]) / 2)
+
+
+def test_print_inside_an_unused_loop_still_runs_under_jit(capsys):
+    """A scan whose results nobody reads is kept when its body prints (effects inside
+    sub-jaxprs count, for DCE and every jaxpr pass)."""
+    @fnx.jit
+    def f(x):
+        def body(c, xi):
+            fnx.debug.print("step {}", xi)
+            return c + xi, None
+        fnx.lax.scan(body, 0.0, x)
+        return x * 2.0
+    np.testing.assert_allclose(np.asarray(f(jnp.arange(3.0))), [0.0, 2.0, 4.0])
+    assert capsys.readouterr().out.split() == ["step", "0.0", "step", "1.0", "step", "2.0"]

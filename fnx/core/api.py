@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import ad, batching, dtypes
+from . import ad, batching, dtypes, lax
 from .core import ShapedArray, get_aval
 from .errors import BatchingError, GradError
 from .partial_eval import trace_to_jaxpr
@@ -62,12 +62,16 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise TypeError(f"jvp: primal and tangent structures differ: {p_tree} vs {t_tree}")
-    for p, t in zip(p_leaves, t_leaves):
+    for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         pa, ta = get_aval(p), get_aval(t)
         if pa.shape != ta.shape:
             raise ValueError(f"jvp: primal shape {pa.shape} and tangent shape {ta.shape} differ")
-        if dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype and not ta.weak_type:
-            raise TypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} differ")
+        if dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype:
+            if not ta.weak_type:
+                raise TypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} "
+                                "differ")
+            # a Python number as the tangent takes the primal's dtype
+            t_leaves[k] = lax.convert_element_type(t, pa.dtype)
     flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
     out_p, out_t = ad.jvp_flat(lambda *xs: flat(*xs), p_leaves, t_leaves)
     return _unpack_aux_outputs(store, out_p, out_t, has_aux)

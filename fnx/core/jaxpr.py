@@ -295,6 +295,19 @@ def dependent_outputs(jaxpr: Jaxpr, unknown_inputs) -> list[bool]:
     return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
 
 
+def has_effect(eqn) -> bool:
+    """Whether ``eqn`` must run even when nothing reads its results: its primitive has an effect
+    (a debug print), or a jaxpr in its params (a loop body, a branch) holds such an equation."""
+    if getattr(eqn.primitive, "has_effect", False):
+        return True
+    for v in eqn.params.values():
+        for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+            sub = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(sub, Jaxpr) and any(has_effect(e) for e in sub.eqns):
+                return True
+    return False
+
+
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> tuple[Jaxpr, list[bool]]:
     """Drop equations no kept output needs. Returns the new jaxpr and which invars it reads."""
     outvars = jaxpr.outvars if used_outputs is None else \
@@ -302,7 +315,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> tuple[Jaxpr, list[bool]]:
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or getattr(eqn.primitive, "has_effect", False):
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))
     kept.reverse()

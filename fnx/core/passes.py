@@ -26,14 +26,11 @@ import numpy as np
 
 from . import lax
 from .core import Array, EvalTrace, get_backend, set_current_trace
-from .jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Namer, dce_jaxpr, pp_jaxpr
+from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Namer, dce_jaxpr, has_effect,
+                    pp_jaxpr)
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
-
-
-def _has_effect(eqn) -> bool:
-    return getattr(eqn.primitive, "has_effect", False)
 
 
 def _renamed(eqn: JaxprEqn, env: dict) -> JaxprEqn:
@@ -116,7 +113,7 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
 def _foldable(eqn) -> bool:
     p = eqn.primitive
     return (bool(eqn.invars) and all(isinstance(v, Literal) for v in eqn.invars)
-            and not p.multiple_results and p.impl is None and not _has_effect(eqn)
+            and not p.multiple_results and p.impl is None and not has_effect(eqn)
             and eqn.outvars[0].aval.shape == () and not _holds_jaxpr(eqn.params))
 
 
@@ -279,7 +276,7 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
         new = _renamed(eqn, env)
         changed |= new is not eqn
         rule = _SIMPLIFY.get(new.primitive)
-        out = rule(new, producer) if rule is not None and not _has_effect(new) else None
+        out = rule(new, producer) if rule is not None and not has_effect(new) else None
         if isinstance(out, (Var, Literal)) and _same_type(new.outvars[0].aval, out.aval):
             env[new.outvars[0]] = out
             changed = True
@@ -320,7 +317,7 @@ def _atom_key(v):
 
 
 def _cse_key(eqn):
-    if _has_effect(eqn):
+    if has_effect(eqn):
         return None
     if not any(isinstance(v, Var) for v in eqn.invars) and \
             any(v.aval.shape != () for v in eqn.outvars):
