@@ -490,3 +490,11 @@ def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
     _check_partition(lowered.traced.jaxpr, groups)
     assert groups[0].kind == "dot_epilogue" and groups[0].activation == "gelu"
     assert len(groups[0].outputs) > 1      # values the backward pass reads again
+
+
+def test_gpu_code_generators_cover_exactly_the_fusible_primitives():
+    """The fusion rules live in fnx.core.passes; the GPU's code generator must emit every
+    primitive they call elementwise, and nothing they would leave out of a group."""
+    from fnx.core import passes
+    from fnx.cuda import elementwise   # imports no CuPy until a kernel is compiled
+    assert set(elementwise.ELEMENTWISE) == set(passes.ELEMENTWISE)

@@ -70,10 +70,18 @@ class NaNError(FnxError, FloatingPointError):
     """debug_nans found a NaN: names the primitive that produced it and where."""
 
 
+def _on_host(x):
+    """``x`` (an Array, a NumPy or CuPy buffer, a scalar) as a NumPy array."""
+    if isinstance(x, np.ndarray) or np.isscalar(x):
+        return np.asarray(x)
+    get = getattr(x, "get", None)       # a device buffer copies itself to the host
+    return get() if callable(get) else np.asarray(x)
+
+
 def check_nans(primitive, outs, source=None):
     """Raise NaNError if any float output of ``primitive`` contains a NaN."""
     for o in outs:
-        v = np.asarray(o)
+        v = _on_host(o)
         if v.dtype.kind in "fc" and np.isnan(v).any():
             where = source or user_frame()
             raise NaNError(f"debug_nans: primitive '{primitive}' produced a NaN "

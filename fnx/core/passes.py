@@ -430,7 +430,7 @@ def is_fusible(eqn) -> bool:
     return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
 
 
-def _row_kind(shape, space):
+def row_kind(shape, space):
     """'row' for the whole (rows, C) space, 'per_row' for one value per row, 'scalar' for one
     value, else None."""
     shape, space = tuple(shape), tuple(space)
@@ -463,7 +463,7 @@ def _row_reduction_space(eqn):
     return None
 
 
-def _row_accepts(eqn, space) -> bool:
+def row_accepts(eqn, space) -> bool:
     p = eqn.primitive
     vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
     if not all(v.aval.dtype.name in ROW_DTYPES for v in vs):
@@ -473,21 +473,22 @@ def _row_accepts(eqn, space) -> bool:
                 and _row_reduction_space(eqn) == tuple(space))
     if p is lax.iota_p:
         return tuple(eqn.params["shape"]) == tuple(space)
-    kinds = [_row_kind(v.aval.shape, space) for v in eqn.outvars]
+    kinds = [row_kind(v.aval.shape, space) for v in eqn.outvars]
     if any(k is None for k in kinds):
         return False
     if p is lax.reshape_p:
-        return kinds[0] == "per_row" and _row_kind(eqn.invars[0].aval.shape, space) == "per_row"
+        return kinds[0] == "per_row" and row_kind(eqn.invars[0].aval.shape, space) == "per_row"
     if p is lax.broadcast_in_dim_p:
-        src = _row_kind(eqn.invars[0].aval.shape, space)
+        src = row_kind(eqn.invars[0].aval.shape, space)
         nd = len(space)
         return src == "scalar" or (src == "per_row" and kinds[0] == "row" and tuple(
             eqn.params["broadcast_dimensions"])[:nd - 1] == tuple(range(nd - 1)))
     return p in ELEMENTWISE
 
 
-def _row_group(eqns, i, claimed):
-    """The longest row group starting at ``eqns[i]``: ``(end, space)`` or None."""
+def row_group(eqns, i, claimed=()):
+    """The longest row group starting at ``eqns[i]`` (and before any index in ``claimed``):
+    ``(end, space)`` or None."""
     j, space = i, None
     while j < len(eqns) and j not in claimed:
         space = _row_reduction_space(eqns[j])
@@ -499,13 +500,13 @@ def _row_group(eqns, i, claimed):
     if not space:
         return None
     k = i
-    while k < len(eqns) and k not in claimed and _row_accepts(eqns[k], space):
+    while k < len(eqns) and k not in claimed and row_accepts(eqns[k], space):
         k += 1
     has_reduction = any(_row_reduction_space(e) == space for e in eqns[i:k])
     return (k, space) if has_reduction else None
 
 
-def _leading_sum(eqn, shape) -> bool:
+def leading_sum(eqn, shape) -> bool:
     """A float sum over one or more leading axes (of ``shape``, when given)."""
     if eqn.primitive is not lax.reduce_sum_p or not isinstance(eqn.invars[0], Var):
         return False
@@ -777,7 +778,7 @@ def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
                 groups.append(_group("dot_epilogue", indices, jaxpr, users, act, shape))
             i += 1
             continue
-        rows = _row_group(eqns, i, claimed)
+        rows = row_group(eqns, i, claimed)
         if rows is not None:
             end, space = rows
             groups.append(_group("rows", range(i, end), jaxpr, users, shape=space))
@@ -785,7 +786,7 @@ def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
             continue
         end, shape = _elementwise_chain(eqns, i, claimed)
         if end < len(eqns) and end not in claimed and \
-                _leading_sum(eqns[end], shape if end > i else None):
+                leading_sum(eqns[end], shape if end > i else None):
             space = eqns[end].invars[0].aval.shape
             groups.append(_group("reduction", range(i, end + 1), jaxpr, users, shape=space))
             i = end + 1

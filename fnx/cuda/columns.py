@@ -10,24 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import lax
-from ..core.jaxpr import Var
 from .elementwise import C_TYPES, FusedKernel, _compile, compute_type
 
 ROW_LANES = 32
-SMALL_TOTAL = 1 << 16     # total sums up to this size run as one column of one block
-
-
-def leading_sum(eqn, shape) -> bool:
-    """Whether ``eqn`` sums its input, of ``shape``, over one or more leading axes."""
-    if eqn.primitive is not lax.reduce_sum_p or not isinstance(eqn.invars[0], Var):
-        return False
-    in_shape = tuple(eqn.invars[0].aval.shape)
-    axes = tuple(eqn.params["axes"])
-    if len(axes) == len(in_shape) and int(np.prod(in_shape, dtype=np.int64)) > SMALL_TOTAL:
-        return False    # a large total sum needs more than one block
-    return (shape is None or in_shape == tuple(shape)) and 0 < len(axes) <= len(in_shape) \
-        and axes == tuple(range(len(axes))) and eqn.invars[0].aval.dtype.kind == "f"
 
 
 class ColumnKernel:

@@ -105,11 +105,6 @@ def emit(p, args, dt, out_ctype: str, params) -> str:
     raise NotImplementedError(f"no CUDA expression for {p}")
 
 
-def is_fusible(eqn) -> bool:
-    """Elementwise equations, and broadcasts (which become index arithmetic)."""
-    return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
-
-
 def _literal(lit: Literal) -> str:
     v = np.asarray(lit.val).item()
     ct = compute_type(lit.aval.dtype)

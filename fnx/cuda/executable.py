@@ -13,11 +13,12 @@ import numpy as np
 from ..core import lax
 from ..core.jaxpr import Jaxpr, Literal, Var
 from . import gemm_table
-from .columns import ColumnKernel, leading_sum
+from ..core.passes import is_fusible, leading_sum, row_group
+from .columns import ColumnKernel
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .elementwise import FusedKernel, MultiKernel, is_fusible
-from .rows import RowKernel, find_row_group
+from .elementwise import FusedKernel, MultiKernel
+from .rows import RowKernel
 
 
 def _matmul_precision(precision):
@@ -176,9 +177,10 @@ class GpuExecutable:
         self._position = {id(e): k for k, e in enumerate(eqns)}
         i = 0
         while i < len(eqns):
-            row_group = find_row_group(eqns, i)
-            if row_group is not None:
-                group, shape, i = row_group
+            found = row_group(eqns, i)
+            if found is not None:
+                end, shape = found
+                group, i = eqns[i:end], end
                 self._cursor = i
                 self._add_kernels([self._plan_fused(group, shape, self._needed(group),
                                                     RowKernel)])
@@ -198,7 +200,7 @@ class GpuExecutable:
             j = i + 1
             while j < len(eqns) and is_fusible(eqns[j]):
                 if eqns[j].outvars[0].aval.shape != eqns[j - 1].outvars[0].aval.shape \
-                        and find_row_group(eqns, j) is not None:
+                        and row_group(eqns, j) is not None:
                     break       # a row group starts here: leave it whole
                 j += 1
             i = self._add_elementwise_run(eqns, i, j)

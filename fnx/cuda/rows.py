@@ -11,7 +11,8 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
-from .elementwise import C_TYPES, ELEMENTWISE, _literal, emit
+from ..core.passes import row_kind
+from .elementwise import C_TYPES, _literal, emit
 
 SHARED_LIMIT = 192 * 1024   # bytes of a row kept on chip (H100: 227 KiB per block)
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
@@ -43,61 +44,6 @@ def _aligned(nbytes: int) -> int:
     return -(-nbytes // 16) * 16
 
 
-def row_space(eqns):
-    """``(rows, C)`` if ``eqns`` form a row group (floats only, some reduction over the last
-    axis of one common shape), else None."""
-    red = [e for e in eqns if e.primitive in REDUCTIONS]
-    if not red:
-        return None
-    shape = red[0].invars[0].aval.shape
-    if len(shape) == 0:
-        return None
-    for e in red:
-        if e.invars[0].aval.shape != shape or e.params["axes"] != (len(shape) - 1,):
-            return None
-    return shape
-
-
-def kind_of(aval_shape, shape):
-    """'row' for the full (rows, C) space, 'per_row' for one value per row, 'scalar' for 0-d."""
-    if tuple(aval_shape) == tuple(shape):
-        return "row"
-    if tuple(aval_shape) in (tuple(shape[:-1]), tuple(shape[:-1]) + (1,)):
-        return "per_row"
-    if int(np.prod(aval_shape, dtype=np.int64)) == 1:
-        return "scalar"
-    return None
-
-
-def accepts(eqn, shape) -> bool:
-    """Whether ``eqn`` can live in a row group over ``shape``."""
-    p = eqn.primitive
-    vars_ = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
-    if not all(v.aval.dtype.name in ("float32", "float64", "bool", "int32", "int64")
-               for v in vars_):
-        return False
-    if p in REDUCTIONS and eqn.invars[0].aval.dtype.kind != "f":
-        return False
-    if p is lax.iota_p:
-        return tuple(eqn.params["shape"]) == tuple(shape)
-    kinds = [kind_of(v.aval.shape, shape) for v in eqn.outvars]
-    if any(k is None for k in kinds):
-        return False
-    if p in REDUCTIONS:
-        return eqn.invars[0].aval.shape == tuple(shape) and \
-            eqn.params["axes"] == (len(shape) - 1,)
-    if p is lax.reshape_p:
-        return kinds[0] == "per_row" and kind_of(eqn.invars[0].aval.shape, shape) == "per_row"
-    if p is lax.broadcast_in_dim_p:
-        src = kind_of(eqn.invars[0].aval.shape, shape)
-        if src == "scalar":
-            return True
-        nd = len(shape)
-        return src == "per_row" and kinds[0] == "row" and \
-            tuple(eqn.params["broadcast_dimensions"])[:nd - 1] == tuple(range(nd - 1))
-    return p in ELEMENTWISE
-
-
 class RowKernel:
     """One block per row over ``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel.
 
@@ -111,7 +57,7 @@ class RowKernel:
         self.cols = shape[-1]
         self.rows = int(np.prod(shape[:-1], dtype=np.int64))
         self.block = min(512, max(32, -(-self.cols // 32) * 32))
-        row_inputs = [v for v in inputs if kind_of(v.aval.shape, shape) == "row"]
+        row_inputs = [v for v in inputs if row_kind(v.aval.shape, shape) == "row"]
         need = sum(_aligned(self.cols * v.aval.dtype.itemsize) for v in row_inputs)
         # rows that fit are staged in shared memory, so HBM is read once however many passes
         self.shared_bytes = need if 0 < need <= SHARED_LIMIT else 0
@@ -134,7 +80,7 @@ class RowKernel:
 
         offset, staged = 0, []
         for k, v in enumerate(self.inputs):
-            kind = kinds[v] = kind_of(v.aval.shape, shape)
+            kind = kinds[v] = row_kind(v.aval.shape, shape)
             t = C_TYPES[v.aval.dtype.name]
             names[v] = f"x{k}"
             if kind == "row" and self.shared_bytes:
@@ -157,7 +103,7 @@ class RowKernel:
 
         for n, e in enumerate(self.eqns):
             out, p = e.outvars[0], e.primitive
-            kind = kind_of(out.aval.shape, shape)
+            kind = row_kind(out.aval.shape, shape)
             t, name = ct[out], f"t{n}"
             if p in REDUCTIONS:
                 op, ident = REDUCTIONS[p]
@@ -194,7 +140,7 @@ class RowKernel:
             names[out] = name
         writes = []
         for k, v in enumerate(self.outputs):
-            kind = kind_of(v.aval.shape, shape)
+            kind = row_kind(v.aval.shape, shape)
             if kind == "row":
                 writes.append(f"out{k}[row * {self.cols}LL + c] = {names[v]};")
             elif kind == "per_row":
@@ -227,25 +173,3 @@ class RowKernel:
 
     def launch_config(self, sm_count: int):
         return (max(1, self.rows),), (self.block,)
-
-
-def find_row_group(eqns, i):
-    """The longest row group starting at ``eqns[i]``: ``(group, shape, end)`` or None."""
-    j, shape = i, None
-    while j < len(eqns):
-        p = eqns[j].primitive
-        if p in REDUCTIONS:
-            shape = eqns[j].invars[0].aval.shape
-            break
-        if not (p in ELEMENTWISE or p in (lax.broadcast_in_dim_p, lax.reshape_p)):
-            return None
-        j += 1
-    if not shape:
-        return None
-    k = i
-    while k < len(eqns) and accepts(eqns[k], shape):
-        k += 1
-    group = eqns[i:k]
-    if row_space(group) is None:
-        return None
-    return group, shape, k
