@@ -8,7 +8,8 @@ from . import backends as _backends  # registers the CPU backend
 from .core import dtypes
 from .core.api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jvp,
                        linearize, make_jaxpr, value_and_grad, vjp, vmap)
-from .core.core import Array, default_backend, device_get, device_put, devices
+from .core.core import (Array, default_backend, default_device, device_get, device_put,
+                        devices)
 from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
                           ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr

@@ -423,3 +423,12 @@ def test_jvp_python_number_tangent_takes_the_primal_dtype():
     y, t = fnx.jvp(lambda a: 0.5 * (a + 2.0 / a), (np.float64(2.0),), (1.0,))
     assert t.dtype == np.float64
     np.testing.assert_allclose(float(t), 0.5 * (1 - 2.0 / 4.0))
+
+
+def test_default_device_block_places_new_arrays():
+    cpu = fnx.devices("cpu")[0]
+    before = fnx.default_backend()
+    with fnx.default_device(cpu):
+        assert fnx.numpy.ones(3)._backend is cpu
+        assert fnx.default_backend() == "cpu"
+    assert fnx.default_backend() == before

@@ -12,6 +12,13 @@ F32 = np.float32
 rng = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def on_the_cpu():
+    """These tests look inside the CPU executable, whatever device is the default."""
+    with fnx.default_device(fnx.devices("cpu")[0]):
+        yield
+
+
 def _bits_equal(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype

@@ -263,6 +263,22 @@ def get_backend(name: str | None = None):
         raise ValueError(f"unknown backend {name!r}; available: {sorted(_backends)}") from None
 
 
+@contextlib.contextmanager
+def default_device(device):
+    """New arrays go to ``device`` inside the block (as ``jax.default_device``).
+
+    >>> with fnx.default_device(fnx.devices("cpu")[0]):
+    ...     x = fnx.numpy.ones(3)        # on the CPU even where a GPU is present
+    """
+    get_backend()              # settle the default first, so the block's choice is not undone
+    old = _default_backend_name[:]
+    _default_backend_name[:] = [device.name]
+    try:
+        yield device
+    finally:
+        _default_backend_name[:] = old
+
+
 def default_backend() -> str:
     """The name of the backend new arrays go to: ``'cpu'`` or ``'gpu'``."""
     return get_backend().name
