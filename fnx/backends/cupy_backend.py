@@ -41,13 +41,15 @@ def _scatter(x, idx, upd, *, axis, mode):
         cp.maximum.at(last, flat_idx, order)
         keep = last[flat_idx] == order
         out[:, flat_idx[keep], :] = u[:, keep, :]
-    elif mode == "mul":
-        # CuPy has no multiplicative scatter with repeated indices; do it on the host
-        host = cp.asnumpy(out)
-        np.multiply.at(host, (slice(None), cp.asnumpy(flat_idx), slice(None)), cp.asnumpy(u))
-        out = cp.asarray(host)
+    elif mode == "add":
+        cp.add.at(out, where, u)
     else:
-        {"add": cp.add, "min": cp.minimum, "max": cp.maximum}[mode].at(out, where, u)
+        # CuPy has no multiplicative scatter, and its min/max scatters round float64 through
+        # float32: these (rare) updates run on the host, exactly
+        host = cp.asnumpy(out)
+        ufunc = {"mul": np.multiply, "min": np.minimum, "max": np.maximum}[mode]
+        ufunc.at(host, (slice(None), cp.asnumpy(flat_idx), slice(None)), cp.asnumpy(u))
+        out = cp.asarray(host)
     return out.reshape(x.shape)
 
 
