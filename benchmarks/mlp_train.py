@@ -48,15 +48,11 @@ def _timed(step_once, sync, steps):
     return float(np.median(times))
 
 
-def run_fnx(name, precision):
-    import time
-    import numpy as np
-    import cupy as cp
+def fnx_train_step(precision):
+    """The step in fnx: ``(params, x, y) -> (loss, new params)``."""
     import fnx
     import fnx.nn as nn
     import fnx.numpy as jnp
-    sizes, batch = CONFIGS[name]
-    params, x, y = _data(sizes, batch)
     prec = "highest" if precision == "fp32" else "tensorfloat32"
 
     def train_step(params, x, y):
@@ -70,6 +66,16 @@ def run_fnx(name, precision):
             return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
         value, grads = fnx.value_and_grad(loss)(params)
         return value, fnx.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+    return train_step
+
+
+def run_fnx(name, precision):
+    import time
+    import cupy as cp
+    import fnx
+    sizes, batch = CONFIGS[name]
+    params, x, y = _data(sizes, batch)
+    train_step = fnx_train_step(precision)
 
     gpu = fnx.devices("gpu")[0]
     params, x, y = fnx.device_put((params, x, y), gpu)
@@ -105,7 +111,6 @@ def run_fnx(name, precision):
 def run_jax(name, precision):
     import jax
     import jax.numpy as jnp
-    import numpy as np
     sizes, batch = CONFIGS[name]
     params, x, y = _data(sizes, batch)
     prec = "highest" if precision == "fp32" else "tensorfloat32"

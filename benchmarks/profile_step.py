@@ -8,31 +8,16 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from mlp_train import CONFIGS, _data  # noqa: E402
+from mlp_train import CONFIGS, _data, fnx_train_step  # noqa: E402
 
 
 def main(name="small", precision="fp32"):
     import cupy as cp
     import fnx
-    import fnx.nn as nn
-    import fnx.numpy as jnp
     from fnx.core.jit import _executables
     sizes, batch = CONFIGS[name]
-    prec = "highest" if precision == "fp32" else "tensorfloat32"
-
-    def train_step(params, x, y):
-        def loss(params):
-            h = x
-            for w, b in params[:-1]:
-                h = nn.relu(jnp.matmul(h, w, precision=prec) + b)
-            w, b = params[-1]
-            logp = nn.log_softmax(jnp.matmul(h, w, precision=prec) + b)
-            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
-        value, grads = fnx.value_and_grad(loss)(params)
-        return value, fnx.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+    train_step = fnx_train_step(precision)
 
     params, x, y = fnx.device_put(_data(sizes, batch), fnx.devices("gpu")[0])
     step = fnx.jit(train_step, donate_argnums=0)

@@ -119,125 +119,117 @@ def _small(key, kind, args):
     return g
 
 
-def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1):
-    """``out = op(a) @ op(b)`` (batched along a leading axis when ``batch > 1``) with the
-    fastest known kernel for this problem."""
+def _lt_count(flops, most):
+    """How many cuBLASLt algorithms to time: all offered for small problems, few for big ones
+    (each timing run of a big GEMM costs milliseconds of the first call)."""
+    return most if flops < 1e10 else 4 if flops < 1e11 else 2
+
+
+def _fastest(key, plan_args, flops, fallback, lt_run, most=8, extra=None):
+    """Run problem ``key`` with its fastest candidate, timing them the first time: ``fallback``
+    (cuBLAS's own choice, or the unfused pair), cuBLASLt algorithm ``i`` as ``lt_run(plan, i,
+    timing)``, or one of ``extra = {name: run}``. ``timing`` is True while candidates are timed
+    (a candidate that must not touch its real output then writes elsewhere)."""
     import cupy as cp
-    from .small_gemm import SmallGemm
-    m, n = out.shape[-2], out.shape[-1]
-    k = a.shape[-2] if trans_a else a.shape[-1]
-    dtype = np.dtype(a.dtype)
-    key = f"{m}x{n}x{k}b{batch}{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}" \
-          f"-{dtype.name}-{np.dtype(out.dtype).name}-{precision}"
     if not _loaded:
         _load()
     choice = _choices.get(key)
-    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch)
-    small_args = (m, n, k, trans_a, trans_b, dtype)
-
-    def gemmex():
-        cublas.matmul_into(out, a, b, trans_a, trans_b, precision, batch=batch)
     if not isinstance(choice, str):
         if cp.cuda.get_current_stream().is_capturing():
-            return gemmex()
-        candidates = {"gemmex": gemmex}
+            return fallback(False)
         plan = _plan(key, plan_args)
-        flops = 2.0 * m * n * k * batch
-        for i in range(min(len(plan.algos) if plan else 0,
-                           16 if flops < 1e10 else 4 if flops < 1e11 else 2)):
-            candidates[f"lt:{i}"] = lambda i=i: plan(out, a, b, i)
-        if np.dtype(out.dtype) == dtype:
-            for kind in SmallGemm.candidates(m, n, k, dtype, batch):
-                candidates[kind] = lambda kind=kind: _small(key, kind, small_args)(out, a, b)
+        candidates = {"fallback": lambda: fallback(True)}
+        for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
+            candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
+        candidates.update(extra or {})
         choice = _choices[key] = _select(candidates, flops)
         _save()
     if choice.startswith("lt:"):
         plan = _plan(key, plan_args)
         i = int(choice[3:])
         if plan is not None and i < len(plan.algos):
-            return plan(out, a, b, i)
-        return gemmex()
-    if choice != "gemmex":
-        return _small(key, choice, small_args)(out, a, b)
-    return gemmex()
+            return lt_run(plan, i, False)
+    elif extra and choice in extra:
+        return extra[choice]()
+    return fallback(False)
+
+
+def _sizes(out, a, trans_a):
+    return out.shape[-2], out.shape[-1], a.shape[-2] if trans_a else a.shape[-1]
+
+
+def _layout(trans_a, trans_b):
+    return f"{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}"
+
+
+def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1):
+    """``out = op(a) @ op(b)`` (batched along a leading axis when ``batch > 1``) with the
+    fastest known kernel for this problem."""
+    from .small_gemm import SmallGemm
+    m, n, k = _sizes(out, a, trans_a)
+    dtype = np.dtype(a.dtype)
+    key = f"{m}x{n}x{k}b{batch}{_layout(trans_a, trans_b)}" \
+          f"-{dtype.name}-{np.dtype(out.dtype).name}-{precision}"
+    small_args = (m, n, k, trans_a, trans_b, dtype)
+    kinds = SmallGemm.candidates(m, n, k, dtype, batch) if np.dtype(out.dtype) == dtype else []
+    return _fastest(
+        key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch),
+        2.0 * m * n * k * batch,
+        lambda timing: cublas.matmul_into(out, a, b, trans_a, trans_b, precision, batch=batch),
+        lambda plan, i, timing: plan(out, a, b, i), most=16,
+        extra={kind: lambda kind=kind: _small(key, kind, small_args)(out, a, b)
+               for kind in kinds})
 
 
 def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     """``out = act(op(a) @ op(b) + bias)``: a cuBLASLt GEMM with the BIAS / RELU_BIAS epilogue,
     or the fastest plain GEMM followed by one bias+activation kernel, whichever is faster."""
-    import cupy as cp
     from .epilogue import bias_act_
-    m, n = out.shape
-    k = a.shape[0] if trans_a else a.shape[1]
+    m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
-    key = f"dense-{act}-{m}x{n}x{k}{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}" \
-          f"-{dtype.name}-{precision}"
-    if not _loaded:
-        _load()
-    choice = _choices.get(key)
+    key = f"dense-{act}-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
     epi = "relu_bias" if act == "relu" else "bias"
-    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True, epi)
 
-    def unfused():
+    def unfused(timing):
         matmul_into(out, a, b, trans_a, trans_b, precision)
         bias_act_(out, bias, act)
-    if not isinstance(choice, str):
-        if cp.cuda.get_current_stream().is_capturing():
-            return unfused()
-        matmul_into(out, a, b, trans_a, trans_b, precision)    # settles the plain GEMM first
-        candidates = {"unfused": unfused}
-        plan = _plan(key, plan_args)
-        flops = 2.0 * m * n * k
-        for i in range(min(len(plan.algos) if plan else 0,
-                           8 if flops < 1e10 else 4 if flops < 1e11 else 2)):
-            candidates[f"lt:{i}"] = lambda i=i: plan(out, a, b, i, bias=bias)
-        choice = _choices[key] = _select(candidates, flops)
-        _save()
-    if choice.startswith("lt:"):
-        plan = _plan(key, plan_args)
-        i = int(choice[3:])
-        if plan is not None and i < len(plan.algos):
-            return plan(out, a, b, i, bias=bias)
-    return unfused()
+    if not _loaded:
+        _load()
+    if not isinstance(_choices.get(key), str):
+        import cupy as cp
+        if not cp.cuda.get_current_stream().is_capturing():
+            # the plain GEMM picks its own kernel first, outside the timing of this one
+            matmul_into(out, a, b, trans_a, trans_b, precision)
+    return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
+                          epi), 2.0 * m * n * k, unfused,
+                    lambda plan, i, timing: plan(out, a, b, i, bias=bias))
 
 
 def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
     """``out = c + alpha * op(a) @ op(b)``: a gradient step folded into the GEMM that makes the
     gradient (``out`` may be ``c`` itself)."""
     import cupy as cp
-    m, n = out.shape
-    k = a.shape[0] if trans_a else a.shape[1]
+    m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
-    key = f"update-{m}x{n}x{k}{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}" \
-          f"-{dtype.name}-{precision}"
-    if not _loaded:
-        _load()
-    choice = _choices.get(key)
-    plan_args = (m, n, k, trans_a, trans_b, dtype, out.dtype, precision)
+    key = f"update-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
+    scratch = []       # timing must not apply the step to ``out`` again and again
 
-    def gemmex(dst):
+    def target(timing):
+        if not timing:
+            return out
+        if not scratch:
+            scratch.append(cp.empty_like(out))
+        return scratch[0]
+
+    def gemmex(timing):
+        dst = target(timing)
         if dst is not c:
             cp.copyto(dst, c)
         cublas.matmul_into(dst, a, b, trans_a, trans_b, precision, alpha=alpha, beta=1.0)
-    if not isinstance(choice, str):
-        if cp.cuda.get_current_stream().is_capturing():
-            return gemmex(out)
-        scratch = cp.empty_like(out)      # timing must not apply the step again and again
-        candidates = {"gemmex": lambda: gemmex(scratch)}
-        plan = _plan(key, plan_args)
-        flops = 2.0 * m * n * k
-        for i in range(min(len(plan.algos) if plan else 0,
-                           8 if flops < 1e10 else 4 if flops < 1e11 else 2)):
-            candidates[f"lt:{i}"] = lambda i=i: plan(scratch, a, b, i, c=c, alpha=alpha,
-                                                     beta=1.0)
-        choice = _choices[key] = _select(candidates, flops)
-        _save()
-    if choice.startswith("lt:"):
-        plan = _plan(key, plan_args)
-        i = int(choice[3:])
-        if plan is not None and i < len(plan.algos):
-            return plan(out, a, b, i, c=c, alpha=alpha, beta=1.0)
-    return gemmex(out)
+    return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision),
+                    2.0 * m * n * k, gemmex,
+                    lambda plan, i, timing: plan(target(timing), a, b, i, c=c, alpha=alpha,
+                                                 beta=1.0))
 
 
 def choice_for(key):
