@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core.api import jvp, vjp
+from .core.jaxpr import subjaxprs
 from .core.pytree import tree_flatten, tree_map
 
 
@@ -99,3 +100,17 @@ def _check(f, args, order, modes, atol, rtol, eps, rng):
                 return vjp(f, *primals)[1](ct)
             _check(f_vjp, args, order - 1, modes, atol * 10, rtol * 10, eps, rng)
 
+
+def primitives_in(jaxpr, acc=None) -> set:
+    """The names of the primitives ``jaxpr`` uses, those inside jit calls, loop bodies and
+    branches included.
+
+    >>> "sin" in primitives_in(fnx.make_jaxpr(fnx.numpy.sin)(1.0).jaxpr)
+    True
+    """
+    acc = set() if acc is None else acc
+    for eqn in jaxpr.eqns:
+        acc.add(eqn.primitive.name)
+        for sub in subjaxprs(eqn):
+            primitives_in(sub, acc)
+    return acc

@@ -12,7 +12,7 @@ from fnx import lax
 from fnx.core.jaxpr import Jaxpr, JaxprTypeError, eval_jaxpr, typecheck_jaxpr
 from fnx.core.pytree import tree_flatten
 from fnx.lax import ControlFlowTypeError, ReverseModeWhileLoopError
-from fnx.test_util import check_grads
+from fnx.test_util import check_grads, primitives_in
 
 HERE = os.path.basename(__file__)
 
@@ -28,17 +28,6 @@ def close(a, b, **kw):
     for x, y in zip(tree_flatten(a)[0], tree_flatten(b)[0]):
         np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
                                    rtol=kw.get("rtol", 1e-10), atol=kw.get("atol", 1e-12))
-
-
-def primitives_in(jaxpr, acc=None):
-    acc = set() if acc is None else acc
-    for eqn in jaxpr.eqns:
-        acc.add(eqn.primitive.name)
-        for p in eqn.params.values():
-            for sub in (p if isinstance(p, tuple) else (p,)):
-                if isinstance(sub, fnx.Jaxpr):
-                    primitives_in(sub, acc)
-    return acc
 
 
 def staged(f, *args):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fnx
+from fnx.test_util import primitives_in
 from fnx import lax
 from fnx.core.ad import linearize_flat
 from fnx.core.custom_derivatives import CustomJVPException, CustomVJPException, \
@@ -20,18 +21,6 @@ def rand(*shape, seed=0):
 def close(a, b, **kw):
     np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
                                rtol=kw.get("rtol", 1e-10), atol=kw.get("atol", 1e-12))
-
-
-def primitives_in(jaxpr, acc=None):
-    acc = set() if acc is None else acc
-    for eqn in jaxpr.eqns:
-        acc.add(eqn.primitive.name)
-        for p in eqn.params.values():
-            if isinstance(p, fnx.Jaxpr):
-                primitives_in(p, acc)
-            elif isinstance(p, fnx.ClosedJaxpr):
-                primitives_in(p.jaxpr, acc)
-    return acc
 
 
 def staged(f, *args):

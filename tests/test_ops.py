@@ -6,7 +6,7 @@ import pytest
 import fnx
 from fnx.core import lax as core_lax
 from fnx.core.jaxpr import typecheck_jaxpr
-from fnx.test_util import check_grads
+from fnx.test_util import check_grads, primitives_in
 
 from op_specs import SPECS, SPEC_IDS
 
@@ -63,15 +63,6 @@ def test_vmap_some_args_unbatched(spec):
     np.testing.assert_allclose(_as_np(out), expected, atol=1e-6, rtol=1e-6)
 
 
-def _primitives_in(jaxpr, seen):
-    for eqn in jaxpr.eqns:
-        seen.add(eqn.primitive)
-        for p in eqn.params.values():
-            sub = getattr(p, "jaxpr", p)
-            if hasattr(sub, "eqns"):
-                _primitives_in(sub, seen)
-
-
 def _transformed_jaxprs(spec, rng):
     args = spec.draw(rng)
     yield fnx.make_jaxpr(spec.fn)(*args)
@@ -105,12 +96,11 @@ EXEMPT_FROM_SPECS = {
 
 
 def test_every_primitive_is_in_the_op_table():
-    seen = set()
+    names = set()
     rng = np.random.default_rng(0)
     for spec in SPECS:
         for closed in _transformed_jaxprs(spec, rng):
-            _primitives_in(closed.jaxpr, seen)
-    names = {p.name for p in seen}
+            primitives_in(closed.jaxpr, names)
     missing = [p.name for p in core_lax.all_primitives()
                if p.name not in names and p.name not in EXEMPT_FROM_SPECS]
     assert not missing, f"primitives with no op spec: {missing}"

@@ -295,17 +295,21 @@ def dependent_outputs(jaxpr: Jaxpr, unknown_inputs) -> list[bool]:
     return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
 
 
+def subjaxprs(eqn) -> list:
+    """The jaxprs in ``eqn``'s params: a jit's, a loop body, every branch of a cond."""
+    subs = []
+    for v in eqn.params.values():
+        for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(sub, (Jaxpr, ClosedJaxpr)):
+                subs.append(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub)
+    return subs
+
+
 def has_effect(eqn) -> bool:
     """Whether ``eqn`` must run even when nothing reads its results: its primitive has an effect
     (a debug print), or a jaxpr in its params (a loop body, a branch) holds such an equation."""
-    if getattr(eqn.primitive, "has_effect", False):
-        return True
-    for v in eqn.params.values():
-        for sub in (v if isinstance(v, (tuple, list)) else (v,)):
-            sub = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
-            if isinstance(sub, Jaxpr) and any(has_effect(e) for e in sub.eqns):
-                return True
-    return False
+    return getattr(eqn.primitive, "has_effect", False) or any(
+        has_effect(e) for sub in subjaxprs(eqn) for e in sub.eqns)
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs=None) -> tuple[Jaxpr, list[bool]]:

@@ -27,7 +27,7 @@ import numpy as np
 from . import lax
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Namer, dce_jaxpr, has_effect,
-                    pp_jaxpr)
+                    pp_jaxpr, subjaxprs)
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
@@ -53,15 +53,6 @@ def _rebuilt(jaxpr: Jaxpr, eqns, env: dict, changed: bool) -> Jaxpr:
 def _same_type(a, b) -> bool:
     """Whether a value of aval ``b`` can stand for one of aval ``a`` (weak_type included)."""
     return a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
-
-
-def _holds_jaxpr(params) -> bool:
-    for p in params.values():
-        if isinstance(p, (Jaxpr, ClosedJaxpr)):
-            return True
-        if isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p):
-            return True
-    return False
 
 
 def _literal_value(lit: Literal) -> np.ndarray:
@@ -114,7 +105,7 @@ def _foldable(eqn) -> bool:
     p = eqn.primitive
     return (bool(eqn.invars) and all(isinstance(v, Literal) for v in eqn.invars)
             and not p.multiple_results and p.impl is None and not has_effect(eqn)
-            and eqn.outvars[0].aval.shape == () and not _holds_jaxpr(eqn.params))
+            and eqn.outvars[0].aval.shape == () and not subjaxprs(eqn))
 
 
 def _evaluate(eqn, cpu):
