@@ -199,8 +199,8 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
 
 @pytest.mark.parametrize("kind,m,n,k,ta,tb", [("warp_rows", 128, 10, 512, False, False),
                                               ("warp_rows", 77, 16, 45, True, True),
-                                              ("thread_outputs", 512, 10, 128, True, False),
-                                              ("thread_outputs", 33, 20, 64, False, True)])
+                                              ("thread_outputs", 512, 10, 32, True, False),
+                                              ("thread_outputs", 33, 20, 17, False, True)])
 def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb):
     import cupy as cp
     from fnx.cuda.small_gemm import SmallGemm
@@ -212,6 +212,27 @@ def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb):
                                                        cp.asarray(a), cp.asarray(b))
     ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["warp_rows", "thread_outputs"])
+def test_generated_gemm_epilogues(gpu, kind):
+    """Bias + activation, and a gradient step written in place over its own C operand."""
+    import cupy as cp
+    from fnx.cuda.epilogue import ACTIVATION_C
+    from fnx.cuda.small_gemm import SmallGemm, bias_act, update
+    rng = np.random.default_rng(13)
+    m, n, k = (96, 12, 200) if kind == "warp_rows" else (96, 40, 30)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    bias, p = rng.standard_normal(n), rng.standard_normal((m, n))
+    dev = [cp.asarray(v.astype(np.float32)) for v in (a, b, bias, p)]
+    z = a @ b
+    got = SmallGemm(kind, m, n, k, False, False, np.float32,
+                    bias_act("relu", ACTIVATION_C["relu"], "float"))(
+        cp.empty((m, n), np.float32), dev[0], dev[1], dev[2])
+    np.testing.assert_allclose(cp.asnumpy(got), np.maximum(z + bias, 0), rtol=1e-4, atol=1e-4)
+    step = SmallGemm(kind, m, n, k, False, False, np.float32, update(-0.25, "float"))
+    step(dev[3], dev[0], dev[1], dev[3])
+    np.testing.assert_allclose(cp.asnumpy(dev[3]), p - 0.25 * z, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("act", ["relu", "none"])

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal
+from .compile import kernel as _compile
 
 C_TYPES = {
     "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
@@ -295,15 +296,3 @@ class MultiKernel:
     kernel = FusedKernel.kernel
     extra_args = FusedKernel.extra_args
     launch_config = FusedKernel.launch_config
-
-
-_KERNEL_CACHE: dict = {}
-
-
-def _compile(source, name):
-    key = (source, name)
-    k = _KERNEL_CACHE.get(key)
-    if k is None:
-        import cupy as cp
-        k = _KERNEL_CACHE[key] = cp.RawKernel(source, name)
-    return k

@@ -157,31 +157,29 @@ def _match_bias_add(add, producer, users):
     return None
 
 
-_BIAS_ACT = {}
+# activation -> C expression of ``v`` (the biased product), for every fused epilogue
+ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)"}
 
-
-def _bias_act_kernel(act, dtype):
-    key = (act, np.dtype(dtype).name)
-    k = _BIAS_ACT.get(key)
-    if k is None:
-        from .elementwise import C_TYPES, _compile
-        t = C_TYPES[np.dtype(dtype).name]
-        val = "v > 0 ? v : 0" if act == "relu" else "v"
-        k = _BIAS_ACT[key] = _compile(
-            f'extern "C" __global__ void fnx_bias_{act}({t}* y, const {t}* __restrict__ b, '
+def bias_act_source(act, dtype):
+    """``(source, name)`` of the kernel computing ``y = act(y + b)`` in place."""
+    from .elementwise import C_TYPES
+    t = C_TYPES[np.dtype(dtype).name]
+    name = f"fnx_bias_{act}"
+    return (f'extern "C" __global__ void {name}({t}* y, const {t}* __restrict__ b, '
             "long long n, long long cols) {\n"
             "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
             "       i += (long long)gridDim.x * blockDim.x) {\n"
-            f"    const {t} v = y[i] + b[i % cols];\n    y[i] = {val};\n  }}\n}}\n",
-            f"fnx_bias_{act}")
-    return k
+            f"    const {t} v = y[i] + b[i % cols];\n    y[i] = {ACTIVATION_C[act]};\n  }}\n}}\n",
+            name)
 
 
 def bias_act_(y, b, act):
     """``y = act(y + b)`` in place, ``b`` broadcast along rows."""
     n = y.size
     blocks = max(1, min(-(-n // 256), 132 * 16))
-    _bias_act_kernel(act, y.dtype)((blocks,), (256,), (y, b, np.int64(n), np.int64(y.shape[-1])))
+    from .compile import kernel
+    kernel(*bias_act_source(act, y.dtype))((blocks,), (256,),
+                                           (y, b, np.int64(n), np.int64(y.shape[-1])))
     return y
 
 

@@ -15,6 +15,7 @@ from ..core.jaxpr import Jaxpr, Literal, Var
 from . import gemm_table
 from ..core.passes import is_fusible, leading_sum, row_group
 from .columns import ColumnKernel
+from .compile import compile_together
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel
@@ -144,6 +145,42 @@ def fold_transposed_products(jaxpr: Jaxpr):
     return [folded.get(k, e) for k, e in enumerate(jaxpr.eqns) if k not in dropped]
 
 
+def _gemm_sources(eqns):
+    """``[(source, name)]`` of the generated kernels the program's products may pick (and the
+    dense layers' bias kernels), compiled with its own kernels: the gemm table then times them
+    without compiling each one alone."""
+    from .elementwise import C_TYPES
+    from .epilogue import ACTIVATION_C, bias_act_source
+    from .small_gemm import bias_act, update
+    sources = []
+    for e in eqns:
+        p = e.primitive
+        if p not in (lax.dot_general_p, dense_p, gemm_update_p):
+            continue
+        x, w = e.invars[:2]
+        if len(x.aval.shape) != 2 or len(w.aval.shape) != 2:
+            continue
+        if p is lax.dot_general_p:
+            (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+            if lb or rb:
+                continue
+            ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
+        else:
+            ta, tb = e.params["trans_a"], e.params["trans_b"]
+        (m, k), n = (x.aval.shape[::-1] if ta else x.aval.shape), w.aval.shape[0 if tb else 1]
+        dt = np.dtype(x.aval.dtype)
+        sources += gemm_table.generated_sources(m, n, k, ta, tb, dt)
+        if p is dense_p:
+            act = e.params["act"]
+            sources += gemm_table.generated_sources(
+                m, n, k, ta, tb, dt, bias_act(act, ACTIVATION_C[act], C_TYPES[dt.name]))
+            sources.append(bias_act_source(act, dt))
+        elif p is gemm_update_p:
+            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt,
+                                                    update(e.params["alpha"], C_TYPES[dt.name]))
+    return sources
+
+
 class GpuExecutable:
     """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``."""
 
@@ -214,6 +251,7 @@ class GpuExecutable:
         self.n_slots = len(self.slot)
         self.num_launches = len(self.steps)
         self._frees = self._plan_frees(jaxpr, eqns, uses)
+        compile_together([(k.source, k.name) for k in self.kernels] + _gemm_sources(eqns))
 
     def _push(self, run, label):
         self.steps.append(run)

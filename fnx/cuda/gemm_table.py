@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from . import cublas
+from .elementwise import C_TYPES
 
 _choices: dict = {}          # key -> "gemmex", "lt:<algorithm index>" or a small_gemm kind
 _plans: dict = {}
@@ -110,12 +111,12 @@ def _select(candidates, flops):
     return best or "gemmex"
 
 
-def _small(key, kind, args):
+def _generated(key, kind, args, epilogue):
     from .small_gemm import SmallGemm
     k = (key, kind)
     g = _plans.get(k)
     if g is None:
-        g = _plans[k] = SmallGemm(kind, *args)
+        g = _plans[k] = SmallGemm(kind, *args, epilogue=epilogue)
     return g
 
 
@@ -125,11 +126,12 @@ def _lt_count(flops, most):
     return most if flops < 1e10 else 4 if flops < 1e11 else 2
 
 
-def _fastest(key, plan_args, flops, fallback, lt_run, most=8, extra=None):
+def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=None, run=None):
     """Run problem ``key`` with its fastest candidate, timing them the first time: ``fallback``
     (cuBLAS's own choice, or the unfused pair), cuBLASLt algorithm ``i`` as ``lt_run(plan, i,
-    timing)``, or one of ``extra = {name: run}``. ``timing`` is True while candidates are timed
-    (a candidate that must not touch its real output then writes elsewhere)."""
+    timing)``, or a generated kernel of one of ``kinds`` as ``run(make(kind), timing)``.
+    ``timing`` is True while candidates are timed (a candidate that must not touch its real
+    output then writes elsewhere)."""
     import cupy as cp
     if not _loaded:
         _load()
@@ -137,11 +139,14 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, extra=None):
     if not isinstance(choice, str):
         if cp.cuda.get_current_stream().is_capturing():
             return fallback(False)
+        from .compile import compile_together
         plan = _plan(key, plan_args)
         candidates = {"fallback": lambda: fallback(True)}
         for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
             candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
-        candidates.update(extra or {})
+        made = {kind: make(kind) for kind in kinds}
+        compile_together([(g.source, g.name) for g in made.values()])
+        candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()})
         choice = _choices[key] = _select(candidates, flops)
         _save()
     if choice.startswith("lt:"):
@@ -149,8 +154,8 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, extra=None):
         i = int(choice[3:])
         if plan is not None and i < len(plan.algos):
             return lt_run(plan, i, False)
-    elif extra and choice in extra:
-        return extra[choice]()
+    elif choice in kinds:
+        return run(make(choice), False)
     return fallback(False)
 
 
@@ -165,7 +170,7 @@ def _layout(trans_a, trans_b):
 def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1):
     """``out = op(a) @ op(b)`` (batched along a leading axis when ``batch > 1``) with the
     fastest known kernel for this problem."""
-    from .small_gemm import SmallGemm
+    from .small_gemm import PLAIN, SmallGemm
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
     key = f"{m}x{n}x{k}b{batch}{_layout(trans_a, trans_b)}" \
@@ -176,18 +181,20 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
         key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch),
         2.0 * m * n * k * batch,
         lambda timing: cublas.matmul_into(out, a, b, trans_a, trans_b, precision, batch=batch),
-        lambda plan, i, timing: plan(out, a, b, i), most=16,
-        extra={kind: lambda kind=kind: _small(key, kind, small_args)(out, a, b)
-               for kind in kinds})
+        lambda plan, i, timing: plan(out, a, b, i), most=16, kinds=kinds,
+        make=lambda kind: _generated(key, kind, small_args, PLAIN),
+        run=lambda g, timing: g(out, a, b))
 
 
 def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     """``out = act(op(a) @ op(b) + bias)``: a cuBLASLt GEMM with the BIAS / RELU_BIAS epilogue,
     or the fastest plain GEMM followed by one bias+activation kernel, whichever is faster."""
-    from .epilogue import bias_act_
+    from .epilogue import ACTIVATION_C, bias_act_
+    from .small_gemm import SmallGemm, bias_act
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
     key = f"dense-{act}-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
+    epilogue = bias_act(act, ACTIVATION_C[act], C_TYPES[dtype.name])
     epi = "relu_bias" if act == "relu" else "bias"
 
     def unfused(timing):
@@ -202,16 +209,22 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
             matmul_into(out, a, b, trans_a, trans_b, precision)
     return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
                           epi), 2.0 * m * n * k, unfused,
-                    lambda plan, i, timing: plan(out, a, b, i, bias=bias))
+                    lambda plan, i, timing: plan(out, a, b, i, bias=bias),
+                    kinds=SmallGemm.candidates(m, n, k, dtype, 1),
+                    make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
+                                                 epilogue),
+                    run=lambda g, timing: g(out, a, b, bias))
 
 
 def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
     """``out = c + alpha * op(a) @ op(b)``: a gradient step folded into the GEMM that makes the
     gradient (``out`` may be ``c`` itself)."""
     import cupy as cp
+    from .small_gemm import SmallGemm, update
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
-    key = f"update-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
+    key = f"update-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}-{alpha!r}"
+    epilogue = update(alpha, C_TYPES[dtype.name])
     scratch = []       # timing must not apply the step to ``out`` again and again
 
     def target(timing):
@@ -229,7 +242,20 @@ def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
     return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision),
                     2.0 * m * n * k, gemmex,
                     lambda plan, i, timing: plan(target(timing), a, b, i, c=c, alpha=alpha,
-                                                 beta=1.0))
+                                                 beta=1.0),
+                    kinds=SmallGemm.candidates(m, n, k, dtype, 1),
+                    make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
+                                                 epilogue),
+                    run=lambda g, timing: g(target(timing), a, b, c))
+
+
+def generated_sources(m, n, k, trans_a, trans_b, dtype, epilogue=None):
+    """``[(source, name)]`` of the generated candidates for a problem, so a lowered program
+    can compile them along with its other kernels (in one NVRTC program)."""
+    from .small_gemm import PLAIN, SmallGemm
+    gemms = (SmallGemm(kind, m, n, k, trans_a, trans_b, dtype, epilogue or PLAIN)
+             for kind in SmallGemm.candidates(m, n, k, dtype, 1))
+    return [(g.source, g.name) for g in gemms]
 
 
 def choice_for(key):
