@@ -218,7 +218,7 @@ def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb):
 def test_generated_gemm_epilogues(gpu, kind):
     """Bias + activation, and a gradient step written in place over its own C operand."""
     import cupy as cp
-    from fnx.cuda.epilogue import ACTIVATION_C
+    from fnx.cuda.epilogue import activation_c
     from fnx.cuda.small_gemm import SmallGemm, bias_act, update
     rng = np.random.default_rng(13)
     m, n, k = (96, 12, 200) if kind == "warp_rows" else (96, 40, 30)
@@ -227,7 +227,7 @@ def test_generated_gemm_epilogues(gpu, kind):
     dev = [cp.asarray(v.astype(np.float32)) for v in (a, b, bias, p)]
     z = a @ b
     got = SmallGemm(kind, m, n, k, False, False, np.float32,
-                    bias_act("relu", ACTIVATION_C["relu"], "float"))(
+                    bias_act("relu", activation_c("relu"), "float"))(
         cp.empty((m, n), np.float32), dev[0], dev[1], dev[2])
     np.testing.assert_allclose(cp.asnumpy(got), np.maximum(z + bias, 0), rtol=1e-4, atol=1e-4)
     step = SmallGemm(kind, m, n, k, False, False, np.float32, update(-0.25, "float"))

@@ -49,18 +49,15 @@ def fuse_dense_epilogues(eqns, outvars):
             continue
         dot, bias_eqn, bias = match
         z = add.outvars[0]
-        act, out, mask_eqn = "none", z, None
-        zu = users.get(z, [])
-        gts = [u for u in zu if u is not None and u.primitive is lax.gt_p
-               and u.invars[0] is z and _is_zero(u.invars[1], producer)]
-        sels = [u for u in zu if u is not None and u.primitive is lax.select_n_p
-                and len(u.invars) == 3 and u.invars[2] is z and gts
-                and u.invars[0] is gts[0].outvars[0] and _is_zero(u.invars[1], producer)]
-        if len(zu) == 2 and len(gts) == 1 and len(sels) == 1:
-            act, out, mask_eqn = "relu", sels[0].outvars[0], gts[0]
-            drop.add(id(sels[0]))
-            # the mask of the backward pass, recomputed from the activation where it is used
-            sink[id(mask_eqn)] = mask_eqn.replace(invars=[out, mask_eqn.invars[1]])
+        act, out, mask_eqn, acts = _activation(z, users.get(z, []), producer)
+        drop.update(id(e) for e in acts)
+        if mask_eqn is not None:
+            if any(u is None or all(u is not a for a in acts)
+                   for u in users.get(mask_eqn.outvars[0], [])):
+                # the backward pass's mask, recomputed from the activation where it is used
+                sink[id(mask_eqn)] = mask_eqn.replace(invars=[out, mask_eqn.invars[1]])
+            else:
+                drop.add(id(mask_eqn))
         x, w = dot.invars
         (lc, rc), _ = dot.params["dimension_numbers"]
         replace[id(add)] = add.replace(
@@ -135,6 +132,38 @@ def fuse_gradient_steps(eqns, outvars):
     return [e for e in rest if not any(e is r for r in last)] + last
 
 
+def _activation(z, zu, producer):
+    """``(act, output, mask, eqns)``: the activation the users ``zu`` of a dense layer's ``z``
+    apply (``"none"`` if they are not one), its result, the comparison the backward pass reads
+    as a mask (recomputable from the result, whose sign is ``z``'s), and the equations it
+    replaces."""
+    live = [u for u in zu if u is not None]
+    if len(zu) == 1 and live and live[0].primitive in (lax.logistic_p, lax.tanh_p):
+        return ("sigmoid" if live[0].primitive is lax.logistic_p else "tanh"), \
+            live[0].outvars[0], None, live
+    cmps = [u for u in live if u.primitive in (lax.gt_p, lax.ge_p) and u.invars[0] is z
+            and _is_zero(u.invars[1], producer)]
+    if len(cmps) != 1 or len(zu) not in (2, 3):
+        return "none", z, None, []
+    mask = cmps[0].outvars[0]
+    sels = [u for u in live if u.primitive is lax.select_n_p and len(u.invars) == 3
+            and u.invars[0] is mask and u.invars[2] is z]
+    if len(sels) != 1:
+        return "none", z, None, []
+    sel = sels[0]
+    if len(zu) == 2 and cmps[0].primitive is lax.gt_p and _is_zero(sel.invars[1], producer):
+        return "relu", sel.outvars[0], cmps[0], [sel]
+    # leaky ReLU: select_n(z >= 0, slope * z, z) with slope > 0, so that y >= 0 iff z >= 0
+    scaled = producer.get(sel.invars[1])
+    if len(zu) == 3 and cmps[0].primitive is lax.ge_p and scaled in live \
+            and scaled.primitive is lax.mul_p:
+        slope = [v for v in scaled.invars if v is not z]
+        if len(slope) == 1 and isinstance(slope[0], Literal) and np.ndim(slope[0].val) == 0 \
+                and float(slope[0].val) > 0:
+            return f"leaky_relu:{float(slope[0].val)!r}", sel.outvars[0], cmps[0], [sel, scaled]
+    return "none", z, None, []
+
+
 def _match_bias_add(add, producer, users):
     for d, bb in (add.invars, add.invars[::-1]):
         dot, bc = producer.get(d), producer.get(bb)
@@ -157,19 +186,32 @@ def _match_bias_add(add, producer, users):
     return None
 
 
-# activation -> C expression of ``v`` (the biased product), for every fused epilogue
-ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)"}
+_ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
+                 "tanh": "tanh(v)"}
+
+
+def activation_c(act: str) -> str:
+    """A dense layer's activation (none, relu, sigmoid, tanh or ``leaky_relu:<slope>``) as a
+    C expression of ``v``, the biased product: one table for every fused epilogue."""
+    if act.startswith("leaky_relu:"):
+        return f"(v >= 0 ? v : v * (decltype(v))({act.split(':', 1)[1]}))"
+    return _ACTIVATION_C[act]
+
+
+def act_name(act: str) -> str:
+    """``act`` as a C identifier, for kernel names."""
+    return "".join(c if c.isalnum() else "_" for c in act)
 
 def bias_act_source(act, dtype):
     """``(source, name)`` of the kernel computing ``y = act(y + b)`` in place."""
     from .elementwise import C_TYPES
     t = C_TYPES[np.dtype(dtype).name]
-    name = f"fnx_bias_{act}"
+    name = f"fnx_bias_{act_name(act)}"
     return (f'extern "C" __global__ void {name}({t}* y, const {t}* __restrict__ b, '
             "long long n, long long cols) {\n"
             "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
             "       i += (long long)gridDim.x * blockDim.x) {\n"
-            f"    const {t} v = y[i] + b[i % cols];\n    y[i] = {ACTIVATION_C[act]};\n  }}\n}}\n",
+            f"    const {t} v = y[i] + b[i % cols];\n    y[i] = {activation_c(act)};\n  }}\n}}\n",
             name)
 
 

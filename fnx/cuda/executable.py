@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import lax
-from ..core.jaxpr import Jaxpr, Literal, Var
+from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table
 from ..core.passes import is_fusible, leading_sum, row_group
 from .columns import ColumnKernel
@@ -150,7 +150,7 @@ def _gemm_sources(eqns):
     dense layers' bias kernels), compiled with its own kernels: the gemm table then times them
     without compiling each one alone."""
     from .elementwise import C_TYPES
-    from .epilogue import ACTIVATION_C, bias_act_source
+    from .epilogue import act_name, activation_c, bias_act_source
     from .small_gemm import bias_act, update
     sources = []
     for e in eqns:
@@ -173,7 +173,7 @@ def _gemm_sources(eqns):
         if p is dense_p:
             act = e.params["act"]
             sources += gemm_table.generated_sources(
-                m, n, k, ta, tb, dt, bias_act(act, ACTIVATION_C[act], C_TYPES[dt.name]))
+                m, n, k, ta, tb, dt, bias_act(act_name(act), activation_c(act), C_TYPES[dt.name]))
             sources.append(bias_act_source(act, dt))
         elif p is gemm_update_p:
             sources += gemm_table.generated_sources(m, n, k, ta, tb, dt,
@@ -200,6 +200,8 @@ class GpuExecutable:
         self.kernels = []
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+        # what the fused layers left unread (an activation's constant operands)
+        eqns = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
         uses = self._uses(eqns, jaxpr.outvars)
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)

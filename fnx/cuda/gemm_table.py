@@ -140,7 +140,7 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
         if cp.cuda.get_current_stream().is_capturing():
             return fallback(False)
         from .compile import compile_together
-        plan = _plan(key, plan_args)
+        plan = _plan(key, plan_args) if plan_args is not None else None
         candidates = {"fallback": lambda: fallback(True)}
         for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
             candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
@@ -149,7 +149,7 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
         candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()})
         choice = _choices[key] = _select(candidates, flops)
         _save()
-    if choice.startswith("lt:"):
+    if choice.startswith("lt:") and plan_args is not None:
         plan = _plan(key, plan_args)
         i = int(choice[3:])
         if plan is not None and i < len(plan.algos):
@@ -189,13 +189,16 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
 def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     """``out = act(op(a) @ op(b) + bias)``: a cuBLASLt GEMM with the BIAS / RELU_BIAS epilogue,
     or the fastest plain GEMM followed by one bias+activation kernel, whichever is faster."""
-    from .epilogue import ACTIVATION_C, bias_act_
+    from .epilogue import act_name, activation_c, bias_act_
     from .small_gemm import SmallGemm, bias_act
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
     key = f"dense-{act}-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
-    epilogue = bias_act(act, ACTIVATION_C[act], C_TYPES[dtype.name])
-    epi = "relu_bias" if act == "relu" else "bias"
+    epilogue = bias_act(act_name(act), activation_c(act), C_TYPES[dtype.name])
+    # cuBLASLt's epilogues: the bias alone, or with a ReLU
+    lt_args = None if act not in ("none", "relu") else \
+        (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
+         "relu_bias" if act == "relu" else "bias")
 
     def unfused(timing):
         matmul_into(out, a, b, trans_a, trans_b, precision)
@@ -207,8 +210,7 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
         if not cp.cuda.get_current_stream().is_capturing():
             # the plain GEMM picks its own kernel first, outside the timing of this one
             matmul_into(out, a, b, trans_a, trans_b, precision)
-    return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
-                          epi), 2.0 * m * n * k, unfused,
+    return _fastest(key, lt_args, 2.0 * m * n * k, unfused,
                     lambda plan, i, timing: plan(out, a, b, i, bias=bias),
                     kinds=SmallGemm.candidates(m, n, k, dtype, 1),
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),

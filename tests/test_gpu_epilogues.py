@@ -1,0 +1,128 @@
+"""Dense layers ``act(x @ w + b)`` under jit on the GPU: every activation and every kind of bias,
+forward and backward, against float64 references, with the launches they lower to."""
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import fnx
+import fnx.nn as nn
+import fnx.numpy as jnp
+
+pytestmark = pytest.mark.cuda
+
+_erf = np.vectorize(math.erf)
+# name -> (fnx activation, float64 NumPy reference, fused into the GEMM's launch)
+ACTS = {
+    "none": (lambda z: z, lambda z: z, True),
+    "relu": (nn.relu, lambda z: np.maximum(z, 0), True),
+    "leaky_relu": (lambda z: nn.leaky_relu(z, 0.1), lambda z: np.where(z >= 0, z, 0.1 * z), True),
+    "sigmoid": (nn.sigmoid, lambda z: 1 / (1 + np.exp(-z)), True),
+    "tanh": (jnp.tanh, np.tanh, True),
+    "gelu_tanh": (lambda z: nn.gelu(z, approximate=True),
+                  lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi)
+                                                   * (z + 0.044715 * z ** 3))), False),
+    "gelu_exact": (lambda z: nn.gelu(z, approximate=False),
+                   lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))), False),
+}
+# bias kind -> its shape for an (m, n) product
+BIASES = {"column": lambda m, n: (n,), "row": lambda m, n: (m, 1), "scalar": lambda m, n: ()}
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return fnx.devices("gpu")[0]
+
+
+def _draw(rng, m, k, n, bias):
+    return [rng.standard_normal(s).astype(np.float32)
+            for s in [(m, k), (k, n), BIASES[bias](m, n)]]
+
+
+def _layer(act):
+    f = ACTS[act][0]
+    return lambda x, w, b: f(x @ w + b)
+
+
+@pytest.mark.parametrize("bias", list(BIASES))
+@pytest.mark.parametrize("act", list(ACTS))
+def test_dense_forward_matches_float64(gpu, act, bias):
+    rng = np.random.default_rng(zlib.crc32(f"{act}-{bias}".encode()))
+    x, w, b = _draw(rng, 96, 200, 48, bias)
+    step = fnx.jit(_layer(act))
+    args = fnx.device_put((x, w, b), gpu)
+    out = step(*args)
+    ref = ACTS[act][1](x.astype(np.float64) @ w.astype(np.float64) + b.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-4)
+    exe = step.lower(*args).compile()
+    launches = exe.num_launches
+    # one GEMM with the layer's epilogue, or one GEMM then one fused elementwise kernel
+    if ACTS[act][2] and bias == "column":
+        assert launches == 1 and "dense" in exe.describe(), exe.describe()
+    else:
+        assert launches <= 2, exe.describe()
+
+
+@pytest.mark.parametrize("bias", list(BIASES))
+@pytest.mark.parametrize("act", list(ACTS))
+def test_dense_gradients_match_finite_differences(gpu, act, bias):
+    """Small sizes: every input's gradient against central differences of the float64
+    reference."""
+    rng = np.random.default_rng(zlib.crc32(f"{act}-{bias}-grad".encode()))
+    x, w, b = _draw(rng, 6, 5, 4, bias)
+    g = rng.standard_normal((6, 4))
+    layer = _layer(act)
+    loss = fnx.jit(fnx.grad(lambda x, w, b: jnp.sum(layer(x, w, b) * g.astype(np.float32)),
+                            argnums=(0, 1, 2)))
+    grads = loss(*fnx.device_put((x, w, b), gpu))
+    ref_f = ACTS[act][1]
+
+    def ref_loss(x, w, b):
+        return float(np.sum(ref_f(x @ w + b) * g))
+    args64 = [a.astype(np.float64) for a in (x, w, b)]
+    eps = 1e-6
+    for i, got in enumerate(grads):
+        num = np.zeros_like(args64[i])
+        for idx in np.ndindex(num.shape):
+            hi = [a.copy() for a in args64]
+            lo = [a.copy() for a in args64]
+            hi[i][idx] += eps
+            lo[i][idx] -= eps
+            num[idx] = (ref_loss(*hi) - ref_loss(*lo)) / (2 * eps)
+        np.testing.assert_allclose(np.asarray(got), num, rtol=2e-3, atol=2e-3,
+                                   err_msg=f"gradient of input {i}")
+
+
+@pytest.mark.parametrize("act", list(ACTS))
+def test_dense_gradients_at_layer_size_match_float64(gpu, act):
+    """A layer-sized backward pass on the GPU (float32) against the same program on the CPU in
+    float64."""
+    rng = np.random.default_rng(zlib.crc32(f"{act}-layer".encode()))
+    x, w, b = _draw(rng, 128, 300, 200, "column")
+    g = rng.standard_normal((128, 200))
+    layer = _layer(act)
+
+    def loss(x, w, b, g):
+        return jnp.sum(layer(x, w, b) * g)
+    grad = fnx.jit(fnx.grad(loss, argnums=(0, 1, 2)))
+    got = grad(*fnx.device_put((x, w, b, g.astype(np.float32)), gpu))
+    cpu = fnx.devices("cpu")[0]
+    ref = grad(*fnx.device_put([a.astype(np.float64) for a in (x, w, b, g)], cpu))
+    for a, r in zip(got, ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(r), rtol=2e-3,
+                                   atol=2e-3 * float(np.abs(np.asarray(r)).max()))
+
+
+def test_scaled_product_plus_c_operand(gpu):
+    """``alpha * (x @ w) + beta * c + b``: the GEMM's C operand and scale, in at most one extra
+    launch."""
+    rng = np.random.default_rng(14)
+    x, w, b = _draw(rng, 64, 80, 32, "column")
+    c = rng.standard_normal((64, 32)).astype(np.float32)
+    f = fnx.jit(lambda x, w, c, b: nn.relu(0.5 * (x @ w) + 2.0 * c + b))
+    args = fnx.device_put((x, w, c, b), gpu)
+    out = f(*args)
+    ref = np.maximum(0.5 * (x.astype(np.float64) @ w) + 2.0 * c + b, 0)
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-4)
+    assert f.lower(*args).compile().num_launches <= 2
