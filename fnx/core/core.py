@@ -464,6 +464,22 @@ def is_arraylike(x) -> bool:
         or hasattr(x, "__cuda_array_interface__")
 
 
+_folding_on_host = [False]
+
+
+@contextlib.contextmanager
+def folding_on_host():
+    """Eager primitives inside the block compute on the host (their results still land on the
+    backend of their operands): jit folds scalar constants (a cotangent seed, a mean's 1/N) into
+    literals this way, so tracing launches, and compiles, nothing on the device."""
+    prev = _folding_on_host[0]
+    _folding_on_host[0] = True
+    try:
+        yield
+    finally:
+        _folding_on_host[0] = prev
+
+
 class EvalTrace(Trace):
     """Runs primitives eagerly on the backend that holds the operands."""
 
@@ -480,10 +496,13 @@ class EvalTrace(Trace):
         backend = backend or get_backend()
         avals = [get_aval(a) for a in args]
         out_aval = primitive.rule("abstract_eval")(*avals, **params)
-        vals = [backend.to_buffer(a, av.dtype) for a, av in zip(args, avals)]
-        impl = backend.impls.get(primitive)
+        compute = backend
+        if _folding_on_host[0] and backend.platform != "cpu":
+            compute = get_backend("cpu")
+        vals = [compute.to_buffer(a, av.dtype) for a, av in zip(args, avals)]
+        impl = compute.impls.get(primitive)
         if impl is None:
-            raise MissingRuleError(primitive.name, f"{backend.name} backend impl")
+            raise MissingRuleError(primitive.name, f"{compute.name} backend impl")
         out = impl(*vals, **params)
         if _config.debug_nans:
             from .debugging import check_nans

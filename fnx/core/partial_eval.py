@@ -10,7 +10,8 @@ baked into it.
 """
 from __future__ import annotations
 
-from .core import Array, ShapedArray, Trace, Tracer, current_trace, get_aval, set_current_trace
+from .core import (Array, ShapedArray, Trace, Tracer, current_trace, folding_on_host, get_aval,
+                   set_current_trace)
 from .errors import ConcretizationTypeError, user_frame
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, eval_jaxpr,
                     literal_or_none)
@@ -71,8 +72,11 @@ class JaxprTrace(Trace):
     # -- primitives
 
     def process_primitive(self, primitive, args, params):
-        if self.stage_all and not self._folds_to_literal(primitive, args, params):
-            return self.stage(primitive, args, params)
+        if self.stage_all:
+            if not self._folds_to_literal(primitive, args, params):
+                return self.stage(primitive, args, params)
+            with set_current_trace(self.parent), folding_on_host():
+                return primitive.bind(*args, **params)
         if not any(self.is_own(a) for a in args):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
