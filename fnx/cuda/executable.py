@@ -150,8 +150,8 @@ def _gemm_sources(eqns):
     dense layers' bias kernels), compiled with its own kernels: the gemm table then times them
     without compiling each one alone."""
     from .elementwise import C_TYPES
-    from .epilogue import act_name, activation_c, bias_act_source
-    from .small_gemm import bias_act, update
+    from .epilogue import bias_act_source
+    from .small_gemm import dense_epilogue, update
     sources = []
     for e in eqns:
         p = e.primitive
@@ -172,8 +172,7 @@ def _gemm_sources(eqns):
         sources += gemm_table.generated_sources(m, n, k, ta, tb, dt)
         if p is dense_p:
             act = e.params["act"]
-            sources += gemm_table.generated_sources(
-                m, n, k, ta, tb, dt, bias_act(act_name(act), activation_c(act), C_TYPES[dt.name]))
+            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt, dense_epilogue(act, dt))
             sources.append(bias_act_source(act, dt))
         elif p is gemm_update_p:
             sources += gemm_table.generated_sources(m, n, k, ta, tb, dt,

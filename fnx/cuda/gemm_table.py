@@ -189,12 +189,12 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
 def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     """``out = act(op(a) @ op(b) + bias)``: a cuBLASLt GEMM with the BIAS / RELU_BIAS epilogue,
     or the fastest plain GEMM followed by one bias+activation kernel, whichever is faster."""
-    from .epilogue import act_name, activation_c, bias_act_
-    from .small_gemm import SmallGemm, bias_act
+    from .epilogue import bias_act_
+    from .small_gemm import SmallGemm, dense_epilogue
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
     key = f"dense-{act}-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
-    epilogue = bias_act(act_name(act), activation_c(act), C_TYPES[dtype.name])
+    epilogue = dense_epilogue(act, dtype)
     # cuBLASLt's epilogues: the bias alone, or with a ReLU
     lt_args = None if act not in ("none", "relu") else \
         (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,

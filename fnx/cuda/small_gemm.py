@@ -39,6 +39,12 @@ def bias_act(name: str, activation: str, t: str) -> Epilogue:
                     [(f"const {t}* __restrict__", "bias")])
 
 
+def dense_epilogue(act: str, dtype) -> Epilogue:
+    """A dense layer's bias and activation (``fnx.cuda.epilogue.activation_c``'s names)."""
+    from .epilogue import act_name, activation_c
+    return bias_act(act_name(act), activation_c(act), C_TYPES[np.dtype(dtype).name])
+
+
 def update(alpha: float, t: str) -> Epilogue:
     """``C = P + alpha * acc``; ``C`` may be ``P`` itself (each element is read, then written,
     by the same thread)."""
