@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from . import numpy as jnp
-from .core import lax
+from .core import dtypes, lax
 from .core import linalg_prims as _lp
 from .core.errors import ConcretizationTypeError, ShapeError
 from .numpy._core import promote_dtypes_inexact
@@ -106,7 +106,7 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     >>> x, _ = cg(lambda v: a @ v, b, tol=1e-8)
     """
     b = jnp.asarray(b)
-    if b.dtype.kind != "f":
+    if dtypes.kind(b.dtype) != "f":
         b = b.astype(jnp.float32)
     matvec = A if callable(A) else (lambda v, A=jnp.asarray(A): jnp.matmul(A, v))
     precond = M if M is not None else (lambda v: v)

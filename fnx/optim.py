@@ -67,6 +67,14 @@ def _const(value, like):
                                            weak_type=False)
 
 
+def _bias_correction(decay, count, like):
+    """``1 - decay ** count`` in ``like``'s dtype, computed in float32 at least, as optax does:
+    bfloat16 rounds 0.999 to 1.0, which would make it 0."""
+    wide = jnp.result_type(like.dtype, jnp.float32)
+    t = count.astype(wide)
+    return (1 - jnp.power(_const(decay, t), t)).astype(like.dtype)
+
+
 def _moment(g, m, decay):
     """The exponential moving average ``(1 - decay) * g + decay * m``."""
     return _const(1 - decay, g) * g + _const(decay, m) * m
@@ -171,9 +179,8 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         count = _increment(state.count)
 
         def step(m, v):
-            t = count.astype(m.dtype)
-            m_hat = m / (1 - jnp.power(_const(b1, m), t))
-            v_hat = v / (1 - jnp.power(_const(b2, v), t))
+            m_hat = m / _bias_correction(b1, count, m)
+            v_hat = v / _bias_correction(b2, count, v)
             return m_hat / (jnp.sqrt(v_hat + _const(eps_root, v)) + _const(eps, v))
         out = _tree_map(step, mu, nu)
         return out, ScaleByAdamState(count, mu, nu)

@@ -211,7 +211,7 @@ def bits(key, shape=(), dtype=None):
 
 def _float_dtype(dtype, name):
     dtype = dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float)
-    if dtype.kind != "f":
+    if dtypes.kind(dtype) != "f":
         raise TypeError(f"random.{name} needs a floating-point dtype, got {dtype}")
     return dtype
 
@@ -234,7 +234,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     shape = _shape(shape, "uniform")
     minval = jnp.broadcast_to(_as_dtype(minval, dtype), shape)
     maxval = jnp.broadcast_to(_as_dtype(maxval, dtype), shape)
-    finfo = np.finfo(dtype)
+    finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     rng_bits = 8 if nmant < 8 else nbits
     raw = _random_bits(key, rng_bits, shape)
@@ -291,7 +291,7 @@ def gumbel(key, shape=(), dtype=None):
     """Standard Gumbel samples ``-log(-log(u))``."""
     _check_key(key, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
-    u = uniform(key, shape, dtype, np.finfo(dtype).tiny, 1.0)
+    u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
     return -jnp.log(-jnp.log(u))
 
 
@@ -306,7 +306,7 @@ def bernoulli(key, p=0.5, shape=None):
     """
     _check_key(key, "bernoulli")
     p = jnp.asarray(p)
-    if p.dtype.kind != "f":
+    if dtypes.kind(p.dtype) != "f":
         p = p.astype(dtypes.default_float)
     shape = p.shape if shape is None else _shape(shape, "bernoulli")
     return uniform(key, shape, p.dtype) < jnp.broadcast_to(p, shape)
@@ -370,7 +370,7 @@ def categorical(key, logits, axis: int = -1, shape=None):
     """
     _check_key(key, "categorical")
     logits = jnp.asarray(logits)
-    if logits.dtype.kind != "f":
+    if dtypes.kind(logits.dtype) != "f":
         logits = logits.astype(dtypes.default_float)
     axis = axis % logits.ndim
     batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]

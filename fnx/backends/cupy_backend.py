@@ -88,6 +88,11 @@ _OVERRIDES = {
     lax.broadcast_in_dim_p: lambda x, **p: _dense(cp.asarray(   # x may be a host scalar
         numpy_backend.impls[lax.broadcast_in_dim_p](x, **p))),
 }
+# CuPy 14 holds bfloat16 (ml_dtypes') and its ufuncs take it, but its sort and where do not:
+# these run in float32 too, as do the overrides of the CPU backend's own list (cupyx's erf)
+_CUPY_LACKS_BFLOAT16 = frozenset({lax.sort_p, lax.select_n_p})
+for _p in _CUPY_LACKS_BFLOAT16 | (numpy_backend.COMPUTED_IN_FLOAT32 & _OVERRIDES.keys()):
+    _OVERRIDES[_p] = numpy_backend.computed_in_float32(_OVERRIDES[_p])
 
 
 class CupyBackend:

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.core import Array
 from . import numpy_linalg
 
@@ -21,7 +21,7 @@ def _erf(x):
 def _integer_pow(x, *, y):
     if y >= 0:
         return np.power(x, y)
-    return np.power(x, -y) ** -1 if x.dtype.kind == "f" else np.power(x.astype(float), y)
+    return np.power(x, -y) ** -1 if dtypes.is_float(x.dtype) else np.power(x.astype(float), y)
 
 
 def _round(x):
@@ -244,6 +244,26 @@ impls.update({
         x, np.clip(idx, 0, x.shape[axis] - 1), axis),
 })
 impls.update(numpy_linalg.impls)
+
+
+def computed_in_float32(impl):
+    """``impl`` run on bfloat16 operands widened to float32 (exactly). Its results stay float32:
+    every caller casts a result to its aval's dtype (``Backend.cast``), which rounds once."""
+    def run(*args, **params):
+        if not any(getattr(a, "dtype", None) == dtypes.bfloat16 for a in args):
+            return impl(*args, **params)
+        return impl(*[a.astype(np.float32) if getattr(a, "dtype", None) == dtypes.bfloat16
+                      else a for a in args], **params)
+    return run
+
+
+# NumPy sums and products of bfloat16 accumulate in bfloat16 (a sum of 10000 ones is 256),
+# scatter-adds too; dot_general accumulates in float32 as in JAX; integer_pow and logistic
+# would round between steps; SciPy's erf and NumPy's linalg have no bfloat16 loops
+COMPUTED_IN_FLOAT32 = frozenset({
+    L.reduce_sum_p, L.reduce_prod_p, L.cumsum_p, L.scatter_p, L.dot_general_p,
+    L.integer_pow_p, L.logistic_p, L.erf_p, L.erf_inv_p, *numpy_linalg.impls})
+impls.update({p: computed_in_float32(impls[p]) for p in COMPUTED_IN_FLOAT32})
 
 
 class NumpyBackend:

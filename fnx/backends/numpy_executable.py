@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.core import Array
 from ..core.jaxpr import Jaxpr, Literal, Var
+from .numpy_backend import COMPUTED_IN_FLOAT32
 
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 CONSTANT_LIMIT = 1 << 22     # bytes: larger constant results are computed on every call
@@ -308,6 +309,8 @@ def _kind(eqn, impls) -> str:
     p = eqn.primitive
     if p.impl is not None:
         return "higher"
+    if p in COMPUTED_IN_FLOAT32 and any(v.aval.dtype == dtypes.bfloat16 for v in eqn.invars):
+        return "generic"     # the impl widens to float32; no step here may round in between
     impl = impls[p]
     if _out_capable(eqn, impl):
         return "ufunc"
@@ -319,7 +322,7 @@ def _kind(eqn, impls) -> str:
         return "take"
     if p is lax.logistic_p and eqn.outvars[0].aval.shape:
         return "logistic"
-    if p in _REDUCERS and eqn.params["axes"] and eqn.invars[0].aval.dtype.kind == "f":
+    if p in _REDUCERS and eqn.params["axes"] and dtypes.kind(eqn.invars[0].aval.dtype) == "f":
         # np.sum / np.max are these ufuncs' reduce behind a Python wrapper
         return "reduce"
     return "generic"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes
 from .batching import bdim_at_front
 from .core import Array, Tracer
 from .errors import FnxError, user_frame
@@ -82,7 +83,7 @@ def check_nans(primitive, outs, source=None):
     """Raise NaNError if any float output of ``primitive`` contains a NaN."""
     for o in outs:
         v = _on_host(o)
-        if v.dtype.kind in "fc" and np.isnan(v).any():
+        if dtypes.is_float(v.dtype) and np.isnan(v).any():
             where = source or user_frame()
             raise NaNError(f"debug_nans: primitive '{primitive}' produced a NaN "
                            f"(output {v.dtype.name}{list(v.shape)})", source=where)

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import ad, batching
+from . import ad, batching, dtypes
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
 from .errors import user_frame
@@ -92,7 +92,7 @@ def _locate_nans(jaxpr, args, outs):
     """If the compiled program returned a NaN, re-run it equation by equation and name the
     first equation that made one, with the source line it was traced from."""
     from .debugging import check_nans
-    if not any(np.isnan(np.asarray(o)).any() for o in outs if o.dtype.kind in "fc"):
+    if not any(np.isnan(np.asarray(o)).any() for o in outs if dtypes.is_float(o.dtype)):
         return
     env = dict(zip(jaxpr.invars, args))
     read = lambda v: v.val if not hasattr(v, "count") else env[v]  # noqa: E731

@@ -63,7 +63,7 @@ def _elementwise_aval(name, kinds, out_dtype=None):
     def rule(*avals, **params):
         shape = _check_same(name, avals)
         a0 = avals[0]
-        if a0.dtype.kind not in kinds:
+        if dtypes.kind(a0.dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {a0.dtype}")
         return ShapedArray(shape, out_dtype or a0.dtype, all(a.weak_type for a in avals))
     return rule
@@ -925,7 +925,7 @@ def _reduce_aval(name, kinds=_FLOAT + _INT + _BOOL, out_dtype=None):
         for a in axes:
             if not 0 <= a < x.ndim:
                 raise ShapeError(f"{name}: axis {a} out of range for shape {_shp(x.shape)}")
-        if x.dtype.kind not in kinds:
+        if dtypes.kind(x.dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {x.dtype}")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, out_dtype or x.dtype, x.weak_type)
@@ -1151,7 +1151,7 @@ def _dot_general_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision=Non
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = [c for _, c in sorted(zip(y_contract, x_contract))]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
-    out = dot_general(g, y, dims, precision=precision,
+    out = dot_general(*_alike(g, y), dims, precision=precision,
                       preferred_element_type=preferred_element_type)
     return _to_layout(out, out_axes, x_aval.dtype)
 
@@ -1169,9 +1169,20 @@ def _dot_general_transpose_rhs(g, x, y_aval, *, dimension_numbers, precision=Non
     dims = ((tuple(x_kept), ans_x), (tuple(x_batch), ans_batch))
     y_contract_sorted_by_x = [c for _, c in sorted(zip(x_contract, y_contract))]
     out_axes = np.argsort(list(y_batch) + y_contract_sorted_by_x + y_kept)
-    out = dot_general(x, g, dims, precision=precision,
+    out = dot_general(*_alike(x, g), dims, precision=precision,
                       preferred_element_type=preferred_element_type)
     return _to_layout(out, out_axes, y_aval.dtype)
+
+
+def _alike(a, b):
+    """A cotangent has the product's dtype (``preferred_element_type``, bfloat16 operands
+    accumulating in float32, say), the other operand its own: both go, exactly, to their
+    common dtype for the transposed product."""
+    da, db = get_aval(a).dtype, get_aval(b).dtype
+    if da == db:
+        return a, b
+    common, _ = dtypes.result_type((da, False), (db, False))
+    return convert_element_type(a, common), convert_element_type(b, common)
 
 
 def _to_layout(out, out_axes, dtype):

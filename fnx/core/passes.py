@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lax
+from . import dtypes, lax
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, _Namer, dce_jaxpr, has_effect,
                     pp_jaxpr, subjaxprs)
@@ -439,7 +439,7 @@ def _row_pick(eqn) -> bool:
     if eqn.primitive is not lax.take_along_axis_p:
         return False
     x, idx = eqn.invars
-    return (isinstance(x, Var) and isinstance(idx, Var) and x.aval.dtype.kind == "f"
+    return (isinstance(x, Var) and isinstance(idx, Var) and dtypes.kind(x.aval.dtype) == "f"
             and x.aval.ndim >= 1 and eqn.params["axis"] == x.aval.ndim - 1
             and idx.aval.shape[-1] == 1)
 
@@ -460,7 +460,7 @@ def row_accepts(eqn, space) -> bool:
     if not all(v.aval.dtype.name in ROW_DTYPES for v in vs):
         return False
     if p in ROW_REDUCTIONS or _row_pick(eqn):
-        return (eqn.invars[0].aval.dtype.kind == "f"
+        return (dtypes.kind(eqn.invars[0].aval.dtype) == "f"
                 and _row_reduction_space(eqn) == tuple(space))
     if p is lax.iota_p:
         return tuple(eqn.params["shape"]) == tuple(space)
@@ -506,7 +506,7 @@ def leading_sum(eqn, shape) -> bool:
     if len(axes) == len(in_shape) and int(np.prod(in_shape, dtype=np.int64)) > SMALL_TOTAL:
         return False
     return ((shape is None or in_shape == tuple(shape)) and 0 < len(axes)
-            and axes == tuple(range(len(axes))) and eqn.invars[0].aval.dtype.kind == "f")
+            and axes == tuple(range(len(axes))) and dtypes.kind(eqn.invars[0].aval.dtype) == "f")
 
 
 def _elementwise_chain(eqns, i, claimed):
@@ -559,7 +559,7 @@ def _bias_add(add, producer, users):
     """``(dot index, bias-broadcast index)`` if ``add`` adds a bias along rows to a 2-D
     product that nothing else reads, else None."""
     out = add.outvars[0].aval
-    if len(out.shape) != 2 or out.dtype.kind != "f":
+    if len(out.shape) != 2 or dtypes.kind(out.dtype) != "f":
         return None
     for d, bb in (add.invars, add.invars[::-1]):
         dot, bc = producer.get(d), producer.get(bb)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import C_TYPES, FusedKernel, _compile, compute_type
+from .elementwise import C_TYPES, FusedKernel, _compile, compute_type, headers, store_value
 
 ROW_LANES = 32
 
@@ -42,9 +42,9 @@ class ColumnKernel:
         params = [f"{d} {n}" for d, n in self.chain.params()]
         params.append(f"{C_TYPES[out.aval.dtype.name]}* __restrict__ sum_out")
         name = "fnx_colsum_" + "_".join(e.primitive.name for e in self.eqns[:-1])[:60]
-        store = "__float2half(s)" if out.aval.dtype.name == "float16" else "s"
+        store = store_value(out.aval.dtype, "s")
         src = (
-            "#include <cuda_fp16.h>\n"
+            headers(self.chain.value_dtypes() | {out.aval.dtype}) +
             f'extern "C" __global__ void __launch_bounds__({32 * ROW_LANES}) '
             f'{name}({", ".join(params)}) {{\n'
             "  const long long c = blockIdx.x * 32LL + threadIdx.x;\n"

@@ -12,8 +12,12 @@ import functools
 
 import numpy as np
 
-# cudaDataType and cublasComputeType values from the CUDA headers
-_CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2}
+from ..core.dtypes import bfloat16
+
+# cudaDataType and cublasComputeType values from the CUDA headers; 16-bit operands compute in
+# float32 (compute_type), so a bfloat16 product accumulates in float32 as in JAX
+_CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
+              bfloat16: 14}
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
 _OP_N, _OP_T = 0, 1
 _GEMM_DEFAULT_ALGO = -1

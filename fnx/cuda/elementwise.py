@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.jaxpr import Literal
 from .compile import kernel as _compile
 
@@ -18,18 +18,40 @@ C_TYPES = {
     "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
     "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long long", "float16": "__half",
-    "float32": "float", "float64": "double",
+    "bfloat16": "__nv_bfloat16", "float32": "float", "float64": "double",
 }
+# 16-bit floats are stored in CUDA's own types and computed in float: (load, store) conversions
+_FLOAT_CONVERSIONS = {"float16": ("__half2float", "__float2half"),
+                      "bfloat16": ("__bfloat162float", "__float2bfloat16")}
 
 
 def compute_type(dtype) -> str:
-    """The C type values of ``dtype`` are computed in (half precision computes in float)."""
+    """The C type values of ``dtype`` are computed in (16-bit floats compute in float)."""
     name = np.dtype(dtype).name
-    return "float" if name == "float16" else C_TYPES[name]
+    return "float" if name in _FLOAT_CONVERSIONS else C_TYPES[name]
+
+
+def load_value(dtype, stored: str) -> str:
+    """The C expression of a stored element ``stored`` of ``dtype`` in its compute type."""
+    convert = _FLOAT_CONVERSIONS.get(np.dtype(dtype).name)
+    return f"{convert[0]}({stored})" if convert else stored
+
+
+def store_value(dtype, value: str) -> str:
+    """The C expression storing ``value`` (of the compute type) as an element of ``dtype``."""
+    convert = _FLOAT_CONVERSIONS.get(np.dtype(dtype).name)
+    return f"{convert[1]}({value})" if convert else value
+
+
+def headers(value_dtypes) -> str:
+    """The ``#include`` lines of a kernel over values of ``value_dtypes``: cuda_bf16.h is large,
+    so only kernels that touch bfloat16 parse it."""
+    bf16 = any(np.dtype(d) == dtypes.bfloat16 for d in value_dtypes)
+    return "#include <cuda_fp16.h>\n" + ("#include <cuda_bf16.h>\n" if bf16 else "")
 
 
 def _is_float(dtype):
-    return np.dtype(dtype).kind == "f"
+    return dtypes.kind(dtype) == "f"
 
 
 def _minmax(op):
@@ -173,7 +195,7 @@ class FusedKernel:
         name = "fnx_fused_" + "_".join(e.primitive.name for e in self.eqns)[:80]
         name = name.replace("-", "_")
         src = (
-            "#include <cuda_fp16.h>\n"
+            headers(self.value_dtypes()) +
             f'extern "C" __global__ void {name}({sig}) {{\n'
             "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n"
             "       i += (long long)gridDim.x * blockDim.x) {\n"
@@ -181,6 +203,11 @@ class FusedKernel:
             "  }\n"
             "}\n")
         return src, name
+
+    def value_dtypes(self):
+        """The dtypes of every value the kernel reads, computes or writes."""
+        vs = [*self.inputs, *self.outputs, *(v for e in self.eqns for v in e.invars + e.outvars)]
+        return {v.aval.dtype for v in vs}
 
     def body(self) -> str:
         """The statements computing element ``i`` of every output."""
@@ -192,8 +219,7 @@ class FusedKernel:
             if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in self.inputs:
                 bcast_of[e.outvars[0]] = (e.invars[0], e.params["broadcast_dimensions"])
         def load(k, v, index):
-            raw = f"in{k}[{index}]"
-            return f"__half2float({raw})" if v.aval.dtype.name == "float16" else raw
+            return load_value(v.aval.dtype, f"in{k}[{index}]")
 
         direct = {v for e in self.eqns if e.outvars[0] not in bcast_of for v in e.invars}
         direct |= set(self.outputs) | set(self.also_read)
@@ -234,9 +260,8 @@ class FusedKernel:
             lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = {expr};")
             counter += 1
         for k, v in enumerate(self.outputs):
-            val = names[v] if not isinstance(v, Literal) else _literal(v)
-            if v.aval.dtype.name == "float16":
-                val = f"__float2half({val})"
+            val = store_value(v.aval.dtype,
+                              names[v] if not isinstance(v, Literal) else _literal(v))
             if int(np.prod(v.aval.shape, dtype=np.int64)) == self.size:
                 lines.append(f"    out{k}[i] = {val};")
             else:   # a scalar computed along the chain: one element writes it
@@ -286,7 +311,8 @@ class MultiKernel:
             cond = f"if (t < {self.offsets[j + 1]}LL) " if j + 1 < len(self.kernels) else ""
             dispatch.append(("else " if j else "") + cond + call)
         name = f"fnx_multi_{len(self.kernels)}"
-        src = ("#include <cuda_fp16.h>\n" + "".join(parts)
+        value_dtypes = [d for k in self.kernels for d in k.value_dtypes()]
+        src = (headers(value_dtypes) + "".join(parts)
                + f'extern "C" __global__ void {name}({", ".join(sig + ["long long n"])}) {{\n'
                "  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n;\n"
                "       t += (long long)gridDim.x * blockDim.x) {\n    "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table
 from ..core.passes import is_fusible, leading_sum, row_group
@@ -40,7 +40,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     (lc, rc), (lb, rb) = dimension_numbers
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    if lhs.dtype not in (np.float16, np.float32, np.float64):
+    if lhs.dtype not in (np.float16, dtypes.bfloat16, np.float32, np.float64):
         # integer products: the generic path (NumPy's impl dispatching to CuPy)
         from ..backends.numpy_backend import _dot_general
         return _dot_general(lhs, rhs, dimension_numbers=dimension_numbers,

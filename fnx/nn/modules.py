@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import numpy as jnp
 from .. import random
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.pytree import register_pytree_node
 from . import initializers as init
 from .functions import relu, softmax
@@ -348,7 +348,7 @@ class MultiHeadAttention(Module):
         scale = _const(1.0 / math.sqrt(q.shape[-1]), q)
         logits = jnp.matmul(q, jnp.swapaxes(k, -1, -2)) * scale
         if mask is not None:
-            big_neg = _const(np.finfo(np.dtype(logits.dtype)).min, logits)
+            big_neg = _const(dtypes.finfo(logits.dtype).min, logits)
             logits = jnp.where(jnp.asarray(mask), logits, big_neg)
         weights = softmax(logits, axis=-1)
         attended = jnp.swapaxes(jnp.matmul(weights, v), -2, -3)    # (..., L, H, E/H)

@@ -9,6 +9,8 @@ import numpy as _np
 from ..core.core import Array as ndarray
 from numpy import (bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa
                    int32, int64, uint8, uint16, uint32, uint64)
+from ml_dtypes import bfloat16  # noqa: F401  (a scalar type, as float32 is NumPy's)
+from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
 from ..core.dtypes import canonicalize as dtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
                     broadcast_to, result_type)
@@ -38,11 +40,6 @@ newaxis = None
 bool = bool_  # noqa: A001
 integer, floating, inexact, number = _np.integer, _np.floating, _np.inexact, _np.number
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
-iinfo, finfo = _np.iinfo, _np.finfo
-
-
-def issubdtype(arg1, arg2):
-    return _np.issubdtype(arg1, arg2)
 
 
 def isscalar(x):

@@ -285,7 +285,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
-    info = np.finfo(x.dtype)
+    info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     x = where(isnan(x), lax.full(x.shape, nan, x.dtype), x)
