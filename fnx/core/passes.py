@@ -494,7 +494,39 @@ def row_group(eqns, i, claimed=()):
     while k < len(eqns) and k not in claimed and row_accepts(eqns[k], space):
         k += 1
     has_reduction = any(_row_reduction_space(e) == space for e in eqns[i:k])
-    return (k, space) if has_reduction else None
+    return (_total_tail(eqns, k, space, claimed), space) if has_reduction else None
+
+
+def row_total(eqn, space) -> bool:
+    """A float reduction of one value per row to a single value (a loss averaged over the batch):
+    it joins the row group, whose last block to finish combines the rows' values."""
+    if eqn.primitive not in ROW_REDUCTIONS or not isinstance(eqn.invars[0], Var):
+        return False
+    x, y = eqn.invars[0], eqn.outvars[0]
+    return (dtypes.kind(x.aval.dtype) == "f" and x.aval.dtype.name in ROW_DTYPES
+            and row_kind(x.aval.shape, space) == "per_row"
+            and row_kind(y.aval.shape, space) == "scalar")
+
+
+def _scalar_only(eqn, space) -> bool:
+    vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
+    return ((is_fusible(eqn) or eqn.primitive is lax.reshape_p) and eqn.primitive is not lax.iota_p
+            and all(v.aval.dtype.name in ROW_DTYPES and row_kind(v.aval.shape, space) == "scalar"
+                    for v in vs))
+
+
+def _total_tail(eqns, k, space, claimed):
+    """Where a row group ending at ``k`` ends once the reductions of its per-row values to single
+    values, and the scalar arithmetic after them, join it. Nothing per row may follow a total:
+    the rows are done by then."""
+    end, totals = k, False
+    while end < len(eqns) and end not in claimed:
+        if row_total(eqns[end], space):
+            totals = True
+        elif not (totals and _scalar_only(eqns[end], space)):
+            break
+        end += 1
+    return end
 
 
 def leading_sum(eqn, shape) -> bool:

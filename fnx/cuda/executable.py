@@ -1,10 +1,11 @@
 """Lowering a jaxpr onto the GPU: a flat list of steps over numbered buffer slots.
 
 Chains of elementwise equations become one generated kernel each (fnx.cuda.elementwise), as do
-row groups (fnx.cuda.rows), chains ending in a sum over leading axes (fnx.cuda.columns) and runs of
-independent chains (one multi-tensor launch); dot_general goes to the fastest cuBLAS or cuBLASLt
-kernel for its problem (fnx.cuda.gemm_table); every other primitive runs through the GPU
-backend's eager impl table, so lowering never fails for lack of a kernel.
+row groups (fnx.cuda.rows), chains ending in a sum over leading axes (fnx.cuda.columns), other
+reductions (fnx.cuda.reductions) and runs of independent chains (one multi-tensor launch);
+dot_general goes to the fastest cuBLAS or cuBLASLt kernel for its problem (fnx.cuda.gemm_table);
+every other primitive runs through the GPU backend's eager impl table, so lowering never fails
+for lack of a kernel.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .compile import compile_together
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel
+from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel
 
 
@@ -216,7 +218,7 @@ class GpuExecutable:
         i = 0
         while i < len(eqns):
             found = row_group(eqns, i)
-            if found is not None:
+            if found is not None and not split_over_blocks(eqns[i:found[0]]):
                 end, shape = found
                 group, i = eqns[i:end], end
                 self._cursor = i
@@ -231,6 +233,9 @@ class GpuExecutable:
                         ColumnKernel)])
                 elif eqns[i].primitive is gemm_update_p:
                     self._add_gradient_step(eqns[i], i)
+                elif reduces(eqns[i]):
+                    self._add_kernels([self._plan_fused(
+                        [eqns[i]], eqns[i].invars[0].aval.shape, [], ReduceKernel)])
                 else:
                     self._add_generic(eqns[i])
                 i += 1
@@ -358,7 +363,8 @@ class GpuExecutable:
             else:
                 u = None
             out_meta.append((v.aval.shape, v.aval.dtype, None if u is None else self._slot_of(u)))
-        kind = {RowKernel: "rows", ColumnKernel: "columns"}.get(kernel_class, "fused")
+        kind = {RowKernel: "rows", ColumnKernel: "columns",
+                ReduceKernel: "reduce"}.get(kernel_class, "fused")
         label = f"{kind}[{','.join(map(str, shape))}]: " + " -> ".join(e.primitive.name
                                                                       for e in group)
         return (kernel, [self._slot_of(v) for v in inputs], [self._slot_of(v) for v in outputs],

@@ -2,19 +2,33 @@
 
 Softmax, log-softmax, logsumexp, cross-entropy and layer norm are, in a jaxpr, elementwise
 equations over a (rows, C) space, reductions over C, and broadcasts of per-row values back.
-Such a group becomes one kernel with one thread block per row: the row is read once into
-registers, reductions are block reductions, and only the values used later are written.
+Such a group becomes one kernel that reads each row once and writes only the values used later.
+
+A row is split over a thread-block cluster of up to 8 blocks (Hopper), each holding its share in
+registers, loaded with 16-byte accesses: blocks stay small, several fit on a multiprocessor, and
+one block's loads overlap another's arithmetic. Per-row reductions combine the blocks' partial
+values through distributed shared memory. A row too long for the registers of a cluster is
+looped over instead (staged in shared memory where it fits).
+
+A reduction of the per-row results to one value (the mean loss over a batch) stays in the same
+launch: each row leaves its value in a scratch buffer, and the last row to finish, found with an
+atomic counter, combines them in row order and resets the counter for the next launch (so a
+replayed CUDA graph finds it at zero).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
-from ..core.passes import row_kind
+from ..core.passes import row_kind, row_total
 from .elementwise import C_TYPES, _literal, emit
 
-SHARED_LIMIT = 192 * 1024   # bytes of a row kept on chip (H100: 227 KiB per block)
+MAX_CLUSTER = 8             # blocks a row may be split over (8: the portable cluster size)
+REGISTER_WORDS = 32         # 32-bit registers per thread that hold a row's input elements
+SHARED_LIMIT = 192 * 1024   # bytes of a looped-over row kept on chip (H100: 227 KiB per block)
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
               lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
 
@@ -26,6 +40,18 @@ struct MaxOp { template <class T> __device__ T operator()(T a, T b) const {
                  return (isnan(a) || a > b) ? a : b; } };
 struct MinOp { template <class T> __device__ T operator()(T a, T b) const {
                  return (isnan(a) || a < b) ? a : b; } };
+template <class T, int W> struct alignas(sizeof(T) * W) Vec { T v[W]; };
+template <int B> struct Raw;
+template <> struct Raw<16> { typedef uint4 type; };
+template <> struct Raw<8> { typedef uint2 type; };
+template <> struct Raw<4> { typedef unsigned int type; };
+template <> struct Raw<2> { typedef unsigned short type; };
+template <> struct Raw<1> { typedef unsigned char type; };
+// through an intrinsic: a plain store of a Vec is sometimes split into single stores
+template <class T, int W> __device__ __forceinline__ void store_vec(T* p, const Vec<T, W>& v) {
+  typedef typename Raw<sizeof(T) * W>::type R;
+  __stwb(reinterpret_cast<R*>(p), *reinterpret_cast<const R*>(&v));
+}
 template <class T, class Op>
 __device__ T block_reduce(T v, Op op, T* shm) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -39,84 +65,200 @@ __device__ T block_reduce(T v, Op op, T* shm) {
 }
 """
 
+# every block of the cluster reads every block's value in the same order, so all of them hold the
+# same (bit-identical) row value; each reduction has its own slot, so no slot is overwritten while
+# a peer may still read it, and the arrive/wait pair at the end keeps each block's shared memory
+# alive until its peers are done reading it
+_CLUSTER = r"""
+#include <cooperative_groups.h>
+template <int K, class T, class Op>
+__device__ T cluster_reduce(T v, Op op, T* slot) {
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  if (threadIdx.x == 0) *slot = v;
+  cluster.sync();
+  T r = *cluster.map_shared_rank(slot, 0);
+  for (int q = 1; q < K; ++q) r = op(r, *cluster.map_shared_rank(slot, q));
+  return r;
+}
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.aligned;\n" : : : "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" : : : "memory");
+}
+"""
+
 
 def _aligned(nbytes: int) -> int:
     return -(-nbytes // 16) * 16
 
 
-class RowKernel:
-    """One block per row over ``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel.
+def _round32(n: int) -> int:
+    return max(32, -(-n // 32) * 32)
 
-    Row-shaped values are not kept in registers: each reduction (and the final write) loops over
-    the row and recomputes the elementwise chain from the inputs, whose second and later reads
-    hit L2. That keeps register use flat for any row length."""
+
+@functools.lru_cache(maxsize=None)
+def _has_clusters() -> bool:
+    import cupy as cp
+    return int(cp.cuda.Device().compute_capability) >= 90
+
+
+def max_cluster() -> int:
+    """Blocks one row may be split over: clusters need compute capability 9.0."""
+    return MAX_CLUSTER if _has_clusters() else 1
+
+
+def register_plan(cols, input_sizes, value_sizes, clusters):
+    """``(cluster, block, width, vectors)`` holding a row of ``cols`` elements in registers:
+    ``cluster`` blocks of ``block`` threads, each thread ``vectors`` accesses of ``width``
+    elements per row input; None when the row does not fit. ``input_sizes``: the row inputs'
+    item sizes; ``value_sizes``: those of every row-shaped value read or written."""
+    widest = max(value_sizes, default=4)
+    width = 16 // widest if cols % (16 // widest) == 0 else 1
+    words = max(1, sum(input_sizes) // 4)
+    most = max(width, REGISTER_WORDS // words // width * width)
+    for per_thread in sorted({min(16, most), most}):
+        for cap in (256, 512, 1024):
+            cluster = -(-cols // (cap * per_thread))
+            if cluster <= clusters:
+                block = _round32(-(-cols // (cluster * per_thread)))
+                return cluster, block, width, -(-cols // (cluster * block * width))
+    return None
+
+
+class RowKernel:
+    """``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel. ``eqns`` may end with
+    reductions of per-row values to single values and scalar arithmetic on those
+    (fnx.core.passes.row_total)."""
 
     def __init__(self, eqns, inputs, outputs, shape):
         self.eqns, self.inputs, self.outputs = eqns, inputs, outputs
         self.shape = tuple(shape)
         self.cols = shape[-1]
         self.rows = int(np.prod(shape[:-1], dtype=np.int64))
-        self.block = min(512, max(32, -(-self.cols // 32) * 32))
         row_inputs = [v for v in inputs if row_kind(v.aval.shape, shape) == "row"]
-        need = sum(_aligned(self.cols * v.aval.dtype.itemsize) for v in row_inputs)
-        # rows that fit are staged in shared memory, so HBM is read once however many passes
-        self.shared_bytes = need if 0 < need <= SHARED_LIMIT else 0
+        row_values = row_inputs + [v for v in outputs if row_kind(v.aval.shape, shape) == "row"]
+        plan = register_plan(self.cols, [v.aval.dtype.itemsize for v in row_inputs],
+                             [v.aval.dtype.itemsize for v in row_values], max_cluster())
+        self.in_registers = plan is not None
+        if plan is None:
+            self.cluster = min(max_cluster(), -(-self.cols // (1024 * 16)))
+            self.block, self.width, self.vectors = 1024, 1, 0
+            self.chunk = -(-self.cols // self.cluster)
+            need = sum(_aligned(self.chunk * v.aval.dtype.itemsize) for v in row_inputs)
+            # a share of the row that fits is staged in shared memory, so HBM is read once
+            self.shared_bytes = need if 0 < need <= SHARED_LIMIT else 0
+        else:
+            self.cluster, self.block, self.width, self.vectors = plan
+            self.chunk = self.block * self.width * self.vectors
+            self.shared_bytes = 0
+        self.totals = [e for e in eqns if row_total(e, shape)]
         self.source, self.name = self._generate()
         self._kernel = None
+        self._scratch = None
+
+    # -- code generation
 
     def _generate(self):
-        shape = self.shape
-        kinds, names, lines, row_stmts = {}, {}, [], []
+        shape, K, T, W = self.shape, self.cluster, self.block, self.width
+        C, V = self.cols, self.width * self.vectors
+        kinds, names, lines, row_stmts, tail = {}, {}, [], [], []
         params = [f"const {C_TYPES[v.aval.dtype.name]}* __restrict__ in{k}"
                   for k, v in enumerate(self.inputs)]
         params += [f"{C_TYPES[v.aval.dtype.name]}* __restrict__ out{k}"
                    for k, v in enumerate(self.outputs)]
+        params += [f"{C_TYPES[e.outvars[0].aval.dtype.name]}* __restrict__ part{n}"
+                   for n, e in enumerate(self.totals)]
+        if self.totals:
+            params.append("unsigned int* __restrict__ counter")
         ct = {v: C_TYPES[v.aval.dtype.name] for e in self.eqns for v in e.outvars}
+        row_inputs = [(k, v) for k, v in enumerate(self.inputs)
+                      if row_kind(v.aval.shape, shape) == "row"]
+        full = K * self.chunk == C    # every thread's elements lie inside the row: no bounds checks
 
-        def loop(tail):
-            body = " ".join(row_stmts + [tail])
-            lines.append(f"  for (long long c = threadIdx.x; c < {self.cols}LL; c += {self.block})"
-                         f" {{ {body} }}")
+        def element_loop(body):
+            """Statements running ``body`` on each of this thread's elements of the row, with
+            ``c`` its column and ``x<k>`` the row inputs' values there."""
+            stmts = " ".join([reads[k] for k, _ in row_inputs] + row_stmts + body)
+            if self.in_registers:
+                guard = "{" if full else f"if (c < {C}LL) {{"
+                return (f"  #pragma unroll\n  for (int e = 0; e < {V}; ++e) {{ const long long c ="
+                        f" col0 + (e / {W}) * {T * W}LL + (e % {W}); {guard} {stmts} }} }}")
+            return (f"  for (long long c = c_begin + threadIdx.x; c < c_end; c += {T}) "
+                    f"{{ {stmts} }}")
 
-        offset, staged = 0, []
+        head, reads = [], {}
+        if self.in_registers:
+            head.append(f"  const long long col0 = rank * {self.chunk}LL + threadIdx.x * {W}LL;")
+            head += self._register_loads(row_inputs, full)
+            for k, v in row_inputs:
+                reads[k] = f"const {C_TYPES[v.aval.dtype.name]} x{k} = r{k}[e];"
+        else:
+            head.append(f"  const long long c_begin = rank * {self.chunk}LL;")
+            head.append(f"  const long long c_end = min({C}LL, c_begin + {self.chunk}LL);")
+            offset, staged = 0, []
+            for k, v in row_inputs:
+                t = C_TYPES[v.aval.dtype.name]
+                if self.shared_bytes:
+                    head.append(f"  {t}* s{k} = reinterpret_cast<{t}*>(smem + {offset});")
+                    staged.append(f"s{k}[c - c_begin] = in{k}[row * {C}LL + c];")
+                    reads[k] = f"const {t} x{k} = s{k}[c - c_begin];"
+                    offset += _aligned(self.chunk * v.aval.dtype.itemsize)
+                else:
+                    reads[k] = f"const {t} x{k} = in{k}[row * {C}LL + c];"
+            if staged:
+                head.append(f"  for (long long c = c_begin + threadIdx.x; c < c_end; c += {T})"
+                            f" {{ {' '.join(staged)} }}")
+                head.append("  __syncthreads();")
         for k, v in enumerate(self.inputs):
-            kind = kinds[v] = row_kind(v.aval.shape, shape)
-            t = C_TYPES[v.aval.dtype.name]
             names[v] = f"x{k}"
-            if kind == "row" and self.shared_bytes:
-                lines.append(f"  {t}* s{k} = reinterpret_cast<{t}*>(smem + {offset});")
-                staged.append(f"s{k}[c] = in{k}[row * {self.cols}LL + c];")
-                row_stmts.append(f"const {t} x{k} = s{k}[c];")
-                offset += _aligned(self.cols * v.aval.dtype.itemsize)
-            elif kind == "row":
-                row_stmts.append(f"const {t} x{k} = in{k}[row * {self.cols}LL + c];")
-            else:
-                lines.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
-
-        if staged:
-            lines.append(f"  for (long long c = threadIdx.x; c < {self.cols}LL; c += {self.block})"
-                         f" {{ {' '.join(staged)} }}")
-            lines.append("  __syncthreads();")
+            kind = kinds[v] = row_kind(v.aval.shape, shape)
+            if kind != "row":
+                t = C_TYPES[v.aval.dtype.name]
+                head.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
 
         def ref(v):
             return _literal(v) if isinstance(v, Literal) else names[v]
 
+        in_tail = set()        # values computed only by the last block, after every row is done
+        totals = {id(e): n for n, e in enumerate(self.totals)}
         for n, e in enumerate(self.eqns):
             out, p = e.outvars[0], e.primitive
             kind = row_kind(out.aval.shape, shape)
             t, name = ct[out], f"t{n}"
+            if id(e) in totals:
+                op, ident = REDUCTIONS[p]
+                part = f"part{totals[id(e)]}"
+                lines.append(f"  if (threadIdx.x == 0 && rank == 0) "
+                             f"{part}[row] = {ref(e.invars[0])};")
+                tail.append(f"  {t} {name}_p = {ident};")
+                # rows in order, through L2 (another multiprocessor wrote them)
+                tail.append(f"  for (long long r = threadIdx.x; r < {self.rows}LL; r += {T}) "
+                            f"{name}_p = {op}()({name}_p, __ldcg({part} + r));")
+                tail.append(f"  const {t} {name} = block_reduce<{t}>({name}_p, {op}(), "
+                            f"reinterpret_cast<{t}*>(shm));")
+                names[out], kinds[out] = name, "scalar"
+                in_tail.add(out)
+                continue
             if p in REDUCTIONS:
                 op, ident = REDUCTIONS[p]
                 lines.append(f"  {t} {name}_p = {ident};")
-                loop(f"{name}_p = {op}()({name}_p, {ref(e.invars[0])});")
-                lines.append(f"  const {t} {name} = block_reduce<{t}>({name}_p, {op}(), "
-                             f"reinterpret_cast<{t}*>(shm));")
+                lines.append(element_loop([f"{name}_p = {op}()({name}_p, "
+                                           f"{ref(e.invars[0])});"]))
+                value = f"block_reduce<{t}>({name}_p, {op}(), reinterpret_cast<{t}*>(shm))"
+                if K > 1:
+                    lines.append(f"  __shared__ {t} {name}_slot;")
+                    value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
+                lines.append(f"  const {t} {name} = {value};")
                 names[out], kinds[out] = name, "per_row"
                 continue
+            after_total = bool(in_tail)
             if p in (lax.reshape_p, lax.broadcast_in_dim_p):
                 # a per-row (or scalar) value seen in another shape: the same register
                 names[out] = ref(e.invars[0])
                 kinds[out] = kind if kind != "row" else "per_row"
+                if after_total:
+                    in_tail.add(out)
                 continue
             row_valued = any(isinstance(v, Var) and kinds.get(v) == "row" for v in e.invars)
             args = [ref(v) for v in e.invars]
@@ -134,31 +276,124 @@ class RowKernel:
             if row_valued:
                 row_stmts.append(stmt)
                 kinds[out] = "row"
+            elif after_total:
+                tail.append("  " + stmt)
+                kinds[out] = "scalar"
+                in_tail.add(out)
             else:
                 lines.append("  " + stmt)
                 kinds[out] = "per_row"
             names[out] = name
-        writes = []
+        row_writes = []
         for k, v in enumerate(self.outputs):
             kind = row_kind(v.aval.shape, shape)
-            if kind == "row":
-                writes.append(f"out{k}[row * {self.cols}LL + c] = {names[v]};")
+            if v in in_tail:
+                tail.append(f"  if (threadIdx.x == 0) out{k}[0] = {names[v]};")
+            elif kind == "row":
+                row_writes.append((k, v))
             elif kind == "per_row":
-                lines.append(f"  if (threadIdx.x == 0) out{k}[row] = {names[v]};")
+                lines.append(f"  if (threadIdx.x == 0 && rank == 0) out{k}[row] = {names[v]};")
             else:
-                lines.append(f"  if (threadIdx.x == 0 && row == 0) out{k}[0] = {names[v]};")
-        if writes:
-            loop(" ".join(writes))
+                lines.append(f"  if (threadIdx.x == 0 && rank == 0 && row == 0) "
+                             f"out{k}[0] = {names[v]};")
+        if K > 1:
+            lines.append("  cluster_arrive();   // this block reads no peer's shared memory again")
+        if row_writes:
+            if self.in_registers and W > 1:
+                lines += self._vector_writes(row_writes, names, reads, row_inputs, row_stmts, full)
+            loop = element_loop([f"out{k}[row * {C}LL + c] = {names[v]};"
+                                 for k, v in row_writes])
+            lines.append(f"  else {{\n{loop}\n  }}" if self.in_registers and W > 1 else loop)
+        if self.totals:
+            lines += self._last_block(tail)
+        if K > 1:
+            lines.append("  cluster_wait();")
         name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if
                                       e.primitive in REDUCTIONS)[:60]
-        body = "\n".join(lines)
-        src = (_PRELUDE + f'extern "C" __global__ void __launch_bounds__({self.block}) '
+        body = "\n".join(head + lines)
+        cluster = f"__cluster_dims__({K}, 1, 1) " if K > 1 else ""
+        src = (_PRELUDE + (_CLUSTER if K > 1 else "")
+               + f'extern "C" __global__ void {cluster}__launch_bounds__({T}) '
                f'{name}({", ".join(params)}) {{\n'
                "  __shared__ double shm[32];\n"
                "  extern __shared__ __align__(16) unsigned char smem[];\n"
-               "  const long long row = blockIdx.x;\n"
+               f"  const long long row = blockIdx.x / {K};\n"
+               f"  const int rank = blockIdx.x % {K};\n"
                f"{body}\n}}\n")
         return src, name
+
+    def _alignment_test(self):
+        """A C condition: every row buffer allows ``width``-element accesses."""
+        shape, W = self.shape, self.width
+        tests = [f"(reinterpret_cast<unsigned long long>({p}{k}) % {W * v.aval.dtype.itemsize}"
+                 " == 0)" for p, vs in (("in", self.inputs), ("out", self.outputs))
+                 for k, v in enumerate(vs) if row_kind(v.aval.shape, shape) == "row"]
+        return " && ".join(tests) or "true"
+
+    def _register_loads(self, row_inputs, full):
+        """Each row input's elements of this thread into ``r<k>[V]``: ``width``-element vector
+        loads where every buffer is aligned for them, else single loads."""
+        C, T, W, J = self.cols, self.block, self.width, self.vectors
+        V = W * J
+        lines = [f"  {C_TYPES[v.aval.dtype.name]} r{k}[{V}];" for k, v in row_inputs]
+        single = [f"r{k}[e] = c < {C}LL ? in{k}[row * {C}LL + c] : "
+                  f"({C_TYPES[v.aval.dtype.name]})0;" for k, v in row_inputs]
+        single_loop = (f"#pragma unroll\n  for (int e = 0; e < {V}; ++e) {{ const long long c = "
+                       f"col0 + (e / {W}) * {T * W}LL + (e % {W}); {' '.join(single)} }}")
+        if W == 1 or not row_inputs:
+            return lines + ["  " + single_loop]
+        lines.append(f"  const bool vectors = {self._alignment_test()};")
+        vec = []
+        for k, v in row_inputs:
+            t = C_TYPES[v.aval.dtype.name]
+            load = (f"const Vec<{t}, {W}> q{k} = *reinterpret_cast<const Vec<{t}, {W}>*>"
+                    f"(in{k} + row * {C}LL + cj);\n      #pragma unroll\n"
+                    f"      for (int w = 0; w < {W}; ++w) r{k}[j * {W} + w] = q{k}.v[w];")
+            if not full:
+                load = (f"if (cj < {C}LL) {{ {load} }} else {{ for (int w = 0; w < {W}; ++w) "
+                        f"r{k}[j * {W} + w] = ({t})0; }}")
+            vec.append(load)
+        lines.append(f"  if (vectors) {{\n    #pragma unroll\n    for (int j = 0; j < {J}; ++j) "
+                     f"{{\n      const long long cj = col0 + j * {T * W}LL;\n      "
+                     + "\n      ".join(vec) + "\n    }\n  } else {\n  " + single_loop + "\n  }")
+        return lines
+
+    def _vector_writes(self, row_writes, names, reads, row_inputs, row_stmts, full):
+        """Row outputs stored ``width`` elements at a time (when aligned; the element loop that
+        follows, after an ``else``, stores them one by one otherwise)."""
+        C, T, W, J = self.cols, self.block, self.width, self.vectors
+        decls = " ".join(f"Vec<{C_TYPES[v.aval.dtype.name]}, {W}> o{k};" for k, v in row_writes)
+        fills = " ".join(f"o{k}.v[w] = {names[v]};" for k, v in row_writes)
+        stores = " ".join(f"store_vec(out{k} + row * {C}LL + cj, o{k});" for k, _ in row_writes)
+        element = " ".join([reads[k] for k, _ in row_inputs] + row_stmts)
+        guard = "{" if full else f"if (cj < {C}LL) {{"
+        return [f"  if (vectors) {{\n    #pragma unroll\n    for (int j = 0; j < {J}; ++j) {{\n"
+                f"      const long long cj = col0 + j * {T * W}LL; {guard} {decls}\n"
+                f"      #pragma unroll\n      for (int w = 0; w < {W}; ++w) {{ const int e = "
+                f"j * {W} + w; const long long c = cj + w; {element} {fills} }}\n"
+                f"      {stores} }}\n    }}\n  }}"]
+
+    def _last_block(self, tail):
+        """The last block to finish a row combines the rows' values (``tail``) and resets the
+        counter."""
+        return ["  __shared__ bool last_block;",
+                "  __syncthreads();",
+                "  if (threadIdx.x == 0) {",
+                "    bool last = false;",
+                "    if (rank == 0) {   // its row's values are written: publish them, then count",
+                "      __threadfence();",
+                f"      last = atomicAdd(counter, 1u) == {self.rows - 1}u;",
+                "    }",
+                "    last_block = last;",
+                "  }",
+                "  __syncthreads();",
+                "  if (last_block) {",
+                "    __threadfence();",
+                *("  " + line for line in tail),
+                "    if (threadIdx.x == 0) *counter = 0u;",
+                "  }"]
+
+    # -- launching
 
     def kernel(self):
         if self._kernel is None:
@@ -169,7 +404,17 @@ class RowKernel:
         return self._kernel
 
     def extra_args(self):
-        return ()
+        """The per-row scratch of each reduction over rows, and the counter the last block is
+        found with (zeroed here once; every launch leaves it at zero)."""
+        if not self.totals:
+            return ()
+        if self._scratch is None:
+            import cupy as cp
+            parts = [cp.empty(max(1, self.rows), e.outvars[0].aval.dtype) for e in self.totals]
+            counter = cp.zeros(1, np.uint32)
+            cp.cuda.get_current_stream().synchronize()
+            self._scratch = (*parts, counter)
+        return self._scratch
 
     def launch_config(self, sm_count: int):
-        return (max(1, self.rows),), (self.block,)
+        return (max(1, self.rows) * self.cluster,), (self.block,)

@@ -1,0 +1,261 @@
+"""Generated reductions on the GPU against float64 NumPy, on fresh random inputs: rows split over
+thread-block clusters, the mean over rows folded into the row kernel's launch, and
+sum/max/min/prod/any/all/argmax/argmin over any axes, each one launch; and the kernels that
+count finished blocks stay correct over many CUDA-graph replays."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.nn as nn
+import fnx.numpy as jnp
+
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return fnx.devices("gpu")[0]
+
+
+@pytest.fixture
+def rng():
+    seed = np.random.SeedSequence().entropy
+    print(f"inputs drawn with seed {seed}")      # shown when the test fails
+    return np.random.default_rng(seed)
+
+
+def _poison(shapes, dtype=np.float32):
+    """Leave NaN-filled blocks of these sizes in CuPy's pool, so that an output a kernel fails to
+    write shows up as NaN."""
+    import cupy as cp
+    blocks = [cp.full(s, np.nan, dtype) for s in shapes]
+    cp.cuda.get_current_stream().synchronize()
+    del blocks
+
+
+def _lower(f, args, gpu):
+    """The lowered program of ``f`` and its results on ``args`` (NumPy arrays or CuPy buffers)."""
+    import cupy as cp
+    from fnx.cuda.executable import GpuExecutable
+    bufs = [a if isinstance(a, cp.ndarray) else cp.asarray(a) for a in args]
+    closed = fnx.make_jaxpr(f)(*[cp.asnumpy(b) for b in bufs])
+    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    _poison([v.aval.shape for v in closed.jaxpr.outvars])
+    return exe, [cp.asnumpy(o) for o in exe(*bufs)]
+
+
+def _graphed(f, args):
+    import cupy as cp
+    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.graph import GraphExecutable
+    closed = fnx.make_jaxpr(f)(*[cp.asnumpy(a) for a in args])
+    return GraphExecutable(GpuExecutable(closed.jaxpr, closed.consts, fnx.devices("gpu")[0]))
+
+
+def _assert_one_kernel(exe):
+    assert exe.num_launches == 1 and len(exe.kernels) == 1, exe.describe()
+
+
+def _assert_sum_close(out, ref, magnitude, rtol=1e-5):
+    """``out`` within ``rtol`` of the sum of magnitudes (the bound float32 summation keeps)."""
+    assert not np.isnan(out).any()
+    np.testing.assert_array_less(np.abs(out - ref), rtol * magnitude + 1e-30)
+
+
+# -- rows
+
+
+def _softmax64(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm(x):
+    return (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+
+def _layer_norm64(x):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+
+ROW_SHAPES = [(64, 32768), (37, 5000), (3, 4, 3000), (7, 10), (5, 1003), (2, 300001)]
+
+
+@pytest.mark.parametrize("clusters", [8, 1], ids=["clusters", "one_block_a_row"])
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name,f,ref", [
+    ("softmax", nn.softmax, _softmax64),
+    ("log_softmax", nn.log_softmax, lambda x: np.log(_softmax64(x))),
+    ("layer_norm", _layer_norm, _layer_norm64),
+])
+def test_row_ops_are_one_launch_at_any_length(gpu, rng, monkeypatch, clusters, shape, name, f,
+                                              ref):
+    from fnx.cuda import rows
+    monkeypatch.setattr(rows, "MAX_CLUSTER", clusters)
+    x = (3 * rng.standard_normal(shape)).astype(np.float32)
+    exe, (out,) = _lower(f, [x], gpu)
+    _assert_one_kernel(exe)
+    if shape[-1] == 32768:
+        assert exe.kernels[0].in_registers
+        assert (exe.kernels[0].cluster > 1) == (rows.max_cluster() > 1), exe.kernels[0].cluster
+    expected = ref(x.astype(np.float64))
+    np.testing.assert_allclose(out, expected, rtol=5e-5, atol=5e-6 * np.abs(expected).max())
+
+
+def test_rows_of_a_misaligned_buffer(gpu, rng):
+    """A contiguous view starting 4 bytes into its allocation cannot be read with 16-byte loads:
+    the kernel falls back to single loads and stores."""
+    import cupy as cp
+    rows, cols = 33, 4096
+    flat = cp.asarray(rng.standard_normal(rows * cols + 1).astype(np.float32))
+    x = flat[1:].reshape(rows, cols)
+    assert x.data.ptr % 16 and x.flags.c_contiguous
+    exe, (out,) = _lower(nn.softmax, [x], gpu)
+    _assert_one_kernel(exe)
+    expected = _softmax64(cp.asnumpy(x).astype(np.float64))
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-9)
+
+
+def _xent_onehot(z, onehot):
+    m = jnp.max(z, axis=-1, keepdims=True)
+    lse = jnp.log(jnp.sum(jnp.exp(z - m), axis=-1, keepdims=True)) + m
+    return -jnp.mean(jnp.sum((z - lse) * onehot, axis=-1))
+
+
+def _one_hot(labels, classes):
+    out = np.zeros((len(labels), classes), np.float32)
+    out[np.arange(len(labels)), labels] = 1
+    return out
+
+
+def _xent64(z, labels):
+    z = z.astype(np.float64)
+    m = z.max(-1, keepdims=True)
+    lse = np.log(np.exp(z - m).sum(-1)) + m[:, 0]
+    return np.mean(lse - z[np.arange(len(z)), labels])
+
+
+@pytest.mark.parametrize("rows,classes", [(64, 32768), (1000, 37), (16, 33), (4096, 1000)])
+def test_cross_entropy_with_its_mean_is_one_launch(gpu, rng, rows, classes):
+    z = (2 * rng.standard_normal((rows, classes))).astype(np.float32)
+    labels = rng.integers(0, classes, rows).astype(np.int32)
+    onehot = _one_hot(labels, classes)
+    expected = _xent64(z, labels)
+
+    def xent_labels(z, labels):
+        return -jnp.mean(jnp.sum(nn.log_softmax(z) * nn.one_hot(labels, classes, dtype=z.dtype),
+                                 -1))
+    for f, args in ((_xent_onehot, [z, onehot]), (xent_labels, [z, labels])):
+        exe, (out,) = _lower(f, args, gpu)
+        assert exe.num_launches == 1 and "rows[" in exe.describe(), exe.describe()
+        np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_folded_mean_stays_right_over_graph_replays(gpu, rng):
+    """The row kernel finds its last block with a counter it resets itself: every replay of the
+    captured graph must find it at zero."""
+    import cupy as cp
+    rows, classes = 300, 4096
+    make = lambda: (2 * rng.standard_normal((rows, classes))).astype(np.float32)  # noqa: E731
+    labels = rng.integers(0, classes, rows)
+    onehot = cp.asarray(_one_hot(labels, classes))
+    exe = _graphed(_xent_onehot, [cp.asarray(make()), onehot])
+    for _ in range(6):
+        z = make()
+        (out,) = exe(cp.asarray(z), onehot)
+        np.testing.assert_allclose(cp.asnumpy(out), _xent64(z, labels), rtol=1e-5)
+    assert exe.graph is not None and exe.num_launches == 1, exe.describe()
+
+
+# -- reductions over any axes
+
+
+REDUCTIONS = [
+    # (name, fnx function, NumPy float64 function, shape, dtype)
+    ("sum_middle", lambda x: jnp.sum(x, 1), lambda x: x.sum(1), (64, 1000, 256), "float32"),
+    ("sum_outer_axes", lambda x: jnp.sum(x, (0, 2)), lambda x: x.sum((0, 2)), (30, 7, 300),
+     "float32"),
+    ("sum_all_long", lambda x: jnp.sum(x), lambda x: x.sum(), ((1 << 22) + 3,), "float32"),
+    ("sum_all_3d", lambda x: jnp.sum(x), lambda x: x.sum(), (3, 5, 70001), "float32"),
+    ("sum_few_long_rows", lambda x: jnp.sum(x, 1), lambda x: x.sum(1), (4, 1 << 20), "float32"),
+    ("sum_int_rows", lambda x: jnp.sum(x, 1), lambda x: x.sum(1), (100, 777), "int32"),
+    ("max_outer_axes", lambda x: jnp.max(x, (0, 2)), lambda x: x.max((0, 2)), (30, 7, 300),
+     "float32"),
+    ("min_leading", lambda x: jnp.min(x, 0), lambda x: x.min(0), (100000, 3), "float32"),
+    ("max_int_middle", lambda x: jnp.max(x, 1), lambda x: x.max(1), (100, 50, 3), "int64"),
+    ("max_half_last", lambda x: jnp.max(x, 2), lambda x: x.max(2), (8, 3, 500), "float16"),
+    ("prod_rows", lambda x: jnp.prod(x, 1), lambda x: x.prod(1), (40, 6), "float64"),
+    ("any_leading", lambda x: jnp.any(x, 0), lambda x: x.any(0), (1000, 30), "bool"),
+    ("all_rows", lambda x: jnp.all(x, 1), lambda x: x.all(1), (30, 5000), "bool"),
+]
+
+
+def _draw(rng, shape, dtype):
+    if dtype == "bool":
+        return rng.random(shape) < 0.995     # mostly true: all() and any() both have work to do
+    if dtype in ("int32", "int64"):
+        return rng.integers(-1000, 1000, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("name,f,ref,shape,dtype", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_reduction_over_any_axes_is_one_kernel(gpu, rng, name, f, ref, shape, dtype):
+    x = _draw(rng, shape, dtype)
+    exe, (out,) = _lower(f, [x], gpu)
+    _assert_one_kernel(exe)
+    label = exe.labels[0]
+    assert label.startswith(("reduce[", "rows[", "columns[")), exe.describe()
+    if dtype.startswith("float"):
+        x64 = x.astype(np.float64)
+        expected = ref(x64)
+        if name.startswith("sum"):
+            _assert_sum_close(out, expected, ref(np.abs(x64)))
+        else:
+            np.testing.assert_allclose(out, expected, rtol=1e-12 if dtype == "float64" else 0)
+    else:
+        np.testing.assert_array_equal(out, ref(x).astype(out.dtype))
+
+
+ARG_CASES = [((1000, 3), 0), ((4, 5, 3000), 2), ((40, 50, 30), 1), ((7, 1 << 18), 1),
+             ((3, 200000), 0), ((64, 32768), 1)]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,axis", ARG_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("data", ["normal", "ties", "nans"])
+def test_argmax_argmin_over_any_axis(gpu, rng, op, shape, axis, data):
+    """The first index of the extreme along ``axis``, a NaN counting as the extreme (NumPy's
+    rule), ties going to the smaller index."""
+    if data == "ties":
+        x = rng.integers(0, 4, shape).astype(np.int32)
+    else:
+        x = rng.standard_normal(shape).astype(np.float32)
+        if data == "nans":
+            x[rng.random(shape) < 2e-4] = np.nan
+    f = lambda a: getattr(jnp, op)(a, axis=axis)  # noqa: E731
+    exe, (out,) = _lower(f, [x], gpu)
+    _assert_one_kernel(exe)
+    assert exe.labels[0].startswith("reduce["), exe.describe()
+    np.testing.assert_array_equal(out, getattr(np, op)(x, axis=axis))
+
+
+@pytest.mark.parametrize("f,shape", [
+    (lambda x: jnp.sum(x), ((1 << 22) + 3,)),
+    (lambda x: jnp.argmax(x, 0), (100000, 3)),
+    (lambda x: jnp.max(x, (0, 2)), (30, 7, 3000)),
+], ids=["sum_all", "argmax_columns", "max_outer_axes"])
+def test_split_reductions_stay_right_over_graph_replays(gpu, rng, f, shape):
+    """Reductions split over several blocks per output combine them in the last block, found
+    with a counter the kernel resets: every replay must find it at zero."""
+    import cupy as cp
+    exe = _graphed(f, [cp.asarray(rng.standard_normal(shape).astype(np.float32))])
+    assert exe.executable.kernels[0].split > 1, exe.describe()
+    for _ in range(6):
+        x = rng.standard_normal(shape).astype(np.float32)
+        (out,) = exe(cp.asarray(x))
+        expected = np.asarray(f(x.astype(np.float64)))
+        if np.issubdtype(expected.dtype, np.integer):
+            np.testing.assert_array_equal(cp.asnumpy(out), expected)
+        else:
+            np.testing.assert_allclose(cp.asnumpy(out), expected, rtol=1e-4, atol=1e-2)
+    assert exe.graph is not None, exe.describe()
