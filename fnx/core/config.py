@@ -20,6 +20,10 @@ _OPTIONS = {
     # run the jaxpr passes (inlining, constant folding, simplification, CSE, DCE) when jit
     # traces a function; read at trace time, so it applies to functions traced afterwards
     "jit_optimize": True,
+    # side streams a jitted GPU program may run independent steps on (weight updates beside the
+    # backward pass), so they overlap; 0 runs every step on the caller's stream. Read when a
+    # program is lowered
+    "gpu_side_streams": 2,
 }
 
 
@@ -36,6 +40,8 @@ class Config:
         if name == "default_matmul_precision" and value not in ("highest", "tensorfloat32"):
             raise ValueError("default_matmul_precision must be 'highest' or 'tensorfloat32', got "
                              f"{value!r}")
+        if name == "gpu_side_streams" and (not isinstance(value, int) or value < 0):
+            raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
         object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):

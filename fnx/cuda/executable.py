@@ -22,6 +22,7 @@ from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_u
 from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel
+from .streams import Access, schedule, side_streams
 
 
 def _matmul_precision(precision):
@@ -203,7 +204,6 @@ class GpuExecutable:
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         # what the fused layers left unread (an activation's constant operands)
         eqns = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
-        uses = self._uses(eqns, jaxpr.outvars)
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)
         self.alias = {j: i for j, i in pair_donations(jaxpr, donated).items()
@@ -211,8 +211,7 @@ class GpuExecutable:
                                  jaxpr.outvars if isinstance(w, Var) and w is not jaxpr.invars[i])}
         self._write_into = {jaxpr.outvars[j]: jaxpr.invars[i] for j, i in self.alias.items()}
         self.in_place = 0       # aliased results a kernel writes directly, without a copy
-        self._ends: list = []    # per step: eqns before this index are done when it has run
-        self._cursor = 0
+        self.accesses = []       # per step: the slots it reads, makes and writes in place
         self._readers = self._reader_positions(eqns, jaxpr.outvars)
         self._position = {id(e): k for k, e in enumerate(eqns)}
         i = 0
@@ -221,12 +220,10 @@ class GpuExecutable:
             if found is not None and not split_over_blocks(eqns[i:found[0]]):
                 end, shape = found
                 group, i = eqns[i:end], end
-                self._cursor = i
                 self._add_kernels([self._plan_fused(group, shape, self._needed(group),
                                                     RowKernel)])
                 continue
             if not is_fusible(eqns[i]):
-                self._cursor = i + 1
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
@@ -247,7 +244,6 @@ class GpuExecutable:
                     break       # a row group starts here: leave it whole
                 j += 1
             i = self._add_elementwise_run(eqns, i, j)
-        self._cursor = len(eqns) + 1
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
                 self._add_copy(v, u)
@@ -256,49 +252,43 @@ class GpuExecutable:
                           for v in jaxpr.outvars]
         self.n_slots = len(self.slot)
         self.num_launches = len(self.steps)
-        self._frees = self._plan_frees(jaxpr, eqns, uses)
+        # with side streams where the program has independent steps, and on one stream: a
+        # captured graph keeps whichever replays faster (fnx.cuda.graph)
+        self.schedule, self.single = self._plan_streams(jaxpr)
+        self._events = [cp.cuda.Event(block=False, disable_timing=True)
+                        for _ in range(self.schedule.n_events)]
         compile_together([(k.source, k.name) for k in self.kernels] + _gemm_sources(eqns))
 
-    def _push(self, run, label):
+    def _push(self, run, label, reads, writes, in_place=()):
         self.steps.append(run)
         self.labels.append(label)
-        self._ends.append(self._cursor)
+        self.accesses.append(Access(frozenset(reads), frozenset(writes), frozenset(in_place)))
 
-    def _plan_frees(self, jaxpr, eqns, uses):
-        """Per step, the slots no later step reads: run() drops them, so their memory goes back
-        to the pool and later steps reuse it (inside a captured graph, the graph's own pool is
-        the arena, reused in stream order)."""
-        keep = set(jaxpr.constvars) | set(jaxpr.invars) | \
-            {v for v in jaxpr.outvars if isinstance(v, Var)}
-        made = {v: k for k, e in enumerate(eqns) for v in e.outvars}
-        frees = [[] for _ in self.steps]
-        for v, s in self.slot.items():
-            if v in keep or v not in made:
-                continue
-            dead = max(uses.get(v, -1), made[v])
-            k = next((k for k, end in enumerate(self._ends) if end > dead), None)
-            if k is not None:
-                frees[k].append(s)
-        return frees
+    def _plan_streams(self, jaxpr):
+        """Which steps run on side streams, and when each slot is dropped so its memory goes
+        back to the pool for later steps (inside a captured graph, the graph's own pool is the
+        arena, reused in stream order); see fnx.cuda.streams."""
+        from ..core.config import config
+        kept = {self._slot_of(v) for v in jaxpr.constvars + jaxpr.invars}
+        kept |= {self._slot_of(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        var_of = {s: v for v, s in self.slot.items()}
+        views: dict = {}
+        for w, roots in self._shares.items():
+            for r in roots:
+                if r in self.slot and w in self.slot:
+                    views.setdefault(self.slot[r], {self.slot[r]}).add(self.slot[w])
+
+        def views_of(s):
+            return views.get(s, {s}) if s in var_of else {s}
+        single = schedule(self.accesses, views_of, kept, 0)
+        side = schedule(self.accesses, views_of, kept, config.gpu_side_streams)
+        return (side if side.side_steps else single), single
 
     def _slot_of(self, v):
         s = self.slot.get(v)
         if s is None:
             s = self.slot[v] = len(self.slot)
         return s
-
-    @staticmethod
-    def _uses(eqns, outvars):
-        """var -> index of the last equation reading it (len(eqns) for program outputs)."""
-        last = {}
-        for k, e in enumerate(eqns):
-            for v in e.invars:
-                if isinstance(v, Var):
-                    last[v] = max(last.get(v, -1), k)
-        for v in outvars:
-            if isinstance(v, Var):
-                last[v] = len(eqns)
-        return last
 
     @staticmethod
     def _reader_positions(eqns, outvars):
@@ -338,7 +328,7 @@ class GpuExecutable:
         def run(env):
             import cupy as cp
             cp.copyto(env[dst], env[src])
-        self._push(run, f"copy into donated {u.aval.str_short()}")
+        self._push(run, f"copy into donated {u.aval.str_short()}", [src], [], [dst])
 
     def _plan_fused(self, group, shape, outputs, kernel_class=FusedKernel, overwrite=None):
         """A generated kernel for ``group`` writing ``outputs``, with where its inputs come from
@@ -423,7 +413,6 @@ class GpuExecutable:
         for lvl in range(last + 1):
             # a step's cursor promises that every equation before it is done: inside the run
             # that holds only once the last level has run
-            self._cursor = j + (column is not None) if lvl == last else i
             parts = []
             for shape, ks in classes.items():
                 if level[shape] != lvl:
@@ -491,7 +480,8 @@ class GpuExecutable:
                         env[s] = cp.empty(shape, dtype) if into is None else env[into]
                         args.append(env[s])
                 kernel.kernel()(grid, block, tuple(args) + extra)
-        self._push(run, label)
+        self._push(run, label, in_slots, out_slots,
+                   [into for _, _, into in out_meta if into is not None])
 
     def _add_gradient_step(self, eqn, index):
         """``p + alpha * op(x) @ op(w)`` on the gemm table, written straight into ``p``'s buffer
@@ -514,7 +504,8 @@ class GpuExecutable:
                                    prm["alpha"], prm["trans_a"], prm["trans_b"], precision)
             env[os_] = target
         self._push(run, f"gemm_update: {x.aval.str_short()}, {w.aval.str_short()} into "
-                        f"{p.aval.str_short()}" + (" in place" if in_place else ""))
+                        f"{p.aval.str_short()}" + (" in place" if in_place else ""),
+                   [xs, ws, ps], [os_], [ps] if in_place else [])
 
     def _add_generic(self, eqn):
         impls = self.backend.impls
@@ -550,29 +541,62 @@ class GpuExecutable:
                 # generated kernels index buffers as dense row-major: no strided views
                 env[s] = dense(backend.cast(o, dt))
         self._push(run, f"{p.name}: " + ", ".join(
-            f"{v.aval.dtype.name}{list(v.aval.shape)}" for v in eqn.invars))
+            f"{v.aval.dtype.name}{list(v.aval.shape)}" for v in eqn.invars),
+            [s for s, _ in reads if s is not None], writes)
 
     def __call__(self, *args):
         return self.run(*args)[0]
 
-    def run(self, *args):
+    def run(self, *args, sched=None):
         """``(outputs, env)``: env holds every buffer the launches touched (a CUDA graph
-        captured from this run must keep them alive)."""
+        captured from this run must keep them alive). ``sched``: ``self.schedule`` (by default)
+        or ``self.single``."""
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
-        for step, frees in zip(self.steps, self._frees):
-            step(env)
-            for s in frees:
-                env[s] = None
+        sched = self.schedule if sched is None else sched
+        if sched.side_steps:
+            self._run_streams(env, sched)
+        else:
+            for launch in sched.launches:
+                self.steps[launch.step](env)
+                for s in launch.frees:
+                    env[s] = None
         outs = [env[s] if s is not None else self.backend.cast(lit, np.asarray(lit).dtype)
                 for s, lit in self.out_slots]
         return outs, env
 
+    def _run_streams(self, env, sched):
+        import cupy as cp
+        events = self._events
+        main = cp.cuda.get_current_stream()
+        streams = (main,) + side_streams(sched.n_side, cp.cuda.Device().id)
+        if sched.start_event is not None:
+            events[sched.start_event].record(main)
+        for launch in sched.launches:
+            stream = streams[launch.stream]
+            for e in launch.waits:
+                stream.wait_event(events[e])
+            if launch.stream:
+                with stream:
+                    self.steps[launch.step](env)
+            else:
+                self.steps[launch.step](env)
+            if launch.record is not None:
+                events[launch.record].record(stream)
+            for s in launch.frees:
+                env[s] = None
+        for e in sched.final_waits:
+            main.wait_event(events[e])
+
     def describe(self) -> str:
-        """The lowered program: one line per launch, fused kernels with their equations."""
-        lines = [f"{self.num_launches} launches, {len(self.kernels)} fused kernels"]
-        lines += [f"  {label}" for label in self.labels]
+        """The lowered program: one line per launch, fused kernels with their equations, and
+        which launches run on side streams."""
+        lines = [f"{self.num_launches} launches, {len(self.kernels)} fused kernels, "
+                 f"{self.schedule.describe()}"]
+        side = {ln.step: ln.stream for ln in self.schedule.launches if ln.stream}
+        lines += [f"  {label}" + (f"   [side stream {side[k]}]" if k in side else "")
+                  for k, label in enumerate(self.labels)]
         return "\n".join(lines)
 
     def profile(self, *args, repeats: int = 100):

@@ -99,7 +99,8 @@ def _select(candidates, flops):
     """The name of the fastest of ``candidates = {name: run}`` (GPU time)."""
     import cupy as cp
     reps = int(min(20, max(1, 2e10 / max(flops, 1))))
-    cp.cuda.get_current_stream().synchronize()   # operands are ready before timing reads them
+    # operands are ready, and no other stream's launches share the GPU with the timed ones
+    cp.cuda.Device().synchronize()
     best, best_t = None, float("inf")
     for name, run in candidates.items():
         try:
