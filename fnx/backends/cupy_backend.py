@@ -53,6 +53,17 @@ def _scatter(x, idx, upd, *, axis, mode):
     return out.reshape(x.shape)
 
 
+def upload(host) -> "cp.ndarray":
+    """A device copy of host array ``host`` by one plain memcpy: ``cp.asarray`` may launch (and
+    on a fresh machine compile) a kernel, which jit's tracing, folding constants on the host,
+    must not wait for."""
+    host = np.asarray(host, order="C")       # (ascontiguousarray would make 0-d arrays 1-d)
+    out = cp.empty(host.shape, host.dtype)
+    if host.size:
+        out.set(host)
+    return out
+
+
 def _sort(*operands, dimension, num_keys):
     if num_keys == 1:
         perm = cp.argsort(operands[0], axis=dimension)   # CuPy's argsort is a stable radix sort
@@ -109,23 +120,23 @@ class CupyBackend:
         if type(x) is Array:
             if x._backend is self:
                 return x._value
-            return cp.asarray(x._backend.to_numpy(x._value))
+            return upload(x._backend.to_numpy(x._value))
         if isinstance(x, cp.ndarray):
             return x
         if np.ndim(x) == 0:
             return np.dtype(dtype).type(x)      # scalars ride along as kernel arguments
-        return cp.asarray(np.asarray(x, dtype=dtype))
+        return upload(np.asarray(x, dtype=dtype))
 
     def cast(self, buf, dtype):
         if isinstance(buf, cp.ndarray):
             return buf if buf.dtype == dtype else buf.astype(dtype)
-        return cp.asarray(np.asarray(buf, dtype=dtype))
+        return upload(np.asarray(buf, dtype=dtype))
 
     def to_numpy(self, buf):
         return cp.asnumpy(buf)
 
     def from_numpy(self, x):
-        return cp.asarray(x)
+        return upload(x)
 
     def synchronize(self, buf):
         cp.cuda.get_current_stream().synchronize()

@@ -1,12 +1,15 @@
 """Compiling generated CUDA source into kernels, cached in memory (CuPy caches binaries on disk).
 
 NVRTC's cost is mostly per program (starting up, parsing the headers, loading the module), not
-per kernel, so ``compile_together`` builds every kernel a lowered program needs as one program:
-a first call pays that cost once instead of once per kernel.
+per kernel, so ``compile_together`` builds the kernels a lowered program needs as a few programs,
+compiled at once on as many threads (NVRTC runs without Python's lock): a first call pays the
+start-up cost a few times, in parallel, instead of once per kernel in a row.
 """
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 _KERNELS: dict = {}      # (source, name) -> cupy.RawKernel
 
@@ -20,18 +23,44 @@ def kernel(source: str, name: str):
     return k
 
 
+_THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
+_pool = None
+
+
 def compile_together(units) -> None:
-    """Compile the not yet compiled ``units = [(source, name)]`` as one NVRTC program.
+    """Compile the not yet compiled ``units = [(source, name)]``, split into up to ``_THREADS``
+    NVRTC programs compiled in parallel.
 
     Each unit goes into its own namespace, so helper functions of the same name do not clash;
     its kernel is renamed (kernels have C linkage, which namespaces do not separate) and
-    ``#include`` lines move to the top. If the combined program fails to build, nothing is
-    cached and each kernel compiles alone when first launched."""
+    ``#include`` lines move to the top. If a combined program fails to build, nothing of it is
+    cached and each of its kernels compiles alone when first launched."""
+    global _pool
     pending = list(dict.fromkeys(u for u in units if u not in _KERNELS))
     if len(pending) < 2:
         return
+    n = min(_THREADS, len(pending) // 2)
+    # balanced by source length, which is what NVRTC's time follows
+    chunks = [[] for _ in range(n)]
+    sizes = [0] * n
+    for unit in sorted(pending, key=lambda u: -len(u[0])):
+        k = sizes.index(min(sizes))
+        chunks[k].append(unit)
+        sizes[k] += len(unit[0])
+    if n == 1:
+        _build(chunks[0], None)
+        return
+    import cupy as cp
+    device = cp.cuda.Device().id
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
+    for future in [_pool.submit(_build, chunk, device) for chunk in chunks]:
+        future.result()
+
+
+def _build(units, device) -> None:
     includes, parts = [], []
-    for i, (source, name) in enumerate(pending):
+    for i, (source, name) in enumerate(units):
         body = []
         for line in source.splitlines():
             (includes if line.lstrip().startswith("#include") else body).append(line)
@@ -43,8 +72,10 @@ def compile_together(units) -> None:
     code = "".join(f"{line}\n" for line in dict.fromkeys(includes)) + "".join(parts)
     import cupy as cp
     try:
+        if device is not None:      # a worker thread: the program's device becomes current
+            cp.cuda.Device(device).use()
         module = cp.RawModule(code=code)
-        kernels = [module.get_function(f"{name}__u{i}") for i, (_, name) in enumerate(pending)]
+        kernels = [module.get_function(f"{name}__u{i}") for i, (_, name) in enumerate(units)]
     except Exception:       # compile each alone, where the failing one reports its own error
         return
-    _KERNELS.update(zip(pending, kernels))
+    _KERNELS.update(zip(units, kernels))
