@@ -17,3 +17,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """The GPU backend (only cuda-marked tests ask for it)."""
+    import fnx
+    return fnx.devices("gpu")[0]
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    import fnx
+    return fnx.devices("cpu")[0]

@@ -19,14 +19,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 ULP = 2.0 ** -7          # the spacing of bfloat16 just above 1
 
 
-@pytest.fixture(scope="module")
-def cpu():
-    return fnx.devices("cpu")[0]
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
 
 
 def _draw(rng, shape, low=-2.0, high=2.0):

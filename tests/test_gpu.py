@@ -14,14 +14,6 @@ from op_specs import SPECS, SPEC_IDS
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return fnx.devices("cpu")[0]
 
 
 def _on(device, args):

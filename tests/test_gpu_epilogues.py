@@ -30,10 +30,6 @@ ACTS = {
 BIASES = {"column": lambda m, n: (n,), "row": lambda m, n: (m, 1), "scalar": lambda m, n: ()}
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
 
 def _draw(rng, m, k, n, bias):
     return [rng.standard_normal(s).astype(np.float32)

@@ -10,10 +10,6 @@ import fnx.numpy as jnp
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
 
 def _train_step(params, x, labels):
     def loss(params):

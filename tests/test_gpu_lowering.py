@@ -12,10 +12,6 @@ from op_specs import SPECS, SPEC_IDS
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
 
 def _lower(f, args, gpu):
     from fnx.cuda.executable import GpuExecutable

@@ -12,10 +12,6 @@ import fnx.numpy as jnp
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
 
 @pytest.fixture
 def rng():

@@ -10,10 +10,6 @@ from test_gpu_graph import _jit_step_exe, _mlp, _train_step
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return fnx.devices("gpu")[0]
-
 
 @pytest.mark.parametrize("sizes,batch", [((32, 64, 10), 16), ((256, 512, 512, 10), 256)])
 def test_side_streams_train_like_one_stream(gpu, sizes, batch, monkeypatch):
