@@ -193,42 +193,67 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
     assert key in json.load(open(gemm_table.cache_file()))
 
 
-@pytest.mark.parametrize("kind,m,n,k,ta,tb", [("warp_rows", 128, 10, 512, False, False),
-                                              ("warp_rows", 77, 16, 45, True, True),
-                                              ("thread_outputs", 512, 10, 32, True, False),
-                                              ("thread_outputs", 33, 20, 17, False, True)])
-def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb):
+SMALL_GEMMS = [("vec_block2", 128, 10, 512, False, False), ("vec_block4", 77, 16, 44, False, True),
+               ("vec_block8", 130, 3, 2056, False, False), ("warp_rows", 77, 16, 45, False, True),
+               ("col_threads8", 200, 10, 96, True, False), ("col_threads16", 77, 16, 45, True, True),
+               ("outer4", 100, 64, 7, True, False), ("outer16", 96, 1000, 10, False, True),
+               ("outer4", 99, 1000, 9, False, False), ("vec_block8", 66, 10, 300, False, True),
+               ("thread_outputs", 512, 10, 32, True, False), ("thread_outputs", 33, 20, 17, False, True)]
+
+
+def _operand(cp, host, offset):
+    """``host`` on the device, starting ``offset`` elements into its allocation (an offset of
+    one breaks 16-byte alignment, which the vector kernels must notice)."""
+    flat = cp.empty(host.size + offset, host.dtype)
+    flat[offset:] = cp.asarray(host.ravel())
+    return flat[offset:].reshape(host.shape)
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("kind,m,n,k,ta,tb", SMALL_GEMMS)
+def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb, offset):
     import cupy as cp
     from fnx.cuda.small_gemm import SmallGemm
     rng = np.random.default_rng(10)
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
-    assert kind in SmallGemm.candidates(m, n, k, np.float32, 1)
+    assert kind in SmallGemm.candidates(m, n, k, np.float32, 1, ta)
     out = SmallGemm(kind, m, n, k, ta, tb, np.float32)(cp.empty((m, n), np.float32),
-                                                       cp.asarray(a), cp.asarray(b))
+                                                       _operand(cp, a, offset),
+                                                       _operand(cp, b, offset))
     ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["warp_rows", "thread_outputs"])
-def test_generated_gemm_epilogues(gpu, kind):
+@pytest.mark.parametrize("kind,m,n,k,ta,tb", SMALL_GEMMS)
+def test_generated_gemm_epilogues(gpu, kind, m, n, k, ta, tb):
     """Bias + activation, and a gradient step written in place over its own C operand."""
     import cupy as cp
     from fnx.cuda.epilogue import activation_c
     from fnx.cuda.small_gemm import SmallGemm, bias_act, update
     rng = np.random.default_rng(13)
-    m, n, k = (96, 12, 200) if kind == "warp_rows" else (96, 40, 30)
-    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    a = rng.standard_normal((k, m) if ta else (m, k))
+    b = rng.standard_normal((n, k) if tb else (k, n))
     bias, p = rng.standard_normal(n), rng.standard_normal((m, n))
     dev = [cp.asarray(v.astype(np.float32)) for v in (a, b, bias, p)]
-    z = a @ b
-    got = SmallGemm(kind, m, n, k, False, False, np.float32,
+    z = (a.T if ta else a) @ (b.T if tb else b)
+    got = SmallGemm(kind, m, n, k, ta, tb, np.float32,
                     bias_act("relu", activation_c("relu"), "float"))(
         cp.empty((m, n), np.float32), dev[0], dev[1], dev[2])
     np.testing.assert_allclose(cp.asnumpy(got), np.maximum(z + bias, 0), rtol=1e-4, atol=1e-4)
-    step = SmallGemm(kind, m, n, k, False, False, np.float32, update(-0.25, "float"))
+    step = SmallGemm(kind, m, n, k, ta, tb, np.float32, update(-0.25, "float"))
     step(dev[3], dev[0], dev[1], dev[3])
     np.testing.assert_allclose(cp.asnumpy(dev[3]), p - 0.25 * z, rtol=1e-4, atol=1e-4)
+
+
+def test_small_gemm_float64():
+    """float64 products take the element-at-a-time kinds (no 16-byte float4 loads)."""
+    from fnx.cuda.small_gemm import SmallGemm
+    assert SmallGemm.candidates(128, 10, 512, np.float64, 1) == ["warp_rows"]
+    assert SmallGemm.candidates(128, 10, 512, np.float64, 1, True) == ["col_threads8",
+                                                                        "col_threads16"]
+    assert not any(kind.startswith("outer")
+                   for kind in SmallGemm.candidates(96, 1000, 10, np.float64, 1))
 
 
 @pytest.mark.parametrize("act", ["relu", "none"])

@@ -183,7 +183,7 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
     key = f"{m}x{n}x{k}b{batch}{_layout(trans_a, trans_b)}" \
           f"-{dtype.name}-{np.dtype(out.dtype).name}-{precision}"
     small_args = (m, n, k, trans_a, trans_b, dtype)
-    kinds = SmallGemm.candidates(m, n, k, dtype, batch) if np.dtype(out.dtype) == dtype else []
+    kinds = SmallGemm.candidates(m, n, k, dtype, batch, trans_a) if np.dtype(out.dtype) == dtype else []
     return _fastest(
         key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch),
         2.0 * m * n * k * batch,
@@ -219,7 +219,7 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
             matmul_into(out, a, b, trans_a, trans_b, precision)
     return _fastest(key, lt_args, 2.0 * m * n * k, unfused,
                     lambda plan, i, timing: plan(out, a, b, i, bias=bias),
-                    kinds=SmallGemm.candidates(m, n, k, dtype, 1),
+                    kinds=SmallGemm.candidates(m, n, k, dtype, 1, trans_a),
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
                                                  epilogue),
                     run=lambda g, timing: g(out, a, b, bias))
@@ -252,7 +252,7 @@ def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
                     2.0 * m * n * k, gemmex,
                     lambda plan, i, timing: plan(target(timing), a, b, i, c=c, alpha=alpha,
                                                  beta=1.0),
-                    kinds=SmallGemm.candidates(m, n, k, dtype, 1),
+                    kinds=SmallGemm.candidates(m, n, k, dtype, 1, trans_a),
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
                                                  epilogue),
                     run=lambda g, timing: g(target(timing), a, b, c))
@@ -263,7 +263,7 @@ def generated_sources(m, n, k, trans_a, trans_b, dtype, epilogue=None):
     can compile them along with its other kernels (in one NVRTC program)."""
     from .small_gemm import PLAIN, SmallGemm
     gemms = (SmallGemm(kind, m, n, k, trans_a, trans_b, dtype, epilogue or PLAIN)
-             for kind in SmallGemm.candidates(m, n, k, dtype, 1))
+             for kind in SmallGemm.candidates(m, n, k, dtype, 1, trans_a))
     return [(g.source, g.name) for g in gemms]
 
 

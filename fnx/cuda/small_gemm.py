@@ -2,22 +2,40 @@
 and their gradients, where a tiled GEMM runs a few blocks down a long K loop), each with an
 epilogue that finishes the result in registers (a bias and activation, or a gradient step).
 
-Offered to fnx.cuda.gemm_table as candidates and timed against cuBLAS and cuBLASLt:
+Offered to fnx.cuda.gemm_table as candidates and timed against cuBLAS and cuBLASLt. For
+``N <= 16`` outputs per row:
 
-- ``warp_rows``: one warp per output row, its lanes splitting K (N <= 16 outputs per row);
-- ``thread_outputs``: one thread per output element (small K).
+- ``vec_block<R>``: a block sweeps K once for ``R`` rows, reading A and B 16 bytes at a time, so
+  each piece of B it loads serves all ``R`` rows (float32, A not transposed, ``K % 4 == 0``);
+- ``warp_rows``: one warp per output row, lanes splitting K one element at a time (any layout);
+- ``col_threads<G>``: A transposed (stored K x M, as in a weight gradient ``x^T @ g``): one
+  thread per output row, so each warp reads 32 consecutive elements of A's rows, with ``G``
+  warps splitting K and meeting in shared memory.
+
+For small K:
+
+- ``outer<R>``: ``K <= 16``, ``N % 4 == 0``: each thread keeps op(B)'s K x 4 block for four output
+  columns in registers and runs down ``R`` rows, storing four outputs at a time (``g @ w^T``);
+- ``thread_outputs``: one thread per output element.
+
+The kernels that load 16 bytes at a time check their pointers' alignment at run time and
+otherwise load one element at a time, so a choice cached for a shape holds for any buffers.
 
 An :class:`Epilogue` is C code run once per output with ``acc`` (the product's value), ``row``,
 ``col`` and the linear index ``i`` in scope; it writes ``C[i]``.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .elementwise import C_TYPES, _compile
 
-MAX_WARP_COLS = 16
+MAX_ROW_COLS = 16
+MAX_OUTER_K = 16
 MAX_THREAD_K = 32        # beyond this, cuBLAS's tiles always won when timed
+_BLOCK = 128
 
 
 class Epilogue:
@@ -58,43 +76,236 @@ def _at(name, trans, rows, cols, r, c):
         f"{name}[(long long)({r}) * {cols} + ({c})]"
 
 
+def _float4(var, pointer, index, vec="vec"):
+    """``float4 var`` = four floats at ``pointer + index``: one 16-byte load when ``vec``."""
+    p = f"({pointer} + ({index}))"
+    return (f"const float4 {var} = {vec} ? *reinterpret_cast<const float4*>{p} : "
+            f"make_float4({p}[0], {p}[1], {p}[2], {p}[3]);")
+
+
+_XYZW = "xyzw"
+_ALIGNED = "const bool vec = ((((unsigned long long)A) | ((unsigned long long)B)) & 15) == 0;\n"
+
+
+def _warp_sums(n, t):
+    """Every lane ends with the warp's total of each ``sum[j]``."""
+    return (f"  for (int j = 0; j < {n}; ++j)\n"
+            "    for (int o = 16; o > 0; o >>= 1) sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], o);\n")
+
+
+def _warp_rows(g, m, n, k, ta, tb, t, ep):
+    b_cols = "\n".join(f"      sum[{j}] += av * " + _at("B", tb, k, n, "kk", str(j)) + ";"
+                       for j in range(n))
+    body = (
+        "  const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
+        "  const int lane = threadIdx.x & 31;\n"
+        f"  if (row >= {m}) return;\n"
+        f"  {t} sum[{n}];\n"
+        f"  for (int j = 0; j < {n}; ++j) sum[j] = 0;\n"
+        f"  for (int kk = lane; kk < {k}; kk += 32) {{\n"
+        f"    const {t} av = {_at('A', ta, m, k, 'row', 'kk')};\n"
+        f"{b_cols}\n"
+        "  }\n" + _warp_sums(n, t) +
+        f"  for (int col = 0; col < {n}; ++col)\n"
+        f"    if (lane == col) {{ const {t} acc = sum[col]; const long long i = row * {n} + col; "
+        f"{ep.store} }}\n")
+    return body, (-(-m * 32 // _BLOCK),), (_BLOCK,)
+
+
+_STAGE_BYTES = 40 * 1024
+
+
+def _staged(base, floats, limit, per_lane):
+    """C statements that copy a warp's ``floats`` consecutive floats of B, from ``base``, into
+    its slice of shared memory ``stage`` with coalesced 16-byte loads (zeros at and past
+    ``limit``), then give each lane its own ``per_lane`` consecutive float4s as ``b0, b1, ...``.
+    Read directly, those lane-strided 16-byte pieces would each touch a different cache line."""
+    return (
+        f"    for (int q = lane * 4; q < {floats}; q += 128) {{\n"
+        f"      const long long g = {base} + q;\n"
+        "      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+        f"      if (g < {limit}) v = vec ? *reinterpret_cast<const float4*>(B + g) : "
+        "make_float4(B[g], B[g + 1], B[g + 2], B[g + 3]);\n"
+        "      *reinterpret_cast<float4*>(&stage[warp][q]) = v;\n"
+        "    }\n"
+        "    __syncwarp();\n"
+        f"    const float4* mine = reinterpret_cast<const float4*>(&stage[warp][lane * {4 * per_lane}]);\n"
+        + "".join(f"    const float4 b{u} = mine[{u}];\n" for u in range(per_lane)) +
+        "    __syncwarp();\n")
+
+
+def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
+    """A block of threads sweeps K once for ``rows`` rows, each lane taking four consecutive
+    k at a time: every piece of B a thread loads serves all the rows, and A is read 16 bytes
+    at a time; the threads' sums meet in shared memory."""
+    warps = max(1, min(8, -(-k // 128), _STAGE_BYTES // (512 * n)))
+    threads = 32 * warps
+    if tb:      # B stored (n, k): a float4 of each of its rows, coalesced across the warp
+        b_loads = "".join(f"    const float4 b{j} = active ? "
+                          + _float4("", "B", f"(long long){j} * {k} + kk").split("= ", 1)[1][:-1]
+                          + " : make_float4(0.f, 0.f, 0.f, 0.f);\n" for j in range(n))
+        stage = ""
+
+        def b(s, j):
+            return f"b{j}.{_XYZW[s]}"
+    else:       # B stored (k, n): the warp's rows of B are 4n floats a lane, consecutive
+        b_loads = _staged("(long long)kb * " + str(n), 128 * n, k * n, n)
+        stage = f"  __shared__ __align__(16) float stage[{warps}][{128 * n}];\n"
+
+        def b(s, j):
+            return f"b{(s * n + j) // 4}.{_XYZW[(s * n + j) % 4]}"
+    a_loads = "".join(
+        f"    const float4 a{r} = active && row0 + {r} < {m} ? "
+        + _float4("", "A", f"(row0 + {r}) * {k} + kk").split("= ", 1)[1][:-1]
+        + " : make_float4(0.f, 0.f, 0.f, 0.f);\n" for r in range(rows))
+    fmas = "".join(f"    sum[{r * n + j}] += "
+                   + " + ".join(f"a{r}.{_XYZW[s]} * {b(s, j)}" for s in range(4)) + ";\n"
+                   for r in range(rows) for j in range(n))
+    total = rows * n
+    body = (
+        f"  __shared__ float partial[{warps}][{total}];\n" + stage +
+        "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+        f"  const long long row0 = blockIdx.x * {rows}LL;\n"
+        "  " + _ALIGNED +
+        f"  float sum[{total}];\n"
+        "#pragma unroll\n"
+        f"  for (int e = 0; e < {total}; ++e) sum[e] = 0;\n"
+        f"  for (int kb = warp * 128; kb < {k}; kb += {128 * warps}) {{\n"
+        "    const int kk = kb + lane * 4;\n"
+        f"    const bool active = kk < {k};\n"
+        + a_loads + b_loads + fmas +
+        "  }\n"
+        "#pragma unroll\n"
+        f"  for (int e = 0; e < {total}; ++e)\n"
+        "#pragma unroll\n"
+        "    for (int o = 16; o > 0; o >>= 1) sum[e] += __shfl_xor_sync(0xffffffffu, sum[e], o);\n"
+        "  if (lane == 0) {\n"
+        "#pragma unroll\n"
+        f"    for (int e = 0; e < {total}; ++e) partial[warp][e] = sum[e];\n"
+        "  }\n"
+        "  __syncthreads();\n"
+        f"  for (int e = threadIdx.x; e < {total}; e += {threads}) {{\n"
+        f"    const long long row = row0 + e / {n};\n"
+        f"    const int col = e % {n};\n"
+        f"    if (row >= {m}) continue;\n"
+        "    float acc = 0;\n"
+        f"    for (int w = 0; w < {warps}; ++w) acc += partial[w][e];\n"
+        f"    const long long i = row * {n} + col; {ep.store}\n"
+        "  }\n")
+    return body, (-(-m // rows),), (threads,)
+
+
+def _column_groups(n, itemsize):
+    """Warp counts for ``col_threads``: 8, and as many as its shared memory allows up to 32."""
+    most = 8
+    while most < 32 and 2 * most * n * 33 * itemsize <= 48 * 1024:
+        most *= 2
+    return [8] if most == 8 else [8, most]
+
+
+def _col_threads(g, m, n, k, ta, tb, t, ep, groups):
+    b = _at("B", tb, k, n, "kk", "{j}")
+    body = (
+        f"  __shared__ {t} partial[{groups}][{n}][33];\n"
+        "  const int lane = threadIdx.x & 31, group = threadIdx.x >> 5;\n"
+        "  const long long row0 = blockIdx.x * 32LL;\n"
+        f"  {t} sum[{n}];\n"
+        f"  for (int j = 0; j < {n}; ++j) sum[j] = 0;\n"
+        f"  if (row0 + lane < {m}) {{\n"
+        "#pragma unroll 8\n"
+        f"    for (int kk = group; kk < {k}; kk += {groups}) {{\n"
+        f"      const {t} av = A[(long long)kk * {m} + row0 + lane];\n"
+        + "".join(f"      sum[{j}] += av * {b.format(j=j)};\n" for j in range(n)) +
+        "    }\n"
+        "  }\n"
+        f"  for (int j = 0; j < {n}; ++j) partial[group][j][lane] = sum[j];\n"
+        "  __syncthreads();\n"
+        f"  for (int o = threadIdx.x; o < {32 * n}; o += {32 * groups}) {{\n"
+        "    const int r = o & 31, col = o >> 5;\n"
+        "    const long long row = row0 + r;\n"
+        f"    if (row >= {m}) continue;\n"
+        f"    {t} acc = 0;\n"
+        f"    for (int p = 0; p < {groups}; ++p) acc += partial[p][col][r];\n"
+        f"    const long long i = row * {n} + col; {ep.store}\n"
+        "  }\n")
+    return body, (-(-m // 32),), (32 * groups,)
+
+
+def _outer(g, m, n, k, ta, tb, t, ep, rows):
+    """Each thread keeps op(B)'s k x 4 block for four output columns in registers and runs
+    down ``rows`` rows, storing four outputs at a time."""
+    if tb:      # B stored (n, k): columns c0..c0+3 of op(B) are 4k consecutive floats
+        stage = f"  __shared__ __align__(16) float stage[{_BLOCK // 32}][{128 * k}];\n"
+        loads = _staged(f"(blockIdx.x * {_BLOCK}LL + warp * 32) * {4 * k}", 128 * k, n * k, k)
+
+        def b(s, kk):
+            e = s * k + kk
+            return f"b{e // 4}.{_XYZW[e % 4]}"
+    else:       # B stored (k, n): one float4 of each of its rows
+        stage = ""
+        loads = "".join(f"  {_float4(f'b{kk}', 'B', f'(long long){kk} * {n} + c0')}\n"
+                        for kk in range(k))
+
+        def b(s, kk):
+            return f"b{kk}.{_XYZW[s]}"
+    a = _at("A", ta, m, k, "row", "{kk}")
+    # the epilogue's statements, each writing one of the four outputs to a register
+    stores = "".join(f"      {{ const long long col = c0 + {s}, i = row * {n} + col; "
+                     f"const float acc = " + " + ".join(f"a{kk} * {b(s, kk)}" for kk in range(k))
+                     + "; " + ep.store.replace("C[i] =", f"r{s} =") + " }\n" for s in range(4))
+    body = (
+        stage +
+        "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+        f"  const long long c0 = (blockIdx.x * {_BLOCK}LL + threadIdx.x) * 4;\n"
+        "  " + _ALIGNED + "  const bool vec_c = vec && (((unsigned long long)C) & 15) == 0;\n"
+        + loads +
+        f"  if (c0 >= {n}) return;\n"
+        "#pragma unroll 2\n"
+        f"  for (int rr = 0; rr < {rows}; ++rr) {{\n"
+        f"    const long long row = blockIdx.y * {rows}LL + rr;\n"
+        f"    if (row >= {m}) return;\n"
+        + "".join(f"    const float a{kk} = {a.format(kk=kk)};\n" for kk in range(k)) +
+        "    float r0, r1, r2, r3;\n"
+        + stores +
+        f"    float* out = C + row * {n} + c0;\n"
+        "    if (vec_c) *reinterpret_cast<float4*>(out) = make_float4(r0, r1, r2, r3);\n"
+        "    else { out[0] = r0; out[1] = r1; out[2] = r2; out[3] = r3; }\n"
+        "  }\n")
+    return body, (-(-n // (4 * _BLOCK)), -(-m // rows)), (_BLOCK,)
+
+
+def _thread_outputs(g, m, n, k, ta, tb, t, ep):
+    body = (
+        "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+        f"  if (i >= {m * n}LL) return;\n"
+        f"  const long long row = i / {n}, col = i % {n};\n"
+        f"  {t} acc = 0;\n"
+        f"  for (int kk = 0; kk < {k}; ++kk) acc += {_at('A', ta, m, k, 'row', 'kk')} * "
+        f"{_at('B', tb, k, n, 'kk', 'col')};\n"
+        f"  {ep.store}\n")
+    return body, (-(-m * n // _BLOCK),), (_BLOCK,)
+
+
+# kind name (a number at its end is the kernel's parameter) -> generator of (body, grid, block)
+KINDS = {"warp_rows": _warp_rows, "vec_block": _vec_block, "col_threads": _col_threads,
+         "outer": _outer, "thread_outputs": _thread_outputs}
+
+
+def _split_kind(kind):
+    base, number = re.fullmatch(r"([a-z_]+?)(\d*)", kind).groups()
+    return KINDS[base], ((int(number),) if number else ())
+
+
 class SmallGemm:
     """``C = epilogue(op(A) @ op(B))`` for one problem, as one generated kernel."""
 
     def __init__(self, kind, m, n, k, trans_a, trans_b, dtype, epilogue: Epilogue = PLAIN):
         self.kind, self.m, self.n, self.k = kind, m, n, k
         t = C_TYPES[np.dtype(dtype).name]
-        a = _at("A", trans_a, m, k, "row", "kk")
-        b = _at("B", trans_b, k, n, "kk", "col")
         name = f"fnx_{kind}_{m}x{n}x{k}_{int(trans_a)}{int(trans_b)}_{epilogue.key}"
-        if kind == "warp_rows":
-            b_cols = "\n".join(f"      sum[{j}] += av * "
-                               + _at("B", trans_b, k, n, "kk", str(j)) + ";" for j in range(n))
-            body = (
-                "  const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;\n"
-                "  const int lane = threadIdx.x & 31;\n"
-                f"  if (row >= {m}) return;\n"
-                f"  {t} sum[{n}];\n"
-                f"  for (int j = 0; j < {n}; ++j) sum[j] = 0;\n"
-                f"  for (int kk = lane; kk < {k}; kk += 32) {{\n"
-                f"    const {t} av = {a};\n"
-                f"{b_cols}\n"
-                "  }\n"
-                f"  for (int col = 0; col < {n}; ++col) {{\n"
-                f"    {t} acc = sum[col];\n"
-                "    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
-                f"    if (lane == col) {{ const long long i = row * {n} + col; {epilogue.store} }}\n"
-                "  }\n")
-            self.grid, self.block = (-(-m * 32 // 128),), (128,)
-        else:
-            body = (
-                "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-                f"  if (i >= {m * n}LL) return;\n"
-                f"  const long long row = i / {n}, col = i % {n};\n"
-                f"  {t} acc = 0;\n"
-                f"  for (int kk = 0; kk < {k}; ++kk) acc += {a} * {b};\n"
-                f"  {epilogue.store}\n")
-            self.grid, self.block = (-(-m * n // 128),), (128,)
+        generate, params = _split_kind(kind)
+        body, self.grid, self.block = generate(self, m, n, k, trans_a, trans_b, t, epilogue,
+                                               *params)
         extra = "".join(f", {d} {p}" for d, p in epilogue.params)
         self.source = (f'extern "C" __global__ void {name}('
                        f"const {t}* __restrict__ A, const {t}* __restrict__ B, {t}* C{extra}) "
@@ -103,12 +314,22 @@ class SmallGemm:
         self._kernel = None
 
     @staticmethod
-    def candidates(m, n, k, dtype, batch):
-        if batch != 1 or np.dtype(dtype) not in (np.float32, np.float64):
+    def candidates(m, n, k, dtype, batch, trans_a=False):
+        """The kinds that can run this problem (and have a chance against cuBLAS)."""
+        dtype = np.dtype(dtype)
+        if batch != 1 or dtype not in (np.float32, np.float64):
             return []
+        f32 = dtype == np.float32
         kinds = []
-        if n <= MAX_WARP_COLS:
-            kinds.append("warp_rows")
+        if n <= MAX_ROW_COLS:
+            if trans_a:
+                kinds += [f"col_threads{g}" for g in _column_groups(n, dtype.itemsize)]
+            elif f32 and k % 4 == 0:
+                kinds += ["vec_block2", "vec_block8" if n <= 10 else "vec_block4"]
+            else:
+                kinds.append("warp_rows")
+        if f32 and k <= MAX_OUTER_K and n % 4 == 0:
+            kinds += ["outer4", "outer16"]
         if k <= MAX_THREAD_K and m * n <= (1 << 20):
             kinds.append("thread_outputs")
         return kinds
