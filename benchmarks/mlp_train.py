@@ -1,6 +1,6 @@
 """MLP train step on the GPU: fnx beside JAX, PyTorch eager and PyTorch in one CUDA graph.
 
-    PYTHONPATH=. python3 benchmarks/mlp_train.py [--quick]
+    PYTHONPATH=. python3 benchmarks/mlp_train.py [--quick] [small|mid|large ...]
 
 The step: forward through ReLU layers, softmax cross-entropy with integer labels, backward,
 SGD update; float32 data; "fp32" = full float32 products, "tf32" = TF32 tensor cores. Each
@@ -195,7 +195,8 @@ def main():
         _, _, fw, name, precision = sys.argv[:5]
         print(json.dumps(_child(fw, name, precision)))
         return
-    names = ["small", "mid"] if QUICK else ["small", "mid", "large"]
+    names = [a for a in sys.argv[1:] if a in CONFIGS] or \
+        (["small", "mid"] if QUICK else ["small", "mid", "large"])
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     results = {}
     for name in names:

@@ -180,6 +180,9 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
     import cupy as cp
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
+    # a process that has not chosen yet (choices earlier tests saved elsewhere stay there)
+    monkeypatch.setattr(gemm_table, "_choices", {})
+    monkeypatch.setattr(gemm_table, "_loaded", False)
     rng = np.random.default_rng(9)
     m, n, k = 96, 80, 112
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
@@ -211,16 +214,24 @@ def _operand(cp, host, offset):
 
 @pytest.mark.parametrize("offset", [0, 1])
 @pytest.mark.parametrize("kind,m,n,k,ta,tb", SMALL_GEMMS)
-def test_small_gemm_candidates(gpu, kind, m, n, k, ta, tb, offset):
+def test_small_gemm_kinds(gpu, kind, m, n, k, ta, tb, offset):
+    """Each generated kernel against float64, on aligned operands and on views one element in
+    (which the 16-byte kernels refuse, before launching anything)."""
     import cupy as cp
     from fnx.cuda.small_gemm import SmallGemm
+    from fnx.cuda.small_gemm import Misaligned
     rng = np.random.default_rng(10)
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
-    assert kind in SmallGemm.candidates(m, n, k, np.float32, 1, ta)
-    out = SmallGemm(kind, m, n, k, ta, tb, np.float32)(cp.empty((m, n), np.float32),
-                                                       _operand(cp, a, offset),
-                                                       _operand(cp, b, offset))
+    gemm = SmallGemm(kind, m, n, k, ta, tb, np.float32)
+    out = cp.full((m, n), 7.0, np.float32)
+    operands = _operand(cp, a, offset), _operand(cp, b, offset)
+    if offset and gemm.loads_vectors:
+        with pytest.raises(Misaligned):
+            gemm(out, *operands)
+        assert bool((out == 7.0).all())
+        return
+    gemm(out, *operands)
     ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
 
@@ -246,14 +257,18 @@ def test_generated_gemm_epilogues(gpu, kind, m, n, k, ta, tb):
     np.testing.assert_allclose(cp.asnumpy(dev[3]), p - 0.25 * z, rtol=1e-4, atol=1e-4)
 
 
-def test_small_gemm_float64():
-    """float64 products take the element-at-a-time kinds (no 16-byte float4 loads)."""
+def test_small_gemm_candidates():
+    """One configuration of each kernel per problem; float64 products take the kinds that load
+    one element at a time."""
     from fnx.cuda.small_gemm import SmallGemm
+    assert SmallGemm.candidates(1024, 10, 2048, np.float32, 1) == ["vec_block8"]
+    assert SmallGemm.candidates(128, 10, 512, np.float32, 1) == ["vec_block2"]
+    assert SmallGemm.candidates(2048, 10, 1024, np.float32, 1, True) == ["col_threads32"]
+    assert SmallGemm.candidates(128, 512, 10, np.float32, 1) == ["outer4", "thread_outputs"]
+    assert SmallGemm.candidates(128, 10, 512, np.float32, 2) == []
     assert SmallGemm.candidates(128, 10, 512, np.float64, 1) == ["warp_rows"]
-    assert SmallGemm.candidates(128, 10, 512, np.float64, 1, True) == ["col_threads8",
-                                                                        "col_threads16"]
-    assert not any(kind.startswith("outer")
-                   for kind in SmallGemm.candidates(96, 1000, 10, np.float64, 1))
+    assert SmallGemm.candidates(128, 10, 512, np.float64, 1, True) == ["col_threads16"]
+    assert "outer4" not in SmallGemm.candidates(96, 1000, 10, np.float64, 1)
 
 
 @pytest.mark.parametrize("act", ["relu", "none"])
@@ -304,3 +319,36 @@ def test_sgd_step_on_a_weight_is_folded_into_its_gradient_gemm(gpu):
     ref = np.asarray(w, np.float64) - 0.05 * np.asarray(x, np.float64).T @ np.asarray(g, np.float64)
     np.testing.assert_allclose(gpu.to_numpy(new), ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(np.asarray(w), w_before)   # not donated: w is untouched
+
+
+def _unique_units(body, count):
+    """``count`` kernels never compiled in this process (their names carry a fresh tag)."""
+    import time
+    tag = time.time_ns()
+    return [(f'extern "C" __global__ void fnx_unit{i}_{tag}(float* x) {{ {body.format(i=i)} }}',
+             f"fnx_unit{i}_{tag}") for i in range(count)]
+
+
+def test_kernels_compile_together_in_the_background(gpu):
+    import cupy as cp
+    from fnx.cuda import compile as nvrtc
+    units = _unique_units("x[threadIdx.x] += {i};", 5)
+    nvrtc.compile_together(units)           # returns before the programs are built
+    x = cp.zeros(32, np.float32)
+    for unit in units:                      # each launch waits for its own program
+        nvrtc.kernel(*unit)((1,), (32,), (x,))
+    np.testing.assert_array_equal(cp.asnumpy(x), np.full(32, 10.0))
+    assert all(u in nvrtc._KERNELS and u not in nvrtc._PENDING for u in units)
+
+
+def test_a_kernel_that_fails_to_compile_reports_its_own_error(gpu):
+    import cupy as cp
+    from fnx.cuda import compile as nvrtc
+    good = _unique_units("x[0] = {i};", 2)
+    bad = _unique_units("x[0] = undefined_name_{i};", 1)
+    nvrtc.compile_together(good + bad)
+    x = cp.zeros(1, np.float32)
+    nvrtc.kernel(*good[1])((1,), (1,), (x,))
+    assert float(x[0]) == 1.0
+    with pytest.raises(Exception, match="undefined_name_0"):
+        nvrtc.kernel(*bad[0])((1,), (1,), (x,))

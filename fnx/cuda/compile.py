@@ -3,7 +3,9 @@
 NVRTC's cost is mostly per program (starting up, parsing the headers, loading the module), not
 per kernel, so ``compile_together`` builds the kernels a lowered program needs as a few programs,
 compiled at once on as many threads (NVRTC runs without Python's lock): a first call pays the
-start-up cost a few times, in parallel, instead of once per kernel in a row.
+start-up cost a few times, in parallel, instead of once per kernel in a row. It returns at once:
+the first launch of a kernel waits for its own program only, so a first call's cuBLAS work
+(choosing GEMM algorithms) runs while the rest still compiles.
 """
 from __future__ import annotations
 
@@ -12,14 +14,22 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 _KERNELS: dict = {}      # (source, name) -> cupy.RawKernel
+_PENDING: dict = {}      # (source, name) -> Future of the program compiling it
 
 
 def kernel(source: str, name: str):
-    """The compiled kernel ``name`` of ``source`` (compiled alone if not compiled yet)."""
-    k = _KERNELS.get((source, name))
+    """The compiled kernel ``name`` of ``source``: waits for the program compiling it, if one
+    is, and compiles it alone if none did."""
+    unit = (source, name)
+    k = _KERNELS.get(unit)
+    if k is None:
+        future = _PENDING.get(unit)
+        if future is not None:
+            future.result()
+            k = _KERNELS.get(unit)
     if k is None:
         import cupy as cp
-        k = _KERNELS[(source, name)] = cp.RawKernel(source, name)
+        k = _KERNELS[unit] = cp.RawKernel(source, name)
     return k
 
 
@@ -36,7 +46,7 @@ def compile_together(units) -> None:
     ``#include`` lines move to the top. If a combined program fails to build, nothing of it is
     cached and each of its kernels compiles alone when first launched."""
     global _pool
-    pending = list(dict.fromkeys(u for u in units if u not in _KERNELS))
+    pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
     if len(pending) < 2:
         return
     n = min(_THREADS, len(pending) // 2)
@@ -47,18 +57,24 @@ def compile_together(units) -> None:
         k = sizes.index(min(sizes))
         chunks[k].append(unit)
         sizes[k] += len(unit[0])
-    if n == 1:
-        _build(chunks[0], None)
-        return
     import cupy as cp
     device = cp.cuda.Device().id
     if _pool is None:
         _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
-    for future in [_pool.submit(_build, chunk, device) for chunk in chunks]:
-        future.result()
+    for chunk in chunks:
+        future = _pool.submit(_build, chunk, device)
+        _PENDING.update((unit, future) for unit in chunk)
 
 
 def _build(units, device) -> None:
+    try:
+        _build_program(units, device)
+    finally:
+        for unit in units:
+            _PENDING.pop(unit, None)
+
+
+def _build_program(units, device) -> None:
     includes, parts = [], []
     for i, (source, name) in enumerate(units):
         body = []
@@ -72,8 +88,7 @@ def _build(units, device) -> None:
     code = "".join(f"{line}\n" for line in dict.fromkeys(includes)) + "".join(parts)
     import cupy as cp
     try:
-        if device is not None:      # a worker thread: the program's device becomes current
-            cp.cuda.Device(device).use()
+        cp.cuda.Device(device).use()    # a worker thread: the program's device is current
         module = cp.RawModule(code=code)
         kernels = [module.get_function(f"{name}__u{i}") for i, (_, name) in enumerate(units)]
     except Exception:       # compile each alone, where the failing one reports its own error

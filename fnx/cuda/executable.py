@@ -172,8 +172,9 @@ def _gemm_sources(eqns):
             ta, tb = e.params["trans_a"], e.params["trans_b"]
         (m, k), n = (x.aval.shape[::-1] if ta else x.aval.shape), w.aval.shape[0 if tb else 1]
         dt = np.dtype(x.aval.dtype)
-        sources += gemm_table.generated_sources(m, n, k, ta, tb, dt)
-        if p is dense_p:
+        if p is lax.dot_general_p:
+            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt)
+        elif p is dense_p:
             act = e.params["act"]
             sources += gemm_table.generated_sources(m, n, k, ta, tb, dt, dense_epilogue(act, dt))
             sources.append(bias_act_source(act, dt))

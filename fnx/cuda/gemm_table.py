@@ -67,9 +67,10 @@ def _plan(key, args):
 _timing_stream = None
 
 
-def _time(fn, reps):
+def _time(fn, reps, warm_up=True):
     """GPU milliseconds per call of ``fn``: ``reps`` calls captured into one CUDA graph and
-    replayed, so host launch cost (which dwarfs small GEMMs) stays out of the figure."""
+    replayed, so host launch cost (which dwarfs small GEMMs) stays out of the figure.
+    ``warm_up``: call ``fn`` once before capturing (its first call may allocate or load)."""
     import cupy as cp
     from .cublas import handle_for
     global _timing_stream
@@ -79,7 +80,8 @@ def _time(fn, reps):
     stream = _timing_stream
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     with stream:
-        fn()
+        if warm_up:
+            fn()
         stream.begin_capture()
         try:
             for _ in range(reps):
@@ -104,12 +106,12 @@ def _select(candidates, flops):
     # two rounds, each candidate's best kept: a big problem times one call per round, and the
     # first round also brings the clocks up
     times: dict = {}
-    for _ in range(2):
+    for round_ in range(2):
         for name, run in candidates.items():
             if times.get(name, 0.0) is None:
                 continue
             try:
-                t = _time(run, reps)
+                t = _time(run, reps, warm_up=round_ == 0)
             except Exception:       # a candidate that cannot run this problem is skipped
                 times[name] = None
                 continue
@@ -129,8 +131,9 @@ def _generated(key, kind, args, epilogue):
 
 def _lt_count(flops, most):
     """How many cuBLASLt algorithms to time: all offered for small problems, few for big ones
-    (each timing run of a big GEMM costs milliseconds of the first call)."""
-    return most if flops < 1e10 else 4 if flops < 1e11 else 2
+    (each timing run of a big GEMM costs milliseconds of the first call; on an H100 the
+    fastest of a 1e9-flop-or-bigger problem was always among the heuristic's first four)."""
+    return most if flops < 1e9 else 4 if flops < 1e11 else 2
 
 
 def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=None, run=None):
@@ -162,7 +165,11 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
         if plan is not None and i < len(plan.algos):
             return lt_run(plan, i, False)
     elif choice in kinds:
-        return run(make(choice), False)
+        from .small_gemm import Misaligned
+        try:
+            return run(make(choice), False)
+        except Misaligned:
+            pass
     return fallback(False)
 
 
@@ -174,16 +181,20 @@ def _layout(trans_a, trans_b):
     return f"{'T' if trans_a else 'N'}{'T' if trans_b else 'N'}"
 
 
-def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1):
+def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: int = 1,
+                generated: bool = True):
     """``out = op(a) @ op(b)`` (batched along a leading axis when ``batch > 1``) with the
-    fastest known kernel for this problem."""
+    fastest known kernel for this problem (cuBLAS's alone unless ``generated``)."""
     from .small_gemm import PLAIN, SmallGemm
     m, n, k = _sizes(out, a, trans_a)
     dtype = np.dtype(a.dtype)
     key = f"{m}x{n}x{k}b{batch}{_layout(trans_a, trans_b)}" \
           f"-{dtype.name}-{np.dtype(out.dtype).name}-{precision}"
     small_args = (m, n, k, trans_a, trans_b, dtype)
-    kinds = SmallGemm.candidates(m, n, k, dtype, batch, trans_a) if np.dtype(out.dtype) == dtype else []
+    kinds = SmallGemm.candidates(m, n, k, dtype, batch, trans_a) \
+        if np.dtype(out.dtype) == dtype else []
+    if kinds and not generated:     # a choice among fewer candidates, remembered apart
+        kinds, key = [], key + "-cublas"
     return _fastest(
         key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch),
         2.0 * m * n * k * batch,
@@ -207,8 +218,9 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
         (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
          "relu_bias" if act == "relu" else "bias")
 
+    # the generated kernels compete with their epilogue inside: the unfused pair is cuBLAS's
     def unfused(timing):
-        matmul_into(out, a, b, trans_a, trans_b, precision)
+        matmul_into(out, a, b, trans_a, trans_b, precision, generated=False)
         bias_act_(out, bias, act)
     if not _loaded:
         _load()
@@ -216,7 +228,7 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
         import cupy as cp
         if not cp.cuda.get_current_stream().is_capturing():
             # the plain GEMM picks its own kernel first, outside the timing of this one
-            matmul_into(out, a, b, trans_a, trans_b, precision)
+            matmul_into(out, a, b, trans_a, trans_b, precision, generated=False)
     return _fastest(key, lt_args, 2.0 * m * n * k, unfused,
                     lambda plan, i, timing: plan(out, a, b, i, bias=bias),
                     kinds=SmallGemm.candidates(m, n, k, dtype, 1, trans_a),

@@ -18,8 +18,9 @@ For small K:
   columns in registers and runs down ``R`` rows, storing four outputs at a time (``g @ w^T``);
 - ``thread_outputs``: one thread per output element.
 
-The kernels that load 16 bytes at a time check their pointers' alignment at run time and
-otherwise load one element at a time, so a choice cached for a shape holds for any buffers.
+The kernels that load 16 bytes at a time (``vec_block``, ``outer``) refuse buffers that are not
+16-byte aligned, and the gemm table then runs cuBLAS instead, so a choice cached for a shape
+holds for any buffers.
 
 An :class:`Epilogue` is C code run once per output with ``acc`` (the product's value), ``row``,
 ``col`` and the linear index ``i`` in scope; it writes ``C[i]``.
@@ -76,15 +77,12 @@ def _at(name, trans, rows, cols, r, c):
         f"{name}[(long long)({r}) * {cols} + ({c})]"
 
 
-def _float4(var, pointer, index, vec="vec"):
-    """``float4 var`` = four floats at ``pointer + index``: one 16-byte load when ``vec``."""
-    p = f"({pointer} + ({index}))"
-    return (f"const float4 {var} = {vec} ? *reinterpret_cast<const float4*>{p} : "
-            f"make_float4({p}[0], {p}[1], {p}[2], {p}[3]);")
+def _float4(pointer, index):
+    """The 16-byte load of four floats at ``pointer + index``."""
+    return f"*reinterpret_cast<const float4*>({pointer} + ({index}))"
 
 
 _XYZW = "xyzw"
-_ALIGNED = "const bool vec = ((((unsigned long long)A) | ((unsigned long long)B)) & 15) == 0;\n"
 
 
 def _warp_sums(n, t):
@@ -124,14 +122,35 @@ def _staged(base, floats, limit, per_lane):
         f"    for (int q = lane * 4; q < {floats}; q += 128) {{\n"
         f"      const long long g = {base} + q;\n"
         "      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-        f"      if (g < {limit}) v = vec ? *reinterpret_cast<const float4*>(B + g) : "
-        "make_float4(B[g], B[g + 1], B[g + 2], B[g + 3]);\n"
+        f"      if (g < {limit}) v = {_float4('B', 'g')};\n"
         "      *reinterpret_cast<float4*>(&stage[warp][q]) = v;\n"
         "    }\n"
         "    __syncwarp();\n"
         f"    const float4* mine = reinterpret_cast<const float4*>(&stage[warp][lane * {4 * per_lane}]);\n"
         + "".join(f"    const float4 b{u} = mine[{u}];\n" for u in range(per_lane)) +
         "    __syncwarp();\n")
+
+
+def _scatter_sums(total):
+    """C statements that sum ``sum[0..total)`` (``total`` a multiple of 32) over the warp's
+    lanes, leaving lane ``L`` the totals of ``sum[L * total / 32 ...]``, which it stores to
+    ``partial[warp]``: at each step a lane keeps half of its values and hands the other half
+    to its partner, so the warp makes ``total`` shuffles in all instead of ``5 * total``."""
+    lines, count = [], total
+    for offset in (16, 8, 4, 2, 1):
+        half = count // 2
+        lines.append(
+            f"  {{ const bool up = lane & {offset};\n"
+            "#pragma unroll\n"
+            f"    for (int j = 0; j < {half}; ++j) {{\n"
+            f"      const float give = up ? sum[j] : sum[j + {half}], "
+            f"keep = up ? sum[j + {half}] : sum[j];\n"
+            f"      sum[j] = keep + __shfl_xor_sync(0xffffffffu, give, {offset});\n"
+            "    }\n  }\n")
+        count = half
+    lines.append("#pragma unroll\n"
+                 f"  for (int j = 0; j < {count}; ++j) partial[warp][lane * {count} + j] = sum[j];\n")
+    return "".join(lines)
 
 
 def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
@@ -142,7 +161,7 @@ def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
     threads = 32 * warps
     if tb:      # B stored (n, k): a float4 of each of its rows, coalesced across the warp
         b_loads = "".join(f"    const float4 b{j} = active ? "
-                          + _float4("", "B", f"(long long){j} * {k} + kk").split("= ", 1)[1][:-1]
+                          + _float4("B", f"(long long){j} * {k} + kk")
                           + " : make_float4(0.f, 0.f, 0.f, 0.f);\n" for j in range(n))
         stage = ""
 
@@ -156,33 +175,26 @@ def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
             return f"b{(s * n + j) // 4}.{_XYZW[(s * n + j) % 4]}"
     a_loads = "".join(
         f"    const float4 a{r} = active && row0 + {r} < {m} ? "
-        + _float4("", "A", f"(row0 + {r}) * {k} + kk").split("= ", 1)[1][:-1]
+        + _float4("A", f"(row0 + {r}) * {k} + kk")
         + " : make_float4(0.f, 0.f, 0.f, 0.f);\n" for r in range(rows))
     fmas = "".join(f"    sum[{r * n + j}] += "
                    + " + ".join(f"a{r}.{_XYZW[s]} * {b(s, j)}" for s in range(4)) + ";\n"
                    for r in range(rows) for j in range(n))
     total = rows * n
+    padded = -(-total // 32) * 32
     body = (
-        f"  __shared__ float partial[{warps}][{total}];\n" + stage +
+        f"  __shared__ float partial[{warps}][{padded}];\n" + stage +
         "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
         f"  const long long row0 = blockIdx.x * {rows}LL;\n"
-        "  " + _ALIGNED +
-        f"  float sum[{total}];\n"
+        f"  float sum[{padded}];\n"
         "#pragma unroll\n"
-        f"  for (int e = 0; e < {total}; ++e) sum[e] = 0;\n"
+        f"  for (int e = 0; e < {padded}; ++e) sum[e] = 0;\n"
         f"  for (int kb = warp * 128; kb < {k}; kb += {128 * warps}) {{\n"
         "    const int kk = kb + lane * 4;\n"
         f"    const bool active = kk < {k};\n"
         + a_loads + b_loads + fmas +
         "  }\n"
-        "#pragma unroll\n"
-        f"  for (int e = 0; e < {total}; ++e)\n"
-        "#pragma unroll\n"
-        "    for (int o = 16; o > 0; o >>= 1) sum[e] += __shfl_xor_sync(0xffffffffu, sum[e], o);\n"
-        "  if (lane == 0) {\n"
-        "#pragma unroll\n"
-        f"    for (int e = 0; e < {total}; ++e) partial[warp][e] = sum[e];\n"
-        "  }\n"
+        + _scatter_sums(padded) +
         "  __syncthreads();\n"
         f"  for (int e = threadIdx.x; e < {total}; e += {threads}) {{\n"
         f"    const long long row = row0 + e / {n};\n"
@@ -196,11 +208,11 @@ def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
 
 
 def _column_groups(n, itemsize):
-    """Warp counts for ``col_threads``: 8, and as many as its shared memory allows up to 32."""
-    most = 8
-    while most < 32 and 2 * most * n * 33 * itemsize <= 48 * 1024:
-        most *= 2
-    return [8] if most == 8 else [8, most]
+    """Warps splitting K in ``col_threads``: as many as its shared memory allows, up to 32."""
+    groups = 8
+    while groups < 32 and 2 * groups * n * 33 * itemsize <= 48 * 1024:
+        groups *= 2
+    return groups
 
 
 def _col_threads(g, m, n, k, ta, tb, t, ep, groups):
@@ -243,7 +255,7 @@ def _outer(g, m, n, k, ta, tb, t, ep, rows):
             return f"b{e // 4}.{_XYZW[e % 4]}"
     else:       # B stored (k, n): one float4 of each of its rows
         stage = ""
-        loads = "".join(f"  {_float4(f'b{kk}', 'B', f'(long long){kk} * {n} + c0')}\n"
+        loads = "".join(f"  const float4 b{kk} = {_float4('B', f'(long long){kk} * {n} + c0')};\n"
                         for kk in range(k))
 
         def b(s, kk):
@@ -257,7 +269,6 @@ def _outer(g, m, n, k, ta, tb, t, ep, rows):
         stage +
         "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
         f"  const long long c0 = (blockIdx.x * {_BLOCK}LL + threadIdx.x) * 4;\n"
-        "  " + _ALIGNED + "  const bool vec_c = vec && (((unsigned long long)C) & 15) == 0;\n"
         + loads +
         f"  if (c0 >= {n}) return;\n"
         "#pragma unroll 2\n"
@@ -267,9 +278,7 @@ def _outer(g, m, n, k, ta, tb, t, ep, rows):
         + "".join(f"    const float a{kk} = {a.format(kk=kk)};\n" for kk in range(k)) +
         "    float r0, r1, r2, r3;\n"
         + stores +
-        f"    float* out = C + row * {n} + c0;\n"
-        "    if (vec_c) *reinterpret_cast<float4*>(out) = make_float4(r0, r1, r2, r3);\n"
-        "    else { out[0] = r0; out[1] = r1; out[2] = r2; out[3] = r3; }\n"
+        f"    *reinterpret_cast<float4*>(C + row * {n} + c0) = make_float4(r0, r1, r2, r3);\n"
         "  }\n")
     return body, (-(-n // (4 * _BLOCK)), -(-m // rows)), (_BLOCK,)
 
@@ -315,7 +324,8 @@ class SmallGemm:
 
     @staticmethod
     def candidates(m, n, k, dtype, batch, trans_a=False):
-        """The kinds that can run this problem (and have a chance against cuBLAS)."""
+        """The kinds that can run this problem (and have a chance against cuBLAS): one
+        configuration of each kernel, the one that timed best for such shapes on an H100."""
         dtype = np.dtype(dtype)
         if batch != 1 or dtype not in (np.float32, np.float64):
             return []
@@ -323,19 +333,34 @@ class SmallGemm:
         kinds = []
         if n <= MAX_ROW_COLS:
             if trans_a:
-                kinds += [f"col_threads{g}" for g in _column_groups(n, dtype.itemsize)]
+                kinds.append(f"col_threads{_column_groups(n, dtype.itemsize)}")
             elif f32 and k % 4 == 0:
-                kinds += ["vec_block2", "vec_block8" if n <= 10 else "vec_block4"]
+                # enough rows a block that each B piece serves many, enough blocks for the SMs
+                rows = 8 if m >= 8 * 128 and n <= 10 else 4 if m >= 4 * 128 else 2
+                kinds.append(f"vec_block{rows}")
             else:
                 kinds.append("warp_rows")
         if f32 and k <= MAX_OUTER_K and n % 4 == 0:
-            kinds += ["outer4", "outer16"]
+            kinds.append("outer4")
         if k <= MAX_THREAD_K and m * n <= (1 << 20):
             kinds.append("thread_outputs")
         return kinds
 
+    @property
+    def loads_vectors(self) -> bool:
+        return self.kind.startswith(("vec_block", "outer"))
+
     def __call__(self, out, a, b, *extra):
+        """Launch on the current stream; raises :class:`Misaligned` (before launching) if the
+        kernel loads 16 bytes at a time and a buffer does not allow it."""
+        if self.loads_vectors and (a.data.ptr | b.data.ptr | out.data.ptr) % 16:
+            raise Misaligned(f"{self.name} needs 16-byte aligned buffers")
         if self._kernel is None:
             self._kernel = _compile(self.source, self.name)
         self._kernel(self.grid, self.block, (a, b, out) + extra)
         return out
+
+
+class Misaligned(ValueError):
+    """A generated GEMM that reads 16 bytes at a time was given a buffer that is not aligned
+    for it (a view into an array): the caller runs another candidate."""
