@@ -498,3 +498,67 @@ def test_gpu_code_generators_cover_exactly_the_fusible_primitives():
     from fnx.core import passes
     from fnx.cuda import elementwise   # imports no CuPy until a kernel is compiled
     assert set(elementwise.ELEMENTWISE) == set(passes.ELEMENTWISE)
+
+
+def _gpu_fused(f, *args):
+    """The equations the GPU lowering runs for ``f``, after it fuses dense layers and
+    gradient steps (a pure rewrite of the jaxpr: no GPU needed)."""
+    from fnx.cuda.epilogue import fuse_dense_epilogues, fuse_gradient_steps
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    jaxpr = fnx.jit(f).lower(*args).traced.jaxpr
+    eqns = decompose(fold_transposed_products(jaxpr))
+    return fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+
+
+def _dense_acts(eqns):
+    return [e.params["act"] for e in eqns if e.primitive.name == "dense"]
+
+
+@pytest.mark.parametrize("act,fn", [
+    ("relu", nn.relu),
+    ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
+    ("leaky_relu:0.1", lambda z: nn.leaky_relu(z, 0.1)),
+    ("sigmoid", nn.sigmoid),
+    ("tanh", jnp.tanh),
+    ("none", lambda z: nn.gelu(z, approximate=True)),    # the GEMM, then one fused kernel
+    ("none", lambda z: z),
+])
+def test_gpu_dense_layers_take_their_activation(act, fn):
+    rng = np.random.default_rng(2)
+    x, w, b = (jnp.asarray(rng.standard_normal(s).astype(F32)) for s in [(4, 6), (6, 3), (3,)])
+    eqns = _gpu_fused(lambda x, w, b: fn(x @ w + b) * 2.0, x, w, b)
+    (got,) = _dense_acts(eqns)
+    if act.startswith("leaky_relu:"):      # the slope as the program holds it: float32
+        name, slope = got.split(":")
+        assert name == "leaky_relu" and float(slope) == pytest.approx(0.1)
+    else:
+        assert got == act
+    names = [e.primitive.name for e in eqns]
+    assert "dot_general" not in names
+    if act != "none":
+        assert not {"select_n", "tanh", "logistic"} & set(names), names
+
+
+def test_gpu_dense_layers_under_grad_keep_the_mask_the_backward_reads():
+    """A ReLU layer's ``z > 0`` is recomputed from its output, next to the backward pass that
+    reads it; the gradient steps become GEMMs that update the weights."""
+    step, args = _mlp_step()
+    eqns = _gpu_fused(step.__wrapped__ if hasattr(step, "__wrapped__") else step, *args)
+    assert _dense_acts(eqns) == ["relu", "relu", "none"]
+    dense_outs = {e.outvars[0] for e in eqns if e.primitive.name == "dense"}
+    masks = [e for e in eqns if e.primitive.name == "gt"]
+    assert len(masks) == 2 and all(m.invars[0] in dense_outs for m in masks)
+    assert sum(e.primitive.name == "gemm_update" for e in eqns) == 3
+
+
+def test_gpu_layer_whose_biased_product_is_read_again_keeps_it():
+    """``z`` read besides its activation (here returned): the layer is a GEMM with its bias,
+    and the activation stays a separate step."""
+    rng = np.random.default_rng(3)
+    x, w, b = (jnp.asarray(rng.standard_normal(s).astype(F32)) for s in [(4, 6), (6, 3), (3,)])
+
+    def f(x, w, b):
+        z = x @ w + b
+        return jnp.tanh(z), z
+    eqns = _gpu_fused(f, x, w, b)
+    assert _dense_acts(eqns) == ["none"] and "tanh" in [e.primitive.name for e in eqns]

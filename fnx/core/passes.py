@@ -21,6 +21,7 @@ data, without lowering anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -561,34 +562,21 @@ def _elementwise_chain(eqns, i, claimed):
 # -- dense layers: dot_general + bias + activation
 
 
-def _uses(jaxpr):
+def _uses(eqns, outvars):
     """var -> indices of the equations reading it (len(eqns) for a program output)."""
     users: dict = {}
-    for k, e in enumerate(jaxpr.eqns):
+    for k, e in enumerate(eqns):
         for v in e.invars:
             if isinstance(v, Var):
                 users.setdefault(v, []).append(k)
-    for v in jaxpr.outvars:
+    for v in outvars:
         if isinstance(v, Var):
-            users.setdefault(v, []).append(len(jaxpr.eqns))
+            users.setdefault(v, []).append(len(eqns))
     return users
 
 
-def _zero_operand(v, producer, users, members) -> bool:
-    """``v`` is a literal 0 or a broadcast of one; a broadcast that only the group's equations
-    (``members``) read joins them."""
-    if isinstance(v, Literal):
-        return _is_constant(v, 0, {})
-    k = producer.get(v)
-    if k is None or not _is_constant(v, 0, {v: k[1]}):
-        return False
-    if set(users.get(v, ())) <= members:
-        members.add(k[0])
-    return True
-
-
 def _bias_add(add, producer, users):
-    """``(dot index, bias-broadcast index)`` if ``add`` adds a bias along rows to a 2-D
+    """``(dot index, bias-broadcast index, bias)`` if ``add`` adds a bias along rows to a 2-D
     product that nothing else reads, else None."""
     out = add.outvars[0].aval
     if len(out.shape) != 2 or dtypes.kind(out.dtype) != "f":
@@ -608,47 +596,117 @@ def _bias_add(add, producer, users):
             continue
         if len(users.get(d, ())) != 1 or len(users.get(bb, ())) != 1:
             continue
-        return dot[0], bc[0]
+        return dot[0], bc[0], b
     return None
 
 
+class DenseLayer(NamedTuple):
+    """One ``act(x @ w + b)`` of a program, as indices of its equations."""
+    dot: int
+    bias: int               # the broadcast of the bias vector along rows
+    add: int
+    act: str                # "none", "relu", "leaky_relu:<slope>", "tanh", "logistic", "gelu"
+    act_eqns: tuple         # the activation's equations
+    out: Var                # the layer's result: the activation's, or the biased product
+    mask: int | None        # a ReLU's ``z > 0`` (``z >= 0`` if leaky), read by the backward
+    constants: tuple        # broadcast zeros that only the layer reads
+    escapes: bool           # a value inside the layer, besides ``out`` and the mask, is read
+    #                         outside it (``z`` kept for a backward pass, say)
+
+    def indices(self) -> set:
+        return {self.dot, self.bias, self.add, *self.act_eqns, *self.constants} | \
+            ({self.mask} if self.mask is not None else set())
+
+
+def dense_layers(eqns, outvars) -> list[DenseLayer]:
+    """Every dense layer in ``eqns``: a 2-D product, a bias added along rows, and the
+    activation its biased result ``z`` goes through (relu as ``max(z, 0)`` or
+    ``select_n(z > 0, 0, z)``, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
+    logistic, or gelu, tanh or erf form). Both the fusion groups a lowered program shows and
+    the GPU's dense-layer kernels come from here."""
+    producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
+    users = _uses(eqns, outvars)
+    layers = []
+    for k, add in enumerate(eqns):
+        if add.primitive is not lax.add_p:
+            continue
+        match = _bias_add(add, producer, users)
+        if match is None:
+            continue
+        z = add.outvars[0]
+        act, act_eqns, out, mask, zeros = _activation(z, eqns, producer, users)
+        layer = DenseLayer(match[0], match[1], k, act, tuple(sorted(act_eqns)), out, mask, (),
+                           False)
+        inside = layer.indices()
+        constants = tuple(c for c in zeros if set(users.get(eqns[c].outvars[0], ())) <= inside)
+        inside |= set(constants)
+        allowed = {out} | ({eqns[mask].outvars[0]} if mask is not None else set())
+        escapes = any(u not in inside for j in inside for v in eqns[j].outvars
+                      if v not in allowed for u in users.get(v, ()))
+        layers.append(layer._replace(constants=constants, escapes=escapes))
+    return layers
+
+
+def _zero(v, producer):
+    """``(is zero, [index of the broadcast making it])`` for an operand ``v``."""
+    if isinstance(v, Literal):
+        return _is_constant(v, 0, {}), []
+    k = producer.get(v)
+    if k is None or not _is_constant(v, 0, {v: k[1]}):
+        return False, []
+    return True, [k[0]]
+
+
 def _activation(z, eqns, producer, users):
-    """``(name, member indices)`` of the activation applied to ``z``: relu (``max(z, 0)`` or
-    ``select_n(z > 0, 0, z)``), tanh, logistic, or gelu (``(c * z) * (1 + tanh(...))`` or
-    ``... (1 + erf(...))``); ``("none", set())`` otherwise. Other readers of ``z`` or of the
-    relu mask just make them group outputs."""
+    """``(name, equations, result, mask, zero broadcasts)`` of the activation applied to
+    ``z`` (``("none", (), z, None, [])`` if none is)."""
     for k in users.get(z, ()):
         e = eqns[k] if k < len(eqns) else None
         if e is None:
             continue
         if e.primitive is lax.max_p and z in e.invars:
-            members = {k}
-            if _zero_operand(e.invars[1] if e.invars[0] is z else e.invars[0], producer,
-                             users, members):
-                return "relu", members
-        if e.primitive is lax.gt_p and e.invars[0] is z:
-            relu = _relu_select(e, k, z, eqns, producer, users)
+            is_zero, zeros = _zero(e.invars[1] if e.invars[0] is z else e.invars[0], producer)
+            if is_zero:
+                return "relu", (k,), e.outvars[0], None, zeros
+        if e.primitive in (lax.gt_p, lax.ge_p) and e.invars[0] is z:
+            is_zero, zeros = _zero(e.invars[1], producer)
+            relu = _relu_select(e, k, z, eqns, producer, users) if is_zero else None
             if relu:
-                return "relu", relu
+                name, members, out, more = relu
+                return name, members, out, k, zeros + more
         if e.primitive in (lax.tanh_p, lax.logistic_p):
-            return e.primitive.name, {k}
+            return e.primitive.name, (k,), e.outvars[0], None, []
     gelu = _gelu(z, eqns, producer)
-    return ("gelu", gelu) if gelu else ("none", set())
+    if gelu:
+        return "gelu", tuple(gelu), eqns[max(gelu)].outvars[0], None, []
+    return "none", (), z, None, []
 
 
-def _relu_select(gt, k, z, eqns, producer, users):
-    """The indices of ``select_n(z > 0, 0, z)`` (with its constants), starting from the
-    comparison ``gt`` at index ``k``; empty if it is not that."""
-    for s in users.get(gt.outvars[0], ()):
+def _relu_select(cmp, k, z, eqns, producer, users):
+    """``(name, equations, result, zero broadcasts)`` of ``select_n(z > 0, 0, z)`` (a relu)
+    or ``select_n(z >= 0, slope * z, z)`` with a literal ``slope > 0`` (a leaky relu, whose
+    result is ``>= 0`` exactly where ``z`` is) reading the comparison ``cmp`` at index ``k``;
+    None if neither does."""
+    for s in users.get(cmp.outvars[0], ()):
         sel = eqns[s] if s < len(eqns) else None
         if sel is None or sel.primitive is not lax.select_n_p or len(sel.invars) != 3 \
-                or sel.invars[0] is not gt.outvars[0] or sel.invars[2] is not z:
+                or sel.invars[0] is not cmp.outvars[0] or sel.invars[2] is not z:
             continue
-        members = {k, s}
-        if _zero_operand(gt.invars[1], producer, users, members) and \
-                _zero_operand(sel.invars[1], producer, users, members):
-            return members
-    return set()
+        low = sel.invars[1]
+        if cmp.primitive is lax.gt_p:
+            is_zero, zeros = _zero(low, producer)
+            if is_zero:
+                return "relu", (s,), sel.outvars[0], zeros
+            continue
+        scaled = producer.get(low)
+        if scaled is None or scaled[1].primitive is not lax.mul_p or z not in scaled[1].invars \
+                or users.get(low) != [s]:
+            continue
+        slope = [v for v in scaled[1].invars if v is not z]
+        if len(slope) == 1 and isinstance(slope[0], Literal) and np.ndim(slope[0].val) == 0 \
+                and float(slope[0].val) > 0:
+            return f"leaky_relu:{float(slope[0].val)!r}", (scaled[0], s), sel.outvars[0], []
+    return None
 
 
 def _gelu(z, eqns, producer):
@@ -738,23 +796,16 @@ def _convex(indices, eqns) -> bool:
 def _dot_epilogues(jaxpr):
     """``[(indices, activation, shape)]``: each dense layer ``act(x @ w + b)`` in ``jaxpr``."""
     eqns = jaxpr.eqns
-    producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
-    users = _uses(jaxpr)
     found, taken = [], set()
-    for k, add in enumerate(eqns):
-        if add.primitive is not lax.add_p:
-            continue
-        match = _bias_add(add, producer, users)
-        if match is None:
-            continue
-        act, extra = _activation(add.outvars[0], eqns, producer, users)
-        indices = {*match, k} | extra
+    for layer in dense_layers(eqns, jaxpr.outvars):
+        act, indices = layer.act, layer.indices()
+        base = {layer.dot, layer.bias, layer.add}
         if act != "none" and (indices & taken or not _convex(indices, eqns)):
-            act, indices = "none", {*match, k}     # the product and its bias, at least
+            act, indices = "none", base     # the product and its bias, at least
         if indices & taken or not _convex(indices, eqns):
             continue
         taken |= indices
-        found.append((tuple(sorted(indices)), act, add.outvars[0].aval.shape))
+        found.append((tuple(sorted(indices)), act, eqns[layer.add].outvars[0].aval.shape))
     return found
 
 
@@ -787,7 +838,7 @@ def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
     ['dot_epilogue', 'dot_epilogue', 'dot_epilogue', 'rows']
     """
     eqns = jaxpr.eqns
-    users = _uses(jaxpr)
+    users = _uses(jaxpr.eqns, jaxpr.outvars)
     claimed: dict = {}
     for indices, act, shape in _dot_epilogues(jaxpr):
         for k in indices:

@@ -1,10 +1,10 @@
 """Dense layers as one GEMM with a fused epilogue: ``act(x @ w + b)``.
 
-``fuse_dense_epilogues`` finds, in a lowered program, a 2-D dot_general whose result only gets a
-bias (broadcast along rows) added and, optionally, a ReLU written as ``select_n(z > 0, 0, z)``,
-and replaces the group with one ``dense`` equation. The ReLU's mask (``z > 0``, which the backward
-pass reads) is recomputed as ``h > 0`` right before its first use, where it fuses into that
-kernel. At run time the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS
+``fuse_dense_epilogues`` replaces each dense layer ``fnx.core.passes.dense_layers`` finds (the
+same layers a lowered program's fusion groups show) with one ``dense`` equation, its activation
+included when the kernels have it (none, relu, leaky relu, sigmoid, tanh) and nothing outside
+the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
+recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS
 epilogues and the best plain GEMM followed by a generated bias+activation kernel.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from ..core import lax
 from ..core.core import Primitive, ShapedArray
 from ..core.jaxpr import Literal, Var
+from ..core.passes import dense_layers
 
 dense_p = Primitive("dense")     # lowering-only: never appears in a user's jaxpr
 dense_p.abstract_eval = lambda x, w, b, **p: ShapedArray(p["shape"], x.dtype)
@@ -22,46 +23,46 @@ gemm_update_p = Primitive("gemm_update")
 gemm_update_p.abstract_eval = lambda x, w, p, **params: p
 
 
-def _is_zero(v, producer):
-    if isinstance(v, Literal):
-        return np.all(np.asarray(v.val) == 0)
-    e = producer.get(v)
-    return e is not None and e.primitive is lax.broadcast_in_dim_p and \
-        isinstance(e.invars[0], Literal) and np.all(np.asarray(e.invars[0].val) == 0)
+# the activations a dense kernel applies (fnx.core.passes names -> activation_c's)
+_KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sigmoid"}
+
+
+def _kernel_act(layer):
+    """The kernel's name for ``layer``'s activation; None if the kernels lack it. A relu
+    written as ``max(z, 0)`` is left out: it carries a NaN through, the kernel's relu makes it
+    0 (as ``nn.relu``'s ``select_n(z > 0, 0, z)`` does)."""
+    if layer.act.startswith("leaky_relu:"):
+        return layer.act
+    if layer.act == "relu" and layer.mask is None:
+        return None
+    return _KERNEL_ACTS.get(layer.act)
 
 
 def fuse_dense_epilogues(eqns, outvars):
-    producer = {v: e for e in eqns for v in e.outvars}
-    users: dict = {}
-    for e in eqns:
-        for v in e.invars:
-            if isinstance(v, Var):
-                users.setdefault(v, []).append(e)
-    for v in outvars:
-        if isinstance(v, Var):
-            users.setdefault(v, []).append(None)
+    layers = dense_layers(eqns, outvars)
     replace, drop, sink = {}, set(), {}
-    for add in eqns:
-        if add.primitive is not lax.add_p:
-            continue
-        match = _match_bias_add(add, producer, users)
-        if match is None:
-            continue
-        dot, bias_eqn, bias = match
-        z = add.outvars[0]
-        act, out, mask_eqn, acts = _activation(z, users.get(z, []), producer)
-        drop.update(id(e) for e in acts)
-        if mask_eqn is not None:
-            if any(u is None or all(u is not a for a in acts)
-                   for u in users.get(mask_eqn.outvars[0], [])):
-                # the backward pass's mask, recomputed from the activation where it is used
-                sink[id(mask_eqn)] = mask_eqn.replace(invars=[out, mask_eqn.invars[1]])
-            else:
-                drop.add(id(mask_eqn))
+    for layer in layers:
+        dot, bias_eqn, add = eqns[layer.dot], eqns[layer.bias], eqns[layer.add]
         x, w = dot.invars
+        z = add.outvars[0]
+        if z.aval.dtype != np.float32 or x.aval.dtype != np.float32:
+            continue
+        act, out = _kernel_act(layer), layer.out
+        if act is None or layer.escapes:     # the GEMM and its bias; the activation apart
+            act, out = "none", z
+        else:
+            drop.update(id(eqns[k]) for k in layer.act_eqns)
+            if layer.mask is not None:
+                mask = eqns[layer.mask]
+                if any(k not in layer.act_eqns for k in _readers(mask.outvars[0], eqns, outvars)):
+                    # the backward pass's mask, recomputed from the activation where it is used
+                    # (the result's sign is z's)
+                    sink[id(mask)] = mask.replace(invars=[out, mask.invars[1]])
+                else:
+                    drop.add(id(mask))
         (lc, rc), _ = dot.params["dimension_numbers"]
         replace[id(add)] = add.replace(
-            primitive=dense_p, invars=[x, w, bias], outvars=[out],
+            primitive=dense_p, invars=[x, w, bias_eqn.invars[0]], outvars=[out],
             params={"act": act, "trans_a": lc == (0,), "trans_b": rc == (1,),
                     "shape": out.aval.shape, "precision": dot.params.get("precision")})
         drop.update((id(dot), id(bias_eqn)))
@@ -81,6 +82,12 @@ def fuse_dense_epilogues(eqns, outvars):
         result.append(replace.get(id(e), e))
     result.extend(sink[m] for m in pending)    # a mask only the program returns
     return result
+
+
+def _readers(v, eqns, outvars):
+    """Indices of the equations reading ``v`` (``len(eqns)`` if the program returns it)."""
+    return [k for k, e in enumerate(eqns) if any(u is v for u in e.invars)] + \
+        [len(eqns)] * any(u is v for u in outvars)
 
 
 def fuse_gradient_steps(eqns, outvars):
@@ -130,60 +137,6 @@ def fuse_gradient_steps(eqns, outvars):
             and r.outvars[0] in outs]
     rest = [replace.get(id(e), e) for e in eqns if id(e) not in drop]
     return [e for e in rest if not any(e is r for r in last)] + last
-
-
-def _activation(z, zu, producer):
-    """``(act, output, mask, eqns)``: the activation the users ``zu`` of a dense layer's ``z``
-    apply (``"none"`` if they are not one), its result, the comparison the backward pass reads
-    as a mask (recomputable from the result, whose sign is ``z``'s), and the equations it
-    replaces."""
-    live = [u for u in zu if u is not None]
-    if len(zu) == 1 and live and live[0].primitive in (lax.logistic_p, lax.tanh_p):
-        return ("sigmoid" if live[0].primitive is lax.logistic_p else "tanh"), \
-            live[0].outvars[0], None, live
-    cmps = [u for u in live if u.primitive in (lax.gt_p, lax.ge_p) and u.invars[0] is z
-            and _is_zero(u.invars[1], producer)]
-    if len(cmps) != 1 or len(zu) not in (2, 3):
-        return "none", z, None, []
-    mask = cmps[0].outvars[0]
-    sels = [u for u in live if u.primitive is lax.select_n_p and len(u.invars) == 3
-            and u.invars[0] is mask and u.invars[2] is z]
-    if len(sels) != 1:
-        return "none", z, None, []
-    sel = sels[0]
-    if len(zu) == 2 and cmps[0].primitive is lax.gt_p and _is_zero(sel.invars[1], producer):
-        return "relu", sel.outvars[0], cmps[0], [sel]
-    # leaky ReLU: select_n(z >= 0, slope * z, z) with slope > 0, so that y >= 0 iff z >= 0
-    scaled = producer.get(sel.invars[1])
-    if len(zu) == 3 and cmps[0].primitive is lax.ge_p and scaled in live \
-            and scaled.primitive is lax.mul_p:
-        slope = [v for v in scaled.invars if v is not z]
-        if len(slope) == 1 and isinstance(slope[0], Literal) and np.ndim(slope[0].val) == 0 \
-                and float(slope[0].val) > 0:
-            return f"leaky_relu:{float(slope[0].val)!r}", sel.outvars[0], cmps[0], [sel, scaled]
-    return "none", z, None, []
-
-
-def _match_bias_add(add, producer, users):
-    for d, bb in (add.invars, add.invars[::-1]):
-        dot, bc = producer.get(d), producer.get(bb)
-        if dot is None or bc is None or dot.primitive is not lax.dot_general_p \
-                or bc.primitive is not lax.broadcast_in_dim_p:
-            continue
-        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-        out = add.outvars[0].aval
-        if lb or rb or len(out.shape) != 2 or out.dtype != np.float32 \
-                or len(lc) != 1 or len(rc) != 1 or any(not isinstance(v, Var) for v in dot.invars) \
-                or dot.invars[0].aval.dtype != np.float32:
-            continue
-        b = bc.invars[0]
-        if not isinstance(b, Var) or b.aval.shape != out.shape[1:] \
-                or tuple(bc.params["broadcast_dimensions"]) != (1,):
-            continue
-        if len(users.get(d, [])) != 1 or len(users.get(bb, [])) != 1:
-            continue
-        return dot, bc, b
-    return None
 
 
 _ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
