@@ -85,13 +85,13 @@ def _float4(pointer, index):
 _XYZW = "xyzw"
 
 
-def _warp_sums(n, t):
+def _warp_sums(n):
     """Every lane ends with the warp's total of each ``sum[j]``."""
     return (f"  for (int j = 0; j < {n}; ++j)\n"
             "    for (int o = 16; o > 0; o >>= 1) sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], o);\n")
 
 
-def _warp_rows(g, m, n, k, ta, tb, t, ep):
+def _warp_rows(m, n, k, ta, tb, t, ep):
     b_cols = "\n".join(f"      sum[{j}] += av * " + _at("B", tb, k, n, "kk", str(j)) + ";"
                        for j in range(n))
     body = (
@@ -103,7 +103,7 @@ def _warp_rows(g, m, n, k, ta, tb, t, ep):
         f"  for (int kk = lane; kk < {k}; kk += 32) {{\n"
         f"    const {t} av = {_at('A', ta, m, k, 'row', 'kk')};\n"
         f"{b_cols}\n"
-        "  }\n" + _warp_sums(n, t) +
+        "  }\n" + _warp_sums(n) +
         f"  for (int col = 0; col < {n}; ++col)\n"
         f"    if (lane == col) {{ const {t} acc = sum[col]; const long long i = row * {n} + col; "
         f"{ep.store} }}\n")
@@ -153,7 +153,7 @@ def _scatter_sums(total):
     return "".join(lines)
 
 
-def _vec_block(g, m, n, k, ta, tb, t, ep, rows):
+def _vec_block(m, n, k, ta, tb, t, ep, rows):
     """A block of threads sweeps K once for ``rows`` rows, each lane taking four consecutive
     k at a time: every piece of B a thread loads serves all the rows, and A is read 16 bytes
     at a time; the threads' sums meet in shared memory."""
@@ -215,7 +215,7 @@ def _column_groups(n, itemsize):
     return groups
 
 
-def _col_threads(g, m, n, k, ta, tb, t, ep, groups):
+def _col_threads(m, n, k, ta, tb, t, ep, groups):
     b = _at("B", tb, k, n, "kk", "{j}")
     body = (
         f"  __shared__ {t} partial[{groups}][{n}][33];\n"
@@ -243,7 +243,7 @@ def _col_threads(g, m, n, k, ta, tb, t, ep, groups):
     return body, (-(-m // 32),), (32 * groups,)
 
 
-def _outer(g, m, n, k, ta, tb, t, ep, rows):
+def _outer(m, n, k, ta, tb, t, ep, rows):
     """Each thread keeps op(B)'s k x 4 block for four output columns in registers and runs
     down ``rows`` rows, storing four outputs at a time."""
     if tb:      # B stored (n, k): columns c0..c0+3 of op(B) are 4k consecutive floats
@@ -283,7 +283,7 @@ def _outer(g, m, n, k, ta, tb, t, ep, rows):
     return body, (-(-n // (4 * _BLOCK)), -(-m // rows)), (_BLOCK,)
 
 
-def _thread_outputs(g, m, n, k, ta, tb, t, ep):
+def _thread_outputs(m, n, k, ta, tb, t, ep):
     body = (
         "  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
         f"  if (i >= {m * n}LL) return;\n"
@@ -313,8 +313,7 @@ class SmallGemm:
         t = C_TYPES[np.dtype(dtype).name]
         name = f"fnx_{kind}_{m}x{n}x{k}_{int(trans_a)}{int(trans_b)}_{epilogue.key}"
         generate, params = _split_kind(kind)
-        body, self.grid, self.block = generate(self, m, n, k, trans_a, trans_b, t, epilogue,
-                                               *params)
+        body, self.grid, self.block = generate(m, n, k, trans_a, trans_b, t, epilogue, *params)
         extra = "".join(f", {d} {p}" for d, p in epilogue.params)
         self.source = (f'extern "C" __global__ void {name}('
                        f"const {t}* __restrict__ A, const {t}* __restrict__ B, {t}* C{extra}) "
