@@ -613,6 +613,7 @@ class DenseLayer(NamedTuple):
     constants: tuple        # broadcast zeros that only the layer reads
     escapes: bool           # a value inside the layer, besides ``out`` and the mask, is read
     #                         outside it (``z`` kept for a backward pass, say)
+    mask_read: bool         # the mask is read outside the activation (by the backward pass)
 
     def indices(self) -> set:
         return {self.dot, self.bias, self.add, *self.act_eqns, *self.constants} | \
@@ -637,7 +638,8 @@ def dense_layers(eqns, outvars) -> list[DenseLayer]:
         z = add.outvars[0]
         act, act_eqns, out, mask, zeros = _activation(z, eqns, producer, users)
         layer = DenseLayer(match[0], match[1], k, act, tuple(sorted(act_eqns)), out, mask, (),
-                           False)
+                           False, mask is not None and any(
+                               u not in act_eqns for u in users.get(eqns[mask].outvars[0], ())))
         inside = layer.indices()
         constants = tuple(c for c in zeros if set(users.get(eqns[c].outvars[0], ())) <= inside)
         inside |= set(constants)

@@ -4,8 +4,9 @@
 same layers a lowered program's fusion groups show) with one ``dense`` equation, its activation
 included when the kernels have it (none, relu, leaky relu, sigmoid, tanh) and nothing outside
 the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
-recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS
-epilogues and the best plain GEMM followed by a generated bias+activation kernel.
+recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time
+the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS epilogues and the best
+plain GEMM followed by a generated bias+activation kernel.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def fuse_dense_epilogues(eqns, outvars):
             drop.update(id(eqns[k]) for k in layer.act_eqns)
             if layer.mask is not None:
                 mask = eqns[layer.mask]
-                if any(k not in layer.act_eqns for k in _readers(mask.outvars[0], eqns, outvars)):
+                if layer.mask_read:
                     # the backward pass's mask, recomputed from the activation where it is used
                     # (the result's sign is z's)
                     sink[id(mask)] = mask.replace(invars=[out, mask.invars[1]])
@@ -82,12 +83,6 @@ def fuse_dense_epilogues(eqns, outvars):
         result.append(replace.get(id(e), e))
     result.extend(sink[m] for m in pending)    # a mask only the program returns
     return result
-
-
-def _readers(v, eqns, outvars):
-    """Indices of the equations reading ``v`` (``len(eqns)`` if the program returns it)."""
-    return [k for k, e in enumerate(eqns) if any(u is v for u in e.invars)] + \
-        [len(eqns)] * any(u is v for u in outvars)
 
 
 def fuse_gradient_steps(eqns, outvars):
