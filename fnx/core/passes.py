@@ -8,6 +8,8 @@ object) when it has nothing to do, so ``optimize`` can run them to a fixed point
 * ``simplify``: algebraic identities (``x * 1``, ``neg(neg(x))``, a reshape to the same shape...)
 * ``cse``: equal equations (same primitive, inputs and parameters) computed once
 * ``dce``: equations no output needs dropped
+* ``sink_totals``: reductions to a single value moved after the row work that does not need
+  them, so a loss and its backward pass share one row group
 
 Equations whose parameters hold jaxprs (cond, while, scan, custom derivatives) are opaque: no
 pass looks inside them, and CSE compares such parameters by identity. Effectful primitives
@@ -358,7 +360,52 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     return jaxpr if len(new.eqns) == len(jaxpr.eqns) else new
 
 
-PASSES = (inline_calls, fold_constants, simplify, cse, dce)
+def _is_total(eqn) -> bool:
+    """A float reduction of a vector (or more) to a single value."""
+    x = eqn.invars[0] if eqn.invars else None
+    return (eqn.primitive in ROW_REDUCTIONS and isinstance(x, Var) and x.aval.ndim >= 1
+            and dtypes.kind(x.aval.dtype) == "f"
+            and int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64)) == 1)
+
+
+def _is_scalar_work(eqn) -> bool:
+    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p) and all(
+        int(np.prod(v.aval.shape, dtype=np.int64)) == 1
+        for v in [*eqn.outvars, *(u for u in eqn.invars if isinstance(u, Var))])
+
+
+def _is_row_work(eqn) -> bool:
+    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p
+            or _row_reduction_space(eqn) is not None)
+
+
+def sink_totals(jaxpr: Jaxpr) -> Jaxpr:
+    """Move each reduction to a single value (a loss averaged over the batch), with the scalar
+    arithmetic on its result, past the elementwise and row work after it that does not read
+    it. A loss's backward pass needs no total, so it then joins the loss's row group: one
+    kernel for both.
+
+    >>> j = fnx.make_jaxpr(lambda x: (jnp.sum(jnp.sum(x, -1)), jnp.exp(x)))(jnp.ones((2, 3)))
+    >>> [e.primitive.name for e in sink_totals(j.jaxpr).eqns]
+    ['reduce_sum', 'exp', 'reduce_sum']
+    """
+    result, held, held_vars, moved = [], [], set(), False
+    for e in jaxpr.eqns:
+        reads_held = any(isinstance(v, Var) and v in held_vars for v in e.invars)
+        if _is_total(e) or (reads_held and _is_scalar_work(e)):
+            held.append(e)
+            held_vars.update(e.outvars)
+            continue
+        if held and (reads_held or not _is_row_work(e)):
+            result += held
+            held, held_vars = [], set()
+        elif held:
+            moved = True
+        result.append(e)
+    return _rebuilt(jaxpr, result + held, {}, moved)
+
+
+PASSES = (inline_calls, fold_constants, simplify, cse, dce, sink_totals)
 
 
 def optimize(jaxpr: Jaxpr, max_rounds: int = 4) -> Jaxpr:
