@@ -3,8 +3,15 @@
 The first call runs the launches eagerly (compiling kernels and sizing cuBLAS workspaces). The
 second captures the whole call into a CUDA graph on a private stream, over static buffers; every
 buffer the captured launches touch is kept alive for the graph's lifetime. Later calls copy only
-the inputs that changed into the static buffers, replay the graph, and return copies of the
-outputs, so an array returned to the user is never overwritten by a later call.
+the inputs that changed into the static buffers and replay the graph.
+
+An array returned to the user is never overwritten by a later call. A replay writes the
+program's results into its graph's own buffers, which a call copies into fresh arrays. Where the
+intermediates are small, two more graphs are captured, each with its own buffers, and calls
+alternate between them, returning their result buffers themselves: a graph replays only when
+the user no longer holds what it returned last (a training loop's ``loss, params = step(...)``
+keeps one call's results at a time); otherwise the first graph runs and its results are copied.
+Allocating and copying results costs the host more than a small step's whole replay.
 
 Donated arguments are the exception, by design: their static buffers receive the results paired
 with them (``GpuExecutable.alias``) and are returned as those results. Passing such a result back
@@ -26,6 +33,21 @@ WRITES: dict = {}
 def note_written(buffers):
     for b in buffers:
         WRITES[id(b)] = WRITES.get(id(b), 0) + 1
+
+
+# the alternating graphs (see above) are captured when the first one's intermediates take no
+# more than this: a bigger step is bound by its GPU time, not by the host's copies
+RING_ARENA_BYTES = 64 * 2**20
+
+
+def _refcounts(arrays):
+    return [sys.getrefcount(a) for a in arrays]
+
+
+def _disjoint(arrays) -> bool:
+    """No two of ``arrays`` share a byte of device memory."""
+    spans = sorted((a.data.ptr, a.data.ptr + a.nbytes) for a in arrays if a.nbytes)
+    return all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
 
 
 # references to a donated static buffer, during a call that passes it back, besides the graph's
@@ -57,12 +79,16 @@ class GraphExecutable:
             f"eager launches ({self.reason or 'graph is captured on the second call'})"
         lines = [self.executable.describe(), f"  execution: {mode}"]
         if self.schedule is not None:
-            lines.append(f"  streams: {self.schedule.describe()}" + (" (chosen by replay time: " + ", ".join(
-                f"{k} {v:.1f} µs" for k, v in self.timed.items()) + ")" if self.timed else ""))
+            timed = "" if not self.timed else " (chosen by replay time: " + ", ".join(
+                f"{k} {v:.1f} µs" for k, v in self.timed.items()) + ")"
+            lines.append(f"  streams: {self.schedule.describe()}{timed}")
         if self.graph is not None:
-            pool = self._keepalive[2]
+            arena = sum(p.total_bytes() for p in self._pools)
             static = sum(a.nbytes for a in self._static_in)
-            lines.append(f"  memory: {pool.total_bytes() / 2**20:.1f} MiB arena (intermediates, "
+            if len(self._ring) > 1:
+                lines.append("  results: two more captured graphs alternate, returning their "
+                             "own result buffers while the user no longer holds them")
+            lines.append(f"  memory: {arena / 2**20:.1f} MiB arena (intermediates, "
                          f"reused by liveness), {static / 2**20:.1f} MiB static inputs")
         if self._donated:
             lines.append(f"  donated arguments {self._donated}: results written in place "
@@ -114,15 +140,29 @@ class GraphExecutable:
                     srcs = ()
             for src, dst in zip(srcs, dsts):
                 cp.copyto(dst, src)
-        self.graph.launch(cp.cuda.get_current_stream())
+        graph, results, owned = self._pick()
+        graph.launch(cp.cuda.get_current_stream())
         outs = list(self._aliased_out)
         if self._fresh:
-            fresh = fresh_outputs(self._out_meta)
-            self._copy_out(self._fresh_src, fresh)
-            for j, o in zip(self._fresh, fresh):
+            if not owned:
+                fresh = fresh_outputs(self._out_meta)
+                self._copy_out(results, fresh)
+                results = fresh
+            for j, o in zip(self._fresh, results):
                 outs[j] = o
         note_written(self._donated_static)
         return outs
+
+    def _pick(self):
+        """``(graph, its result buffers, whether they can be returned as they are)``: one of
+        the alternating graphs whose results the user no longer holds, else the first."""
+        ring = self._ring
+        if len(ring) > 1:
+            for k in (self._turn, 3 - self._turn):
+                if _refcounts(ring[k][1]) == ring[k][2]:
+                    self._turn = 3 - k
+                    return ring[k][0], ring[k][1], True
+        return ring[0][0], ring[0][1], False
 
     def _eager(self, args):
         """Run without the graph and without writing into donated buffers."""
@@ -133,17 +173,20 @@ class GraphExecutable:
             self._plain = GpuExecutable(exe.jaxpr, exe.const_values, exe.backend)
         return self._plain(*args)
 
-    def _record(self, static_in, sched):
+    def _record(self, static_in, sched, pool=None, stream=None):
         """``(graph, outs, env, pool, stream)``: one run of the program on ``static_in``,
-        captured with schedule ``sched``."""
+        captured with schedule ``sched`` (in ``pool`` on ``stream``: the intermediates of an
+        earlier capture there are reused, which is safe because the graphs run one at a time
+        on the caller's stream)."""
         import cupy as cp
         from . import cublas
-        stream = cp.cuda.Stream(non_blocking=True)
-        cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture starts
+        if stream is None:
+            stream = cp.cuda.Stream(non_blocking=True)
+            cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture
         # Everything allocated while capturing comes from a private pool that lives as long as
         # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot
         # hold on to) must never be handed to an array outside it, or replays would overwrite it.
-        pool = cp.cuda.MemoryPool()
+        pool = pool or cp.cuda.MemoryPool()
         with cp.cuda.using_allocator(pool.malloc), stream:
             stream.begin_capture()
             try:
@@ -203,15 +246,36 @@ class GraphExecutable:
                              for j in range(len(static_out))]
         self._donated_static = [static_in[i] for i in self._donated]
         self._fresh = [j for j in range(len(static_out)) if j not in alias]
-        self._fresh_src = [static_out[j] for j in self._fresh]
-        self._out_meta = [(o.shape, o.dtype) for o in self._fresh_src]
-        self._copy_out = MultiCopy([o.nbytes for o in self._fresh_src])
+        results = [static_out[j] for j in self._fresh]
+        self._out_meta = [(o.shape, o.dtype) for o in results]
+        self._copy_out = MultiCopy([o.nbytes for o in results])
+        self._ring = [[graph, results, None]]
+        kept, self._pools = [env], [pool]
+        if results and pool.total_bytes() <= RING_ARENA_BYTES:
+            # two graphs with their own intermediates (one graph's replay must not touch what
+            # another returned) on the same stream, so with the same cuBLAS workspace
+            try:
+                for _ in range(2):
+                    graph_k, outs_k, env_k, pool_k, _ = self._record(static_in, self.schedule,
+                                                                     stream=stream)
+                    outs_k = [o if isinstance(o, cp.ndarray) else cp.asarray(o) for o in outs_k]
+                    self._ring.append([graph_k, [outs_k[j] for j in self._fresh], None])
+                    kept.append(env_k)
+                    self._pools.append(pool_k)
+                    del outs_k, env_k
+            except Exception:           # the first graph alone, its results always copied
+                pass
+            # all three, and no result sharing memory with an input or another result
+            if len(self._ring) < 3 or not _disjoint(
+                    [a for _, r, _ in self._ring for a in r] + static_in):
+                del self._ring[1:], kept[1:], self._pools[1:]
+        self._turn = 1
         self._copied = [i for i in range(len(args)) if i not in set(self._donated)]
         self._last = [None] * len(args)
         self._last_writes = [0] * len(args)
         self._copiers: dict = {}
-        self._keepalive = (env, stream, pool)
-        del outs, env, static_out
+        self._keepalive = (kept, stream)
+        del outs, env, static_out, kept, results
         # what holds a donated static buffer while no user array does: this object's lists, the
         # kept-alive environment, a local ``s`` (as in _replay) and getrefcount's argument
         self._free_refs = {}
@@ -219,3 +283,6 @@ class GraphExecutable:
             s = static_in[i]
             self._free_refs[i] = sys.getrefcount(s)
         s = None
+        if len(self._ring) > 1:        # the references a graph's results have while unheld
+            for entry in self._ring:
+                entry[2] = _refcounts(entry[1])
