@@ -15,10 +15,13 @@ import numpy as np
 from .cublas import _CUDA_TYPE, WORKSPACE_BYTES, compute_type
 
 _DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
-_DESC_BIAS_DATA_TYPE = 26
+_DESC_AUX_POINTER, _DESC_AUX_LD, _DESC_BIAS_DATA_TYPE = 11, 12, 26
 _LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
 _PREF_MAX_WORKSPACE_BYTES = 1
-EPILOGUES = {"none": 1, "relu": 2, "bias": 4, "relu_bias": 6, "gelu": 32, "gelu_bias": 36}
+EPILOGUES = {"none": 1, "relu": 2, "bias": 4, "relu_bias": 6, "gelu": 32, "gelu_bias": 36,
+             # with an auxiliary matrix: the forward writes ReLU's bitmask (GELU's input),
+             # the backward reads it and also writes the bias gradient
+             "relu_aux_bias": 134, "drelu_bgrad": 152, "gelu_aux_bias": 164, "dgelu_bgrad": 208}
 _CUDA_R_32F = 0
 
 
@@ -75,6 +78,20 @@ def _layout(dtype, rows, cols, ld, batch, stride):
     return lay
 
 
+def aux_ld(n: int, epilogue: str) -> int:
+    """Leading dimension of an epilogue's auxiliary matrix for ``n`` output columns: in bits
+    for ReLU's bitmask (a multiple of 128), in elements for GELU's input (a multiple of 8)."""
+    return -(-n // 128) * 128 if "relu" in epilogue else -(-n // 8) * 8
+
+
+def aux_shape(m: int, n: int, epilogue: str, dtype) -> tuple:
+    """``(shape, dtype)`` of the auxiliary matrix of an ``m x n`` result, in row-major terms:
+    row ``i`` holds output row ``i``'s mask bits (bytes) or GELU inputs."""
+    ld = aux_ld(n, epilogue)
+    return ((m, ld // 8), np.dtype(np.uint8)) if "relu" in epilogue else \
+        ((m, ld), np.dtype(dtype))
+
+
 class Plan:
     """One GEMM problem: ``out[b] = epilogue(op(a[b]) @ op(b[b]) (+ bias))`` in row-major terms,
     with every algorithm cuBLASLt's heuristic offers for it (``len(plan.algos)``)."""
@@ -96,9 +113,10 @@ class Plan:
         _set(setd, self.desc, _DESC_TRANSB, ctypes.c_int32(1 if trans_a else 0))
         if epilogue != "none":
             _set(setd, self.desc, _DESC_EPILOGUE, ctypes.c_int32(EPILOGUES[epilogue]))
-        if "bias" in epilogue:
+        if "bias" in epilogue or "bgrad" in epilogue:
             _set(setd, self.desc, _DESC_BIAS_DATA_TYPE, ctypes.c_int32(_CUDA_TYPE[out_dtype]))
-            self._bias = ctypes.c_void_p(0)
+        if "aux" in epilogue or epilogue.startswith("d"):
+            _set(setd, self.desc, _DESC_AUX_LD, ctypes.c_int64(aux_ld(n, epilogue)))
         b_rows, b_cols = (k, n) if trans_b else (n, k)
         a_rows, a_cols = (m, k) if trans_a else (k, m)
         self.b_layout = _layout(dtype, b_rows, b_cols, b_rows, batch, n * k if b_batched else 0)
@@ -111,16 +129,22 @@ class Plan:
         results = (_HeuristicResult * max_algos)()
         count = ctypes.c_int(0)
         self.bias_pointer_set = False
-        if "bias" in epilogue:   # the heuristic checks the bias pointer's alignment
+        # the heuristic checks the alignment of the bias and auxiliary pointers
+        if "bias" in epilogue or "bgrad" in epilogue:
             _set(setd, self.desc, _DESC_BIAS_POINTER, ctypes.c_void_p(256))
+        if "aux" in epilogue or epilogue.startswith("d"):
+            _set(setd, self.desc, _DESC_AUX_POINTER, ctypes.c_void_p(256))
         status = lib.cublasLtMatmulAlgoGetHeuristic(
             _handle(), self.desc, self.b_layout, self.a_layout, self.c_layout, self.c_layout,
             pref, max_algos, results, ctypes.byref(count))
         self.algos = [results[i] for i in range(count.value) if results[i].state == 0] \
             if status == 0 else []
 
-    def __call__(self, out, a, b, algo: int = 0, bias=None, c=None, alpha=1.0, beta=0.0):
-        """``out = epilogue(alpha * op(a) @ op(b) + beta * c (+ bias))``."""
+    def __call__(self, out, a, b, algo: int = 0, bias=None, c=None, alpha=1.0, beta=0.0,
+                 aux=None):
+        """``out = epilogue(alpha * op(a) @ op(b) + beta * c (+ bias))``. ``aux``: the
+        auxiliary matrix (``aux_shape``) the epilogue writes (forward) or reads (backward);
+        ``bias``: the bias gradient a ``*_bgrad`` epilogue writes."""
         import cupy as cp
         from .cublas import handle_for
         lib = _lib()
@@ -129,6 +153,9 @@ class Plan:
         if bias is not None:
             _set(lib.cublasLtMatmulDescSetAttribute, self.desc, _DESC_BIAS_POINTER,
                  ctypes.c_void_p(bias.data.ptr))
+        if aux is not None:
+            _set(lib.cublasLtMatmulDescSetAttribute, self.desc, _DESC_AUX_POINTER,
+                 ctypes.c_void_p(aux.data.ptr))
         r = self.algos[algo]
         scalar = ctypes.c_double if self.dtype == np.float64 else ctypes.c_float
         c = out if c is None else c
