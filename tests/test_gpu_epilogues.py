@@ -123,3 +123,46 @@ def test_scaled_product_plus_c_operand(gpu):
     ref = np.maximum(0.5 * (x.astype(np.float64) @ w) + 2.0 * c + b, 0)
     np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-4, atol=1e-4)
     assert f.lower(*args).compile().num_launches <= 2
+
+
+def _gelu_tanh_and_slope(z):
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (z + 0.044715 * z ** 3))
+    return 0.5 * z * (1 + t), 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * 0.044715 * z * z)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_cublaslt_auxiliary_epilogues_match_float64(gpu, act):
+    """The forward epilogue writes the activation and its auxiliary matrix (ReLU's bitmask,
+    GELU's input); the backward one reads it and writes ``gZ = (g @ w2.T) * act'(z)`` and the
+    bias gradient ``gZ.sum(0)``. 96 columns: the bitmask's rows are padded to 128 bits."""
+    import cupy as cp
+    from fnx.cuda.cublaslt import Plan, aux_shape
+    m, n, k, k2 = 64, 96, 80, 48
+    rng = np.random.default_rng(7 if act == "relu" else 8)
+    x, w, b, g, w2 = (rng.standard_normal(s).astype(np.float32)
+                      for s in [(m, k), (k, n), (n,), (m, k2), (n, k2)])
+    z = x.astype(np.float64) @ w.astype(np.float64) + b
+    h_ref, slope = (np.maximum(z, 0), (z > 0) * 1.0) if act == "relu" else _gelu_tanh_and_slope(z)
+    forward = Plan(m, n, k, False, False, np.float32, np.float32, "highest",
+                   epilogue=f"{act}_aux_bias")
+    backward = Plan(m, n, k2, False, True, np.float32, np.float32, "highest",
+                    epilogue=f"d{act}_bgrad")
+    assert forward.algos and backward.algos
+    shape, dtype = aux_shape(m, n, forward.epilogue, np.float32)
+    aux, h = cp.zeros(shape, dtype), cp.empty((m, n), np.float32)
+    forward(h, cp.asarray(x), cp.asarray(w), bias=cp.asarray(b), aux=aux)
+    np.testing.assert_allclose(cp.asnumpy(h), h_ref, rtol=1e-4, atol=1e-4)
+    if act == "relu":
+        bits = np.unpackbits(cp.asnumpy(aux), axis=1, bitorder="little")[:, :n].astype(bool)
+        clear = np.abs(z) > 1e-4
+        np.testing.assert_array_equal(bits[clear], (z > 0)[clear])
+    else:
+        np.testing.assert_allclose(cp.asnumpy(aux)[:, :n], z, rtol=1e-4, atol=1e-4)
+    gz, gb = cp.empty((m, n), np.float32), cp.empty(n, np.float32)
+    backward(gz, cp.asarray(g), cp.asarray(w2), bias=gb, aux=aux)
+    gz_ref = (g.astype(np.float64) @ w2.astype(np.float64).T) * slope
+    # cuBLASLt's GELU derivative is a fast approximation: off by up to ~2e-4 on inputs near 0
+    tol = 1e-4 if act == "relu" else 1e-3
+    np.testing.assert_allclose(cp.asnumpy(gz), gz_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(cp.asnumpy(gb), gz_ref.sum(0), rtol=tol, atol=10 * tol)

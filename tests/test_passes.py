@@ -427,6 +427,11 @@ def test_mlp_step_groups_have_dense_layers_and_rows():
     rows = [g for g in groups if g.kind == "rows"]
     picks = [jaxpr.eqns[k].primitive.name for g in rows for k in g.eqn_indices]
     assert "take_along_axis" in picks and "reduce_max" in picks
+    # the loss, its mean over the batch and its gradient: one row group (sink_totals)
+    assert len(rows) == 1, passes.pp_fusion_groups(jaxpr, groups)
+    assert any(jaxpr.eqns[k].primitive.name == "reduce_sum"
+               and jaxpr.eqns[k].outvars[0].aval.shape == () for k in rows[0].eqn_indices)
+    assert any(v.aval.shape == (8, 5) for v in rows[0].outputs)     # the logits' gradient
     # the relu's mask is read again by the backward pass: an output of the group
     first = dense[0]
     gt = next(jaxpr.eqns[k].outvars[0] for k in first.eqn_indices
@@ -435,6 +440,25 @@ def test_mlp_step_groups_have_dense_layers_and_rows():
     text = lowered.as_text()
     assert "fusion groups" in text and "dot_epilogue[relu]" in text and ": rows [8,5]" in text
     assert text.index("fusion groups") > text.index("in (")
+
+
+def test_sink_totals_moves_a_mean_past_row_work_only():
+    def f(x, w):
+        loss = jnp.mean(jnp.sum(x * x, -1))         # a total
+        g = jnp.exp(x) * 2.0                          # row work that does not read it
+        return loss, g @ w, loss * 3.0               # a product: the total stays before it
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((6, 2)).astype(np.float32)
+    jaxpr = fnx.make_jaxpr(f)(x, w).jaxpr
+    moved = passes.sink_totals(jaxpr)
+    names = [e.primitive.name for e in moved.eqns]
+    first_total = next(i for i, e in enumerate(moved.eqns) if e.primitive.name == "reduce_sum"
+                       and e.outvars[0].aval.shape == ())
+    assert names.index("exp") < first_total < names.index("dot_general"), names
+    assert passes.sink_totals(moved) is moved             # a fixed point
+    want = eval_jaxpr(jaxpr, [], x, w)
+    for a, b in zip(eval_jaxpr(moved, [], x, w), want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
 
 
 @pytest.mark.parametrize("act,fn", [
