@@ -173,11 +173,9 @@ class GraphExecutable:
             self._plain = GpuExecutable(exe.jaxpr, exe.const_values, exe.backend)
         return self._plain(*args)
 
-    def _record(self, static_in, sched, pool=None, stream=None):
+    def _record(self, static_in, sched, stream=None):
         """``(graph, outs, env, pool, stream)``: one run of the program on ``static_in``,
-        captured with schedule ``sched`` (in ``pool`` on ``stream``: the intermediates of an
-        earlier capture there are reused, which is safe because the graphs run one at a time
-        on the caller's stream)."""
+        captured with schedule ``sched`` on ``stream`` (a new one if None), in a new pool."""
         import cupy as cp
         from . import cublas
         if stream is None:
@@ -186,7 +184,7 @@ class GraphExecutable:
         # Everything allocated while capturing comes from a private pool that lives as long as
         # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot
         # hold on to) must never be handed to an array outside it, or replays would overwrite it.
-        pool = pool or cp.cuda.MemoryPool()
+        pool = cp.cuda.MemoryPool()
         with cp.cuda.using_allocator(pool.malloc), stream:
             stream.begin_capture()
             try:
