@@ -22,9 +22,9 @@ ACTS = {
     "tanh": (jnp.tanh, np.tanh, True),
     "gelu_tanh": (lambda z: nn.gelu(z, approximate=True),
                   lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi)
-                                                   * (z + 0.044715 * z ** 3))), False),
+                                                   * (z + 0.044715 * z ** 3))), True),
     "gelu_exact": (lambda z: nn.gelu(z, approximate=False),
-                   lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))), False),
+                   lambda z: 0.5 * z * (1 + _erf(z / math.sqrt(2))), True),
 }
 # bias kind -> its shape for an (m, n) product
 BIASES = {"column": lambda m, n: (n,), "row": lambda m, n: (m, 1), "scalar": lambda m, n: ()}

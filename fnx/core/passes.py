@@ -23,6 +23,7 @@ groups use it, and so does the GPU backend, which lowers each layer to one GEMM 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -455,7 +456,7 @@ class FusionGroup:
     ``eqn_indices``: positions in ``jaxpr.eqns``, increasing; ``inputs``: the Vars the group
     reads from outside; ``outputs``: the Vars it defines that are read after it (or returned);
     ``shape``: the iteration shape; ``activation``: a dot epilogue's ("none", "relu", "tanh",
-    "logistic", "gelu"), else None.
+    "logistic", "gelu_tanh", "gelu_erf"), else None.
     """
     kind: str
     eqn_indices: tuple
@@ -653,7 +654,8 @@ class DenseLayer(NamedTuple):
     dot: int
     bias: int               # the broadcast of the bias vector along rows
     add: int
-    act: str                # "none", "relu", "leaky_relu:<slope>", "tanh", "logistic", "gelu"
+    act: str                # "none", "relu", "leaky_relu:<slope>", "tanh", "logistic",
+    #                         "gelu_tanh" or "gelu_erf" (GELU_FORMS)
     act_eqns: tuple         # the activation's equations
     out: Var                # the layer's result: the activation's, or the biased product
     mask: int | None        # a ReLU's ``z > 0`` (``z >= 0`` if leaky), read by the backward
@@ -671,8 +673,8 @@ def dense_layers(eqns, outvars) -> list[DenseLayer]:
     """Every dense layer in ``eqns``: a 2-D product, a bias added along rows, and the
     activation its biased result ``z`` goes through (relu as ``max(z, 0)`` or
     ``select_n(z > 0, 0, z)``, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
-    logistic, or gelu, tanh or erf form). Both the fusion groups a lowered program shows and
-    the GPU's dense-layer kernels come from here."""
+    logistic, or gelu, tanh or erf form, checked on probe values). Both the fusion groups a
+    lowered program shows and the GPU's dense-layer kernels come from here."""
     producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
     users = _uses(eqns, outvars)
     layers = []
@@ -727,9 +729,49 @@ def _activation(z, eqns, producer, users):
         if e.primitive in (lax.tanh_p, lax.logistic_p):
             return e.primitive.name, (k,), e.outvars[0], None, []
     gelu = _gelu(z, eqns, producer)
-    if gelu:
-        return "gelu", tuple(gelu), eqns[max(gelu)].outvars[0], None, []
+    form = _gelu_form(z, sorted(gelu), eqns) if gelu else None
+    if form:
+        return form, tuple(gelu), eqns[max(gelu)].outvars[0], None, []
     return "none", (), z, None, []
+
+
+_GELU_PROBE = np.linspace(-6.0, 6.0, 61)
+GELU_FORMS = {   # name -> the float64 function, for the probe below
+    "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))),
+    "gelu_erf": lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / np.sqrt(2))),
+}
+
+
+def _gelu_form(z, indices, eqns):
+    """Which gelu (``GELU_FORMS``) the elementwise equations at ``indices`` compute from ``z``,
+    found by running them on probe values of ``z``; None if neither (a look-alike whose
+    constants differ)."""
+    cpu = get_backend("cpu")
+    dtype = np.dtype(z.aval.dtype)
+    shape = _GELU_PROBE.shape
+
+    def probe(value):
+        return Array(np.full(shape, value, dtype) if np.ndim(value) == 0 else
+                     np.asarray(value, dtype), cpu)
+    env = {z: probe(_GELU_PROBE)}
+    try:
+        with set_current_trace(EvalTrace(None)), np.errstate(all="ignore"):
+            for k in indices:
+                e = eqns[k]
+                if e.primitive is lax.broadcast_in_dim_p:       # a constant, probe-shaped
+                    env[e.outvars[0]] = probe(_literal_value(e.invars[0]))
+                    continue
+                args = [env[v] if isinstance(v, Var) else probe(_literal_value(v))
+                        for v in e.invars]
+                env[e.outvars[0]] = e.primitive.bind(*args, **e.params)
+        out = np.asarray(cpu.to_numpy(env[eqns[indices[-1]].outvars[0]]._value), np.float64)
+    except Exception:       # anything unusual: not a gelu the kernels may stand in for
+        return None
+    for name, ref in GELU_FORMS.items():
+        if np.allclose(out, ref(_GELU_PROBE.astype(dtype).astype(np.float64)),
+                       rtol=1e-4, atol=1e-5):
+            return name
+    return None
 
 
 def _relu_select(cmp, k, z, eqns, producer, users):

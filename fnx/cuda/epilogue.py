@@ -2,11 +2,12 @@
 
 ``fuse_dense_epilogues`` replaces each dense layer ``fnx.core.passes.dense_layers`` finds (the
 same layers a lowered program's fusion groups show) with one ``dense`` equation, its activation
-included when the kernels have it (none, relu, leaky relu, sigmoid, tanh) and nothing outside
-the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
+included when the kernels have it (none, relu, leaky relu, sigmoid, tanh, gelu) and nothing
+outside the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
 recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time
 the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS epilogues and the best
-plain GEMM followed by a generated bias+activation kernel.
+plain GEMM followed by a generated bias+activation kernel (and cuBLASLt's GELU_BIAS for the tanh
+form of gelu, which is the one cuBLASLt computes).
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ gemm_update_p.abstract_eval = lambda x, w, p, **params: p
 
 
 # the activations a dense kernel applies (fnx.core.passes names -> activation_c's)
-_KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sigmoid"}
+_KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sigmoid",
+                "gelu_tanh": "gelu_tanh", "gelu_erf": "gelu_erf"}
 
 
 def _kernel_act(layer):
@@ -135,12 +137,18 @@ def fuse_gradient_steps(eqns, outvars):
 
 
 _ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
-                 "tanh": "tanh(v)"}
+                 "tanh": "tanh(v)",
+                 # fnx.nn.gelu's two forms (fnx.core.passes.GELU_FORMS)
+                 "gelu_tanh": "((decltype(v))0.5 * v * (1 + tanh((decltype(v))0.7978845608028654"
+                              " * (v + (decltype(v))0.044715 * v * v * v))))",
+                 "gelu_erf": "((decltype(v))0.5 * v"
+                             " * (1 + erf(v * (decltype(v))0.7071067811865476)))"}
 
 
 def activation_c(act: str) -> str:
-    """A dense layer's activation (none, relu, sigmoid, tanh or ``leaky_relu:<slope>``) as a
-    C expression of ``v``, the biased product: one table for every fused epilogue."""
+    """A dense layer's activation (none, relu, sigmoid, tanh, gelu_tanh, gelu_erf or
+    ``leaky_relu:<slope>``) as a C expression of ``v``, the biased product: one table for every
+    fused epilogue."""
     if act.startswith("leaky_relu:"):
         return f"(v >= 0 ? v : v * (decltype(v))({act.split(':', 1)[1]}))"
     return _ACTIVATION_C[act]

@@ -213,10 +213,10 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     dtype = np.dtype(a.dtype)
     key = f"dense-{act}-{m}x{n}x{k}{_layout(trans_a, trans_b)}-{dtype.name}-{precision}"
     epilogue = dense_epilogue(act, dtype)
-    # cuBLASLt's epilogues: the bias alone, or with a ReLU
-    lt_args = None if act not in ("none", "relu") else \
-        (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True,
-         "relu_bias" if act == "relu" else "bias")
+    # cuBLASLt's epilogues: the bias alone, or with a ReLU or a (tanh-form) GELU
+    lt_epilogue = {"none": "bias", "relu": "relu_bias", "gelu_tanh": "gelu_bias"}.get(act)
+    lt_args = None if lt_epilogue is None else \
+        (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, 1, True, True, lt_epilogue)
 
     # the generated kernels compete with their epilogue inside: the unfused pair is cuBLAS's
     def unfused(timing):
