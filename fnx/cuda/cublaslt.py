@@ -113,9 +113,11 @@ class Plan:
         _set(setd, self.desc, _DESC_TRANSB, ctypes.c_int32(1 if trans_a else 0))
         if epilogue != "none":
             _set(setd, self.desc, _DESC_EPILOGUE, ctypes.c_int32(EPILOGUES[epilogue]))
-        if "bias" in epilogue or "bgrad" in epilogue:
+        has_bias = "bias" in epilogue or "bgrad" in epilogue
+        has_aux = "aux" in epilogue or epilogue.startswith("d")
+        if has_bias:
             _set(setd, self.desc, _DESC_BIAS_DATA_TYPE, ctypes.c_int32(_CUDA_TYPE[out_dtype]))
-        if "aux" in epilogue or epilogue.startswith("d"):
+        if has_aux:
             _set(setd, self.desc, _DESC_AUX_LD, ctypes.c_int64(aux_ld(n, epilogue)))
         b_rows, b_cols = (k, n) if trans_b else (n, k)
         a_rows, a_cols = (m, k) if trans_a else (k, m)
@@ -128,11 +130,10 @@ class Plan:
              ctypes.c_uint64(WORKSPACE_BYTES))
         results = (_HeuristicResult * max_algos)()
         count = ctypes.c_int(0)
-        self.bias_pointer_set = False
         # the heuristic checks the alignment of the bias and auxiliary pointers
-        if "bias" in epilogue or "bgrad" in epilogue:
+        if has_bias:
             _set(setd, self.desc, _DESC_BIAS_POINTER, ctypes.c_void_p(256))
-        if "aux" in epilogue or epilogue.startswith("d"):
+        if has_aux:
             _set(setd, self.desc, _DESC_AUX_POINTER, ctypes.c_void_p(256))
         status = lib.cublasLtMatmulAlgoGetHeuristic(
             _handle(), self.desc, self.b_layout, self.a_layout, self.c_layout, self.c_layout,
