@@ -173,6 +173,42 @@ def test_masked_gradient_and_its_column_sum_are_one_launch(gpu, shape):
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("k", [1, 10, 16, 17])
+def test_small_product_is_computed_inside_the_kernel_reading_it(gpu, ta, tb, k):
+    """The backward of a dense layer under a classifier head: gz = where(h > 0, g @ w.T, 0)
+    and its column sum. With at most 16 terms per element the product joins that kernel; with
+    17 it stays a GEMM."""
+    from fnx import lax
+    rng = np.random.default_rng(k)
+    m, n = 96, 130
+    g = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    h = rng.standard_normal((m, n)).astype(np.float32)
+    dims = (((0,) if ta else (1,), (1,) if tb else (0,)), ((), ()))
+
+    def backward(g, w, h):
+        gz = jnp.where(h > 0, lax.dot_general(g, w, dims), 0.0)
+        return gz, jnp.sum(gz, axis=0)
+    exe, (gz, db) = _lower(backward, [fnx.device_put(a, gpu) for a in (g, w, h)], gpu)
+    gemm = any(label.startswith("dot_general") for label in exe.labels)
+    assert (exe.num_launches, gemm) == ((1, False) if k <= 16 else (3, True)), exe.describe()
+    product = (g.T if ta else g).astype(np.float64) @ (w.T if tb else w).astype(np.float64)
+    ref = np.where(h > 0, product, 0.0)
+    np.testing.assert_allclose(gpu.to_numpy(gz), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gpu.to_numpy(db), ref.sum(0), rtol=1e-4, atol=1e-4)
+
+
+def test_a_small_product_alone_stays_a_gemm(gpu):
+    rng = np.random.default_rng(3)
+    a, b = (fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu)
+            for s in [(64, 8), (8, 48)])
+    exe, (c,) = _lower(lambda a, b: a @ b, [a, b], gpu)
+    assert exe.num_launches == 1 and not exe.kernels, exe.describe()
+    np.testing.assert_allclose(gpu.to_numpy(c), np.asarray(a, np.float64) @ np.asarray(b, np.float64),
+                               rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
 def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, tmp_path,
                                                                    monkeypatch):

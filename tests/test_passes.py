@@ -590,3 +590,29 @@ def test_gpu_layer_whose_biased_product_is_read_again_keeps_it():
         return jnp.tanh(z), z
     eqns = _gpu_fused(f, x, w, b)
     assert _dense_acts(eqns) == ["none"] and "tanh" in [e.primitive.name for e in eqns]
+
+
+def test_a_small_product_joins_the_elementwise_work_reading_it():
+    """At most SMALL_PRODUCT_K terms per element: the product is computed inside the chain
+    that reads it (with the column sum after it), unless its operands are made in that chain."""
+    from fnx import lax
+    rng = np.random.default_rng(0)
+    g, w, h = (jnp.asarray(rng.standard_normal(s).astype(F32)) for s in [(8, 5), (12, 5), (8, 12)])
+
+    def backward(g, w, h):
+        gz = jnp.where(h > 0, lax.dot_general(g, w, (((1,), (1,)), ((), ()))), 0.0)
+        return gz, gz.sum(0)
+    jaxpr = fnx.make_jaxpr(backward)(g, w, h).jaxpr
+    groups = passes.fusion_groups(jaxpr)
+    assert [grp.kind for grp in groups] == ["reduction"], passes.pp_fusion_groups(jaxpr, groups)
+
+    def made_inside(g, w):
+        return lax.dot_general(jnp.exp(g), w, (((1,), (1,)), ((), ()))) + 1.0
+    jaxpr = fnx.make_jaxpr(made_inside)(g, w).jaxpr
+    names = [[jaxpr.eqns[k].primitive.name for k in grp.eqn_indices]
+             for grp in passes.fusion_groups(jaxpr)]
+    assert names == [["exp"], ["dot_general", "add"]], names     # a second kernel reads exp
+
+    wide = jnp.asarray(rng.standard_normal((8, 17)).astype(F32))
+    jaxpr = fnx.make_jaxpr(lambda a, b: jnp.tanh(a @ b))(wide, wide.T).jaxpr
+    assert [grp.kind for grp in passes.fusion_groups(jaxpr)] == ["single", "elementwise"]

@@ -471,6 +471,39 @@ def is_fusible(eqn) -> bool:
     return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
 
 
+SMALL_PRODUCT_K = 16
+
+
+def small_product(eqn) -> bool:
+    """A float 2-D product summing at most ``SMALL_PRODUCT_K`` terms per element (a
+    classifier's few logits' gradient times its weights). Fused code computes each element
+    as a short dot where the elementwise work reading it runs, instead of a launch of its
+    own."""
+    if eqn.primitive is not lax.dot_general_p:
+        return False
+    (lc, _), (lb, rb) = eqn.params["dimension_numbers"]
+    a, b = eqn.invars
+    if lb or rb or len(lc) != 1 or not isinstance(a, Var) or not isinstance(b, Var):
+        return False
+    dtype = eqn.outvars[0].aval.dtype
+    return (len(a.aval.shape) == 2 and len(b.aval.shape) == 2
+            and a.aval.dtype == dtype == b.aval.dtype and dtype.name in ("float32", "float64")
+            and a.aval.shape[lc[0]] <= SMALL_PRODUCT_K)
+
+
+def joins_run(eqn, produced) -> bool:
+    """Whether ``eqn`` can join an elementwise run that has made ``produced``: a small product
+    reads its operands whole, so they must come from before the run."""
+    if small_product(eqn):
+        return not any(v in produced for v in eqn.invars)
+    return is_fusible(eqn)
+
+
+def products_only(eqns) -> bool:
+    """A run of small products alone gains nothing by fusing: they stay GEMMs."""
+    return all(small_product(e) for e in eqns)
+
+
 def row_kind(shape, space):
     """'row' for the whole (rows, C) space, 'per_row' for one value per row, 'scalar' for one
     value, else None."""
@@ -594,7 +627,7 @@ def leading_sum(eqn, shape) -> bool:
 def _elementwise_chain(eqns, i, claimed):
     """The elementwise chain starting at ``eqns[i]``: ``(end, shape)``."""
     shape, produced, j = None, set(), i
-    while j < len(eqns) and j not in claimed and is_fusible(eqns[j]):
+    while j < len(eqns) and j not in claimed and joins_run(eqns[j], produced):
         e = eqns[j]
         if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in produced:
             break       # broadcasting an intermediate needs another iteration shape
@@ -605,6 +638,8 @@ def _elementwise_chain(eqns, i, claimed):
             shape = out_shape
         produced.update(e.outvars)
         j += 1
+    if products_only(eqns[i:j]):
+        return i, None
     return j, shape
 
 

@@ -35,7 +35,8 @@ class ColumnKernel:
         self._kernel = None
 
     def _generate(self):
-        body = self.chain.body()
+        body = self.chain.body(coords=("r", "c") if len(self.shape) == 2 and self.rows == self.shape[0]
+                               else None)
         x = self.chain.names[self.summed]
         out = self.reduce.outvars[0]
         acc_t = compute_type(out.aval.dtype)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
+from ..core.passes import small_product
 from .compile import kernel as _compile
 
 C_TYPES = {
@@ -209,8 +210,10 @@ class FusedKernel:
         vs = [*self.inputs, *self.outputs, *(v for e in self.eqns for v in e.invars + e.outvars)]
         return {v.aval.dtype for v in vs}
 
-    def body(self) -> str:
-        """The statements computing element ``i`` of every output."""
+    def body(self, coords=None) -> str:
+        """The statements computing element ``i`` of every output. ``coords``: C expressions
+        of a 2-D element's row and column, where the caller has them (a small product's
+        operand loads then stay the same along a thread's loop, and are loaded once)."""
         names = {}
         lines = []
         # inputs reach the iteration shape directly, through a broadcast_in_dim, or as scalars
@@ -221,7 +224,9 @@ class FusedKernel:
         def load(k, v, index):
             return load_value(v.aval.dtype, f"in{k}[{index}]")
 
-        direct = {v for e in self.eqns if e.outvars[0] not in bcast_of for v in e.invars}
+        # a small product reads its operands at the indices of its own sums
+        direct = {v for e in self.eqns if e.outvars[0] not in bcast_of and not small_product(e)
+                  for v in e.invars}
         direct |= set(self.outputs) | set(self.also_read)
         for k, v in enumerate(self.inputs):
             if v not in direct:
@@ -244,10 +249,13 @@ class FusedKernel:
                              f"{load(k, src, index)};")
                 counter += 1
                 continue
-            args = [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
             p = e.primitive
             dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
-            if p is lax.iota_p:
+            args = [] if small_product(e) else \
+                [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
+            if small_product(e):
+                expr = self._product(e, load, coords)
+            elif p is lax.iota_p:
                 d = e.params["dimension"]
                 expr = (f"(({compute_type(out.aval.dtype)})((i / {_strides(self.shape)[d]}LL) "
                         f"% {self.shape[d]}LL))")
@@ -268,6 +276,23 @@ class FusedKernel:
                 lines.append(f"    if (i == 0) out{k}[0] = {val};")
         self.names = names
         return "\n".join(lines)
+
+    def _product(self, e, load, coords) -> str:
+        """Element ``i`` of a small product: its few terms summed in order."""
+        (lc, rc), _ = e.params["dimension_numbers"]
+        a, b = e.invars
+        m, n = e.outvars[0].aval.shape
+        terms = a.aval.shape[lc[0]]
+        row, col = coords or (f"(i / {n}LL)", f"(i % {n}LL)")
+
+        def at_a(t):
+            return f"{row} * {terms}LL + {t}" if lc[0] == 1 else f"{t * m}LL + {row}"
+
+        def at_b(t):
+            return f"{t * n}LL + {col}" if rc[0] == 0 else f"{col} * {terms}LL + {t}"
+        ka, kb = self.inputs.index(a), self.inputs.index(b)
+        return "(" + " + ".join(f"{load(ka, a, at_a(t))} * {load(kb, b, at_b(t))}"
+                                for t in range(terms)) + ")" if terms else "0"
 
     def kernel(self):
         if self._kernel is None:

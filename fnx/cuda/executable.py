@@ -14,7 +14,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table
-from ..core.passes import is_fusible, leading_sum, row_group
+from ..core.passes import is_fusible, joins_run, leading_sum, products_only, row_group
 from .columns import ColumnKernel
 from .compile import compile_together
 from .decompose import decompose
@@ -224,7 +224,15 @@ class GpuExecutable:
                 self._add_kernels([self._plan_fused(group, shape, self._needed(group),
                                                     RowKernel)])
                 continue
-            if not is_fusible(eqns[i]):
+            j = i
+            produced: set = set()
+            while j < len(eqns) and joins_run(eqns[j], produced):
+                if j > i and eqns[j].outvars[0].aval.shape != eqns[j - 1].outvars[0].aval.shape \
+                        and row_group(eqns, j) is not None:
+                    break       # a row group starts here: leave it whole
+                produced.update(eqns[j].outvars)
+                j += 1
+            if j == i or products_only(eqns[i:j]):
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
@@ -238,12 +246,6 @@ class GpuExecutable:
                     self._add_generic(eqns[i])
                 i += 1
                 continue
-            j = i + 1
-            while j < len(eqns) and is_fusible(eqns[j]):
-                if eqns[j].outvars[0].aval.shape != eqns[j - 1].outvars[0].aval.shape \
-                        and row_group(eqns, j) is not None:
-                    break       # a row group starts here: leave it whole
-                j += 1
             i = self._add_elementwise_run(eqns, i, j)
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
