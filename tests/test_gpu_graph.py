@@ -1,5 +1,7 @@
 """CUDA graph replay of lowered programs: same results as eager over many calls, returned
 arrays never overwritten, no memory growth, and an explained eager fallback."""
+import json
+
 import numpy as np
 import pytest
 
@@ -271,3 +273,108 @@ def test_adam_update_of_every_parameter_is_one_launch(gpu):
     multi = [label for label in exe.executable.labels if label.startswith("multi")]
     assert len(multi) == 1 and "multi[4]" in multi[0], exe.describe()
     assert exe.num_launches <= 3, exe.describe()
+
+
+def _relu_mlp(gpu, rng, sizes=(64, 128, 128, 32), batch=128):
+    params = [((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
+               (rng.standard_normal(n) * 0.1).astype(np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], batch).astype(np.int32)
+    return params, x, labels
+
+
+def _classifier_step(params, x, labels):
+    classes = params[-1][1].shape[0]
+
+    def loss(params):
+        h = x
+        for w, b in params[:-1]:
+            h = nn.relu(h @ w + b)
+        w, b = params[-1]
+        return -jnp.mean(jnp.sum(nn.log_softmax(h @ w + b) * nn.one_hot(labels, classes), -1))
+    value, grads = fnx.value_and_grad(loss)(params)
+    return value, fnx.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+
+def _classifier_step_float64(params, x, labels):
+    params = [(w.astype(np.float64), b.astype(np.float64)) for w, b in params]
+    hs, zs = [x.astype(np.float64)], []
+    for w, b in params[:-1]:
+        zs.append(hs[-1] @ w + b)
+        hs.append(np.maximum(zs[-1], 0.0))
+    logits = hs[-1] @ params[-1][0] + params[-1][1]
+    logp = logits - logits.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    onehot = np.eye(logits.shape[1])[labels]
+    g = (np.exp(logp) - onehot) / len(x)
+    new = [None] * len(params)
+    for i in reversed(range(len(params))):
+        w, b = params[i]
+        new[i] = (w - 0.1 * (hs[i].T @ g), b - 0.1 * g.sum(0))
+        if i:
+            g = (g @ w.T) * (zs[i - 1] > 0)
+    return -np.mean(np.sum(logp * onehot, 1)), new
+
+
+@pytest.mark.parametrize("path", ["fnx", "lt"])
+def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
+    """Each hidden ReLU layer and its backward run fnx's kernels or cuBLASLt's RELU_AUX_BIAS +
+    DRELU_BGRAD pair (the choice forced here); replayed steps match a float64 train step."""
+    import cupy as cp
+    from fnx.cuda import gemm_table
+    rng = np.random.default_rng(11)
+    params, x, labels = _relu_mlp(gpu, rng)
+    args = fnx.device_put((params, x, labels), gpu)
+    exe, _ = _graphed(_classifier_step, args, gpu)
+    pairs = exe.executable.relu_pairs
+    assert len(pairs) == 2, exe.executable.describe()
+    saved = {p.key: gemm_table._choices.get(p.key) for p in pairs}
+    try:
+        for p in pairs:
+            gemm_table._choices[p.key] = "fnx" if path == "fnx" else "lt:0:0"
+            assert path == "fnx" or p._algos() is not None      # cuBLASLt runs this problem
+        leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
+        for _ in range(4):
+            x = rng.standard_normal(x.shape).astype(np.float32)
+            leaves[-2] = cp.asarray(x)
+            outs = exe(*leaves)
+            loss, new = _classifier_step_float64(params, x, labels)
+            np.testing.assert_allclose(float(outs[0]), loss, rtol=1e-5)
+            for o, r in zip(outs[1:], [a for wb in new for a in wb]):
+                np.testing.assert_allclose(cp.asnumpy(o), r, rtol=1e-4, atol=1e-5)
+            params = [(cp.asnumpy(w), cp.asnumpy(b)) for w, b in zip(outs[1::2], outs[2::2])]
+            leaves[:-2] = outs[1:]
+        assert exe.graph is not None, exe.describe()
+        text = exe.executable.describe()
+        assert ("cuBLASLt RELU_AUX_BIAS + DRELU_BGRAD" in text) == (path == "lt"), text
+    finally:
+        for key, choice in saved.items():
+            if choice is None:
+                gemm_table._choices.pop(key, None)
+            else:
+                gemm_table._choices[key] = choice
+
+
+def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monkeypatch):
+    import cupy as cp
+    from fnx.cuda import gemm_table
+    monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(12)
+    params, x, labels = _relu_mlp(gpu, rng, sizes=(96, 160, 64, 24), batch=64)
+    args = fnx.device_put((params, x, labels), gpu)
+    exe, closed = _graphed(_classifier_step, args, gpu)
+    pairs = exe.executable.relu_pairs
+    assert len(pairs) == 2
+    for p in pairs:
+        gemm_table._choices.pop(p.key, None)
+    leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
+    first = [cp.asnumpy(o) for o in exe(*leaves)]
+    choices = [gemm_table._choices.get(p.key) for p in pairs]
+    assert all(c == "fnx" or c.startswith("lt:") for c in choices), choices
+    with open(gemm_table.cache_file()) as fh:
+        saved = json.load(fh)
+    assert [saved.get(p.key) for p in pairs] == choices
+    for _ in range(3):      # later calls, on whichever path was chosen, give the same step
+        for o, f in zip(exe(*leaves), first):
+            np.testing.assert_allclose(cp.asnumpy(o), f, rtol=1e-5, atol=1e-6)

@@ -616,3 +616,43 @@ def test_a_small_product_joins_the_elementwise_work_reading_it():
     wide = jnp.asarray(rng.standard_normal((8, 17)).astype(F32))
     jaxpr = fnx.make_jaxpr(lambda a, b: jnp.tanh(a @ b))(wide, wide.T).jaxpr
     assert [grp.kind for grp in passes.fusion_groups(jaxpr)] == ["single", "elementwise"]
+
+
+def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
+    """fnx.cuda.relu_pairs.find: on the GPU lowering's equations of a train step, each ReLU
+    layer whose backward is a product masked by h > 0 and summed over the batch (a product
+    with at most SMALL_PRODUCT_K terms is left out: it fuses into the mask's kernel; so is a
+    layer of MAX_FLOPS or more)."""
+    from fnx.cuda.epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda import relu_pairs
+    from fnx.cuda.relu_pairs import find
+    for classes, expected in ((20, 2), (10, 1)):
+        rng = np.random.default_rng(1)
+        sizes = [16, 24, 24, classes]
+        params = [(jnp.asarray(rng.standard_normal((m, n)).astype(F32)), jnp.zeros(n))
+                  for m, n in zip(sizes[:-1], sizes[1:])]
+        x = jnp.asarray(rng.standard_normal((8, 16)).astype(F32))
+
+        def loss(params, x):
+            h = x
+            for w, b in params[:-1]:
+                h = nn.relu(h @ w + b)
+            return jnp.sum(jnp.tanh(h @ params[-1][0] + params[-1][1]))
+        jaxpr = fnx.make_jaxpr(fnx.grad(loss))(params, x).jaxpr
+        eqns = decompose(fold_transposed_products(jaxpr))
+        eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+        matches = find(eqns, jaxpr.outvars)
+        assert len(matches) == expected
+        # a limit between the first layer's 2 * 8 * 24 * (16 + 24) and the second's
+        monkeypatch.setattr(relu_pairs, "MAX_FLOPS", 2.0 * 8 * 24 * 42)
+        limited = find(eqns, jaxpr.outvars)
+        assert [m.dense.invars[0].aval.shape for m in limited] == [(8, 16)]
+        monkeypatch.undo()
+        for m in matches:
+            assert m.flops == 2.0 * 8 * 24 * (m.dense.invars[0].aval.shape[1]
+                                              + m.product.invars[0].aval.shape[1])
+            assert m.dense.primitive is dense_p and m.dense.params["act"] == "relu"
+            assert m.select.invars[2] is m.product.outvars[0]
+            assert m.total.invars[0] is m.select.outvars[0]
+            assert m.dense.outvars[0].aval.shape == m.product.outvars[0].aval.shape

@@ -214,6 +214,7 @@ class GpuExecutable:
         self.in_place = 0       # aliased results a kernel writes directly, without a copy
         self.accesses = []       # per step: the slots it reads, makes and writes in place
         self._readers = self._reader_positions(eqns, jaxpr.outvars)
+        self._launch_of: dict = {}      # step -> a generated kernel's launch, for relu pairs
         self._position = {id(e): k for k, e in enumerate(eqns)}
         i = 0
         while i < len(eqns):
@@ -247,6 +248,7 @@ class GpuExecutable:
                 i += 1
                 continue
             i = self._add_elementwise_run(eqns, i, j)
+        self.relu_pairs = self._pair_relu_layers(eqns, jaxpr.outvars)
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
                 self._add_copy(v, u)
@@ -261,6 +263,33 @@ class GpuExecutable:
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
         compile_together([(k.source, k.name) for k in self.kernels] + _gemm_sources(eqns))
+
+    def _pair_relu_layers(self, eqns, outvars):
+        """Each ReLU dense layer whose backward pass fnx.cuda.relu_pairs recognises, with the
+        three launches it may replace wrapped to run either path."""
+        from .relu_pairs import ReluPair, find
+        writer = {}
+        for k, access in enumerate(self.accesses):
+            for s in access.writes:
+                writer.setdefault(s, k)
+        pairs = []
+        for match in find(eqns, outvars):
+            h, gh, gz, db = (self.slot.get(v) for v in (
+                match.dense.outvars[0], match.product.outvars[0], match.select.outvars[0],
+                match.total.outvars[0]))
+            steps = [writer.get(s) for s in (h, gh, db)]
+            column = self._launch_of.get(steps[2])
+            if None in steps or column is None or set(column[3]) != {h, gh} \
+                    or not set(column[4]) <= {gz, db} or writer.get(gz, steps[2]) != steps[2] \
+                    or self._write_into.get(match.select.outvars[0]) is not None:
+                continue
+            pair = ReluPair(match, self._slot_of, _matmul_precision, column)
+            forward, product, col = steps
+            self.steps[forward] = pair.forward(self.steps[forward])
+            self.steps[product] = pair.product(self.steps[product])
+            self.steps[col] = pair.column(self.steps[col])
+            pairs.append(pair)
+        return pairs
 
     def _push(self, run, label, reads, writes, in_place=()):
         self.steps.append(run)
@@ -461,6 +490,8 @@ class GpuExecutable:
         grid, block = kernel.launch_config(self.sm_count)
         extra = kernel.extra_args()
         if len(parts) == 1:
+            self._launch_of[len(self.steps)] = (kernel, grid, block, in_slots, out_slots, extra,
+                                                kernel.shared_bytes)
             def run(env):
                 import cupy as cp
                 outs = [cp.empty(s, d) if into is None else env[into] for s, d, into in out_meta]
@@ -600,6 +631,7 @@ class GpuExecutable:
         side = {ln.step: ln.stream for ln in self.schedule.launches if ln.stream}
         lines += [f"  {label}" + (f"   [side stream {side[k]}]" if k in side else "")
                   for k, label in enumerate(self.labels)]
+        lines += [f"  {pair.describe()}" for pair in self.relu_pairs]
         return "\n".join(lines)
 
     def profile(self, *args, repeats: int = 100):

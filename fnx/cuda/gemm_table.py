@@ -280,4 +280,6 @@ def generated_sources(m, n, k, trans_a, trans_b, dtype, epilogue=None):
 
 
 def choice_for(key):
+    if not _loaded:
+        _load()
     return _choices.get(key)
