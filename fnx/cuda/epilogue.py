@@ -7,7 +7,8 @@ outside the layer reads the values it hides. A ReLU's mask (``z > 0``, which the
 recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time
 the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS epilogues and the best
 plain GEMM followed by a generated bias+activation kernel (and cuBLASLt's GELU_BIAS for the tanh
-form of gelu, which is the one cuBLASLt computes).
+form of gelu, which is the one cuBLASLt computes). A ReLU layer together with its backward pass
+may instead run cuBLASLt's mask-writing pair (``fnx.cuda.relu_pairs``).
 """
 from __future__ import annotations
 
