@@ -205,7 +205,8 @@ def test_a_small_product_alone_stays_a_gemm(gpu):
             for s in [(64, 8), (8, 48)])
     exe, (c,) = _lower(lambda a, b: a @ b, [a, b], gpu)
     assert exe.num_launches == 1 and not exe.kernels, exe.describe()
-    np.testing.assert_allclose(gpu.to_numpy(c), np.asarray(a, np.float64) @ np.asarray(b, np.float64),
+    np.testing.assert_allclose(gpu.to_numpy(c),
+                               np.asarray(a, np.float64) @ np.asarray(b, np.float64),
                                rtol=1e-5, atol=1e-5)
 
 

@@ -159,7 +159,7 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
 # Algebraic simplification
 
 
-def _is_constant(v, value, producer) -> bool:
+def is_constant(v, value, producer) -> bool:
     """Whether ``v`` is a scalar literal equal to ``value`` or a broadcast of one."""
     if isinstance(v, Var):
         e = producer.get(v)
@@ -176,9 +176,9 @@ def _binary_identity(neutral, left_ok=True):
     """``x op neutral -> x`` (and ``neutral op x -> x`` when ``left_ok``)."""
     def rule(eqn, producer):
         x, y = eqn.invars
-        if _is_constant(y, neutral, producer):
+        if is_constant(y, neutral, producer):
             return x
-        if left_ok and _is_constant(x, neutral, producer):
+        if left_ok and is_constant(x, neutral, producer):
             return y
         return None
     return rule
@@ -737,9 +737,9 @@ def dense_layers(eqns, outvars) -> list[DenseLayer]:
 def _zero(v, producer):
     """``(is zero, [index of the broadcast making it])`` for an operand ``v``."""
     if isinstance(v, Literal):
-        return _is_constant(v, 0, {}), []
+        return is_constant(v, 0, {}), []
     k = producer.get(v)
-    if k is None or not _is_constant(v, 0, {v: k[1]}):
+    if k is None or not is_constant(v, 0, {v: k[1]}):
         return False, []
     return True, [k[0]]
 
@@ -847,7 +847,7 @@ def _gelu(z, eqns, producer):
         k = known.get(v)
         return (k, eqns[k]) if k is not None else (None, None)
 
-    def is_constant(v):
+    def is_literal(v):
         _, e = op(v)
         return isinstance(v, Literal) or (e is not None and e.primitive is
                                           lax.broadcast_in_dim_p
@@ -858,7 +858,7 @@ def _gelu(z, eqns, producer):
             return True
         _, e = op(v)
         return e is not None and e.primitive is lax.mul_p and z in e.invars and all(
-            is_constant(u) for u in e.invars if u is not z)
+            is_literal(u) for u in e.invars if u is not z)
 
     def is_one_plus_t(v):
         _, e = op(v)
@@ -867,7 +867,7 @@ def _gelu(z, eqns, producer):
         for one, t in (e.invars, e.invars[::-1]):
             _, te = op(t)
             if te is not None and te.primitive in (lax.tanh_p, lax.erf_p) and \
-                    _is_constant(one, 1, {u: eqns[k] for u, k in known.items()}):
+                    is_constant(one, 1, {u: eqns[k] for u, k in known.items()}):
                 return True
         return False
 

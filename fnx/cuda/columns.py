@@ -38,8 +38,8 @@ class ColumnKernel:
         self._kernel = None
 
     def _generate(self):
-        body = self.chain.body(coords=("r", "c") if len(self.shape) == 2 and self.rows == self.shape[0]
-                               else None)
+        one_row_axis = len(self.shape) == 2 and self.rows == self.shape[0]
+        body = self.chain.body(coords=("r", "c") if one_row_axis else None)
         x = self.chain.names[self.summed]
         out = self.reduce.outvars[0]
         acc_t = compute_type(out.aval.dtype)

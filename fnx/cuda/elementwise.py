@@ -213,7 +213,7 @@ class FusedKernel:
     def body(self, coords=None) -> str:
         """The statements computing element ``i`` of every output. ``coords``: C expressions
         of a 2-D element's row and column, where the caller has them (a small product's
-        operand loads then stay the same along a thread's loop, and are loaded once)."""
+        operand loads that depend on one of them can then leave a loop over the other)."""
         names = {}
         lines = []
         # inputs reach the iteration shape directly, through a broadcast_in_dim, or as scalars
@@ -251,9 +251,10 @@ class FusedKernel:
                 continue
             p = e.primitive
             dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
-            args = [] if small_product(e) else \
+            product = small_product(e)
+            args = [] if product else \
                 [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
-            if small_product(e):
+            if product:
                 expr = self._product(e, load, coords)
             elif p is lax.iota_p:
                 d = e.params["dimension"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Var
-from ..core.passes import _is_constant, small_product
+from ..core.passes import is_constant, small_product
 from .epilogue import dense_p
 
 
@@ -63,14 +63,14 @@ def find(eqns, outvars) -> list[Match]:
         h = d.outvars[0]
         for gt in readers.get(h, ()):
             if gt is None or gt.primitive is not lax.gt_p or gt.invars[0] is not h \
-                    or not _is_constant(gt.invars[1], 0, producer):
+                    or not is_constant(gt.invars[1], 0, producer):
                 continue
             sel = readers.get(gt.outvars[0], [])
             if len(sel) != 1 or sel[0] is None or sel[0].primitive is not lax.select_n_p:
                 continue
             select = sel[0]
             if len(select.invars) != 3 or select.invars[0] is not gt.outvars[0] \
-                    or not _is_constant(select.invars[1], 0, producer):
+                    or not is_constant(select.invars[1], 0, producer):
                 continue
             gh = select.invars[2]
             product = producer.get(gh) if isinstance(gh, Var) else None
@@ -84,8 +84,9 @@ def find(eqns, outvars) -> list[Match]:
                 continue
             totals = [r for r in readers.get(select.outvars[0], ()) if r is not None
                       and r.primitive is lax.reduce_sum_p and tuple(r.params["axes"]) == (0,)]
-            if totals and Match(d, product, select, totals[0]).flops < MAX_FLOPS:
-                found.append(Match(d, product, select, totals[0]))
+            match = Match(d, product, select, totals[0]) if totals else None
+            if match is not None and match.flops < MAX_FLOPS:
+                found.append(match)
     return found
 
 
@@ -102,7 +103,6 @@ class ReluPair:
     def __init__(self, match: Match, slot_of, precision_of, column_launch):
         from . import gemm_table
         d, p = match.dense, match.product
-        self.match = match
         x, w, b = d.invars
         g, w2 = p.invars
         self.m, self.n = d.outvars[0].aval.shape
