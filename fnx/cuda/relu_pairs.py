@@ -208,33 +208,27 @@ class ReluPair:
         outputs = [gz_s if s == self.gz else db_s for s in out_slots]
         launch = kernel.kernel()
 
-        def fnx_forward():
+        def fnx_path():
             t.dense_into(h_s, x, w, b, "relu", *self.fwd_layout, self.fwd_precision)
-
-        def fnx_backward():
             t.matmul_into(gh_s, g, w2, *self.bwd_layout, self.bwd_precision)
             launch(grid, block, tuple(inputs) + tuple(outputs) + extra, shared_mem=shared)
-        flops = 2.0 * self.m * self.n * (self.k + self.k2)
-        reps = int(min(20, max(1, 2e10 / flops)))
-        cp.cuda.Device().synchronize()
-
-        def best(fn):
-            try:
-                return min(t._time(fn, reps) for _ in range(2))
-            except Exception:       # a candidate that cannot run this problem
-                return float("inf")
-        fnx_time = best(fnx_forward) + best(fnx_backward)
-        choice = "fnx"
+        candidates = {"fnx": fnx_path}      # and each half's algorithms, timed alone
         plans = self._plans()
         if plans is not None:
             fwd, bwd = plans
-            f_times = [best(lambda i=i: fwd(h_s, x, w, i, bias=b, aux=self._bits))
-                       for i in range(min(len(fwd.algos), 8))]
-            b_times = [best(lambda i=i: bwd(gz_s, g, w2, i, bias=db_s, aux=self._bits))
-                       for i in range(min(len(bwd.algos), 8))]
-            fi, bi = int(np.argmin(f_times)), int(np.argmin(b_times))
-            if f_times[fi] + b_times[bi] < fnx_time:
-                choice = f"lt:{fi}:{bi}"
+            for i in range(min(len(fwd.algos), 8)):
+                candidates[("forward", i)] = lambda i=i: fwd(h_s, x, w, i, bias=b,
+                                                             aux=self._bits)
+            for i in range(min(len(bwd.algos), 8)):
+                candidates[("backward", i)] = lambda i=i: bwd(gz_s, g, w2, i, bias=db_s,
+                                                              aux=self._bits)
+        times = t.timings(candidates, 2.0 * self.m * self.n * (self.k + self.k2))
+        best = {half: min(((v, name[1]) for name, v in times.items() if name[0] == half),
+                          default=None) for half in ("forward", "backward")}
+        choice = "fnx"
+        if None not in best.values() and \
+                best["forward"][0] + best["backward"][0] < times.get("fnx", float("inf")):
+            choice = f"lt:{best['forward'][1]}:{best['backward'][1]}"
         t._choices[self.key] = choice
         t._save()
 
