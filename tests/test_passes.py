@@ -656,3 +656,71 @@ def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
             assert m.select.invars[2] is m.product.outvars[0]
             assert m.total.invars[0] is m.select.outvars[0]
             assert m.dense.outvars[0].aval.shape == m.product.outvars[0].aval.shape
+
+
+def _gelu_mlp_grad(inputs):
+    rng = np.random.default_rng(2)
+    params = [(jnp.asarray(rng.standard_normal((m, n)).astype(F32)),
+               jnp.asarray(rng.standard_normal(n).astype(F32)))
+              for m, n in [(inputs, 24), (24, 20)]]
+    x = jnp.asarray(rng.standard_normal((8, inputs)).astype(F32))
+
+    def loss(params, x):
+        (w1, b1), (w2, b2) = params
+        h = nn.gelu(x @ w1 + b1, approximate=True)
+        return jnp.sum(jnp.tanh(h @ w2 + b2))
+    return fnx.make_jaxpr(fnx.grad(loss))(params, x), [*params[0], *params[1], x]
+
+
+def _crossing(eqns):
+    """(reading stretch, value) pairs: values a kernel reads from another elementwise kernel."""
+    producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
+    stretch = passes._stretches(eqns)
+    return {(stretch[k], v) for k, e in enumerate(eqns) if passes.is_fusible(e)
+            for v in e.invars if v in producer and stretch[producer[v]] != stretch[k]
+            and passes.is_fusible(eqns[producer[v]])}
+
+
+def test_recompute_residuals_gives_the_same_values_from_fewer_loads():
+    """The backward pass of a GELU reads four of the forward's intermediates; recomputed from
+    the layer's pre-activation (and its bias) they are two loads, and the values are the same."""
+    from fnx.core.jaxpr import Jaxpr, eval_jaxpr
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    closed, args = _gelu_mlp_grad(inputs=40)
+    jaxpr = closed.jaxpr
+    eqns = decompose(fold_transposed_products(jaxpr))
+    new = passes.recompute_residuals(eqns, jaxpr.outvars)
+    assert len(_crossing(new)) < len(_crossing(eqns))
+    assert passes.recompute_residuals(new, jaxpr.outvars) is new        # nothing left to do
+    ref = eval_jaxpr(jaxpr, closed.consts, *args)
+    got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, new), closed.consts, *args)
+    for r, g in zip(ref, got):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
+def test_recomputed_gelu_backward_reads_the_dense_layers_output_only():
+    """On the GPU lowering's equations: the GELU's backward kernel reads the dense layer's
+    result z and the incoming gradient, and the forward's GELU kernel writes only its result."""
+    from fnx.core.jaxpr import Jaxpr, dce_jaxpr
+    from fnx.cuda.epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    closed, _ = _gelu_mlp_grad(inputs=16)
+    jaxpr = closed.jaxpr
+    eqns = decompose(fold_transposed_products(jaxpr))
+    eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+
+    def lowered(eqns):
+        return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
+    before, after = lowered(eqns), lowered(passes.recompute_residuals(eqns, jaxpr.outvars))
+    assert _crossing(after) == set()
+    z = next(e for e in after if e.primitive is dense_p).outvars[0]
+    backward = [e for e in after if e.primitive.name == "tanh"][-1]     # the recomputed one
+    stretch = passes._stretches(after)
+    reads = {v for k, e in enumerate(after) if stretch[k] == stretch[after.index(backward)]
+             for v in e.invars if isinstance(v, Var)}
+    made_elsewhere = {v for v in reads if not any(v in e.outvars for k, e in enumerate(after)
+                                                  if stretch[k] == stretch[after.index(backward)])}
+    assert z in made_elsewhere and len(made_elsewhere) == 2, made_elsewhere
+    assert len(_crossing(before)) == 4       # four intermediates, besides h, went to memory
+    forward = [e.primitive.name for k, e in enumerate(after) if passes._stretches(after)[k] == 2]
+    assert "sub" not in forward and forward.count("integer_pow") == 1, forward

@@ -504,6 +504,120 @@ def products_only(eqns) -> bool:
     return all(small_product(e) for e in eqns)
 
 
+def run_end(eqns, i) -> int:
+    """Where the GPU lowering's elementwise run starting at ``eqns[i]`` ends (``i`` if none
+    does): before a row group that starts at a change of shape, which stays whole."""
+    end, produced = i, set()
+    while end < len(eqns) and joins_run(eqns[end], produced):
+        if end > i and eqns[end].outvars[0].aval.shape != eqns[end - 1].outvars[0].aval.shape \
+                and row_group(eqns, end) is not None:
+            break
+        produced.update(eqns[end].outvars)
+        end += 1
+    return i if products_only(eqns[i:end]) else end
+
+
+MAX_RECOMPUTED = 16     # elementwise equations a kernel may redo rather than read their results
+
+
+def _stretches(eqns) -> list:
+    """Per equation, the number of the GPU kernel it joins, as the GPU lowering groups them: a
+    row group, an elementwise run (with a sum over leading axes right after it), or an
+    equation alone."""
+    ids, i, current = [0] * len(eqns), 0, 0
+    while i < len(eqns):
+        current += 1
+        found = row_group(eqns, i)
+        if found is not None:
+            end = found[0]
+        else:
+            end = run_end(eqns, i)
+            if end == i:
+                end = i + 1
+            elif end < len(eqns) and leading_sum(eqns[end], None):
+                end += 1
+        ids[i:end] = [current] * (end - i)
+        i = end
+    return ids
+
+
+def _recipe(v, eqns, producer, stretch):
+    """``(equation indices, leaves)``: the elementwise equations of ``v``'s stretch that compute
+    it, and the values they start from (made elsewhere); None if that takes more than
+    ``MAX_RECOMPUTED`` equations, or one of them broadcasts a value made among them (another
+    iteration shape)."""
+    home = stretch[producer[v]]
+    members, leaves, todo = set(), set(), [v]
+    while todo:
+        u = todo.pop()
+        k = producer.get(u)
+        if k is None or stretch[k] != home:
+            leaves.add(u)
+            continue
+        if k in members:
+            continue
+        e = eqns[k]
+        if e.primitive is lax.broadcast_in_dim_p and isinstance(e.invars[0], Var) \
+                and producer.get(e.invars[0]) is not None \
+                and stretch[producer[e.invars[0]]] == home:
+            return None
+        members.add(k)
+        if len(members) > MAX_RECOMPUTED:
+            return None
+        todo += [w for w in e.invars if isinstance(w, Var)]
+    return sorted(members), leaves
+
+
+def recompute_residuals(eqns, outvars):
+    """Elementwise values a later kernel reads (a backward pass reading an activation's
+    intermediates, say ``tanh(...)`` and ``1 - tanh(...)**2`` of a GELU) recomputed inside that
+    kernel from what they were made of, where that means fewer values to load (the GELU's input
+    instead of four intermediates). The kernel that made them then writes fewer results.
+
+    Stretches of fusible equations stand for kernels: a value made in one and read in another
+    is a residual; the equations making it are copied, with new variables, before its first
+    reader in the other stretch, whose reads are renamed to the copies."""
+    producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
+    stretch = _stretches(eqns)
+    inserts: dict = {}          # index -> equations copied in before it
+    renames: dict = {}          # stretch -> {residual: its copy}
+    first_reader: dict = {}     # (reading stretch, making stretch) -> [first index, residuals]
+    for k, e in enumerate(eqns):
+        if not is_fusible(e):
+            continue
+        for v in e.invars:
+            m = producer.get(v) if isinstance(v, Var) else None
+            if m is None or stretch[m] == stretch[k] or not is_fusible(eqns[m]):
+                continue
+            entry = first_reader.setdefault((stretch[k], stretch[m]), [k, []])
+            if v not in entry[1]:
+                entry[1].append(v)
+    for (reading, _), (first, residuals) in first_reader.items():
+        recipes = [_recipe(v, eqns, producer, stretch) for v in residuals]
+        if any(r is None for r in recipes):
+            continue
+        members = sorted(set().union(*(set(r[0]) for r in recipes)))
+        leaves = set().union(*(r[1] for r in recipes))
+        already = {w for j, e in enumerate(eqns) if stretch[j] == reading for w in e.invars}
+        if len(members) > MAX_RECOMPUTED or len(leaves - already) > len(residuals):
+            continue
+        copies, env = [], {}
+        for j in members:
+            e = eqns[j]
+            fresh = [Var(v.aval) for v in e.outvars]
+            env.update(zip(e.outvars, fresh))
+            copies.append(_renamed(e, env).replace(outvars=fresh))
+        inserts.setdefault(first, []).extend(copies)
+        renames.setdefault(reading, {}).update({v: env[v] for v in residuals})
+    if not inserts:
+        return eqns
+    result = []
+    for k, e in enumerate(eqns):
+        result += inserts.get(k, [])
+        result.append(_renamed(e, renames.get(stretch[k], {})))
+    return result
+
+
 def row_kind(shape, space):
     """'row' for the whole (rows, C) space, 'per_row' for one value per row, 'scalar' for one
     value, else None."""

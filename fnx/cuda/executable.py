@@ -14,7 +14,8 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table
-from ..core.passes import is_fusible, joins_run, leading_sum, products_only, row_group
+from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_group,
+                           run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
 from .decompose import decompose
@@ -203,6 +204,7 @@ class GpuExecutable:
         self.kernels = []
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+        eqns = recompute_residuals(eqns, jaxpr.outvars)
         # what the fused layers left unread (an activation's constant operands)
         eqns = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
         # results written into donated argument buffers: output position -> argument position
@@ -225,15 +227,8 @@ class GpuExecutable:
                 self._add_kernels([self._plan_fused(group, shape, self._needed(group),
                                                     RowKernel)])
                 continue
-            j = i
-            produced: set = set()
-            while j < len(eqns) and joins_run(eqns[j], produced):
-                if j > i and eqns[j].outvars[0].aval.shape != eqns[j - 1].outvars[0].aval.shape \
-                        and row_group(eqns, j) is not None:
-                    break       # a row group starts here: leave it whole
-                produced.update(eqns[j].outvars)
-                j += 1
-            if j == i or products_only(eqns[i:j]):
+            j = run_end(eqns, i)
+            if j == i:
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
