@@ -170,28 +170,29 @@ def test_cublaslt_auxiliary_epilogues_match_float64(gpu, act):
 
 @pytest.mark.parametrize("act", ["gelu_tanh", "gelu_exact"])
 def test_gelu_backward_recomputes_from_the_pre_activation(gpu, act):
-    """Training through a GELU: the forward's activation kernel writes only its result, and
-    the backward's kernel recomputes the activation's intermediates from the pre-activation
-    (fnx.core.passes.recompute_residuals); the gradients match float64."""
+    """Training through a GELU layer followed by another product: the forward's activation
+    kernel writes only its result, and the backward's kernel recomputes the activation's
+    intermediates from the pre-activation (fnx.core.passes.recompute_residuals); the gradients
+    match float64."""
     from fnx.cuda.executable import GpuExecutable
     rng = np.random.default_rng(zlib.crc32(f"{act}-recompute".encode()))
     x, w, b = _draw(rng, 128, 300, 200, "column")
-    g = rng.standard_normal((128, 200))
+    w2, g = (rng.standard_normal(s).astype(np.float32) for s in [(200, 64), (128, 64)])
     layer = _layer(act)
 
-    def loss(x, w, b, g):
-        return jnp.sum(layer(x, w, b) * g)
-    grad = fnx.grad(loss, argnums=(0, 1, 2))
-    closed = fnx.make_jaxpr(grad)(x, w, b, g.astype(np.float32))
+    def loss(x, w, b, w2, g):
+        return jnp.sum((layer(x, w, b) @ w2) * g)
+    grad = fnx.grad(loss, argnums=(0, 1, 2, 3))
+    args = (x, w, b, w2, g)
+    closed = fnx.make_jaxpr(grad)(*args)
     exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
     special = "tanh" if act == "gelu_tanh" else "erf"
     users = [k for k in exe.kernels if any(e.primitive.name == special for e in k.eqns)]
     assert len(users) == 2, exe.describe()          # the forward's, and the backward's copy
     assert len(users[0].outputs) == 1, exe.describe()
-    got = exe(*[gpu.to_buffer(fnx.device_put(a, gpu), np.float32)
-                for a in (x, w, b, g.astype(np.float32))])
+    got = exe(*[gpu.to_buffer(fnx.device_put(a, gpu), np.float32) for a in args])
     cpu = fnx.devices("cpu")[0]
-    ref = fnx.jit(grad)(*fnx.device_put([a.astype(np.float64) for a in (x, w, b, g)], cpu))
+    ref = fnx.jit(grad)(*fnx.device_put([a.astype(np.float64) for a in args], cpu))
     for a, r in zip(got, ref):
         np.testing.assert_allclose(gpu.to_numpy(a), np.asarray(r), rtol=2e-3,
                                    atol=2e-3 * float(np.abs(np.asarray(r)).max()))

@@ -520,16 +520,18 @@ def run_end(eqns, i) -> int:
 MAX_RECOMPUTED = 16     # elementwise equations a kernel may redo rather than read their results
 
 
-def _stretches(eqns) -> list:
+def _stretches(eqns, row_groups=None) -> list:
     """Per equation, the number of the GPU kernel it joins, as the GPU lowering groups them: a
-    row group, an elementwise run (with a sum over leading axes right after it), or an
-    equation alone."""
+    row group (whose numbers go into the set ``row_groups``, if given), an elementwise run
+    (with a sum over leading axes right after it), or an equation alone."""
     ids, i, current = [0] * len(eqns), 0, 0
     while i < len(eqns):
         current += 1
         found = row_group(eqns, i)
         if found is not None:
             end = found[0]
+            if row_groups is not None:
+                row_groups.add(current)
         else:
             end = run_end(eqns, i)
             if end == i:
@@ -578,7 +580,8 @@ def recompute_residuals(eqns, outvars):
     is a residual; the equations making it are copied, with new variables, before its first
     reader in the other stretch, whose reads are renamed to the copies."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
-    stretch = _stretches(eqns)
+    row_groups: set = set()     # not read into: a copied broadcast could split the group
+    stretch = _stretches(eqns, row_groups)
     inserts: dict = {}          # index -> equations copied in before it
     renames: dict = {}          # stretch -> {residual: its copy}
     first_reader: dict = {}     # (reading stretch, making stretch) -> [first index, residuals]
@@ -587,7 +590,8 @@ def recompute_residuals(eqns, outvars):
             continue
         for v in e.invars:
             m = producer.get(v) if isinstance(v, Var) else None
-            if m is None or stretch[m] == stretch[k] or not is_fusible(eqns[m]):
+            if m is None or stretch[m] == stretch[k] or not is_fusible(eqns[m]) \
+                    or stretch[k] in row_groups:
                 continue
             entry = first_reader.setdefault((stretch[k], stretch[m]), [k, []])
             if v not in entry[1]:
