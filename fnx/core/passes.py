@@ -596,6 +596,14 @@ def recompute_residuals(eqns, outvars):
             entry = first_reader.setdefault((stretch[k], stretch[m]), [k, []])
             if v not in entry[1]:
                 entry[1].append(v)
+    readers: dict = {}          # value -> the other stretches reading it (0: the program)
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var) and v in producer and stretch[producer[v]] != stretch[k]:
+                readers.setdefault(v, set()).add(stretch[k])
+    for v in outvars:
+        if isinstance(v, Var):
+            readers.setdefault(v, set()).add(0)
     for (reading, _), (first, residuals) in first_reader.items():
         recipes = [_recipe(v, eqns, producer, stretch) for v in residuals]
         if any(r is None for r in recipes):
@@ -603,7 +611,9 @@ def recompute_residuals(eqns, outvars):
         members = sorted(set().union(*(set(r[0]) for r in recipes)))
         leaves = set().union(*(r[1] for r in recipes))
         already = {w for j, e in enumerate(eqns) if stretch[j] == reading for w in e.invars}
-        if len(members) > MAX_RECOMPUTED or len(leaves - already) > len(residuals):
+        # loads and writes saved (a residual only this stretch reads need not be written)
+        saved = len(residuals) + sum(readers[v] == {reading} for v in residuals)
+        if len(members) > MAX_RECOMPUTED or len(leaves - already) >= saved:
             continue
         copies, env = [], {}
         for j in members:
