@@ -196,3 +196,54 @@ def test_gelu_backward_recomputes_from_the_pre_activation(gpu, act):
     for a, r in zip(got, ref):
         np.testing.assert_allclose(gpu.to_numpy(a), np.asarray(r), rtol=2e-3,
                                    atol=2e-3 * float(np.abs(np.asarray(r)).max()))
+
+
+@pytest.mark.parametrize("path", ["fnx", "lt", "timed"])
+def test_gelu_backward_under_tf32_on_either_path_matches_float64(gpu, path, tmp_path,
+                                                                  monkeypatch):
+    """A GELU layer's backward under TF32 runs fnx's product + column kernel or cuBLASLt's
+    DGELU_BGRAD (forced here, or timed on the first call and remembered); the gradients
+    match float64 within TF32's precision."""
+    from fnx.cuda import gemm_table
+    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lt_backward import GeluBackward
+    monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(zlib.crc32(f"dgelu-{path}".encode()))
+    args = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
+            for s in [(128, 256), (256, 192), (192,), (192, 64), (128, 64)]]
+    tf32 = "tensorfloat32"
+
+    def loss(x, w, b, w2, g):
+        h = nn.gelu(jnp.matmul(x, w, precision=tf32) + b, approximate=True)
+        return jnp.sum(jnp.matmul(h, w2, precision=tf32) * g)
+    grad = fnx.grad(loss, argnums=(0, 1, 2, 3))
+    closed = fnx.make_jaxpr(grad)(*args)
+    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    found = [c for c in exe.lt_backward if isinstance(c, GeluBackward)]
+    assert len(found) == 1, exe.describe()
+    key = found[0].key
+    saved = gemm_table._choices.get(key)
+    try:
+        if path == "timed":
+            gemm_table._choices.pop(key, None)
+        else:
+            gemm_table._choices[key] = "fnx" if path == "fnx" else "lt:0"
+        bufs = [gpu.to_buffer(fnx.device_put(a, gpu), np.float32) for a in args]
+        got = exe(*bufs)
+        choice = gemm_table.choice_for(key)
+        assert choice == "fnx" or choice.startswith("lt:"), choice
+        assert found[0].lt == choice.startswith("lt:")
+        cpu = fnx.devices("cpu")[0]
+        ref = fnx.jit(grad)(*fnx.device_put([a.astype(np.float64) for a in args], cpu))
+        for a, r in zip(got, ref):
+            r = np.asarray(r)
+            np.testing.assert_allclose(gpu.to_numpy(a), r, rtol=1e-2,
+                                       atol=1e-2 * float(np.abs(r).max()))
+        again = exe(*bufs)                  # the remembered path, the same gradients
+        for a, b in zip(again, got):
+            np.testing.assert_allclose(gpu.to_numpy(a), gpu.to_numpy(b), rtol=1e-5, atol=1e-6)
+    finally:
+        if saved is None:
+            gemm_table._choices.pop(key, None)
+        else:
+            gemm_table._choices[key] = saved

@@ -319,6 +319,7 @@ def _classifier_step_float64(params, x, labels):
 
 @pytest.mark.parametrize("path", ["fnx", "lt"])
 def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
+    from fnx.cuda.lt_backward import ReluPair
     """Each hidden ReLU layer and its backward run fnx's kernels or cuBLASLt's RELU_AUX_BIAS +
     DRELU_BGRAD pair (the choice forced here); replayed steps match a float64 train step."""
     import cupy as cp
@@ -327,7 +328,7 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     params, x, labels = _relu_mlp(gpu, rng)
     args = fnx.device_put((params, x, labels), gpu)
     exe, _ = _graphed(_classifier_step, args, gpu)
-    pairs = exe.executable.relu_pairs
+    pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2, exe.executable.describe()
     saved = {p.key: gemm_table._choices.get(p.key) for p in pairs}
     try:
@@ -358,13 +359,14 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
 
 def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monkeypatch):
     import cupy as cp
+    from fnx.cuda.lt_backward import ReluPair
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
     rng = np.random.default_rng(12)
     params, x, labels = _relu_mlp(gpu, rng, sizes=(96, 160, 64, 24), batch=64)
     args = fnx.device_put((params, x, labels), gpu)
     exe, closed = _graphed(_classifier_step, args, gpu)
-    pairs = exe.executable.relu_pairs
+    pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2
     for p in pairs:
         gemm_table._choices.pop(p.key, None)

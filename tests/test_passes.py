@@ -619,14 +619,14 @@ def test_a_small_product_joins_the_elementwise_work_reading_it():
 
 
 def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
-    """fnx.cuda.relu_pairs.find: on the GPU lowering's equations of a train step, each ReLU
+    """fnx.cuda.lt_backward.find: on the GPU lowering's equations of a train step, each ReLU
     layer whose backward is a product masked by h > 0 and summed over the batch (a product
     with at most SMALL_PRODUCT_K terms is left out: it fuses into the mask's kernel; so is a
     layer of MAX_FLOPS or more)."""
     from fnx.cuda.epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps
     from fnx.cuda.executable import decompose, fold_transposed_products
-    from fnx.cuda import relu_pairs
-    from fnx.cuda.relu_pairs import find
+    from fnx.cuda import lt_backward
+    from fnx.cuda.lt_backward import find
     for classes, expected in ((20, 2), (10, 1)):
         rng = np.random.default_rng(1)
         sizes = [16, 24, 24, classes]
@@ -645,7 +645,7 @@ def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
         matches = find(eqns, jaxpr.outvars)
         assert len(matches) == expected
         # a limit between the first layer's 2 * 8 * 24 * (16 + 24) and the second's
-        monkeypatch.setattr(relu_pairs, "MAX_FLOPS", 2.0 * 8 * 24 * 42)
+        monkeypatch.setattr(lt_backward, "MAX_FLOPS", 2.0 * 8 * 24 * 42)
         limited = find(eqns, jaxpr.outvars)
         assert [m.dense.invars[0].aval.shape for m in limited] == [(8, 16)]
         monkeypatch.undo()
@@ -675,7 +675,7 @@ def _gelu_mlp_grad(inputs):
 def _crossing(eqns):
     """(reading stretch, value) pairs: values a kernel reads from another elementwise kernel."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
-    stretch = passes._stretches(eqns)
+    stretch = passes.kernel_ids(eqns)
     return {(stretch[k], v) for k, e in enumerate(eqns) if passes.is_fusible(e)
             for v in e.invars if v in producer and stretch[producer[v]] != stretch[k]
             and passes.is_fusible(eqns[producer[v]])}
@@ -715,14 +715,14 @@ def test_recomputed_gelu_backward_reads_the_dense_layers_output_only():
     assert _crossing(after) == set()
     z = next(e for e in after if e.primitive is dense_p).outvars[0]
     backward = [e for e in after if e.primitive.name == "tanh"][-1]     # the recomputed one
-    stretch = passes._stretches(after)
+    stretch = passes.kernel_ids(after)
     reads = {v for k, e in enumerate(after) if stretch[k] == stretch[after.index(backward)]
              for v in e.invars if isinstance(v, Var)}
     made_elsewhere = {v for v in reads if not any(v in e.outvars for k, e in enumerate(after)
                                                   if stretch[k] == stretch[after.index(backward)])}
     assert z in made_elsewhere and len(made_elsewhere) == 2, made_elsewhere
     assert len(_crossing(before)) == 4       # four intermediates, besides h, went to memory
-    forward = [e.primitive.name for k, e in enumerate(after) if passes._stretches(after)[k] == 2]
+    forward = [e.primitive.name for k, e in enumerate(after) if passes.kernel_ids(after)[k] == 2]
     assert "sub" not in forward and forward.count("integer_pow") == 1, forward
 
 
@@ -752,3 +752,32 @@ def test_recompute_residuals_keeps_every_gradient_the_same(spec):
     got = eval_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars, new), closed.consts, *fargs)
     for r, g in zip(ref, got):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+
+
+@pytest.mark.parametrize("approximate,width,expected", [(True, 24, 1), (False, 24, 0),
+                                                        (True, 20, 0)])
+def test_gelu_backward_found_for_cublaslt(approximate, width, expected):
+    """fnx.cuda.lt_backward.find_gelu: a column kernel computing g * gelu'(z) (tanh form,
+    checked on probe values) from a product and a dense layer's z, once the GELU's
+    intermediates are recomputed; not the erf form, whose derivative cuBLASLt does not
+    compute, nor a width cuBLASLt's auxiliary matrix cannot alias (a multiple of 8)."""
+    from fnx.cuda.epilogue import fuse_dense_epilogues, fuse_gradient_steps
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.lt_backward import find_gelu
+    rng = np.random.default_rng(3)
+    w1, w2 = (jnp.asarray(rng.standard_normal(s).astype(F32)) for s in [(16, width), (width, 20)])
+    b1 = jnp.asarray(rng.standard_normal(width).astype(F32))
+    x = jnp.asarray(rng.standard_normal((8, 16)).astype(F32))
+
+    def loss(w1, b1, w2):
+        return jnp.sum(jnp.sin(nn.gelu(x @ w1 + b1, approximate=approximate) @ w2))
+    jaxpr = fnx.make_jaxpr(fnx.grad(loss, argnums=(0, 1, 2)))(w1, b1, w2).jaxpr
+    eqns = decompose(fold_transposed_products(jaxpr))
+    eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
+    assert find_gelu(eqns, jaxpr.outvars) == []         # four intermediates read: no match
+    eqns = passes.recompute_residuals(eqns, jaxpr.outvars)
+    matches = find_gelu(eqns, jaxpr.outvars)
+    assert len(matches) == expected
+    for m in matches:
+        assert m.z.aval.shape == (8, width) and m.total.outvars[0].aval.shape == (width,)
+        assert m.product.outvars[0].aval.shape == (8, width)

@@ -520,7 +520,7 @@ def run_end(eqns, i) -> int:
 MAX_RECOMPUTED = 16     # elementwise equations a kernel may redo rather than read their results
 
 
-def _stretches(eqns, row_groups=None) -> list:
+def kernel_ids(eqns, row_groups=None) -> list:
     """Per equation, the number of the GPU kernel it joins, as the GPU lowering groups them: a
     row group (whose numbers go into the set ``row_groups``, if given), an elementwise run
     (with a sum over leading axes right after it), or an equation alone."""
@@ -581,7 +581,7 @@ def recompute_residuals(eqns, outvars):
     reader in the other stretch, whose reads are renamed to the copies."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
     row_groups: set = set()     # not read into: a copied broadcast could split the group
-    stretch = _stretches(eqns, row_groups)
+    stretch = kernel_ids(eqns, row_groups)
     inserts: dict = {}          # index -> equations copied in before it
     renames: dict = {}          # stretch -> {residual: its copy}
     first_reader: dict = {}     # (reading stretch, making stretch) -> [first index, residuals]
@@ -905,34 +905,50 @@ GELU_FORMS = {   # name -> the float64 function, for the probe below
 }
 
 
-def _gelu_form(z, indices, eqns):
-    """Which gelu (``GELU_FORMS``) the elementwise equations at ``indices`` compute from ``z``,
-    found by running them on probe values of ``z``; None if neither (a look-alike whose
-    constants differ)."""
-    cpu = get_backend("cpu")
-    dtype = np.dtype(z.aval.dtype)
-    shape = _GELU_PROBE.shape
+def _gelu_tanh_slope(z):
+    t = np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))
+    return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * z * z)
 
-    def probe(value):
+
+GELU_SLOPES = {"gelu_tanh": _gelu_tanh_slope}    # the derivatives cuBLASLt's DGELU computes
+
+
+def probe_values(eqns, indices, inputs, out):
+    """``out`` (float64 NumPy) as the equations at ``indices`` compute it on the CPU from
+    ``inputs = {var: 1-D probe values}``, broadcast constants taking the probes' shape; None
+    if anything is unusual."""
+    cpu = get_backend("cpu")
+    shape = np.shape(next(iter(inputs.values())))
+
+    def probe(value, dtype):
         return Array(np.full(shape, value, dtype) if np.ndim(value) == 0 else
                      np.asarray(value, dtype), cpu)
-    env = {z: probe(_GELU_PROBE)}
+    env = {v: probe(x, np.dtype(v.aval.dtype)) for v, x in inputs.items()}
     try:
         with set_current_trace(EvalTrace(None)), np.errstate(all="ignore"):
             for k in indices:
                 e = eqns[k]
                 if e.primitive is lax.broadcast_in_dim_p:       # a constant, probe-shaped
-                    env[e.outvars[0]] = probe(_literal_value(e.invars[0]))
+                    env[e.outvars[0]] = probe(_literal_value(e.invars[0]), e.outvars[0].aval.dtype)
                     continue
-                args = [env[v] if isinstance(v, Var) else probe(_literal_value(v))
+                args = [env[v] if isinstance(v, Var) else probe(_literal_value(v), v.aval.dtype)
                         for v in e.invars]
                 env[e.outvars[0]] = e.primitive.bind(*args, **e.params)
-        out = np.asarray(cpu.to_numpy(env[eqns[indices[-1]].outvars[0]]._value), np.float64)
-    except Exception:       # anything unusual: not a gelu the kernels may stand in for
+        return np.asarray(cpu.to_numpy(env[out]._value), np.float64)
+    except Exception:       # anything unusual: nothing a kernel may stand in for
         return None
+
+
+def _gelu_form(z, indices, eqns):
+    """Which gelu (``GELU_FORMS``) the elementwise equations at ``indices`` compute from ``z``,
+    found by running them on probe values of ``z``; None if neither (a look-alike whose
+    constants differ)."""
+    out = probe_values(eqns, indices, {z: _GELU_PROBE}, eqns[indices[-1]].outvars[0])
+    if out is None:
+        return None
+    probe = _GELU_PROBE.astype(z.aval.dtype).astype(np.float64)
     for name, ref in GELU_FORMS.items():
-        if np.allclose(out, ref(_GELU_PROBE.astype(dtype).astype(np.float64)),
-                       rtol=1e-4, atol=1e-5):
+        if np.allclose(out, ref(probe), rtol=1e-4, atol=1e-5):
             return name
     return None
 

@@ -8,7 +8,7 @@ recomputed as ``h > 0`` right before its first use, where it fuses into that ker
 the gemm table picks, per problem, between cuBLASLt's BIAS / RELU_BIAS epilogues and the best
 plain GEMM followed by a generated bias+activation kernel (and cuBLASLt's GELU_BIAS for the tanh
 form of gelu, which is the one cuBLASLt computes). A ReLU layer together with its backward pass
-may instead run cuBLASLt's mask-writing pair (``fnx.cuda.relu_pairs``).
+may instead run cuBLASLt's mask-writing pair (``fnx.cuda.lt_backward``).
 """
 from __future__ import annotations
 

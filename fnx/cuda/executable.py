@@ -216,7 +216,7 @@ class GpuExecutable:
         self.in_place = 0       # aliased results a kernel writes directly, without a copy
         self.accesses = []       # per step: the slots it reads, makes and writes in place
         self._readers = self._reader_positions(eqns, jaxpr.outvars)
-        self._launch_of: dict = {}      # step -> a generated kernel's launch, for relu pairs
+        self._launch_of: dict = {}      # step -> a generated kernel's launch (lt_backward)
         self._position = {id(e): k for k, e in enumerate(eqns)}
         i = 0
         while i < len(eqns):
@@ -243,7 +243,7 @@ class GpuExecutable:
                 i += 1
                 continue
             i = self._add_elementwise_run(eqns, i, j)
-        self.relu_pairs = self._pair_relu_layers(eqns, jaxpr.outvars)
+        self.lt_backward = self._lt_backward(eqns, jaxpr.outvars)
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
                 self._add_copy(v, u)
@@ -259,32 +259,55 @@ class GpuExecutable:
                         for _ in range(self.schedule.n_events)]
         compile_together([(k.source, k.name) for k in self.kernels] + _gemm_sources(eqns))
 
-    def _pair_relu_layers(self, eqns, outvars):
-        """Each ReLU dense layer whose backward pass fnx.cuda.relu_pairs recognises, with the
-        three launches it may replace wrapped to run either path."""
-        from .relu_pairs import ReluPair, find
+    def _lt_backward(self, eqns, outvars):
+        """The layers whose backward pass may run one of cuBLASLt's epilogues instead
+        (fnx.cuda.lt_backward), with the launches that choice replaces wrapped to run either
+        path."""
+        from .lt_backward import GeluBackward, ReluPair, find, find_gelu
         writer = {}
         for k, access in enumerate(self.accesses):
             for s in access.writes:
                 writer.setdefault(s, k)
-        pairs = []
+
+        def column_of(product_out, reads, gz, db):
+            """(product step, column step, the column kernel's launch) if the column kernel
+            reads exactly ``reads`` and writes at most ``gz`` and ``db``; else None."""
+            steps = [writer.get(self.slot.get(v)) for v in (product_out, db)]
+            column = self._launch_of.get(steps[1])
+            slots = {self.slot.get(v) for v in reads}
+            if None in steps or column is None or set(column[3]) != slots \
+                    or not set(column[4]) <= {self.slot.get(gz), self.slot.get(db)} \
+                    or writer.get(self.slot.get(gz), steps[1]) != steps[1] \
+                    or self._write_into.get(gz) is not None:
+                return None
+            return steps[0], steps[1], column
+        chosen = []
         for match in find(eqns, outvars):
-            h, gh, gz, db = (self.slot.get(v) for v in (
-                match.dense.outvars[0], match.product.outvars[0], match.select.outvars[0],
-                match.total.outvars[0]))
-            steps = [writer.get(s) for s in (h, gh, db)]
-            column = self._launch_of.get(steps[2])
-            if None in steps or column is None or set(column[3]) != {h, gh} \
-                    or not set(column[4]) <= {gz, db} or writer.get(gz, steps[2]) != steps[2] \
-                    or self._write_into.get(match.select.outvars[0]) is not None:
+            found = column_of(match.product.outvars[0], (match.dense.outvars[0],
+                                                          match.product.outvars[0]),
+                              match.select.outvars[0], match.total.outvars[0])
+            forward = writer.get(self.slot.get(match.dense.outvars[0]))
+            if found is None or forward is None:
                 continue
-            pair = ReluPair(match, self._slot_of, _matmul_precision, column)
-            forward, product, col = steps
+            product, col, launch = found
+            pair = ReluPair(match, self._slot_of, _matmul_precision, launch)
             self.steps[forward] = pair.forward(self.steps[forward])
             self.steps[product] = pair.product(self.steps[product])
             self.steps[col] = pair.column(self.steps[col])
-            pairs.append(pair)
-        return pairs
+            chosen.append(pair)
+        for match in find_gelu(eqns, outvars):
+            if _matmul_precision(match.product.params.get("precision")) != "tensorfloat32":
+                continue        # cuBLASLt's GELU derivative is not float32-exact
+            found = column_of(match.product.outvars[0], (match.product.outvars[0], match.z),
+                              match.total.invars[0], match.total.outvars[0])
+            if found is None:
+                continue
+            product, col, launch = found
+            grad = GeluBackward(match, self._slot_of, _matmul_precision, launch)
+            self.steps[product] = grad.product(self.steps[product])
+            self.steps[col] = grad.column(self.steps[col])
+            chosen.append(grad)
+        return chosen
 
     def _push(self, run, label, reads, writes, in_place=()):
         self.steps.append(run)
@@ -626,7 +649,7 @@ class GpuExecutable:
         side = {ln.step: ln.stream for ln in self.schedule.launches if ln.stream}
         lines += [f"  {label}" + (f"   [side stream {side[k]}]" if k in side else "")
                   for k, label in enumerate(self.labels)]
-        lines += [f"  {pair.describe()}" for pair in self.relu_pairs]
+        lines += [f"  {choice.describe()}" for choice in self.lt_backward]
         return "\n".join(lines)
 
     def profile(self, *args, repeats: int = 100):
