@@ -1,8 +1,8 @@
 """MLP train step on the GPU: fnx beside JAX, PyTorch eager and PyTorch in one CUDA graph.
 
-    PYTHONPATH=. python3 benchmarks/mlp_train.py [--quick] [small|mid|large ...]
+    PYTHONPATH=. python3 benchmarks/mlp_train.py [--quick] [--gelu] [small|mid|large ...]
 
-The step: forward through ReLU layers, softmax cross-entropy with integer labels, backward,
+The step: forward through ReLU layers (GELU, tanh form, with ``--gelu``), softmax cross-entropy with integer labels, backward,
 SGD update; float32 data; "fp32" = full float32 products, "tf32" = TF32 tensor cores. Each
 framework runs in its own process, one after another, on the same GPU. Prints step times (median
 over repeats) and ratios to JAX, and fnx's first-call time (trace + lowering + kernel compiles).
@@ -20,6 +20,7 @@ CONFIGS = {
     "large": ([1024, 4096, 4096, 4096, 1024], 4096),
 }
 QUICK = "--quick" in sys.argv
+ACT = "gelu" if "--gelu" in sys.argv else "relu"
 STEPS = {"small": 200, "mid": 100, "large": 10}
 REPEATS = 5
 
@@ -59,7 +60,8 @@ def fnx_train_step(precision):
         def loss(params):
             h = x
             for w, b in params[:-1]:
-                h = nn.relu(jnp.matmul(h, w, precision=prec) + b)
+                z = jnp.matmul(h, w, precision=prec) + b
+                h = nn.relu(z) if ACT == "relu" else nn.gelu(z, approximate=True)
             w, b = params[-1]
             logits = jnp.matmul(h, w, precision=prec) + b
             logp = nn.log_softmax(logits)
@@ -118,7 +120,8 @@ def run_jax(name, precision):
     def loss(params, x, y):
         h = x
         for w, b in params[:-1]:
-            h = jax.nn.relu(jnp.matmul(h, w, precision=prec) + b)
+            z = jnp.matmul(h, w, precision=prec) + b
+            h = jax.nn.relu(z) if ACT == "relu" else jax.nn.gelu(z, approximate=True)
         w, b = params[-1]
         logp = jax.nn.log_softmax(jnp.matmul(h, w, precision=prec) + b)
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
@@ -157,7 +160,8 @@ def run_torch(name, precision, graphed):
     def step():
         h = xt
         for w, b in ps[:-1]:
-            h = torch.relu(h @ w + b)
+            h = torch.relu(h @ w + b) if ACT == "relu" else \
+                torch.nn.functional.gelu(h @ w + b, approximate="tanh")
         w, b = ps[-1]
         loss = torch.nn.functional.cross_entropy(h @ w + b, yt)
         grads = torch.autograd.grad(loss, flat)
@@ -202,7 +206,8 @@ def main():
     for name in names:
         for precision in ("fp32", "tf32"):
             for fw in ("fnx", "jax", "torch_eager", "torch_graph"):
-                proc = subprocess.run([sys.executable, __file__, "--child", fw, name, precision],
+                proc = subprocess.run([sys.executable, __file__, "--child", fw, name, precision]
+                                      + (["--gelu"] if ACT == "gelu" else []),
                                       capture_output=True, text=True, env=env, timeout=600)
                 try:
                     results[(name, precision, fw)] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -220,7 +225,7 @@ def main():
             print(f"{name + ' ' + precision:14s} {t['fnx']:9.1f} {t['jax']:9.1f} "
                   f"{t['torch_eager']:9.1f} {t['torch_graph']:11.1f} "
                   f"{t['fnx'] / t['jax']:8.3f} {r['fnx'].get('first_call_s', float('nan')):14.2f}s")
-    print("step times in microseconds (median of 5 repeats)")
+    print(f"step times in microseconds (median of 5 repeats), {ACT} hidden layers")
 
 
 if __name__ == "__main__":
