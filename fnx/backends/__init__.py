@@ -46,6 +46,8 @@ def _find_gpu():
         return
     if ok:
         register_backend("gpu", cupy_backend.CupyBackend(0), default=True)
+        from ..cuda import preload
+        preload.start()
     elif want == "gpu":
         raise RuntimeError("FNX_PLATFORM=gpu, but no CUDA device was found")
 

@@ -149,40 +149,36 @@ def fold_transposed_products(jaxpr: Jaxpr):
     return [folded.get(k, e) for k, e in enumerate(jaxpr.eqns) if k not in dropped]
 
 
-def _gemm_sources(eqns):
-    """``[(source, name)]`` of the generated kernels the program's products may pick (and the
-    dense layers' bias kernels), compiled with its own kernels: the gemm table then times them
-    without compiling each one alone."""
+def _gemm_sources(e):
+    """``[(source, name)]`` of the generated kernels the product ``e`` may pick (and a dense
+    layer's bias kernel), compiled with the program's own kernels: the gemm table then times
+    them without compiling each one alone."""
     from .elementwise import C_TYPES
     from .epilogue import bias_act_source
     from .small_gemm import dense_epilogue, update
-    sources = []
-    for e in eqns:
-        p = e.primitive
-        if p not in (lax.dot_general_p, dense_p, gemm_update_p):
-            continue
-        x, w = e.invars[:2]
-        if len(x.aval.shape) != 2 or len(w.aval.shape) != 2:
-            continue
-        if p is lax.dot_general_p:
-            (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-            if lb or rb:
-                continue
-            ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
-        else:
-            ta, tb = e.params["trans_a"], e.params["trans_b"]
-        (m, k), n = (x.aval.shape[::-1] if ta else x.aval.shape), w.aval.shape[0 if tb else 1]
-        dt = np.dtype(x.aval.dtype)
-        if p is lax.dot_general_p:
-            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt)
-        elif p is dense_p:
-            act = e.params["act"]
-            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt, dense_epilogue(act, dt))
-            sources.append(bias_act_source(act, dt))
-        elif p is gemm_update_p:
-            sources += gemm_table.generated_sources(m, n, k, ta, tb, dt,
-                                                    update(e.params["alpha"], C_TYPES[dt.name]))
-    return sources
+    p = e.primitive
+    if p not in (lax.dot_general_p, dense_p, gemm_update_p):
+        return []
+    x, w = e.invars[:2]
+    if len(x.aval.shape) != 2 or len(w.aval.shape) != 2:
+        return []
+    if p is lax.dot_general_p:
+        (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+        if lb or rb:
+            return []
+        ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
+    else:
+        ta, tb = e.params["trans_a"], e.params["trans_b"]
+    (m, k), n = (x.aval.shape[::-1] if ta else x.aval.shape), w.aval.shape[0 if tb else 1]
+    dt = np.dtype(x.aval.dtype)
+    if p is lax.dot_general_p:
+        return gemm_table.generated_sources(m, n, k, ta, tb, dt)
+    if p is dense_p:
+        act = e.params["act"]
+        return (gemm_table.generated_sources(m, n, k, ta, tb, dt, dense_epilogue(act, dt))
+                + [bias_act_source(act, dt)])
+    return gemm_table.generated_sources(m, n, k, ta, tb, dt,
+                                        update(e.params["alpha"], C_TYPES[dt.name]))
 
 
 class GpuExecutable:
@@ -202,6 +198,7 @@ class GpuExecutable:
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
         self.kernels = []
+        self._units = []        # (source, name) of every kernel it may launch, in first-use order
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         eqns = recompute_residuals(eqns, jaxpr.outvars)
@@ -229,6 +226,7 @@ class GpuExecutable:
                 continue
             j = run_end(eqns, i)
             if j == i:
+                self._units += _gemm_sources(eqns[i])
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
@@ -257,7 +255,7 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        compile_together([(k.source, k.name) for k in self.kernels] + _gemm_sources(eqns))
+        compile_together(self._units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
@@ -505,6 +503,7 @@ class GpuExecutable:
             for _, ins, outs, _, _ in parts:
                 order += [("in", s) for s in ins] + [("out", s) for s in outs]
         self.kernels.append(kernel)
+        self._units.append((kernel.source, kernel.name))
         grid, block = kernel.launch_config(self.sm_count)
         extra = kernel.extra_args()
         if len(parts) == 1:

@@ -67,32 +67,37 @@ def _plan(key, args):
 _timing_stream = None
 
 
-def _time(fn, reps, warm_up=True):
-    """GPU milliseconds per call of ``fn``: ``reps`` calls captured into one CUDA graph and
-    replayed, so host launch cost (which dwarfs small GEMMs) stays out of the figure.
-    ``warm_up``: call ``fn`` once before capturing (its first call may allocate or load)."""
+def _captured(fn, reps):
+    """``reps`` calls of ``fn`` captured into one CUDA graph on the timing stream (after one
+    call outside it: a first call may allocate or load), so that timing it leaves host launch
+    cost (which dwarfs small GEMMs) out of the figure."""
     import cupy as cp
     from .cublas import handle_for
     global _timing_stream
     if _timing_stream is None:
         _timing_stream = cp.cuda.Stream(non_blocking=True)
         handle_for(_timing_stream.ptr)
-    stream = _timing_stream
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    with stream:
-        if warm_up:
-            fn()
-        stream.begin_capture()
+    with _timing_stream:
+        fn()
+        _timing_stream.begin_capture()
         try:
             for _ in range(reps):
                 fn()
         finally:
-            graph = stream.end_capture()
-        if reps > 2:        # small problems: one untimed replay settles clocks and caches
-            graph.launch(stream)
-        start.record(stream)
+            graph = _timing_stream.end_capture()
+    return graph
+
+
+def _replay_time(graph, reps):
+    """GPU milliseconds per captured call, from one replay of ``graph``."""
+    import cupy as cp
+    stream = _timing_stream
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    if reps > 2:        # small problems: one untimed replay settles clocks and caches
         graph.launch(stream)
-        stop.record(stream)
+    start.record(stream)
+    graph.launch(stream)
+    stop.record(stream)
     stop.synchronize()
     return cp.cuda.get_elapsed_time(start, stop) / reps
 
@@ -104,20 +109,20 @@ def timings(candidates, flops) -> dict:
     reps = int(min(20, max(1, 2e10 / max(flops, 1))))
     # operands are ready, and no other stream's launches share the GPU with the timed ones
     cp.cuda.Device().synchronize()
+    graphs = {}
+    for name, run in candidates.items():
+        try:
+            graphs[name] = _captured(run, reps)
+        except Exception:       # a candidate that cannot run this problem is left out
+            continue
     # two rounds, each candidate's best kept: a big problem times one call per round, and the
     # first round also brings the clocks up
     times: dict = {}
-    for round_ in range(2):
-        for name, run in candidates.items():
-            if times.get(name, 0.0) is None:
-                continue
-            try:
-                t = _time(run, reps, warm_up=round_ == 0)
-            except Exception:       # a candidate that cannot run this problem is skipped
-                times[name] = None
-                continue
+    for _ in range(2):
+        for name, graph in graphs.items():
+            t = _replay_time(graph, reps)
             times[name] = min(t, times.get(name, t))
-    return {name: t for name, t in times.items() if t is not None}
+    return times
 
 
 def _select(candidates, flops):
