@@ -200,6 +200,58 @@ def test_small_product_is_computed_inside_the_kernel_reading_it(gpu, ta, tb, k):
     np.testing.assert_allclose(gpu.to_numpy(db), ref.sum(0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("form,m,k", [("dense", 128, 512), ("dense_tanh", 96, 300),
+                                      ("dot_transposed", 128, 512), ("dense", 1024, 512)])
+def test_narrow_product_is_made_in_the_row_kernel_after_it(gpu, form, m, k):
+    """A classifier's logits and the cross-entropy over them, forward and backward: with little
+    work (2*m*10*k <= 2**22 flops) the row kernel computes the logits itself, else they stay
+    a launch of their own. Loss and gradients match float64."""
+    from fnx import lax
+    from fnx.cuda.rows import ROW_PRODUCT_FLOPS
+    rng = np.random.default_rng(m + k)
+    c = 10
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = (rng.standard_normal((c, k) if form == "dot_transposed" else (k, c)) * 0.1
+         ).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    y = rng.integers(0, c, m).astype(np.int32)
+
+    def loss(w, b, x, y):
+        if form == "dot_transposed":
+            logits = lax.dot_general(x, w, (((1,), (1,)), ((), ())))
+        else:
+            logits = x @ w + b
+            logits = jnp.tanh(logits) if form == "dense_tanh" else logits
+        logp = nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    exe, (value, gw, gb) = _lower(fnx.value_and_grad(loss, argnums=(0, 1)),
+                                  [w, b, x, y], gpu)
+    fused = 2 * m * c * k <= ROW_PRODUCT_FLOPS
+    forward = next(label for label in exe.labels if label.startswith("rows["))
+    product = "dot_general" if form == "dot_transposed" else "dense"
+    assert forward.split(": ")[1].startswith(product) == fused, exe.describe()
+    alone = f"{product}: float32[{m}, {k}]"     # the forward product as a launch of its own
+    assert any(label.startswith(alone) for label in exe.labels) != fused, exe.describe()
+
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    if form == "dot_transposed":
+        z = x64 @ w64.T
+    else:
+        z = x64 @ w64 + b64
+    logits = np.tanh(z) if form == "dense_tanh" else z
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    ref_loss = -np.mean(np.log(p[np.arange(m), y]))
+    g = (p - np.eye(c)[y]) / m
+    gz = g * (1 - logits ** 2) if form == "dense_tanh" else g
+    ref_gw = gz.T @ x64 if form == "dot_transposed" else x64.T @ gz
+    np.testing.assert_allclose(float(gpu.to_numpy(value)), ref_loss, rtol=1e-5)
+    np.testing.assert_allclose(gpu.to_numpy(gw), ref_gw, rtol=1e-4, atol=1e-5)
+    if form != "dot_transposed":
+        np.testing.assert_allclose(gpu.to_numpy(gb), gz.sum(0), rtol=1e-4, atol=1e-5)
+
+
 def test_a_small_product_alone_stays_a_gemm(gpu):
     rng = np.random.default_rng(3)
     a, b = (fnx.device_put(rng.standard_normal(s).astype(np.float32), gpu)

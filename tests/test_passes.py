@@ -618,6 +618,39 @@ def test_a_small_product_joins_the_elementwise_work_reading_it():
     assert [grp.kind for grp in passes.fusion_groups(jaxpr)] == ["single", "elementwise"]
 
 
+@pytest.mark.parametrize("batch,classes,expected", [(128, 10, True), (1024, 10, False),
+                                                    (128, 17, False)])
+def test_a_narrow_product_joins_the_row_group_after_it(monkeypatch, batch, classes, expected):
+    """fnx.cuda.rows.joins_rows: a classifier's logits, right before the softmax's row group,
+    are made inside the row kernel when they have at most ROW_PRODUCT_COLUMNS columns and
+    ROW_PRODUCT_FLOPS of work; the kernel's source then computes them (no input holds them)."""
+    from fnx.cuda import rows
+    from fnx.cuda.epilogue import fuse_dense_epilogues
+    from fnx.cuda.executable import decompose, fold_transposed_products
+    rng = np.random.default_rng(2)
+    w = jnp.asarray(rng.standard_normal((512, classes)).astype(F32))
+    b = jnp.asarray(rng.standard_normal(classes).astype(F32))
+    x = jnp.asarray(rng.standard_normal((batch, 512)).astype(F32))
+
+    def loss(w, b, x):
+        return -jnp.mean(nn.log_softmax(x @ w + b)[:, 0])
+    jaxpr = fnx.make_jaxpr(fnx.grad(loss))(w, b, x).jaxpr
+    eqns = fuse_dense_epilogues(decompose(fold_transposed_products(jaxpr)), jaxpr.outvars)
+    k = next(k for k, e in enumerate(eqns) if e.primitive.name == "dense")
+    found = passes.row_group(eqns, k + 1)
+    assert found is not None and found[1] == (batch, classes)
+    assert rows.joins_rows(eqns[k], found[1]) == expected
+    if expected:
+        monkeypatch.setattr(rows, "max_cluster", lambda: 8)
+        group = eqns[k:found[0]]
+        made = {v for e in group for v in e.outvars}
+        inputs = list(dict.fromkeys(v for e in group for v in e.invars
+                                    if isinstance(v, Var) and v not in made))
+        kernel = rows.RowKernel(group, inputs, [group[-1].outvars[0]], found[1])
+        assert kernel.product is eqns[k] and "prod_row[c]" in kernel.source
+        assert eqns[k].outvars[0] not in inputs
+
+
 def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
     """fnx.cuda.lt_backward.find: on the GPU lowering's equations of a train step, each ReLU
     layer whose backward is a product masked by h > 0 and summed over the batch (a product

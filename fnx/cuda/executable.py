@@ -22,7 +22,7 @@ from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
-from .rows import RowKernel
+from .rows import RowKernel, joins_rows
 from .streams import Access, schedule, side_streams
 
 
@@ -218,6 +218,11 @@ class GpuExecutable:
         i = 0
         while i < len(eqns):
             found = row_group(eqns, i)
+            if found is None and i + 1 < len(eqns):
+                # a narrow product right before a row group over it: made in that kernel
+                found = row_group(eqns, i + 1)
+                if found is not None and not joins_rows(eqns[i], found[1]):
+                    found = None
             if found is not None and not split_over_blocks(eqns[i:found[0]]):
                 end, shape = found
                 group, i = eqns[i:end], end

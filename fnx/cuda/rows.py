@@ -31,6 +31,8 @@ REGISTER_WORDS = 64         # 32-bit registers per thread that hold a row's inpu
 MOST_PER_THREAD = 32        # row elements per thread (H100, (4096, 32768) softmax and
                             # cross-entropy: 32 a thread ran at 0.83-0.87x of a copy, 16 at 0.91-1.02x)
 SHARED_LIMIT = 192 * 1024   # bytes of a looped-over row kept on chip (H100: 227 KiB per block)
+ROW_PRODUCT_COLUMNS = 16    # a product's columns the row kernel computes itself (a classifier's logits)
+ROW_PRODUCT_FLOPS = 1 << 22  # ... for small products only: every row re-reads the right operand
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
               lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
 
@@ -128,6 +130,40 @@ def register_plan(cols, input_sizes, value_sizes, clusters):
     return None
 
 
+def joins_rows(eqn, space) -> bool:
+    """Whether product ``eqn`` (a ``dot_general`` or a dense layer) makes the row space
+    ``(rows, C)`` of the row group after it with few columns and little work: the group's
+    kernel then computes each row of it first (a classifier's logits, right before its
+    softmax), instead of a GEMM launch ahead of it."""
+    from .epilogue import dense_p
+    if eqn.primitive is lax.dot_general_p:
+        (lc, _), (lb, rb) = eqn.params["dimension_numbers"]
+        if lb or rb or len(lc) != 1:
+            return False
+    elif eqn.primitive is not dense_p:
+        return False
+    x, w = eqn.invars[:2]
+    out = eqn.outvars[0].aval
+    if not all(isinstance(v, Var) for v in eqn.invars) or len(space) != 2 \
+            or tuple(out.shape) != tuple(space) or x.aval.ndim != 2 or w.aval.ndim != 2 \
+            or not x.aval.dtype == w.aval.dtype == out.dtype \
+            or out.dtype.name not in ("float32", "float64"):
+        return False
+    (m, c), k = space, _product_layout(eqn)[2]
+    return c <= ROW_PRODUCT_COLUMNS and 2 * m * c * k <= ROW_PRODUCT_FLOPS
+
+
+def _product_layout(eqn):
+    """``(trans_a, trans_b, K)`` of a 2-D product equation."""
+    if eqn.primitive is lax.dot_general_p:
+        (lc, rc), _ = eqn.params["dimension_numbers"]
+        ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
+    else:
+        ta, tb = eqn.params["trans_a"], eqn.params["trans_b"]
+    x = eqn.invars[0].aval.shape
+    return ta, tb, x[0] if ta else x[1]
+
+
 class RowKernel:
     """``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel. ``eqns`` may end with
     reductions of per-row values to single values and scalar arithmetic on those
@@ -138,10 +174,15 @@ class RowKernel:
         self.shape = tuple(shape)
         self.cols = shape[-1]
         self.rows = int(np.prod(shape[:-1], dtype=np.int64))
+        # a product leading the group (joins_rows): each row of it is made in the kernel
+        self.product = eqns[0] if eqns and joins_rows(eqns[0], shape) else None
         row_inputs = [v for v in inputs if row_kind(v.aval.shape, shape) == "row"]
+        if self.product is not None:
+            row_inputs.append(self.product.outvars[0])
         row_values = row_inputs + [v for v in outputs if row_kind(v.aval.shape, shape) == "row"]
         plan = register_plan(self.cols, [v.aval.dtype.itemsize for v in row_inputs],
                              [v.aval.dtype.itemsize for v in row_values], max_cluster())
+        assert self.product is None or (plan is not None and plan[0] == 1), plan
         self.in_registers = plan is not None
         if plan is None:
             self.cluster = min(max_cluster(), -(-self.cols // (1024 * 16)))
@@ -212,9 +253,19 @@ class RowKernel:
                 head.append(f"  for (long long c = c_begin + threadIdx.x; c < c_end; c += {T})"
                             f" {{ {' '.join(staged)} }}")
                 head.append("  __syncthreads();")
+        eqns = self.eqns
+        if self.product is not None:
+            head += self._product_rows()
+            z = self.product.outvars[0]
+            names[z], kinds[z] = "pz", "row"
+            row_stmts.append(f"const {C_TYPES[z.aval.dtype.name]} pz = prod_row[c];")
+            eqns = eqns[1:]
+        read_by_group = {v for e in eqns for v in e.invars} | set(self.outputs)
         for k, v in enumerate(self.inputs):
             names[v] = f"x{k}"
             kind = kinds[v] = row_kind(v.aval.shape, shape)
+            if v not in read_by_group:      # the product's operands only
+                continue
             if kind != "row":
                 t = C_TYPES[v.aval.dtype.name]
                 head.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
@@ -224,7 +275,7 @@ class RowKernel:
 
         in_tail = set()        # values computed only by the last block, after every row is done
         totals = {id(e): n for n, e in enumerate(self.totals)}
-        for n, e in enumerate(self.eqns):
+        for n, e in enumerate(eqns):
             out, p = e.outvars[0], e.primitive
             kind = row_kind(out.aval.shape, shape)
             t, name = ct[out], f"t{n}"
@@ -323,6 +374,43 @@ class RowKernel:
                f"  const int rank = blockIdx.x % {K};\n"
                f"{body}\n}}\n")
         return src, name
+
+    def _product_rows(self):
+        """Statements putting this row of the leading product (its activation applied, for a
+        dense layer) into ``prod_row``: each thread sums every T-th term for all C columns,
+        and thread c adds up column c's partial sums."""
+        from .epilogue import activation_c, dense_p
+        e, C, T = self.product, self.cols, self.block
+        ta, tb, K = _product_layout(e)
+        t = C_TYPES[e.outvars[0].aval.dtype.name]
+        x, w = (f"in{self.inputs.index(v)}" for v in e.invars[:2])
+        m = self.rows
+        a = f"{x}[k * {m}LL + row]" if ta else f"{x}[row * {K}LL + k]"
+        b = f"{w}[c * {K}LL + k]" if tb else f"{w}[k * {C}LL + c]"
+        finish = []
+        if e.primitive is dense_p:
+            finish = [f"    v += in{self.inputs.index(e.invars[2])}[threadIdx.x];",
+                      f"    v = {activation_c(e.params['act'])};"]
+        return [f"  __shared__ {t} prod_part[{C * (T + 1)}];",     # padded: no bank conflicts
+                f"  __shared__ {t} prod_row[{C}];",
+                f"  {{ {t} acc[{C}];",
+                f"    #pragma unroll\n    for (int c = 0; c < {C}; ++c) acc[c] = ({t})0;",
+                # a few terms' loads in flight at once: the loop is bound by L2 latency
+                f"    #pragma unroll 4\n    for (long long k = threadIdx.x; k < {K}LL; k += {T}) {{",
+                f"      const {t} a = {a};",
+                f"      #pragma unroll\n      for (int c = 0; c < {C}; ++c) acc[c] += a * {b};",
+                "    }",
+                f"    #pragma unroll\n    for (int c = 0; c < {C}; ++c) "
+                f"prod_part[c * {T + 1} + threadIdx.x] = acc[c];",
+                "  }",
+                "  __syncthreads();",
+                f"  if (threadIdx.x < {C}) {{",
+                f"    {t} v = prod_part[threadIdx.x * {T + 1}];",
+                f"    for (int j = 1; j < {T}; ++j) v += prod_part[threadIdx.x * {T + 1} + j];",
+                *finish,
+                "    prod_row[threadIdx.x] = v;",
+                "  }",
+                "  __syncthreads();"]
 
     def _alignment_test(self):
         """A C condition: every row buffer allows ``width``-element accesses."""
