@@ -10,6 +10,9 @@ one block's loads overlap another's arithmetic. Per-row reductions combine the b
 values through distributed shared memory. A row too long for the registers of a cluster is
 looped over instead (staged in shared memory where it fits).
 
+A narrow product right before the group (a classifier's logits before its softmax, see
+``joins_rows``) is computed by the kernel itself, each block making its row of it first.
+
 A reduction of the per-row results to one value (the mean loss over a batch) stays in the same
 launch: each row leaves its value in a scratch buffer, and the last row to finish, found with an
 atomic counter, combines them in row order and resets the counter for the next launch (so a
