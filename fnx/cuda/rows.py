@@ -34,8 +34,10 @@ REGISTER_WORDS = 64         # 32-bit registers per thread that hold a row's inpu
 MOST_PER_THREAD = 32        # row elements per thread (H100, (4096, 32768) softmax and
                             # cross-entropy: 32 a thread ran at 0.83-0.87x of a copy, 16 at 0.91-1.02x)
 SHARED_LIMIT = 192 * 1024   # bytes of a looped-over row kept on chip (H100: 227 KiB per block)
-ROW_PRODUCT_COLUMNS = 16    # a product's columns the row kernel computes itself (a classifier's logits)
-ROW_PRODUCT_FLOPS = 1 << 22  # ... for small products only: every row re-reads the right operand
+# a narrow product the row kernel computes itself (a classifier's logits): its columns, and its
+# flops (every row re-reads the right operand, so only small ones)
+ROW_PRODUCT_COLUMNS = 16
+ROW_PRODUCT_FLOPS = 1 << 22
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
               lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
 
@@ -399,7 +401,8 @@ class RowKernel:
                 f"  {{ {t} acc[{C}];",
                 f"    #pragma unroll\n    for (int c = 0; c < {C}; ++c) acc[c] = ({t})0;",
                 # a few terms' loads in flight at once: the loop is bound by L2 latency
-                f"    #pragma unroll 4\n    for (long long k = threadIdx.x; k < {K}LL; k += {T}) {{",
+                f"    #pragma unroll 4\n"
+                f"    for (long long k = threadIdx.x; k < {K}LL; k += {T}) {{",
                 f"      const {t} a = {a};",
                 f"      #pragma unroll\n      for (int c = 0; c < {C}; ++c) acc[c] += a * {b};",
                 "    }",
