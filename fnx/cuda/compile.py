@@ -3,9 +3,9 @@
 NVRTC's cost is mostly per program (starting up, parsing the headers, loading the module), not
 per kernel, so ``compile_together`` builds the kernels a lowered program needs as a few programs,
 compiled on background threads (NVRTC runs without Python's lock, though it overlaps programs
-only in part): a first call pays the start-up cost a few times instead of once per kernel. It returns at once:
-the first launch of a kernel waits for its own program only, so a first call's cuBLAS work
-(choosing GEMM algorithms) runs while the rest still compiles.
+only in part): a first call pays the start-up cost a few times instead of once per kernel. It
+returns at once: the first launch of a kernel waits for its own program only, so a first call's
+cuBLAS work (choosing GEMM algorithms) runs while the rest still compiles.
 """
 from __future__ import annotations
 

@@ -26,6 +26,19 @@ gemm_update_p = Primitive("gemm_update")
 gemm_update_p.abstract_eval = lambda x, w, p, **params: p
 
 
+def product_layout(eqn):
+    """``(trans_a, trans_b, m, n, k)`` of a 2-D product: a ``dot_general`` without batch
+    dimensions, a dense layer or a gradient step, ``op(x) @ op(w)`` with ``op(x)`` m x k."""
+    if eqn.primitive is lax.dot_general_p:
+        (lc, rc), _ = eqn.params["dimension_numbers"]
+        ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
+    else:
+        ta, tb = eqn.params["trans_a"], eqn.params["trans_b"]
+    x, w = (v.aval.shape for v in eqn.invars[:2])
+    (m, k), n = (x[::-1] if ta else x), w[0 if tb else 1]
+    return ta, tb, m, n, k
+
+
 # the activations a dense kernel applies (fnx.core.passes names -> activation_c's)
 _KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sigmoid",
                 "gelu_tanh": "gelu_tanh", "gelu_erf": "gelu_erf"}

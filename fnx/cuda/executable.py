@@ -19,7 +19,8 @@ from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_gro
 from .columns import ColumnKernel
 from .compile import compile_together
 from .decompose import decompose
-from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
+from .epilogue import (dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p,
+                       product_layout)
 from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel, joins_rows
@@ -162,14 +163,9 @@ def _gemm_sources(e):
     x, w = e.invars[:2]
     if len(x.aval.shape) != 2 or len(w.aval.shape) != 2:
         return []
-    if p is lax.dot_general_p:
-        (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-        if lb or rb:
-            return []
-        ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
-    else:
-        ta, tb = e.params["trans_a"], e.params["trans_b"]
-    (m, k), n = (x.aval.shape[::-1] if ta else x.aval.shape), w.aval.shape[0 if tb else 1]
+    if p is lax.dot_general_p and any(e.params["dimension_numbers"][1]):
+        return []
+    ta, tb, m, n, k = product_layout(e)
     dt = np.dtype(x.aval.dtype)
     if p is lax.dot_general_p:
         return gemm_table.generated_sources(m, n, k, ta, tb, dt)
@@ -198,7 +194,7 @@ class GpuExecutable:
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
         self.kernels = []
-        self._units = []        # (source, name) of every kernel it may launch, in first-use order
+        self._units = []        # (source, name) of every kernel it may launch
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         eqns = recompute_residuals(eqns, jaxpr.outvars)

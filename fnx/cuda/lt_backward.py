@@ -27,7 +27,7 @@ from ..core import lax
 from ..core.jaxpr import Var
 from ..core.passes import (GELU_SLOPES, is_constant, kernel_ids, probe_values,
                            small_product)
-from .epilogue import dense_p
+from .epilogue import dense_p, product_layout
 
 MAX_FLOPS = 1e9
 _PROBE = np.linspace(-6.0, 6.0, 61)
@@ -47,11 +47,6 @@ def _product_ok(product, gh, readers, allowed) -> bool:
 def _flops(m, n, k, product):
     (lc, _), _ = product.params["dimension_numbers"]
     return 2.0 * m * n * (k + product.invars[0].aval.shape[lc[0]])
-
-
-def _layout(eqn):
-    (lc, rc), _ = eqn.params["dimension_numbers"]
-    return tuple(lc) == (0,), tuple(rc) == (1,)
 
 
 def _graph(eqns, outvars):
@@ -77,8 +72,7 @@ class Match(NamedTuple):
 
     @property
     def flops(self) -> float:
-        m, n = self.dense.outvars[0].aval.shape
-        k = self.dense.invars[0].aval.shape[0 if self.dense.params["trans_a"] else 1]
+        _, _, m, n, k = product_layout(self.dense)
         return _flops(m, n, k, self.product)
 
 
@@ -215,11 +209,10 @@ class ReluPair(_Choice):
         d, p = match.dense, match.product
         x, w, b = d.invars
         g, w2 = p.invars
-        self.m, self.n = d.outvars[0].aval.shape
-        self.k = x.aval.shape[0 if d.params["trans_a"] else 1]
-        self.fwd_layout = (d.params["trans_a"], d.params["trans_b"])
-        self.bwd_layout = _layout(p)
-        self.k2 = g.aval.shape[0 if self.bwd_layout[0] else 1]
+        ta, tb, self.m, self.n, self.k = product_layout(d)
+        self.fwd_layout = (ta, tb)
+        bwd_ta, bwd_tb, _, _, self.k2 = product_layout(p)
+        self.bwd_layout = (bwd_ta, bwd_tb)
         self.fwd_precision = precision_of(d.params.get("precision"))
         self.bwd_precision = precision_of(p.params.get("precision"))
         self.x, self.w, self.b, self.g, self.w2 = (slot_of(v) for v in (x, w, b, g, w2))
@@ -341,7 +334,7 @@ class GeluBackward(_Choice):
         p = match.product
         g, w2 = p.invars
         self.m, self.n = match.z.aval.shape
-        self.layout = _layout(p)
+        self.layout = product_layout(p)[:2]
         self.k = g.aval.shape[0 if self.layout[0] else 1]
         self.precision = precision_of(p.params.get("precision"))
         self.g, self.w2, self.z = (slot_of(v) for v in (g, w2, match.z))

@@ -140,7 +140,7 @@ def joins_rows(eqn, space) -> bool:
     ``(rows, C)`` of the row group after it with few columns and little work: the group's
     kernel then computes each row of it first (a classifier's logits, right before its
     softmax), instead of a GEMM launch ahead of it."""
-    from .epilogue import dense_p
+    from .epilogue import dense_p, product_layout
     if eqn.primitive is lax.dot_general_p:
         (lc, _), (lb, rb) = eqn.params["dimension_numbers"]
         if lb or rb or len(lc) != 1:
@@ -154,19 +154,8 @@ def joins_rows(eqn, space) -> bool:
             or not x.aval.dtype == w.aval.dtype == out.dtype \
             or out.dtype.name not in ("float32", "float64"):
         return False
-    (m, c), k = space, _product_layout(eqn)[2]
+    (m, c), k = space, product_layout(eqn)[4]
     return c <= ROW_PRODUCT_COLUMNS and 2 * m * c * k <= ROW_PRODUCT_FLOPS
-
-
-def _product_layout(eqn):
-    """``(trans_a, trans_b, K)`` of a 2-D product equation."""
-    if eqn.primitive is lax.dot_general_p:
-        (lc, rc), _ = eqn.params["dimension_numbers"]
-        ta, tb = tuple(lc) == (0,), tuple(rc) == (1,)
-    else:
-        ta, tb = eqn.params["trans_a"], eqn.params["trans_b"]
-    x = eqn.invars[0].aval.shape
-    return ta, tb, x[0] if ta else x[1]
 
 
 class RowKernel:
@@ -384,9 +373,9 @@ class RowKernel:
         """Statements putting this row of the leading product (its activation applied, for a
         dense layer) into ``prod_row``: each thread sums every T-th term for all C columns,
         and thread c adds up column c's partial sums."""
-        from .epilogue import activation_c, dense_p
+        from .epilogue import activation_c, dense_p, product_layout
         e, C, T = self.product, self.cols, self.block
-        ta, tb, K = _product_layout(e)
+        ta, tb, _, _, K = product_layout(e)
         t = C_TYPES[e.outvars[0].aval.dtype.name]
         x, w = (f"in{self.inputs.index(v)}" for v in e.invars[:2])
         m = self.rows
