@@ -309,20 +309,27 @@ def test_passes_treat_control_flow_opaquely():
     np.testing.assert_allclose(np.asarray(fnx.jit(f)(x)), np.asarray(f(x)), rtol=1e-6)
 
 
+def _grad_program(spec, args):
+    """``(closed jaxpr, its arguments)``: the gradient of ``sum(spec.fn(*args) ** 2)`` with
+    respect to the float arguments."""
+    fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+
+    def loss(*fa):
+        full = list(args)
+        for i, v in zip(fidx, fa):
+            full[i] = v
+        return jnp.sum(spec.fn(*full) ** 2)
+    fargs = [args[i] for i in fidx]
+    return fnx.make_jaxpr(fnx.grad(loss, tuple(range(len(fidx)))))(*fargs), fargs
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_every_pass_typechecks_and_keeps_results(spec):
     args = spec.draw(np.random.default_rng(23))
-    closed = [fnx.make_jaxpr(spec.fn)(*args)]
+    closed, fargs = [fnx.make_jaxpr(spec.fn)(*args)], None
     if spec.grad:
-        fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
-
-        def loss(*fa):
-            full = list(args)
-            for i, v in zip(fidx, fa):
-                full[i] = v
-            return jnp.sum(spec.fn(*full) ** 2)
-        fargs = [args[i] for i in fidx]
-        closed.append(fnx.make_jaxpr(fnx.grad(loss, tuple(range(len(fidx)))))(*fargs))
+        program, fargs = _grad_program(spec, args)
+        closed.append(program)
     for n, c in enumerate(closed):
         jx = jaxpr_with_consts_as_args(c)
         out = jx
@@ -768,16 +775,7 @@ def test_recompute_residuals_keeps_every_gradient_the_same(spec):
     recomputed, evaluates to the same values, bit for bit, on the CPU."""
     from fnx.core.jaxpr import Jaxpr, eval_jaxpr
     from fnx.cuda.executable import decompose, fold_transposed_products
-    args = spec.draw(np.random.default_rng(5))
-    fidx = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
-
-    def loss(*fa):
-        full = list(args)
-        for i, v in zip(fidx, fa):
-            full[i] = v
-        return jnp.sum(spec.fn(*full) ** 2)
-    fargs = [args[i] for i in fidx]
-    closed = fnx.make_jaxpr(fnx.grad(loss, tuple(range(len(fidx)))))(*fargs)
+    closed, fargs = _grad_program(spec, spec.draw(np.random.default_rng(5)))
     j = closed.jaxpr
     eqns = decompose(fold_transposed_products(j))
     new = passes.recompute_residuals(eqns, j.outvars)
