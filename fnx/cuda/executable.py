@@ -194,7 +194,6 @@ class GpuExecutable:
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
         self.kernels = []
-        self._units = []        # (source, name) of every kernel it may launch
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         eqns = recompute_residuals(eqns, jaxpr.outvars)
@@ -211,10 +210,11 @@ class GpuExecutable:
         self._readers = self._reader_positions(eqns, jaxpr.outvars)
         self._launch_of: dict = {}      # step -> a generated kernel's launch (lt_backward)
         self._position = {id(e): k for k, e in enumerate(eqns)}
-        i = 0
+        i, product_units = 0, []
         while i < len(eqns):
             found = row_group(eqns, i)
-            if found is None and i + 1 < len(eqns):
+            if found is None and i + 1 < len(eqns) \
+                    and eqns[i].primitive in (lax.dot_general_p, dense_p):
                 # a narrow product right before a row group over it: made in that kernel
                 found = row_group(eqns, i + 1)
                 if found is not None and not joins_rows(eqns[i], found[1]):
@@ -227,7 +227,7 @@ class GpuExecutable:
                 continue
             j = run_end(eqns, i)
             if j == i:
-                self._units += _gemm_sources(eqns[i])
+                product_units += _gemm_sources(eqns[i])
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
@@ -256,7 +256,7 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        compile_together(self._units)
+        compile_together([(k.source, k.name) for k in self.kernels] + product_units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
@@ -504,7 +504,6 @@ class GpuExecutable:
             for _, ins, outs, _, _ in parts:
                 order += [("in", s) for s in ins] + [("out", s) for s in outs]
         self.kernels.append(kernel)
-        self._units.append((kernel.source, kernel.name))
         grid, block = kernel.launch_config(self.sm_count)
         extra = kernel.extra_args()
         if len(parts) == 1:

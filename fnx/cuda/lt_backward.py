@@ -45,8 +45,7 @@ def _product_ok(product, gh, readers, allowed) -> bool:
 
 
 def _flops(m, n, k, product):
-    (lc, _), _ = product.params["dimension_numbers"]
-    return 2.0 * m * n * (k + product.invars[0].aval.shape[lc[0]])
+    return 2.0 * m * n * (k + product_layout(product)[4])
 
 
 def _graph(eqns, outvars):

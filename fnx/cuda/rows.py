@@ -254,7 +254,7 @@ class RowKernel:
             names[z], kinds[z] = "pz", "row"
             row_stmts.append(f"const {C_TYPES[z.aval.dtype.name]} pz = prod_row[c];")
             eqns = eqns[1:]
-        read_by_group = {v for e in eqns for v in e.invars} | set(self.outputs)
+        read_by_group = {v for e in eqns for v in e.invars}
         for k, v in enumerate(self.inputs):
             names[v] = f"x{k}"
             kind = kinds[v] = row_kind(v.aval.shape, shape)
@@ -378,8 +378,7 @@ class RowKernel:
         ta, tb, _, _, K = product_layout(e)
         t = C_TYPES[e.outvars[0].aval.dtype.name]
         x, w = (f"in{self.inputs.index(v)}" for v in e.invars[:2])
-        m = self.rows
-        a = f"{x}[k * {m}LL + row]" if ta else f"{x}[row * {K}LL + k]"
+        a = f"{x}[k * {self.rows}LL + row]" if ta else f"{x}[row * {K}LL + k]"
         b = f"{w}[c * {K}LL + k]" if tb else f"{w}[k * {C}LL + c]"
         finish = []
         if e.primitive is dense_p:
