@@ -23,6 +23,7 @@ QUICK = "--quick" in sys.argv
 ACT = "gelu" if "--gelu" in sys.argv else "relu"
 STEPS = {"small": 200, "mid": 100, "large": 10}
 REPEATS = 5
+WARMUP_S = 2.0
 
 
 def _data(sizes, batch, seed=0):
@@ -36,8 +37,14 @@ def _data(sizes, batch, seed=0):
 
 
 def _timed(step_once, sync, steps):
+    """Median µs per step over REPEATS runs of ``steps``, after WARMUP_S seconds of steps (for
+    every framework alike: a training loop's steady state, with whatever each one finishes in
+    the background, such as fnx's GEMM kernels joining its captured graph)."""
     import time
     import numpy as np
+    t = time.perf_counter()
+    while time.perf_counter() - t < WARMUP_S:
+        step_once()
     times = []
     for _ in range(REPEATS):
         sync()

@@ -380,3 +380,62 @@ def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monk
     for _ in range(3):      # later calls, on whichever path was chosen, give the same step
         for o, f in zip(exe(*leaves), first):
             np.testing.assert_allclose(cp.asnumpy(o), f, rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monkeypatch):
+    """A first call does not wait for generated GEMM kernels still compiling in the background:
+    their problems are timed without them, provisionally (kept off the disk). Once the kernels
+    are built, the next call times them and captures the graph again. Every call matches a
+    float64 train step."""
+    import cupy as cp
+    from fnx.cuda import compile as kernels
+    from fnx.cuda import gemm_table
+    monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
+    # the split GEMM kernels are held "compiling" until released, whatever NVRTC's speed
+    held, callbacks = [True], []
+    real_compiling, real_ready = kernels.compiling, kernels.ready
+
+    def tiles(unit):
+        return unit[1].startswith("fnx_tiles")
+    monkeypatch.setattr(kernels, "compiling", lambda u: held[0] and tiles(u) or real_compiling(u))
+    monkeypatch.setattr(kernels, "ready", lambda u: not (held[0] and tiles(u)) and real_ready(u))
+    monkeypatch.setattr(kernels, "when_compiled", lambda units, done: callbacks.append(done))
+    rng = np.random.default_rng(21)
+    params, x, labels = _relu_mlp(gpu, rng, sizes=(120, 224, 200, 16), batch=96)
+    args = fnx.device_put((params, x, labels), gpu)
+    exe, _ = _graphed(_classifier_step, args, gpu)
+    leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
+
+    def call_and_check():
+        nonlocal params
+        outs = exe(*leaves)
+        loss, new = _classifier_step_float64(params, x, labels)
+        np.testing.assert_allclose(float(outs[0]), loss, rtol=1e-5)
+        for o, r in zip(outs[1:], [a for wb in new for a in wb]):
+            np.testing.assert_allclose(cp.asnumpy(o), r, rtol=1e-4, atol=1e-5)
+        params = [(cp.asnumpy(w), cp.asnumpy(b)) for w, b in zip(outs[1::2], outs[2::2])]
+        leaves[:-2] = outs[1:]
+
+    earlier = set(gemm_table._provisional)
+    call_and_check()
+    waiting = {k: units for k, units in gemm_table._provisional.items()
+               if k not in earlier and any(tiles(u) for u in units)}
+    assert waiting and callbacks, "no product of this step offers a split GEMM kernel"
+    assert not any(gemm_table._choices[k].startswith("tiles") for k in waiting)
+    with open(gemm_table.cache_file()) as fh:
+        assert not set(waiting) & set(json.load(fh))
+    call_and_check()
+    assert exe.graph is not None and exe.recaptures == 0, exe.describe()
+    held[0] = False
+    for units in waiting.values():
+        for unit in units:
+            kernels.kernel(*unit)       # built for real by now, or built here
+    for done in callbacks:
+        done()
+    for _ in range(3):
+        call_and_check()
+    assert exe.graph is not None and exe.recaptures == 1, exe.describe()
+    assert not set(waiting) & set(gemm_table._provisional)
+    with open(gemm_table.cache_file()) as fh:
+        assert set(waiting) <= set(json.load(fh))
+    assert "captured again 1 time" in exe.describe()

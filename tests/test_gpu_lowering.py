@@ -291,7 +291,10 @@ SMALL_GEMMS = [("vec_block2", 128, 10, 512, False, False), ("vec_block4", 77, 16
                ("col_threads8", 200, 10, 96, True, False), ("col_threads16", 77, 16, 45, True, True),
                ("outer4", 100, 64, 7, True, False), ("outer16", 96, 1000, 10, False, True),
                ("outer4", 99, 1000, 9, False, False), ("vec_block8", 66, 10, 300, False, True),
-               ("thread_outputs", 512, 10, 32, True, False), ("thread_outputs", 33, 20, 17, False, True)]
+               ("thread_outputs", 512, 10, 32, True, False), ("thread_outputs", 33, 20, 17, False, True),
+               ("tiles32x32x8", 128, 512, 784, False, False), ("tiles32x64x8", 130, 70, 300, False, True),
+               ("tiles64x64x1x8", 784, 512, 128, True, False), ("tiles32x32x1", 77, 36, 45, True, True),
+               ("tiles64x32x4x8", 100, 64, 200, False, False), ("tiles32x32x2", 45, 33, 70, True, False)]
 
 
 def _operand(cp, host, offset):
@@ -359,6 +362,12 @@ def test_small_gemm_candidates():
     assert SmallGemm.candidates(128, 10, 512, np.float64, 1) == ["warp_rows"]
     assert SmallGemm.candidates(128, 10, 512, np.float64, 1, True) == ["col_threads16"]
     assert "outer4" not in SmallGemm.candidates(96, 1000, 10, np.float64, 1)
+    # K split over clusters where a product's tiles are few, whole-K tiles where they are many
+    assert SmallGemm.candidates(128, 512, 784, np.float32, 1) == ["tiles32x32x8", "tiles32x64x8"]
+    assert SmallGemm.candidates(784, 512, 128, np.float32, 1, True) == ["tiles64x64x1x8",
+                                                                        "tiles32x32x1"]
+    assert SmallGemm.candidates(1024, 2048, 784, np.float32, 1) == []
+    assert SmallGemm.candidates(128, 512, 784, np.float64, 1) == []
 
 
 @pytest.mark.parametrize("act", ["relu", "none"])

@@ -33,6 +33,33 @@ def kernel(source: str, name: str):
     return k
 
 
+def ready(unit) -> bool:
+    """Whether ``unit = (source, name)`` is compiled (launching it would not wait)."""
+    return unit in _KERNELS
+
+
+def compiling(unit) -> bool:
+    """Whether ``unit`` is being compiled on a background thread."""
+    return unit in _PENDING
+
+
+def when_compiled(units, callback) -> None:
+    """Call ``callback()`` (on a compiling thread) once the programs compiling ``units`` are
+    done, or at once if none is still compiling."""
+    futures = {id(f): f for f in (_PENDING.get(u) for u in units) if f is not None}
+    if not futures:
+        callback()
+        return
+    left = [len(futures)]
+
+    def done(_):
+        left[0] -= 1
+        if not left[0]:
+            callback()
+    for f in futures.values():
+        f.add_done_callback(done)
+
+
 _THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
 _pool = None
 
@@ -47,9 +74,9 @@ def compile_together(units) -> None:
     cached and each of its kernels compiles alone when first launched."""
     global _pool
     pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
-    if len(pending) < 2:
+    if not pending:
         return
-    n = min(_THREADS, len(pending) // 2)
+    n = max(1, min(_THREADS, len(pending) // 2))
     # balanced by source length, which is what NVRTC's time follows
     chunks = [[] for _ in range(n)]
     sizes = [0] * n

@@ -256,7 +256,11 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        compile_together([(k.source, k.name) for k in self.kernels] + product_units)
+        # the kernels the first call must run first; the products' generated candidates in
+        # programs of their own, behind them (the first call does not wait for those: see
+        # fnx.cuda.gemm_table.impatient)
+        compile_together([(k.source, k.name) for k in self.kernels])
+        compile_together(product_units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead

@@ -6,6 +6,7 @@ processes skip the timing. During stream capture an unknown problem uses cublasG
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -14,9 +15,19 @@ import numpy as np
 from . import cublas
 from .elementwise import C_TYPES
 
+# raised whenever the candidates change, so that choices made among older ones are timed again
+TABLE_VERSION = 2
 _choices: dict = {}          # key -> "gemmex", "lt:<algorithm index>" or a small_gemm kind
 _plans: dict = {}
 _loaded = False
+# A jitted program's first call does not wait for the generated candidates still compiling in
+# the background: its problems are timed without them, and those choices are provisional (kept
+# off the disk) until the kernels are ready; each time a provisional choice's kernels finish,
+# ``upgrades`` goes up, and a captured graph that predates it is captured again
+# (fnx.cuda.graph), timing them then.
+_provisional: dict = {}      # key -> the (source, name) units left out of its timing
+upgrades = 0
+_impatient = 0
 
 
 def cache_file() -> str:
@@ -26,8 +37,9 @@ def cache_file() -> str:
     name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
     name = name.decode() if isinstance(name, bytes) else name
     tag = "".join(c if c.isalnum() else "-" for c in name)
-    return os.path.join(root, f"gemm-{tag}-cublas{cp.cuda.get_cublas_version()}.json"
-                        if hasattr(cp.cuda, "get_cublas_version") else f"gemm-{tag}.json")
+    cublas = f"-cublas{cp.cuda.get_cublas_version()}" \
+        if hasattr(cp.cuda, "get_cublas_version") else ""
+    return os.path.join(root, f"gemm-v{TABLE_VERSION}-{tag}{cublas}.json")
 
 
 def _load():
@@ -40,13 +52,30 @@ def _load():
         pass
 
 
+@contextlib.contextmanager
+def impatient():
+    """Within it, a problem's generated candidates still compiling are left out of its timing,
+    and the choice is provisional until they are compiled (see ``upgrades``)."""
+    global _impatient
+    _impatient += 1
+    try:
+        yield
+    finally:
+        _impatient -= 1
+
+
+def _upgrade_ready():
+    global upgrades
+    upgrades += 1
+
+
 def _save():
     path = cache_file()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as fh:
-            json.dump(_choices, fh)
+            json.dump({k: v for k, v in _choices.items() if k not in _provisional}, fh)
         os.replace(tmp, path)
     except OSError:
         pass        # a read-only home only costs the timing in the next process
@@ -156,20 +185,32 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
     import cupy as cp
     if not _loaded:
         _load()
+    from .compile import compile_together, ready, when_compiled
+    from .compile import compiling as in_background
     choice = _choices.get(key)
-    if not isinstance(choice, str):
-        if cp.cuda.get_current_stream().is_capturing():
+    capturing = cp.cuda.get_current_stream().is_capturing()
+    waiting = _provisional.get(key)
+    if not isinstance(choice, str) or waiting is not None and not capturing and (
+            not _impatient or all(ready(u) for u in waiting)):
+        if capturing:
             return fallback(False)
-        from .compile import compile_together
         plan = _plan(key, plan_args) if plan_args is not None else None
         candidates = {"fallback": lambda: fallback(True)}
         for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
             candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
         made = {kind: make(kind) for kind in kinds}
         compile_together([(g.source, g.name) for g in made.values()])
-        candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()})
+        compiling = [kind for kind, g in made.items()
+                     if _impatient and in_background((g.source, g.name))]
+        candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()
+                           if kind not in compiling})
         choice = _choices[key] = _select(candidates, flops)
-        _save()
+        if compiling:
+            _provisional[key] = [(made[kind].source, made[kind].name) for kind in compiling]
+            when_compiled(_provisional[key], _upgrade_ready)
+        else:
+            _provisional.pop(key, None)
+            _save()
     if choice.startswith("lt:") and plan_args is not None:
         plan = _plan(key, plan_args)
         i = int(choice[3:])

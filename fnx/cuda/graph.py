@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 
+from . import gemm_table
 from .copies import MultiCopy, fresh_outputs
 
 # id(buffer) -> how many times a compiled program has overwritten it in place. Inputs are
@@ -63,6 +64,8 @@ class GraphExecutable:
         self.graph = None
         self.reason: str | None = None     # why the call is not (yet) a replayed graph
         self.eager_fallbacks = 0           # replays refused because a user still held a buffer
+        self.recaptures = 0                # captured again once more kernels were compiled
+        self._upgrades = None
         self._static_in = None
         self._keepalive = None
         self._plain = None
@@ -78,6 +81,9 @@ class GraphExecutable:
         mode = "CUDA graph replay" if self.graph is not None else \
             f"eager launches ({self.reason or 'graph is captured on the second call'})"
         lines = [self.executable.describe(), f"  execution: {mode}"]
+        if self.recaptures:
+            lines.append(f"  captured again {self.recaptures} time(s), once GEMM kernels "
+                         "compiling in the background were ready and timed")
         if self.schedule is not None:
             timed = "" if not self.timed else " (chosen by replay time: " + ", ".join(
                 f"{k} {v:.1f} µs" for k, v in self.timed.items()) + ")"
@@ -98,13 +104,25 @@ class GraphExecutable:
 
     def __call__(self, *args):
         self.calls += 1
+        if self.graph is not None and gemm_table.upgrades != self._upgrades:
+            self._recapture(args)
         if self.graph is None and self.calls == 2 and self.reason is None:
             self._capture(args)
         if self.graph is None:
-            outs = self.executable(*args)
+            with gemm_table.impatient():
+                outs = self.executable(*args)
             note_written([args[i] for i in self._donated])
             return outs
         return self._replay(args)
+
+    def _recapture(self, args):
+        """Generated GEMM kernels that were still compiling when the graph was captured are
+        ready: one run without the graph times them, and the graph is captured again."""
+        with gemm_table.impatient():
+            self._plain_executable()(*args)
+        self.recaptures += 1
+        self.graph = None
+        self._capture(args)
 
     def _replay(self, args):
         import cupy as cp
@@ -166,12 +184,16 @@ class GraphExecutable:
 
     def _eager(self, args):
         """Run without the graph and without writing into donated buffers."""
-        from .executable import GpuExecutable
         self.eager_fallbacks += 1
+        return self._plain_executable()(*args)
+
+    def _plain_executable(self):
+        """The program lowered again without donation (it writes no argument in place)."""
+        from .executable import GpuExecutable
         if self._plain is None:
             exe = self.executable
             self._plain = GpuExecutable(exe.jaxpr, exe.const_values, exe.backend)
-        return self._plain(*args)
+        return self._plain
 
     def _record(self, static_in, sched, stream=None):
         """``(graph, outs, env, pool, stream)``: one run of the program on ``static_in``,
@@ -220,6 +242,7 @@ class GraphExecutable:
     def _capture(self, args):
         import cupy as cp
         exe = self.executable
+        self._upgrades = gemm_table.upgrades
         static_in = [cp.array(a, copy=True, order="C") for a in args]
         cp.cuda.get_current_stream().synchronize()
         schedules = [exe.schedule] + ([exe.single] if exe.single is not exe.schedule else [])

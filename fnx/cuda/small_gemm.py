@@ -32,6 +32,7 @@ import re
 import numpy as np
 
 from .elementwise import C_TYPES, _compile
+from .split_gemm import split_candidates, split_tiles, vector_alignment
 
 MAX_ROW_COLS = 16
 MAX_OUTER_K = 16
@@ -295,27 +296,29 @@ def _thread_outputs(m, n, k, ta, tb, t, ep):
     return body, (-(-m * n // _BLOCK),), (_BLOCK,)
 
 
-# kind name (a number at its end is the kernel's parameter) -> generator of (body, grid, block)
+# kind name (numbers at its end, joined by "x", are the kernel's parameters) -> generator of
+# (body, grid, block) or (body, grid, block, the kernel's attributes)
 KINDS = {"warp_rows": _warp_rows, "vec_block": _vec_block, "col_threads": _col_threads,
-         "outer": _outer, "thread_outputs": _thread_outputs}
+         "outer": _outer, "thread_outputs": _thread_outputs, "tiles": split_tiles}
 
 
 def _split_kind(kind):
-    base, number = re.fullmatch(r"([a-z_]+?)(\d*)", kind).groups()
-    return KINDS[base], ((int(number),) if number else ())
+    base, numbers = re.fullmatch(r"([a-z_]+?)((?:\d+x)*\d+)?", kind).groups()
+    return KINDS[base], tuple(int(v) for v in numbers.split("x")) if numbers else ()
 
 
 class SmallGemm:
     """``C = epilogue(op(A) @ op(B))`` for one problem, as one generated kernel."""
 
     def __init__(self, kind, m, n, k, trans_a, trans_b, dtype, epilogue: Epilogue = PLAIN):
-        self.kind, self.m, self.n, self.k = kind, m, n, k
+        self.kind, self.m, self.n, self.k, self.trans = kind, m, n, k, (trans_a, trans_b)
         t = C_TYPES[np.dtype(dtype).name]
         name = f"fnx_{kind}_{m}x{n}x{k}_{int(trans_a)}{int(trans_b)}_{epilogue.key}"
         generate, params = _split_kind(kind)
-        body, self.grid, self.block = generate(m, n, k, trans_a, trans_b, t, epilogue, *params)
+        body, self.grid, self.block, *attributes = generate(m, n, k, trans_a, trans_b, t,
+                                                            epilogue, *params)
         extra = "".join(f", {d} {p}" for d, p in epilogue.params)
-        self.source = (f'extern "C" __global__ void {name}('
+        self.source = (f'extern "C" __global__ void {"".join(attributes)}{name}('
                        f"const {t}* __restrict__ A, const {t}* __restrict__ B, {t}* C{extra}) "
                        f"{{\n{body}}}\n")
         self.name = name
@@ -343,10 +346,14 @@ class SmallGemm:
             kinds.append("outer4")
         if k <= MAX_THREAD_K and m * n <= (1 << 20):
             kinds.append("thread_outputs")
+        if f32:
+            kinds += split_candidates(m, n, k)
         return kinds
 
     @property
     def loads_vectors(self) -> bool:
+        if self.kind.startswith("tiles"):
+            return vector_alignment(self.m, self.n, self.k, *self.trans)
         return self.kind.startswith(("vec_block", "outer"))
 
     def __call__(self, out, a, b, *extra):
