@@ -64,9 +64,11 @@ _THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
 _pool = None
 
 
-def compile_together(units) -> None:
+def compile_together(units, after=()) -> list:
     """Compile the not yet compiled ``units = [(source, name)]``, split into up to ``_THREADS``
-    NVRTC programs compiled in parallel.
+    NVRTC programs compiled in parallel, once the programs of the futures ``after`` are built
+    (NVRTC runs programs mostly one at a time, so these would slow those down); returns the
+    programs' futures.
 
     Each unit goes into its own namespace, so helper functions of the same name do not clash;
     its kernel is renamed (kernels have C linkage, which namespaces do not separate) and
@@ -75,7 +77,7 @@ def compile_together(units) -> None:
     global _pool
     pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
     if not pending:
-        return
+        return []
     n = max(1, min(_THREADS, len(pending) // 2))
     # balanced by source length, which is what NVRTC's time follows
     chunks = [[] for _ in range(n)]
@@ -88,13 +90,18 @@ def compile_together(units) -> None:
     device = cp.cuda.Device().id
     if _pool is None:
         _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
+    futures = []
     for chunk in chunks:
-        future = _pool.submit(_build, chunk, device)
+        future = _pool.submit(_build, chunk, device, tuple(after))
         _PENDING.update((unit, future) for unit in chunk)
+        futures.append(future)
+    return futures
 
 
-def _build(units, device) -> None:
+def _build(units, device, after) -> None:
     try:
+        for earlier in after:
+            earlier.result()
         _build_program(units, device)
     finally:
         for unit in units:

@@ -256,11 +256,11 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        # the kernels the first call must run first; the products' generated candidates in
-        # programs of their own, behind them (the first call does not wait for those: see
+        # the kernels the first call must run, then the products' generated candidates, in
+        # programs of their own (the first call does not wait for those: see
         # fnx.cuda.gemm_table.impatient)
-        compile_together([(k.source, k.name) for k in self.kernels])
-        compile_together(product_units)
+        compile_together(product_units,
+                         after=compile_together([(k.source, k.name) for k in self.kernels]))
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead

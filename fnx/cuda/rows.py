@@ -424,9 +424,12 @@ class RowKernel:
                   f"({C_TYPES[v.aval.dtype.name]})0;" for k, v in row_inputs]
         single_loop = (f"#pragma unroll\n  for (int e = 0; e < {V}; ++e) {{ const long long c = "
                        f"col0 + (e / {W}) * {T * W}LL + (e % {W}); {' '.join(single)} }}")
-        if W == 1 or not row_inputs:
+        if W > 1:       # read by the vector writes too, also where no row input is loaded
+            lines.append(f"  const bool vectors = {self._alignment_test()};")
+        if not row_inputs:
+            return lines
+        if W == 1:
             return lines + ["  " + single_loop]
-        lines.append(f"  const bool vectors = {self._alignment_test()};")
         vec = []
         for k, v in row_inputs:
             t = C_TYPES[v.aval.dtype.name]
