@@ -1,8 +1,9 @@
 """The kernel table for products: for each problem (shape, layout, dtype, precision, epilogue)
-the candidates are cublasGemmEx with cuBLAS's own choice and every algorithm cuBLASLt's heuristic
-offers. The first eager call of a problem times them on the device and keeps the fastest; the
-choice is remembered in memory and on disk (``$FNX_CACHE_DIR`` or ``~/.cache/fnx``), so later
-processes skip the timing. During stream capture an unknown problem uses cublasGemmEx.
+the candidates are cublasGemmEx with cuBLAS's own choice, the algorithms cuBLASLt's heuristic
+offers, and fnx's generated kernels for the shape (fnx.cuda.small_gemm, fnx.cuda.split_gemm).
+The first eager call of a problem times them on the device and keeps the fastest; the choice is
+remembered in memory and on disk (``$FNX_CACHE_DIR`` or ``~/.cache/fnx``), so later processes
+skip the timing. During stream capture an unknown problem uses cublasGemmEx.
 """
 from __future__ import annotations
 

@@ -18,8 +18,11 @@ For small K:
   columns in registers and runs down ``R`` rows, storing four outputs at a time (``g @ w^T``);
 - ``thread_outputs``: one thread per output element.
 
-The kernels that load 16 bytes at a time (``vec_block``, ``outer``) refuse buffers that are not
-16-byte aligned, and the gemm table then runs cuBLAS instead, so a choice cached for a shape
+For float32 products too short to fill the GPU, ``tiles<bm>x<bn>x<split>[x<rows per thread>]``
+(fnx.cuda.split_gemm): tiles with K split over a thread-block cluster.
+
+The kernels that load or store 16 bytes at a time (``vec_block``, ``outer``, and ``tiles`` where
+a row length allows it) refuse buffers that are not 16-byte aligned, and the gemm table then runs cuBLAS instead, so a choice cached for a shape
 holds for any buffers.
 
 An :class:`Epilogue` is C code run once per output with ``acc`` (the product's value), ``row``,
