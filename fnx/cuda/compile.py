@@ -9,6 +9,7 @@ cuBLAS work (choosing GEMM algorithms) runs while the rest still compiles.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,13 @@ def kernel(source: str, name: str):
         import cupy as cp
         k = _KERNELS[unit] = cp.RawKernel(source, name)
     return k
+
+
+@functools.lru_cache(maxsize=None)
+def compute_capability() -> int:
+    """The current device's compute capability as a number (90 for an H100)."""
+    import cupy as cp
+    return int(cp.cuda.Device().compute_capability)
 
 
 def ready(unit) -> bool:

@@ -20,13 +20,13 @@ replayed CUDA graph finds it at zero).
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
 from ..core.passes import row_kind, row_total
+from .compile import compute_capability
 from .elementwise import C_TYPES, _literal, emit
 
 MAX_CLUSTER = 8             # blocks a row may be split over (8: the portable cluster size)
@@ -106,15 +106,9 @@ def _round32(n: int) -> int:
     return max(32, -(-n // 32) * 32)
 
 
-@functools.lru_cache(maxsize=None)
-def _has_clusters() -> bool:
-    import cupy as cp
-    return int(cp.cuda.Device().compute_capability) >= 90
-
-
 def max_cluster() -> int:
     """Blocks one row may be split over: clusters need compute capability 9.0."""
-    return MAX_CLUSTER if _has_clusters() else 1
+    return MAX_CLUSTER if compute_capability() >= 90 else 1
 
 
 def register_plan(cols, input_sizes, value_sizes, clusters):

@@ -350,7 +350,8 @@ class SmallGemm:
         if k <= MAX_THREAD_K and m * n <= (1 << 20):
             kinds.append("thread_outputs")
         if f32:
-            kinds += split_candidates(m, n, k)
+            from .compile import compute_capability
+            kinds += split_candidates(m, n, k, compute_capability())
         return kinds
 
     @property

@@ -225,15 +225,16 @@ def split_tiles(m, n, k, trans_a, trans_b, t, ep, bm, bn, split, tm=4):
     return "".join(body), (tiles * split,), (threads,), f"__cluster_dims__({split}, 1, 1) "
 
 
-def split_candidates(m, n, k) -> list:
-    """The configurations offered for a float32 problem: none for a big problem (cuBLAS's tiles
-    fill the GPU) or a thin one (fnx.cuda.small_gemm's kernels); K split 2 to 8 ways where
-    32 x 32 tiles are too few to fill the GPU, whole-K tiles where they are many."""
-    if 2.0 * m * n * k >= MAX_FLOPS or n < 32 or m < 32 or k < 32:
+def split_candidates(m, n, k, capability: int) -> list:
+    """The configurations offered for a float32 problem on a device of compute ``capability``:
+    none for a big problem (cuBLAS's tiles fill the GPU), a thin one (fnx.cuda.small_gemm's
+    kernels) or a device without asynchronous copies (8.0); K split 2 to 8 ways where 32 x 32
+    tiles are too few to fill the GPU (clusters: 9.0), whole-K tiles where they are many."""
+    if capability < 80 or 2.0 * m * n * k >= MAX_FLOPS or n < 32 or m < 32 or k < 32:
         return []
     tiles = -(-m // 32) * -(-n // 32)
-    split = 1
-    while tiles < FEW and split < MAX_SPLIT and tiles * split * 2 <= FILL \
+    split, most = 1, MAX_SPLIT if capability >= 90 else 1
+    while tiles < FEW and split < most and tiles * split * 2 <= FILL \
             and k // (2 * split) >= MIN_CHUNK:
         split *= 2
     if split == 1:
