@@ -33,14 +33,13 @@ class _Operand:
     bytes at a time (when the matrix allows it) and the other kind one float at a time."""
 
     def __init__(self, name, trans, rows, cols, tile_r, tile_c, r0, c0, k_axis, threads):
-        self.name, self.k_axis = name, k_axis
+        self.name = name
         contiguous = 0 if trans else 1          # the tile axis running along stored rows
         inner = (tile_r, tile_c)[1 - k_axis]    # the tile's extent off K: shared-memory rows
         along = (rows, cols)[contiguous]
         self.width = 4 if contiguous != k_axis and along % 4 == 0 and inner % 4 == 0 else 1
         self.inner_padded = inner + _PAD
-        self.stride_k = (cols if k_axis == 0 else 1) if not trans else \
-            (1 if k_axis == 0 else rows)
+        self.stride_k = ((1, rows) if trans else (cols, 1))[k_axis]     # in memory, per step of K
         pieces = tile_r * tile_c // self.width
         if pieces % threads:
             raise ValueError(f"{threads} threads do not share a {tile_r} x {tile_c} tile evenly")
@@ -114,8 +113,10 @@ def split_tiles(m, n, k, trans_a, trans_b, t, ep, bm, bn, split, tm=4):
                       f"(&A_s[slot][kk][ty * {tm} + {4 * q}]);\n" for q in range(tm // 4))
     body = [
         # the stages' tiles of A and B, and afterwards the block's partial tile
-        f"  __shared__ __align__(16) float shared[{max(a_floats + b_floats, bm * (bn + _PAD))}];\n"
-        f"  float (*A_s)[{BK}][{bm + _PAD}] = reinterpret_cast<float (*)[{BK}][{bm + _PAD}]>(shared);\n"
+        f"  __shared__ __align__(16) float shared[{max(a_floats + b_floats, bm * (bn + _PAD))}];"
+        "\n"
+        f"  float (*A_s)[{BK}][{bm + _PAD}] = "
+        f"reinterpret_cast<float (*)[{BK}][{bm + _PAD}]>(shared);\n"
         f"  float (*B_s)[{BK}][{bn + _PAD}] = "
         f"reinterpret_cast<float (*)[{BK}][{bn + _PAD}]>(shared + {a_floats});\n"
         "  const unsigned A_base = (unsigned)__cvta_generic_to_shared(shared);\n"
