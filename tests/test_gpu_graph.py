@@ -317,6 +317,20 @@ def _classifier_step_float64(params, x, labels):
     return -np.mean(np.sum(logp * onehot, 1)), new
 
 
+def _step_matches_float64(exe, leaves, params, x, labels):
+    """One call of ``exe`` (a ``_classifier_step``) on ``leaves``, checked against the float64
+    step from ``params``; the new parameters go back into ``leaves``, as training does, and are
+    returned on the host."""
+    import cupy as cp
+    outs = exe(*leaves)
+    loss, new = _classifier_step_float64(params, x, labels)
+    np.testing.assert_allclose(float(outs[0]), loss, rtol=1e-5)
+    for o, r in zip(outs[1:], [a for wb in new for a in wb]):
+        np.testing.assert_allclose(cp.asnumpy(o), r, rtol=1e-4, atol=1e-5)
+    leaves[:-2] = outs[1:]
+    return [(cp.asnumpy(w), cp.asnumpy(b)) for w, b in zip(outs[1::2], outs[2::2])]
+
+
 @pytest.mark.parametrize("path", ["fnx", "lt"])
 def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     from fnx.cuda.lt_backward import ReluPair
@@ -339,13 +353,7 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
         for _ in range(4):
             x = rng.standard_normal(x.shape).astype(np.float32)
             leaves[-2] = cp.asarray(x)
-            outs = exe(*leaves)
-            loss, new = _classifier_step_float64(params, x, labels)
-            np.testing.assert_allclose(float(outs[0]), loss, rtol=1e-5)
-            for o, r in zip(outs[1:], [a for wb in new for a in wb]):
-                np.testing.assert_allclose(cp.asnumpy(o), r, rtol=1e-4, atol=1e-5)
-            params = [(cp.asnumpy(w), cp.asnumpy(b)) for w, b in zip(outs[1::2], outs[2::2])]
-            leaves[:-2] = outs[1:]
+            params = _step_matches_float64(exe, leaves, params, x, labels)
         assert exe.graph is not None, exe.describe()
         text = exe.executable.describe()
         assert ("cuBLASLt RELU_AUX_BIAS + DRELU_BGRAD" in text) == (path == "lt"), text
@@ -387,7 +395,6 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
     their problems are timed without them, provisionally (kept off the disk). Once the kernels
     are built, the next call times them and captures the graph again. Every call matches a
     float64 train step."""
-    import cupy as cp
     from fnx.cuda import compile as kernels
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
@@ -408,13 +415,7 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
 
     def call_and_check():
         nonlocal params
-        outs = exe(*leaves)
-        loss, new = _classifier_step_float64(params, x, labels)
-        np.testing.assert_allclose(float(outs[0]), loss, rtol=1e-5)
-        for o, r in zip(outs[1:], [a for wb in new for a in wb]):
-            np.testing.assert_allclose(cp.asnumpy(o), r, rtol=1e-4, atol=1e-5)
-        params = [(cp.asnumpy(w), cp.asnumpy(b)) for w, b in zip(outs[1::2], outs[2::2])]
-        leaves[:-2] = outs[1:]
+        params = _step_matches_float64(exe, leaves, params, x, labels)
 
     earlier = set(gemm_table._provisional)
     call_and_check()
