@@ -20,7 +20,6 @@ replayed CUDA graph finds it at zero).
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..core import lax

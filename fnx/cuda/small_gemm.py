@@ -22,8 +22,8 @@ For float32 products too short to fill the GPU, ``tiles<bm>x<bn>x<split>[x<rows 
 (fnx.cuda.split_gemm): tiles with K split over a thread-block cluster.
 
 The kernels that load or store 16 bytes at a time (``vec_block``, ``outer``, and ``tiles`` where
-a row length allows it) refuse buffers that are not 16-byte aligned, and the gemm table then runs cuBLAS instead, so a choice cached for a shape
-holds for any buffers.
+a row length allows it) refuse buffers that are not 16-byte aligned, and the gemm table then
+runs cuBLAS instead, so a choice cached for a shape holds for any buffers.
 
 An :class:`Epilogue` is C code run once per output with ``acc`` (the product's value), ``row``,
 ``col`` and the linear index ``i`` in scope; it writes ``C[i]``.
@@ -357,7 +357,7 @@ class SmallGemm:
     @property
     def loads_vectors(self) -> bool:
         if self.kind.startswith("tiles"):
-            return vector_alignment(self.m, self.n, self.k, *self.trans)
+            return vector_alignment(self.m, self.n, self.trans[0])
         return self.kind.startswith(("vec_block", "outer"))
 
     def __call__(self, out, a, b, *extra):

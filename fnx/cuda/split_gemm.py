@@ -243,7 +243,7 @@ def split_candidates(m, n, k, capability: int) -> list:
     return [f"tiles32x32x{split}", f"tiles32x64x{split}"]
 
 
-def vector_alignment(m, n, k, trans_a, trans_b) -> bool:
+def vector_alignment(m, n, trans_a) -> bool:
     """Whether the kernel reads or writes some operand 16 bytes at a time (its buffers must then
     be 16-byte aligned)."""
     return n % 4 == 0 or (trans_a and m % 4 == 0)
