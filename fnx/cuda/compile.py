@@ -46,11 +46,6 @@ def ready(unit) -> bool:
     return unit in _KERNELS
 
 
-def compiling(unit) -> bool:
-    """Whether ``unit`` is being compiled on a background thread."""
-    return unit in _PENDING
-
-
 def when_compiled(units, callback) -> None:
     """Call ``callback()`` (on a compiling thread) once the programs compiling ``units`` are
     done, or at once if none is still compiling."""
@@ -72,11 +67,9 @@ _THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
 _pool = None
 
 
-def compile_together(units, after=()) -> list:
+def compile_together(units) -> None:
     """Compile the not yet compiled ``units = [(source, name)]``, split into up to ``_THREADS``
-    NVRTC programs compiled in parallel, once the programs of the futures ``after`` are built
-    (NVRTC runs programs mostly one at a time, so these would slow those down); returns the
-    programs' futures.
+    NVRTC programs compiled in parallel.
 
     Each unit goes into its own namespace, so helper functions of the same name do not clash;
     its kernel is renamed (kernels have C linkage, which namespaces do not separate) and
@@ -85,7 +78,7 @@ def compile_together(units, after=()) -> list:
     global _pool
     pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
     if not pending:
-        return []
+        return
     n = max(1, min(_THREADS, len(pending) // 2))
     # balanced by source length, which is what NVRTC's time follows
     chunks = [[] for _ in range(n)]
@@ -98,18 +91,13 @@ def compile_together(units, after=()) -> list:
     device = cp.cuda.Device().id
     if _pool is None:
         _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
-    futures = []
     for chunk in chunks:
-        future = _pool.submit(_build, chunk, device, tuple(after))
+        future = _pool.submit(_build, chunk, device)
         _PENDING.update((unit, future) for unit in chunk)
-        futures.append(future)
-    return futures
 
 
-def _build(units, device, after) -> None:
+def _build(units, device) -> None:
     try:
-        for earlier in after:
-            earlier.result()
         _build_program(units, device)
     finally:
         for unit in units:

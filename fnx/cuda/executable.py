@@ -150,31 +150,15 @@ def fold_transposed_products(jaxpr: Jaxpr):
     return [folded.get(k, e) for k, e in enumerate(jaxpr.eqns) if k not in dropped]
 
 
-def _gemm_sources(e):
-    """``[(source, name)]`` of the generated kernels the product ``e`` may pick (and a dense
-    layer's bias kernel), compiled with the program's own kernels: the gemm table then times
-    them without compiling each one alone."""
-    from .elementwise import C_TYPES
+def _fallback_sources(e):
+    """``[(source, name)]`` of the kernel a dense layer's unfused candidate (cuBLAS, then bias and
+    activation) runs, compiled with the program's own: a first call times that candidate. The
+    generated GEMM candidates are not: the first call leaves them out, and they compile after
+    it (fnx.cuda.gemm_table.impatient)."""
     from .epilogue import bias_act_source
-    from .small_gemm import dense_epilogue, update
-    p = e.primitive
-    if p not in (lax.dot_general_p, dense_p, gemm_update_p):
+    if e.primitive is not dense_p:
         return []
-    x, w = e.invars[:2]
-    if len(x.aval.shape) != 2 or len(w.aval.shape) != 2:
-        return []
-    if p is lax.dot_general_p and any(e.params["dimension_numbers"][1]):
-        return []
-    ta, tb, m, n, k = product_layout(e)
-    dt = np.dtype(x.aval.dtype)
-    if p is lax.dot_general_p:
-        return gemm_table.generated_sources(m, n, k, ta, tb, dt)
-    if p is dense_p:
-        act = e.params["act"]
-        return (gemm_table.generated_sources(m, n, k, ta, tb, dt, dense_epilogue(act, dt))
-                + [bias_act_source(act, dt)])
-    return gemm_table.generated_sources(m, n, k, ta, tb, dt,
-                                        update(e.params["alpha"], C_TYPES[dt.name]))
+    return [bias_act_source(e.params["act"], np.dtype(e.invars[0].aval.dtype))]
 
 
 class GpuExecutable:
@@ -210,7 +194,7 @@ class GpuExecutable:
         self._readers = self._reader_positions(eqns, jaxpr.outvars)
         self._launch_of: dict = {}      # step -> a generated kernel's launch (lt_backward)
         self._position = {id(e): k for k, e in enumerate(eqns)}
-        i, product_units = 0, []
+        i, fallback_units = 0, []
         while i < len(eqns):
             found = row_group(eqns, i)
             if found is None and i + 1 < len(eqns) \
@@ -227,7 +211,7 @@ class GpuExecutable:
                 continue
             j = run_end(eqns, i)
             if j == i:
-                product_units += _gemm_sources(eqns[i])
+                fallback_units += _fallback_sources(eqns[i])
                 if leading_sum(eqns[i], None):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
@@ -256,11 +240,7 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        # the kernels the first call must run, then the products' generated candidates, in
-        # programs of their own (the first call does not wait for those: see
-        # fnx.cuda.gemm_table.impatient)
-        compile_together(product_units,
-                         after=compile_together([(k.source, k.name) for k in self.kernels]))
+        compile_together([(k.source, k.name) for k in self.kernels] + fallback_units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead

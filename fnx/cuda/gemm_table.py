@@ -21,12 +21,13 @@ TABLE_VERSION = 2
 _choices: dict = {}          # key -> "gemmex", "lt:<algorithm index>" or a small_gemm kind
 _plans: dict = {}
 _loaded = False
-# A jitted program's first call does not wait for the generated candidates still compiling in
-# the background: its problems are timed without them, and those choices are provisional (kept
-# off the disk) until the kernels are ready; each time a provisional choice's kernels finish,
-# ``upgrades`` goes up, and a captured graph that predates it is captured again
-# (fnx.cuda.graph), timing them then.
+# A jitted program's first call does not wait for generated candidates to compile: its problems
+# are timed without the ones not yet built, and those choices are provisional (kept off the
+# disk). The kernels left out compile in the background after that call (``compile_deferred``);
+# each time a batch is built, ``upgrades`` goes up, and a captured graph that predates it is
+# captured again (fnx.cuda.graph), timing them then.
 _provisional: dict = {}      # key -> the (source, name) units left out of its timing
+_deferred: list = []         # units left out, not yet handed to the compiler
 upgrades = 0
 _impatient = 0
 
@@ -55,7 +56,7 @@ def _load():
 
 @contextlib.contextmanager
 def impatient():
-    """Within it, a problem's generated candidates still compiling are left out of its timing,
+    """Within it, a problem's generated candidates not yet compiled are left out of its timing,
     and the choice is provisional until they are compiled (see ``upgrades``)."""
     global _impatient
     _impatient += 1
@@ -68,6 +69,17 @@ def impatient():
 def _upgrade_ready():
     global upgrades
     upgrades += 1
+
+
+def compile_deferred() -> None:
+    """Start compiling, in the background, the candidates impatient calls left out; once they
+    are built, ``upgrades`` goes up."""
+    from .compile import compile_together, when_compiled
+    global _deferred
+    units, _deferred = _deferred, []
+    if units:
+        compile_together(units)
+        when_compiled(units, _upgrade_ready)
 
 
 def _save():
@@ -186,8 +198,7 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
     import cupy as cp
     if not _loaded:
         _load()
-    from .compile import compile_together, ready, when_compiled
-    from .compile import compiling as in_background
+    from .compile import compile_together, ready
     choice = _choices.get(key)
     capturing = cp.cuda.get_current_stream().is_capturing()
     waiting = _provisional.get(key)
@@ -200,15 +211,16 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
         for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
             candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
         made = {kind: make(kind) for kind in kinds}
-        compile_together([(g.source, g.name) for g in made.values()])
-        compiling = [kind for kind, g in made.items()
-                     if _impatient and in_background((g.source, g.name))]
+        units = {kind: (g.source, g.name) for kind, g in made.items()}
+        left_out = [kind for kind in made if _impatient and not ready(units[kind])]
+        if not _impatient:
+            compile_together(list(units.values()))
         candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()
-                           if kind not in compiling})
+                           if kind not in left_out})
         choice = _choices[key] = _select(candidates, flops)
-        if compiling:
-            _provisional[key] = [(made[kind].source, made[kind].name) for kind in compiling]
-            when_compiled(_provisional[key], _upgrade_ready)
+        if left_out:
+            _provisional[key] = [units[kind] for kind in left_out]
+            _deferred.extend(u for u in _provisional[key] if u not in _deferred)
         else:
             _provisional.pop(key, None)
             _save()
@@ -321,15 +333,6 @@ def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
                                                  epilogue),
                     run=lambda g, timing: g(target(timing), a, b, c))
-
-
-def generated_sources(m, n, k, trans_a, trans_b, dtype, epilogue=None):
-    """``[(source, name)]`` of the generated candidates for a problem, so a lowered program
-    can compile them along with its other kernels (in one NVRTC program)."""
-    from .small_gemm import PLAIN, SmallGemm
-    gemms = (SmallGemm(kind, m, n, k, trans_a, trans_b, dtype, epilogue or PLAIN)
-             for kind in SmallGemm.candidates(m, n, k, dtype, 1, trans_a))
-    return [(g.source, g.name) for g in gemms]
 
 
 def choice_for(key):

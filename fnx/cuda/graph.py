@@ -115,6 +115,7 @@ class GraphExecutable:
         if self.graph is None:
             with gemm_table.impatient():
                 outs = self.executable(*args)
+            gemm_table.compile_deferred()
             note_written([args[i] for i in self._donated])
             return outs
         return self._replay(args)
@@ -124,6 +125,7 @@ class GraphExecutable:
         ready: one run without the graph times them, and the graph is captured again."""
         with gemm_table.impatient():
             self._plain_executable()(*args)
+        gemm_table.compile_deferred()
         self.recaptures += 1
         self.graph = None
         self._capture(args)
