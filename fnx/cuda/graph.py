@@ -13,9 +13,9 @@ the user no longer holds what it returned last (a training loop's ``loss, params
 keeps one call's results at a time); otherwise the first graph runs and its results are copied.
 Allocating and copying results costs the host more than a small step's whole replay.
 
-A first call does not wait for generated GEMM kernels still compiling (fnx.cuda.gemm_table):
-once they are built, the next call runs the program once without the graph, which times them,
-and captures the graph again.
+A first call does not wait for generated GEMM kernels (fnx.cuda.gemm_table): they compile
+after it, and once they are built the next call runs the program once without the graph, which
+times them, and captures the graph again.
 
 Donated arguments are the exception, by design: their static buffers receive the results paired
 with them (``GpuExecutable.alias``) and are returned as those results. Passing such a result back
