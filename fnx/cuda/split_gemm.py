@@ -3,11 +3,11 @@ cuBLAS to fill the GPU: a 128-row batch's layer (128 x 512 outputs) is 16 of cuB
 16 of an H100's 132 multiprocessors run the whole K loop while the rest wait.
 
 Here each ``bm x bn`` tile of the output is computed by a cluster of ``split`` blocks (Hopper),
-each block taking its share of K through a pipeline of ``STAGES`` shared-memory stages filled by
-asynchronous copies. The blocks leave their partial tiles in shared memory and, after a cluster
-barrier, each adds up its slice of rows across the cluster's shared memory (distributed shared
-memory: no workspace in device memory, no atomics, no second kernel) and finishes them with the
-epilogue. With ``split = 1`` it is a plain tiled GEMM that finishes its tile from registers.
+each block taking its share of K through a pipeline of shared-memory stages filled by
+asynchronous copies. Each block then sends every slice of its partial tile to the block that
+finishes that slice, storing it into that block's shared memory (distributed shared memory: no
+workspace in device memory, no atomics, no second kernel); after one cluster barrier, each block
+adds up the slices it received and finishes them with the epilogue. With ``split = 1`` it is a plain tiled GEMM that finishes its tile from registers.
 
 Offered to fnx.cuda.gemm_table through fnx.cuda.small_gemm as ``tiles<bm>x<bn>x<split>`` and
 timed against cuBLAS and cuBLASLt like every generated candidate.
@@ -15,8 +15,9 @@ timed against cuBLAS and cuBLASLt like every generated candidate.
 from __future__ import annotations
 
 BK = 16          # K per shared-memory stage
-STAGES = 4       # shared-memory stages: the copies of three are in flight while one is used
+STAGES = 4       # shared-memory stages at most: the copies of three in flight while one is used
 _PAD = 4         # floats added to each shared-memory row: fewer bank conflicts, 16-byte aligned
+_SHARED_FLOATS = 48 * 1024 // 4     # static shared memory a block may have
 MAX_FLOPS = 1 << 30     # a problem this big fills the GPU with cuBLAS's own tiles
 # K is split when there are fewer than FEW tiles of 32 x 32 outputs, into up to MAX_SPLIT parts
 # (the portable cluster size), as long as there are at most FILL blocks and each takes at least
@@ -77,7 +78,7 @@ class _Operand:
         """Statements starting the copies of the tile of K offset ``kb`` into stage ``slot``
         (zeros past the matrix and past ``k_end``)."""
         bytes_ = 4 * self.width
-        stage = BK * self.inner_padded * 4
+        stage = BK * self.inner_padded * 4  # bytes
         lines = []
         for p in range(len(self.copies)):
             v = f"{self.name}{p}"
@@ -106,15 +107,19 @@ def split_tiles(m, n, k, trans_a, trans_b, t, ep, bm, bn, split, tm=4):
     # A's tile: (bm rows x BK of K) of op(A) (m x k); B's: (BK of K x bn cols) of op(B) (k x n)
     a = _Operand("A", trans_a, m, k, bm, BK, "row0", "k_begin", 1, threads)
     b = _Operand("B", trans_b, k, n, BK, bn, "k_begin", "col0", 0, threads)
-    a_floats, b_floats = STAGES * BK * (bm + _PAD), STAGES * BK * (bn + _PAD)
+    # the blocks of a cluster receive each other's partial rows in a buffer of their own, next
+    # to the stages (as many as fit beside it in static shared memory)
+    received = bm * (bn + _PAD) if split > 1 else 0
+    per_stage = BK * (bm + bn + 2 * _PAD)
+    stages = max(2, min(STAGES, (_SHARED_FLOATS - received) // per_stage))
+    a_floats, b_floats = stages * BK * (bm + _PAD), stages * BK * (bn + _PAD)
     fmas = "".join(f"        acc[{i}][{j}] += a{i // 4}.{'xyzw'[i % 4]} * b.{'xyzw'[j]};\n"
                    for i in range(tm) for j in range(4))
     a_reads = "".join(f"      const float4 a{q} = *reinterpret_cast<const float4*>"
                       f"(&A_s[slot][kk][ty * {tm} + {4 * q}]);\n" for q in range(tm // 4))
     body = [
-        # the stages' tiles of A and B, and afterwards the block's partial tile
-        f"  __shared__ __align__(16) float shared[{max(a_floats + b_floats, bm * (bn + _PAD))}];"
-        "\n"
+        # the stages' tiles of A and B, then the partial rows the cluster's blocks send here
+        f"  __shared__ __align__(16) float shared[{a_floats + b_floats + received}];\n"
         f"  float (*A_s)[{BK}][{bm + _PAD}] = "
         f"reinterpret_cast<float (*)[{BK}][{bm + _PAD}]>(shared);\n"
         f"  float (*B_s)[{BK}][{bn + _PAD}] = "
@@ -129,23 +134,23 @@ def split_tiles(m, n, k, trans_a, trans_b, t, ep, bm, bn, split, tm=4):
         f"  const int steps = k_end > k_begin ? (k_end - k_begin + {BK - 1}) / {BK} : 0;\n"
         + a.prepare() + b.prepare() +
         f"  float acc[{tm}][4] = {{}};\n"
-        # the copies of STAGES - 1 steps are in flight while a step is computed
-        f"  for (int s = 0; s < {STAGES - 1}; ++s) {{\n"
+        # the copies of stages - 1 steps are in flight while a step is computed
+        f"  for (int s = 0; s < {stages - 1}; ++s) {{\n"
         f"    if (s < steps) {{ const int slot = s, kb = k_begin + s * {BK};\n"
         + a.issue() + b.issue() +
         "    }\n"
         '    asm volatile("cp.async.commit_group;\\n" ::);\n'
         "  }\n"
         "  for (int step = 0; step < steps; ++step) {\n"
-        f'    asm volatile("cp.async.wait_group {STAGES - 2};\\n" ::);\n'
+        f'    asm volatile("cp.async.wait_group {stages - 2};\\n" ::);\n'
         "    __syncthreads();\n"
-        f"    if (step + {STAGES - 1} < steps) {{\n"
-        f"      const int slot = (step + {STAGES - 1}) % {STAGES}, "
-        f"kb = k_begin + (step + {STAGES - 1}) * {BK};\n"
+        f"    if (step + {stages - 1} < steps) {{\n"
+        f"      const int slot = (step + {stages - 1}) % {stages}, "
+        f"kb = k_begin + (step + {stages - 1}) * {BK};\n"
         + a.issue() + b.issue() +
         "    }\n"
         '    asm volatile("cp.async.commit_group;\\n" ::);\n'
-        f"    const int slot = step % {STAGES};\n"
+        f"    const int slot = step % {stages};\n"
         "#pragma unroll\n"
         f"    for (int kk = 0; kk < {BK}; ++kk) {{\n"
         + a_reads +
@@ -192,37 +197,38 @@ def split_tiles(m, n, k, trans_a, trans_b, t, ep, bm, bn, split, tm=4):
         return "".join(body), (tiles,), (threads,), ""
     rows_each = bm // split
     quads = rows_each * bn // 4
+    # a block may store into another's shared memory only once that one has started: every
+    # block signals it on entry (the wait, before the stores, has long been met by then)
+    body.insert(0, '  asm volatile("barrier.cluster.arrive.relaxed.aligned;\\n" : : : "memory");\n')
     body.append(
-        '  asm volatile("cp.async.wait_all;\\n" ::);\n'
-        "  __syncthreads();     // every thread is done with the stages\n"
-        f"  float (*partial)[{bn + _PAD}] = reinterpret_cast<float (*)[{bn + _PAD}]>(shared);\n"
+        '  asm volatile("barrier.cluster.wait.aligned;\\n" : : : "memory");\n'
+        f"  float (*received)[{rows_each}][{bn + _PAD}] = reinterpret_cast<"
+        f"float (*)[{rows_each}][{bn + _PAD}]>(shared + {a_floats + b_floats});\n"
+        # each of this block's partial rows goes to the block that finishes it, into the slot
+        # of this block's part (remote stores: nothing waits for a reply)
         "#pragma unroll\n"
-        f"  for (int u = 0; u < {tm}; ++u)\n"
-        f"    *reinterpret_cast<float4*>(&partial[ty * {tm} + u][tx * 4]) =\n"
+        f"  for (int u = 0; u < {tm}; ++u) {{\n"
+        f"    const int r = ty * {tm} + u;\n"
+        f"    float* local = &received[part][r % {rows_each}][tx * 4];\n"
+        "    float* remote;\n"
+        f'    asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(local), "r"(r / {rows_each}));\n'
+        "    *reinterpret_cast<float4*>(remote) =\n"
         "        make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);\n"
-        # release this block's partial tile to the cluster, and see the others'
+        "  }\n"
+        # every block's rows have arrived once all have passed the barrier (release, acquire);
+        # no block writes into another after it, so a block may leave as soon as it is done
         '  asm volatile("barrier.cluster.arrive.aligned;\\n" : : : "memory");\n'
         '  asm volatile("barrier.cluster.wait.aligned;\\n" : : : "memory");\n'
         f"  for (int e = threadIdx.x; e < {quads}; e += {threads}) {{\n"
-        f"    const int r = part * {rows_each} + e / {bn // 4}, c = e % {bn // 4} * 4;\n"
-        "    const float* local = &partial[r][c];\n"
-        f"    float4 v[{split}];\n"
-        "#pragma unroll\n"
-        f"    for (int q = 0; q < {split}; ++q) {{     // all the loads in flight at once\n"
-        "      const float* remote;\n"
-        '      asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(local), "r"(q));\n'
-        "      v[q] = *reinterpret_cast<const float4*>(remote);\n"
-        "    }\n"
-        "    float4 s = v[0];\n"
+        f"    const int r = e / {bn // 4}, c = e % {bn // 4} * 4;\n"
+        "    float4 s = *reinterpret_cast<const float4*>(&received[0][r][c]);\n"
         "#pragma unroll\n"
         f"    for (int q = 1; q < {split}; ++q) {{\n"
-        "      s.x += v[q].x; s.y += v[q].y; s.z += v[q].z; s.w += v[q].w;\n"
+        "      const float4 v = *reinterpret_cast<const float4*>(&received[q][r][c]);\n"
+        "      s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;\n"
         "    }\n"
-        + finish([([f"s.{c}" for c in "xyzw"], "row0 + r", "col0 + c")]) +
-        "  }\n"
-        # no block leaves (and frees its shared memory) while a peer may still read it
-        '  asm volatile("barrier.cluster.arrive.aligned;\\n" : : : "memory");\n'
-        '  asm volatile("barrier.cluster.wait.aligned;\\n" : : : "memory");\n')
+        + finish([([f"s.{c}" for c in "xyzw"], f"row0 + part * {rows_each} + r", "col0 + c")]) +
+        "  }\n")
     return "".join(body), (tiles * split,), (threads,), f"__cluster_dims__({split}, 1, 1) "
 
 
