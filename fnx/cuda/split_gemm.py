@@ -7,7 +7,8 @@ each block taking its share of K through a pipeline of shared-memory stages fill
 asynchronous copies. Each block then sends every slice of its partial tile to the block that
 finishes that slice, storing it into that block's shared memory (distributed shared memory: no
 workspace in device memory, no atomics, no second kernel); after one cluster barrier, each block
-adds up the slices it received and finishes them with the epilogue. With ``split = 1`` it is a plain tiled GEMM that finishes its tile from registers.
+adds up the slices it received and finishes them with the epilogue. With ``split = 1`` it is a
+plain tiled GEMM that finishes its tile from registers.
 
 Offered to fnx.cuda.gemm_table through fnx.cuda.small_gemm as ``tiles<bm>x<bn>x<split>`` and
 timed against cuBLAS and cuBLASLt like every generated candidate.
