@@ -432,3 +432,24 @@ def test_loop_carries_that_change_type_name_the_shapes():
 def test_python_control_flow_on_a_traced_value_inside_a_branch():
     with pytest.raises(fnx.ConcretizationTypeError, match="true_fun of a lax.cond"):
         lax.cond(True, lambda x: x if x > 0 else -x, lambda x: x, 1.0)
+
+
+def test_vmapped_gradient_of_cond_computes_the_untaken_branch_silently():
+    """Batched, cond becomes a select over both branches, and the untaken branch's gradient
+    runs on zero residuals (0 / 0 here): like XLA, fnx gives the IEEE result and no NumPy
+    warning, and the select discards it."""
+    import warnings
+
+    def f(x):
+        return lax.cond(x.sum() > 0, lambda y: jnp.linalg.norm(y), lambda y: -jnp.sum(y * y), x)
+
+    x = rand(2, 4, seed=3)
+    x[1] = -np.abs(x[1])
+    x[0] = np.abs(x[0])
+    expected = [x[0] / np.linalg.norm(x[0]), -2 * x[1]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        close(fnx.vmap(fnx.grad(f))(x), expected)
+        close(fnx.jit(fnx.vmap(fnx.grad(f)))(x), expected)
+        assert np.isneginf(np.asarray(jnp.log(0.0)))
+        assert np.isneginf(np.asarray(fnx.jit(jnp.log)(0.0)))

@@ -55,8 +55,9 @@ class NumpyExecutable:
         env = self.template.copy()
         for k, a in zip(self.in_slots, args):
             env[k] = a
-        for step in self.steps:
-            step(env)
+        with np.errstate(all="ignore"):     # IEEE results without warnings, as in eager
+            for step in self.steps:
+                step(env)
         outs = [env[k] for k in self.out_slots]
         if self.any_literal_out:      # a fresh 0-d array, not the executable's scalar
             outs = [np.array(o) if lit else o for o, lit in zip(outs, self.literal_outs)]

@@ -503,7 +503,10 @@ class EvalTrace(Trace):
         impl = compute.impls.get(primitive)
         if impl is None:
             raise MissingRuleError(primitive.name, f"{compute.name} backend impl")
-        out = impl(*vals, **params)
+        # like XLA, backends give IEEE results (inf, nan) without warnings: a select often
+        # discards them (a vmapped cond's untaken branch), and debug_nans reports the rest
+        with np.errstate(all="ignore"):
+            out = impl(*vals, **params)
         if _config.debug_nans:
             from .debugging import check_nans
             check_nans(primitive, out if primitive.multiple_results else [out])
