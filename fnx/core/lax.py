@@ -917,6 +917,155 @@ def scatter(x, idx, updates, axis: int = 0, mode: str = "set"):
 
 
 # =============================================================================================
+# Slices at traced offsets: take and scatter at positions computed from the starts, so their
+# derivative and batching rules serve these too. A start is read as XLA reads it: a negative
+# one counts from the end (with allow_negative_indices), then it is clamped so that the whole
+# slice stays inside the operand.
+
+
+def _is_static_int(s) -> bool:
+    return isinstance(s, (int, np.integer)) or (
+        isinstance(s, np.ndarray) and s.ndim == 0 and dtypes.is_int(s.dtype))
+
+
+def _slice_starts(name, shape, starts, sizes, allow_negative):
+    """The clamped starts: Python ints where ``starts`` are concrete, int32 scalars where
+    traced."""
+    if not isinstance(starts, (list, tuple)):
+        aval = get_aval(starts)
+        if aval.ndim != 1:
+            raise ShapeError(f"{name} start indices must be a sequence or a 1-D array, got "
+                             f"shape {_shp(aval.shape)}")
+        starts = ([int(i) for i in starts] if isinstance(starts, np.ndarray) else
+                  [reshape(slice(starts, (i,), (i + 1,)), ()) for i in range(aval.shape[0])])
+    if len(starts) != len(shape) or len(sizes) != len(shape):
+        raise ShapeError(f"{name} of an operand of shape {_shp(shape)} takes {len(shape)} start "
+                         f"indices and sizes, got {len(starts)} start indices and sizes "
+                         f"{_shp(sizes)}")
+    if any(not 0 <= z <= n for z, n in zip(sizes, shape)):
+        raise ShapeError(f"{name} sizes {_shp(sizes)} do not fit in an operand of shape "
+                         f"{_shp(shape)}")
+    negative = ([allow_negative] * len(shape) if isinstance(allow_negative, bool)
+                else list(allow_negative))
+    out = []
+    for s, n, z, wrap in zip(starts, shape, sizes, negative):
+        if _is_static_int(s):
+            s = int(s)
+            s = s + n if wrap and s < 0 else s
+            out.append(min(max(s, 0), n - z))
+            continue
+        aval = get_aval(s)
+        if aval.shape != () or not dtypes.is_int(aval.dtype):
+            raise DTypeError(f"{name} start indices must be integer scalars, got {aval.dtype} "
+                             f"of shape {_shp(aval.shape)}")
+        s = convert_element_type(s, dtypes.int32)
+        if wrap:
+            s = select(lt(s, full((), 0, dtypes.int32)), add(s, full((), n, dtypes.int32)), s)
+        out.append(max_(min_(s, full((), n - z, dtypes.int32)), full((), 0, dtypes.int32)))
+    return out
+
+
+def _offsets(start, shape, axis, dtype):
+    """``start + i`` along ``axis`` of an array of ``shape``."""
+    along = broadcasted_iota(dtype, shape, axis)
+    if _is_static_int(start):
+        return along if start == 0 else add(along, full(shape, start, dtype))
+    return add(along, broadcast_in_dim(convert_element_type(start, dtype), shape, ()))
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """The ``slice_sizes`` block of ``operand`` at ``start_indices``, which may be traced.
+
+    >>> lax.dynamic_slice(jnp.arange(10), (i,), (3,))   # x[i:i + 3], i clamped to [0, 7]
+    """
+    shape = get_aval(operand).shape
+    sizes = tuple(int(z) for z in slice_sizes)
+    starts = _slice_starts("dynamic_slice", shape, start_indices, sizes,
+                           allow_negative_indices)
+    x = operand
+    for axis, (s, z) in enumerate(zip(starts, sizes)):
+        if not _is_static_int(s):
+            x = take(x, _offsets(s, (z,), 0, dtypes.int32), axis)
+        elif (s, z) != (0, shape[axis]):
+            x = slice_in_dim(x, s, s + z, axis=axis)
+    return x
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """``operand`` with ``update`` written at ``start_indices``, which may be traced.
+
+    >>> lax.dynamic_update_slice(jnp.zeros(10), jnp.ones(3), (i,))
+    """
+    x, u = get_aval(operand), get_aval(update)
+    if u.ndim != x.ndim:
+        raise ShapeError(f"dynamic_update_slice update of shape {_shp(u.shape)} has a rank "
+                         f"other than its operand's {_shp(x.shape)}")
+    if u.dtype != x.dtype:
+        raise DTypeError(f"dynamic_update_slice update dtype {u.dtype} differs from its "
+                         f"operand's {x.dtype}")
+    starts = _slice_starts("dynamic_update_slice", x.shape, start_indices, u.shape,
+                           allow_negative_indices)
+    if x.ndim == 0:
+        return update
+    # the update's flat positions in the operand: unique, so a "set" scatter is exact
+    index = dtypes.int32 if math.prod(x.shape) < 2 ** 31 else dtypes.int64
+    positions, stride = None, 1
+    for axis in reversed(range(x.ndim)):
+        term = _offsets(starts[axis], u.shape, axis, index)
+        if stride != 1:
+            term = mul(term, full(u.shape, stride, index))
+        positions = term if positions is None else add(positions, term)
+        stride *= x.shape[axis]
+    n = math.prod(u.shape)
+    flat = scatter(reshape(operand, (math.prod(x.shape),)), reshape(positions, (n,)),
+                   reshape(update, (n,)), 0, "set")
+    return reshape(flat, x.shape)
+
+
+def _in_dim(operand, axis, start, size):
+    """Starts and sizes selecting ``size`` at ``start`` along ``axis`` and all of the rest."""
+    shape = get_aval(operand).shape
+    axis = int(axis) % max(len(shape), 1)
+    starts, sizes = [0] * len(shape), list(shape)
+    starts[axis], sizes[axis] = start, size
+    return axis, starts, sizes
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+    """``dynamic_slice`` along one ``axis``: ``slice_size`` entries from ``start_index``."""
+    _, starts, sizes = _in_dim(operand, axis, start_index, slice_size)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
+                         allow_negative_indices=True):
+    """Entry ``index`` of ``operand`` along ``axis`` (kept as a size-1 axis with keepdims)."""
+    axis, starts, sizes = _in_dim(operand, axis, index, 1)
+    out = dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
+    """``dynamic_update_slice`` along one ``axis``, at ``start_index``."""
+    _, starts, _ = _in_dim(operand, axis, start_index, 0)
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *,
+                                allow_negative_indices=True):
+    """``operand`` with entry ``index`` along ``axis`` replaced by ``update`` (which may lack
+    that axis)."""
+    axis, starts, _ = _in_dim(operand, axis, index, 1)
+    if get_aval(update).ndim == get_aval(operand).ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
+
+
+# =============================================================================================
 # Reductions
 
 
