@@ -1,10 +1,11 @@
 """fnx.linalg: factorisations and solvers in one place (the functions of jax.numpy.linalg,
 jax.scipy.linalg and jax.scipy.sparse.linalg that fnx has).
 
-``cholesky``, ``triangular_solve``, ``lu`` and ``qr`` are primitives; ``solve``, ``inv``, ``det``
-and ``slogdet`` are built on ``lu`` (partial pivoting, any square matrix); ``cho_solve`` on
-``triangular_solve``; ``cg`` iterates matrix-vector products. All differentiate to any order
-and batch over leading dimensions (or with ``vmap``).
+``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh`` and ``svd`` are primitives;
+``solve``, ``inv``, ``det`` and ``slogdet`` are built on ``lu`` (partial pivoting, any square
+matrix); ``cho_solve`` on ``triangular_solve``; ``cg`` iterates matrix-vector products. All
+differentiate to any order (``eigh`` and ``svd`` where the eigenvalues or singular values are
+distinct) and batch over leading dimensions (or with ``vmap``).
 
 >>> import fnx.linalg as linalg
 >>> L = linalg.cholesky(a)
@@ -19,7 +20,8 @@ from .core import dtypes, lax
 from .core import linalg_prims as _lp
 from .core.errors import ConcretizationTypeError, ShapeError
 from .numpy._core import promote_dtypes_inexact
-from .numpy.linalg import QRResult, SlogdetResult, cholesky, det, inv, norm, qr, slogdet, solve
+from .numpy.linalg import EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, \
+    inv, norm, qr, slogdet, solve, svd
 
 lu = _lp.lu
 
@@ -168,4 +170,5 @@ def _cg_traced(state, step, converged, steps_left):
 
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "triangular_solve", "solve_triangular", "lu",
-           "qr", "solve", "inv", "det", "slogdet", "norm", "cg", "QRResult", "SlogdetResult"]
+           "qr", "eigh", "svd", "solve", "inv", "det", "slogdet", "norm", "cg", "EighResult",
+           "QRResult", "SlogdetResult", "SVDResult"]

@@ -283,4 +283,19 @@ SPECS += [
            lambda x: np.concatenate(_qr_unique(*np.linalg.qr(x), np), 0), shape=(4, 3)),
 ]
 
+def _sign_free(xp, values, *vectors):
+    """Eigen/singular values stacked on their vectors squared (signs are arbitrary)."""
+    return xp.concatenate([values[..., None, :]] + [v * v for v in vectors], -2)
+
+
+SPECS += [
+    _unary("eigh", lambda x: _sign_free(jnp, *jnp.linalg.eigh(x)),
+           lambda x: _sign_free(np, *np.linalg.eigh((x + np.swapaxes(x, -1, -2)) / 2)),
+           shape=(3, 3)),
+    _unary("svd", lambda x: (lambda u, s, vh: _sign_free(jnp, s, u, vh))(
+               *jnp.linalg.svd(x, full_matrices=False)),
+           lambda x: (lambda u, s, vh: _sign_free(np, s, u, vh))(
+               *np.linalg.svd(x, full_matrices=False)), shape=(4, 3)),
+]
+
 SPEC_IDS = [s.name for s in SPECS]

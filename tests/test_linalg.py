@@ -30,6 +30,32 @@ def _well_conditioned(n, batch=()):
     return rng.standard_normal(batch + (n, n)) + 2 * n ** 0.5 * np.eye(n)
 
 
+def _orthogonal(n, batch=()):
+    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+    return q * np.sign(np.diagonal(r, 0, -2, -1))[..., None, :]
+
+
+def _separated(k, batch=(), low=-3.0):
+    """``k`` values per matrix, ascending, at least 0.5 apart (a well-conditioned spectrum)."""
+    steps = rng.uniform(0.5, 1.5, batch + (k,))
+    return low + np.cumsum(steps, -1)
+
+
+def _sym_separated(n, batch=()):
+    """A symmetric matrix with well-separated eigenvalues, and those eigenvalues."""
+    w = _separated(n, batch)
+    q = _orthogonal(n, batch)
+    return (q * w[..., None, :]) @ np.swapaxes(q, -1, -2), w
+
+
+def _separated_singular(m, n, batch=()):
+    """An m x n matrix with well-separated singular values (descending, all >= 0.5)."""
+    k = min(m, n)
+    s = _separated(k, batch, low=0.0)[..., ::-1]
+    u, v = _orthogonal(m, batch)[..., :k], _orthogonal(n, batch)[..., :k]
+    return (u * s[..., None, :]) @ np.swapaxes(v, -1, -2)
+
+
 def _tri(n, lower, batch=(), unit=False):
     a = rng.standard_normal(batch + (n, n))
     a = a + (0 if unit else 3) * np.eye(n)
@@ -152,6 +178,92 @@ def test_qr_values(shape):
     np.testing.assert_allclose(_np(jnp.linalg.qr(a, mode="r")), r, atol=1e-12)
 
 
+@pytest.mark.parametrize("batch", [(), (2, 3)])
+def test_eigh_values(batch):
+    a, w_exact = _sym_separated(4, batch)
+    w, v = (_np(x) for x in linalg.eigh(a))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w, w_exact, rtol=1e-10)
+    # eigenvector signs are arbitrary: check V diag(w) V^T = A and V^T V = I instead
+    np.testing.assert_allclose((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), a, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v,
+                               np.broadcast_to(np.eye(4), batch + (4, 4)), atol=1e-12)
+
+
+def test_eigh_reads_one_triangle_without_symmetrize_input():
+    a, _ = _sym_separated(4)
+    junk = rng.standard_normal((4, 4))
+    lower_only, upper_only = np.tril(a) + np.triu(junk, 1), np.triu(a) + np.tril(junk, -1)
+    expected = np.linalg.eigvalsh(a)
+    for m, uplo in ((lower_only, "L"), (upper_only, "U")):
+        w = jnp.linalg.eigh(m, UPLO=uplo, symmetrize_input=False).eigenvalues
+        np.testing.assert_allclose(_np(w), expected, rtol=1e-12, atol=1e-12)
+    # symmetrize_input averages the triangles, so the junk counts
+    assert not np.allclose(_np(jnp.linalg.eigh(lower_only).eigenvalues), expected)
+    with pytest.raises(ValueError, match="UPLO"):
+        jnp.linalg.eigh(a, UPLO="X")
+
+
+def test_eigh_result_types_and_lax_order():
+    a, _ = _sym_separated(3)
+    result = linalg.eigh(a)
+    assert isinstance(result, linalg.EighResult)
+    v, w = fnx.lax.linalg.eigh(a)          # eigenvectors first, as in JAX's lax
+    np.testing.assert_allclose(_np(w), _np(result.eigenvalues), rtol=1e-14)
+    np.testing.assert_allclose(_np(v), _np(result.eigenvectors), rtol=1e-14)
+    out32 = linalg.eigh(a.astype(np.float32))
+    assert out32.eigenvalues.dtype == np.float32 and out32.eigenvectors.dtype == np.float32
+    np.testing.assert_allclose(_np(out32.eigenvalues), np.linalg.eigvalsh(a), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 3, 5, 2)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_values(shape, full_matrices):
+    a = rng.standard_normal(shape)
+    m, n = shape[-2:]
+    k = min(m, n)
+    u, s, vh = (_np(x) for x in linalg.svd(a, full_matrices=full_matrices))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    assert u.shape == shape[:-2] + (m, m if full_matrices else k)
+    assert vh.shape == shape[:-2] + (n if full_matrices else k, n)
+    recon = (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :]
+    np.testing.assert_allclose(recon, a, atol=1e-12)
+    for q in (np.swapaxes(u, -1, -2) @ u, vh @ np.swapaxes(vh, -1, -2)):
+        np.testing.assert_allclose(q, np.broadcast_to(np.eye(q.shape[-1]), q.shape), atol=1e-12)
+    s_only = _np(jnp.linalg.svd(a, full_matrices=full_matrices, compute_uv=False))
+    np.testing.assert_allclose(s_only, s, rtol=1e-12)
+
+
+def test_svd_result_types_and_lax():
+    a = rng.standard_normal((4, 3))
+    result = linalg.svd(a)
+    assert isinstance(result, linalg.SVDResult)
+    u, s, vh = fnx.lax.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(_np(s), _np(result.S), rtol=1e-14)
+    np.testing.assert_allclose(_np(u), _np(result.U)[:, :3], rtol=1e-14)
+    np.testing.assert_allclose(_np(fnx.lax.linalg.svd(a, compute_uv=False)), _np(s), rtol=1e-14)
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_svd_hermitian(batch):
+    a, w = _sym_separated(4, batch)        # indefinite: some eigenvalues are negative
+    u, s, vh = (_np(x) for x in linalg.svd(a, hermitian=True))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, atol=1e-12)
+    np.testing.assert_allclose(_np(linalg.svd(a, compute_uv=False, hermitian=True)), s,
+                               rtol=1e-12)
+
+
+def test_eigh_and_svd_give_nan_for_a_nan_matrix():
+    a = np.stack([_sym_separated(3)[0], np.eye(3)])
+    a[1, 2, 0] = np.nan
+    w, v = (_np(x) for x in linalg.eigh(a))
+    u, s, vh = (_np(x) for x in linalg.svd(a))     # LAPACK's SVD refuses NaN: no error here
+    for x in (w, v, u, s, vh):
+        assert np.isfinite(x[0]).all() and np.isnan(x[1]).all()
+    np.testing.assert_allclose(w[0], np.linalg.eigvalsh(a[0]), rtol=1e-12)
+
+
 def test_norm():
     x = rng.standard_normal((3, 4))
     np.testing.assert_allclose(float(linalg.norm(x)), np.linalg.norm(x), rtol=1e-12)
@@ -168,6 +280,14 @@ def test_shape_errors():
         linalg.solve(np.eye(3), np.ones(4))
     with pytest.raises(ShapeError):
         linalg.cholesky(np.ones(3))
+    with pytest.raises(ShapeError, match=r"eigh needs square .*\(2, 3\)"):
+        linalg.eigh(np.ones((2, 3)))
+    with pytest.raises(ShapeError, match=r"eigh needs square .*\(3,\)"):
+        jnp.linalg.eigh(np.ones(3))
+    with pytest.raises(ShapeError, match=r"svd needs a matrix .*\(3,\)"):
+        linalg.svd(np.ones(3))
+    with pytest.raises(ShapeError, match=r"\(2, 4, 3\)"):
+        linalg.svd(np.ones((2, 4, 3)), hermitian=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,16 +372,104 @@ def test_qr_and_lu_grads():
     check_grads(lambda a: linalg.lu(a)[0], (rng.standard_normal((3, 4)),), order=1)
 
 
+def _eigh_loss(c, d, **kw):
+    """Weighted eigenvalues plus weighted squared eigenvector entries: independent of the
+    eigenvectors' arbitrary signs, so finite differences can check it."""
+    def f(a):
+        w, v = linalg.eigh(a, **kw)
+        return w @ c + jnp.sum((v * v) @ d)
+    return f
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_eigh_grads(batch):
+    a, _ = _sym_separated(4, batch)
+    c, d = rng.standard_normal(4), rng.standard_normal(4)
+    check_grads(_eigh_loss(c, d), (a,), order=2)
+    check_grads(_eigh_loss(c, d, UPLO="U"), (a,), order=1)
+    check_grads(lambda a: linalg.eigh(a).eigenvalues, (a,), order=2)
+
+
+def test_eigh_grad_of_an_eigenvalue_is_its_projector():
+    # d w_k / dA = v_k v_k^T (symmetric, thanks to symmetrize_input)
+    a, _ = _sym_separated(5)
+    _, v = np.linalg.eigh(a)
+    for k in (0, 4):
+        g = _np(fnx.grad(lambda a: linalg.eigh(a).eigenvalues[k])(a))
+        np.testing.assert_allclose(g, np.outer(v[:, k], v[:, k]), atol=1e-12)
+    g = _np(fnx.grad(lambda a: jnp.sum(linalg.eigh(a).eigenvalues))(a))
+    np.testing.assert_allclose(g, np.eye(5), atol=1e-12)       # the trace's gradient
+
+
+def _svd_loss(c, d, e, **kw):
+    """Weighted singular values plus weighted squared entries of U and Vh (sign-free)."""
+    def f(a):
+        u, s, vh = linalg.svd(a, **kw)
+        return s @ c + jnp.sum((u * u) @ d) + jnp.sum(e @ (vh * vh))
+    return f
+
+
+@pytest.mark.parametrize("shape, full_matrices", [((5, 3), False), ((3, 5), False),
+                                                  ((4, 4), False), ((4, 4), True),
+                                                  ((2, 4, 3), False)])
+def test_svd_grads(shape, full_matrices):
+    m, n = shape[-2:]
+    k = min(m, n)
+    a = _separated_singular(m, n, shape[:-2])
+    u_cols, vh_rows = (m, n) if full_matrices else (k, k)
+    loss = _svd_loss(rng.standard_normal(k), rng.standard_normal(u_cols),
+                     rng.standard_normal(vh_rows), full_matrices=full_matrices)
+    check_grads(loss, (a,), order=2)
+    check_grads(lambda a: linalg.svd(a, compute_uv=False), (a,), order=2)
+    check_grads(lambda a: jnp.sum(linalg.svd(a, full_matrices=True, compute_uv=False)), (a,),
+                order=1)
+
+
+def test_svd_grad_of_the_singular_values_is_u_vt():
+    a = _separated_singular(4, 3)
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    g = _np(fnx.grad(lambda a: jnp.sum(linalg.svd(a, compute_uv=False)))(a))
+    np.testing.assert_allclose(g, u @ vh, atol=1e-12)      # gradient of the nuclear norm
+
+
+def test_svd_hermitian_grads():
+    a, _ = _sym_separated(4)
+    check_grads(lambda a: linalg.svd(a, hermitian=True, compute_uv=False), (a,), order=2)
+    loss = _svd_loss(rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal(4),
+                     hermitian=True)
+    check_grads(loss, (a,), order=1)
+
+
+def test_svd_full_matrices_grad_of_a_non_square_matrix_is_not_implemented():
+    a = rng.standard_normal((4, 3))
+    u, s, vh = linalg.svd(a)        # the forward value works
+    assert u.shape == (4, 4)
+
+    def f(a):
+        return jnp.sum(linalg.svd(a, full_matrices=True)[0] ** 2)
+    with pytest.raises(NotImplementedError, match=r"full_matrices.*\(4, 3\)"):
+        fnx.grad(f)(a)
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        fnx.jvp(f, (a,), (np.ones_like(a),))
+
+
 def test_grad_jaxprs_typecheck():
     a = _well_conditioned(3)
     for f in (lambda a: linalg.det(a), lambda a: jnp.sum(linalg.inv(a)),
-              lambda a: jnp.sum(linalg.cholesky(_sym(a))), lambda a: jnp.sum(linalg.qr(a)[1])):
+              lambda a: jnp.sum(linalg.cholesky(_sym(a))), lambda a: jnp.sum(linalg.qr(a)[1]),
+              _eigh_loss(np.ones(3), np.arange(3.0)),
+              _svd_loss(np.ones(3), np.arange(3.0), np.arange(3.0), full_matrices=False)):
         typecheck_jaxpr(fnx.make_jaxpr(fnx.grad(f))(a).jaxpr)
         typecheck_jaxpr(fnx.make_jaxpr(fnx.vmap(fnx.grad(f)))(np.stack([a, a])).jaxpr)
 
 
 # ---------------------------------------------------------------------------------------------
 # Batching
+
+
+def _sign_free(*factors):
+    """Factors flattened, vectors squared: what their arbitrary signs leave alone."""
+    return jnp.concatenate([jnp.ravel(x if x.ndim == 1 else x * x) for x in factors])
 
 
 @pytest.mark.parametrize("name, f, make", [
@@ -273,12 +481,55 @@ def test_grad_jaxprs_typecheck():
     ("qr", lambda a: linalg.qr(a)[0], lambda: (rng.standard_normal((3, 5, 3)),)),
     ("triangular_solve", lambda a, b: linalg.triangular_solve(a, b, left_side=True, lower=True),
      lambda: (_tri(4, True, (3,)), rng.standard_normal((3, 4, 2)))),
+    ("eigh", lambda a: _sign_free(*linalg.eigh(a)), lambda: (_sym_separated(4, (3,))[0],)),
+    ("svd", lambda a: _sign_free(*linalg.svd(a)), lambda: (rng.standard_normal((3, 5, 3)),)),
+    ("svd_values", lambda a: linalg.svd(a, compute_uv=False),
+     lambda: (rng.standard_normal((3, 2, 4)),)),
 ])
 def test_vmap_matches_a_loop(name, f, make):
     args = make()
     out = _np(fnx.vmap(f)(*args))
     expected = np.stack([_np(f(*[a[i] for a in args])) for i in range(3)])
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_eigh_and_svd_under_jit_vmap_and_grad():
+    a, _ = _sym_separated(4, (3,))
+    x = _separated_singular(5, 3, (3,))
+    eigh_loss = _eigh_loss(rng.standard_normal(4), rng.standard_normal(4))
+    svd_loss = _svd_loss(rng.standard_normal(3), rng.standard_normal(3),
+                         rng.standard_normal(3), full_matrices=False)
+    for loss, batch in ((eigh_loss, a), (svd_loss, x)):
+        per_matrix = np.stack([_np(fnx.grad(loss)(m)) for m in batch])
+        for g in (fnx.vmap(fnx.grad(loss)), fnx.jit(fnx.vmap(fnx.grad(loss))),
+                  fnx.vmap(fnx.jit(fnx.grad(loss))), fnx.vmap(fnx.grad(fnx.jit(loss)))):
+            np.testing.assert_allclose(_np(g(batch)), per_matrix, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(_np(fnx.jit(fnx.vmap(loss))(batch)),
+                                   [float(loss(m)) for m in batch], rtol=1e-12)
+    w, v = fnx.jit(linalg.eigh)(a)
+    np.testing.assert_allclose(_np(w), np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose((_np(v) * _np(w)[..., None, :]) @ np.swapaxes(_np(v), -1, -2), a,
+                               atol=1e-12)
+    u, s, vh = fnx.jit(lambda x: linalg.svd(x, full_matrices=False))(x)
+    np.testing.assert_allclose((_np(u) * _np(s)[..., None, :]) @ _np(vh), x, atol=1e-12)
+    s_only = fnx.vmap(fnx.jit(lambda x: linalg.svd(x, compute_uv=False)))(x)
+    np.testing.assert_allclose(_np(s_only), np.linalg.svd(x, compute_uv=False), rtol=1e-12)
+
+
+@pytest.mark.cuda
+def test_eigh_and_svd_on_gpu_match_the_cpu(gpu, cpu):
+    a, _ = _sym_separated(4, (2,))
+    x = _separated_singular(5, 3, (2,))
+    eigh_loss = _eigh_loss(rng.standard_normal(4), rng.standard_normal(4))
+    svd_loss = _svd_loss(rng.standard_normal(3), rng.standard_normal(3),
+                         rng.standard_normal(3), full_matrices=False)
+    for loss, batch in ((eigh_loss, a), (svd_loss, x)):
+        for f in (fnx.vmap(loss), fnx.vmap(fnx.grad(loss)), fnx.jit(fnx.vmap(fnx.grad(loss)))):
+            expected = _np(f(fnx.device_put(batch, cpu)))
+            for _ in range(3):      # eager warm-up, capture, replay under jit
+                out = f(fnx.device_put(batch, gpu))
+                assert out._backend is gpu
+                np.testing.assert_allclose(_np(out), expected, rtol=1e-8, atol=1e-10)
 
 
 def test_vmap_with_an_unbatched_matrix_and_grad_of_vmap():

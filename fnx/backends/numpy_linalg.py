@@ -147,9 +147,41 @@ def qr(x, *, full_matrices):
     return [q.reshape(x.shape[:-2] + (m, k)), r.reshape(x.shape[:-2] + (k, n))]
 
 
+def _nan_where_not_finite(decompose, x, read):
+    """``decompose(x)`` with NaN factors for the matrices whose ``read`` part holds a NaN or
+    inf, as in JAX: LAPACK refuses some of them (SVD) and returns partial garbage for others
+    (eigh). The batch's other matrices keep their factors, and nothing waits on the device."""
+    xp = _xp(x)
+    finite = xp.isfinite(read).all(axis=(-1, -2), keepdims=True)
+    outs = decompose(xp.where(finite, x, 0))
+    return [xp.where(finite if o.ndim == x.ndim else finite[..., 0], o, np.nan) for o in outs]
+
+
+def eigh(x, *, lower):
+    xp = _xp(x)
+
+    def decompose(x):
+        w, v = xp.linalg.eigh(x, UPLO="L" if lower else "U")
+        return [v, w]
+    return _nan_where_not_finite(decompose, x, xp.tril(x) if lower else xp.triu(x))
+
+
+def svd(x, *, full_matrices, compute_uv):
+    xp = _xp(x)
+
+    def decompose(x):
+        if not compute_uv:
+            return [xp.linalg.svd(x, compute_uv=False)]
+        u, s, vh = xp.linalg.svd(x, full_matrices=full_matrices)
+        return [s, u, vh]
+    return _nan_where_not_finite(decompose, x, x)
+
+
 impls = {
     P.triangular_solve_p: triangular_solve,
     P.cholesky_p: cholesky,
     P.lu_p: lambda x: list(lu(x)),
     P.qr_p: qr,
+    P.eigh_p: eigh,
+    P.svd_p: svd,
 }

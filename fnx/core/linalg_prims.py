@@ -1,4 +1,5 @@
-"""Linear-algebra primitives: cholesky, triangular_solve, lu and qr, each with all of its rules.
+"""Linear-algebra primitives: cholesky, triangular_solve, lu, qr, eigh and svd, each with all of
+its rules.
 
 Operands may carry leading batch dimensions (``(..., m, n)``), so a batching rule only moves the
 mapped axis to the front. fnx.numpy.linalg and fnx.linalg build solve, inv, det, slogdet and
@@ -74,6 +75,28 @@ def matmul(a, b):
     nd = get_aval(a).ndim
     batch = tuple(range(nd - 2))
     return lax.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def _symmetrize(x):
+    """``(x + x.T) / 2``: a decomposition of it has the symmetric derivative."""
+    return lax.mul(lax.add(x, swap_last(x)), lax.full((), 0.5, get_aval(x).dtype))
+
+
+def _diagonal(x):
+    """The diagonals of square matrices (..., n, n) -> (..., n)."""
+    return lax.reduce_sum(lax.mul(x, eye_like(x)), (get_aval(x).ndim - 1,))
+
+
+def _along_rows(v, shape):
+    """Vectors (..., k) broadcast to matrices (..., m, k): entry (i, j) is ``v[j]``."""
+    nd = len(shape)
+    return lax.broadcast_in_dim(v, shape, tuple(range(nd - 2)) + (nd - 1,))
+
+
+def _along_cols(v, shape):
+    """Vectors (..., k) broadcast to matrices (..., k, m): entry (i, j) is ``v[i]``."""
+    nd = len(shape)
+    return lax.broadcast_in_dim(v, shape, tuple(range(nd - 1)))
 
 
 def _batch_front(vals, dims):
@@ -213,8 +236,7 @@ def cholesky(x, symmetrize_input: bool = True):
     >>> L = cholesky(a); L @ L.T   # == a
     """
     if symmetrize_input:
-        aval = get_aval(x)
-        x = lax.mul(lax.add(x, swap_last(x)), lax.full((), 0.5, aval.dtype))
+        x = _symmetrize(x)
     return cholesky_p.bind(x)
 
 
@@ -329,5 +351,152 @@ def qr(x, full_matrices: bool = True):
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 
 
-__all__ = ["cholesky", "cholesky_p", "lu", "lu_p", "qr", "qr_p", "triangular_solve",
-           "triangular_solve_p", "tril", "triu", "matmul", "swap_last", "eye_like"]
+# ---------------------------------------------------------------------------------------------
+# eigh: eigenvectors and ascending eigenvalues of symmetric matrices (only the lower or upper
+# triangle is read), in JAX's output order (v, w)
+
+
+eigh_p = primitive("eigh", multiple_results=True)
+
+
+def _eigh_aval(x, *, lower):
+    _check_matrix("eigh", x, square=True)
+    return [ShapedArray(x.shape, x.dtype, x.weak_type),
+            ShapedArray(x.shape[:-1], x.dtype, x.weak_type)]
+
+
+def _reciprocal_off_diagonal(d, eye):
+    """``1 / d`` off the diagonal and 0 on it, for ``d`` whose diagonal is 0: eye is added before
+    dividing and taken away after, so that diagonal never divides by zero (a zero off the
+    diagonal, from repeated eigenvalues or singular values, gives inf, as in JAX)."""
+    one = lax.full(get_aval(eye).shape, 1, get_aval(eye).dtype)
+    return lax.sub(lax.div(one, lax.add(d, eye)), eye)
+
+
+def _eigh_jvp(primals, tangents, *, lower):
+    # JAX's rule. Differentiating a V = V diag(w) with V^T V = I and S = V^T a_dot V:
+    # diag(w_dot) + V^T V_dot diag(w) - diag(w) V^T V_dot = S, so w_dot = diag(S) and, V^T V_dot
+    # being skew, (V^T V_dot)_ij = S_ij / (w_j - w_i) off the diagonal and 0 on it
+    (x,), (x_dot,) = primals, tangents
+    v, w = eigh_p.bind(x, lower=lower)
+    if isinstance(x_dot, Zero):
+        return [v, w], [Zero(tangent_aval(get_aval(v))), Zero(tangent_aval(get_aval(w)))]
+    shape = get_aval(v).shape
+    eye = eye_like(v)
+    gaps = lax.sub(_along_rows(w, shape), _along_cols(w, shape))    # w_j - w_i
+    s = matmul(matmul(swap_last(v), x_dot), v)
+    v_dot = matmul(v, lax.mul(_reciprocal_off_diagonal(gaps, eye), s))
+    return [v, w], [v_dot, _diagonal(s)]
+
+
+eigh_p.abstract_eval = _eigh_aval
+eigh_p.jvp = _eigh_jvp
+eigh_p.batch = lambda vals, dims, *, lower: (
+    eigh_p.bind(bdim_at_front(vals[0], dims[0], None), lower=lower), [0, 0])
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True):
+    """Eigendecomposition of symmetric ``x``: ``(v, w)`` with ``x @ v == v * w``, the eigenvalues
+    ``w`` ascending (always, so ``sort_eigenvalues`` changes nothing) and the eigenvectors in the
+    columns of ``v``. Only the ``lower`` or upper triangle is read; ``symmetrize_input`` uses
+    ``(x + x.T) / 2``, which makes the derivative the symmetric one (lax.linalg.eigh: note the
+    order, eigenvectors first).
+
+    >>> v, w = eigh(a)
+    """
+    del sort_eigenvalues     # LAPACK's eigenvalues come ascending
+    if symmetrize_input:
+        x = _symmetrize(x)
+    v, w = eigh_p.bind(x, lower=bool(lower))
+    return v, w
+
+
+# ---------------------------------------------------------------------------------------------
+# svd: singular values (descending), with U and V^T when compute_uv; outputs [s, u, vh] or [s]
+
+
+svd_p = primitive("svd", multiple_results=True)
+
+
+def _svd_aval(x, *, full_matrices, compute_uv):
+    _check_matrix("svd", x)
+    m, n = x.shape[-2:]
+    batch, k = x.shape[:-2], min(m, n)
+    s = ShapedArray(batch + (k,), x.dtype, x.weak_type)
+    if not compute_uv:
+        return [s]
+    return [s, ShapedArray(batch + (m, m if full_matrices else k), x.dtype, x.weak_type),
+            ShapedArray(batch + (n if full_matrices else k, n), x.dtype, x.weak_type)]
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    # JAX's rule for real dtypes. With x = U diag(s) V^T (reduced) and S = U^T x_dot V:
+    # S = U^T U_dot diag(s) + diag(s_dot) + diag(s) V_dot^T V, both U^T U_dot and V^T V_dot
+    # skew, so s_dot = diag(S), and solving for S_ij and S_ji together gives
+    # (U^T U_dot)_ij = (S_ij s_j + S_ji s_i) / (s_j^2 - s_i^2) and
+    # (V^T V_dot)_ij = (s_i S_ij + s_j S_ji) / (s_j^2 - s_i^2). For m > n (n > m) U (V) is not
+    # square: the part of U_dot outside U's span is (I - U U^T) x_dot V diag(1/s)
+    (x,), (x_dot,) = primals, tangents
+    outs = svd_p.bind(x, full_matrices=full_matrices, compute_uv=compute_uv)
+    if isinstance(x_dot, Zero):
+        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+    m, n = get_aval(x).shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            f"the derivative of svd with full_matrices=True is defined for square matrices only "
+            f"(as in JAX, which has none for full_matrices=True); got shape {_shp((m, n))}: "
+            f"use full_matrices=False")
+    # square full factors are the reduced ones; without u and vh they are computed here
+    s, u, vh = outs if compute_uv else svd_p.bind(x, full_matrices=False, compute_uv=True)
+    v = swap_last(vh)
+    ds_mat = matmul(matmul(swap_last(u), x_dot), v)
+    s_dot = _diagonal(ds_mat)
+    if not compute_uv:
+        return outs, [s_dot]
+    shape = get_aval(ds_mat).shape
+    s_j, s_i = _along_rows(s, shape), _along_cols(s, shape)
+    f = _reciprocal_off_diagonal(lax.mul(lax.add(s_j, s_i), lax.sub(s_j, s_i)), eye_like(ds_mat))
+    ds_s, s_ds = lax.mul(ds_mat, s_j), lax.mul(s_i, ds_mat)
+    # the diagonal of U^T U_dot (imaginary for complex dtypes) is zero for real ones
+    u_dot = matmul(u, lax.mul(f, lax.add(ds_s, swap_last(ds_s))))
+    v_dot = matmul(v, lax.mul(f, lax.add(s_ds, swap_last(s_ds))))
+    if m > n:
+        x_dot_v = matmul(x_dot, v)
+        outside = lax.sub(x_dot_v, matmul(u, matmul(swap_last(u), x_dot_v)))
+        u_dot = lax.add(u_dot, lax.div(outside, _along_rows(s, get_aval(outside).shape)))
+    if n > m:
+        x_dot_t_u = matmul(swap_last(x_dot), u)
+        outside = lax.sub(x_dot_t_u, matmul(v, matmul(vh, x_dot_t_u)))
+        v_dot = lax.add(v_dot, lax.div(outside, _along_rows(s, get_aval(outside).shape)))
+    return outs, [s_dot, u_dot, swap_last(v_dot)]
+
+
+def _svd_batch(vals, dims, *, full_matrices, compute_uv):
+    outs = svd_p.bind(bdim_at_front(vals[0], dims[0], None), full_matrices=full_matrices,
+                      compute_uv=compute_uv)
+    return outs, [0] * len(outs)
+
+
+svd_p.abstract_eval = _svd_aval
+svd_p.jvp = _svd_jvp
+svd_p.batch = _svd_batch
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
+    """Singular value decomposition ``x = u @ diag(s) @ vh``, ``s`` descending:
+    ``(u, s, vh)``, or ``s`` alone without ``compute_uv`` (lax.linalg.svd). Its derivative
+    needs ``full_matrices=False`` unless ``x`` is square, as in JAX.
+
+    >>> u, s, vh = svd(a, full_matrices=False)
+    """
+    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if not compute_uv:
+        return outs[0]
+    s, u, vh = outs
+    return u, s, vh
+
+
+__all__ = ["cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "qr", "qr_p", "svd",
+           "svd_p", "triangular_solve", "triangular_solve_p", "tril", "triu", "matmul",
+           "swap_last", "eye_like"]

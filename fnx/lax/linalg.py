@@ -2,7 +2,8 @@
 
 >>> import fnx.lax.linalg as lax_linalg
 >>> L = lax_linalg.cholesky(a)
+>>> v, w = lax_linalg.eigh(a)   # eigenvectors first, as in JAX
 """
-from ..core.linalg_prims import cholesky, lu, qr, triangular_solve  # noqa: F401
+from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
 
-__all__ = ["cholesky", "lu", "qr", "triangular_solve"]
+__all__ = ["cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"]

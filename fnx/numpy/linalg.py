@@ -1,8 +1,9 @@
 """fnx.numpy.linalg: norms, decompositions and solvers (NumPy's names).
 
 ``solve``, ``inv``, ``det`` and ``slogdet`` are built on the ``lu`` primitive (partial pivoting,
-so they need no symmetry) and ``triangular_solve``; ``cholesky`` and ``qr`` are primitives of
-their own (fnx/core/linalg_prims.py). All are differentiable to any order and batch over leading
+so they need no symmetry) and ``triangular_solve``; ``cholesky``, ``qr``, ``eigh`` and ``svd`` are
+primitives of their own (fnx/core/linalg_prims.py). All are differentiable to any order (``eigh``
+and ``svd`` where the eigenvalues or singular values are distinct) and batch over leading
 dimensions.
 """
 from __future__ import annotations
@@ -52,6 +53,17 @@ class SlogdetResult(NamedTuple):
 class QRResult(NamedTuple):
     Q: object
     R: object
+
+
+class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+class SVDResult(NamedTuple):
+    U: object
+    S: object
+    Vh: object
 
 
 def _square(name, a):
@@ -171,3 +183,49 @@ def qr(a, mode: str = "reduced"):
         raise ValueError(f"qr mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     q, r = _lp.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a``, reading its lower
+    (``UPLO`` None or "L") or upper ("U") triangle; ``symmetrize_input`` uses ``(a + a.T) / 2``,
+    which makes the derivative the symmetric one.
+
+    >>> w, v = eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))   # w == [1., 3.]
+    """
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be None, 'L' or 'U', got {UPLO!r}")
+    (a,) = promote_dtypes_inexact(asarray(a))
+    _square("eigh", a)
+    v, w = _lp.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition ``a = U @ diag(S) @ Vh``, ``S`` descending, or ``S`` alone
+    without ``compute_uv``. With ``hermitian`` (symmetric ``a``) it comes from ``eigh``. Its
+    derivative needs ``full_matrices=False`` unless ``a`` is square, as in JAX.
+
+    >>> u, s, vh = svd(a, full_matrices=False)
+    """
+    (a,) = promote_dtypes_inexact(asarray(a))
+    if hermitian:
+        return _svd_of_symmetric(a, compute_uv)
+    return (SVDResult(*_lp.svd(a, full_matrices=full_matrices)) if compute_uv
+            else _lp.svd(a, compute_uv=False))
+
+
+def _svd_of_symmetric(a, compute_uv):
+    # a = V diag(w) V^T = V diag(|w|) (V diag(sign(w)))^T, reordered by descending |w|
+    _square("svd (hermitian=True)", a)
+    w, v = eigh(a)
+    last = a.ndim - 2
+    s = lax.abs_(w)
+    if not compute_uv:
+        return lax.rev(lax.sort(s, dimension=last), (last,))
+    order = lax.broadcasted_iota(dtypes.int32, s.shape, last)
+    s, order, sign = (lax.rev(x, (last,)) for x in
+                      lax.sort([s, order, lax.sign(w)], dimension=last, num_keys=1))
+    columns = tuple(range(last)) + (last + 1,)    # a vector per matrix, one entry per column
+    u = lax.take_along_axis(v, lax.broadcast_in_dim(order, v.shape, columns), last + 1)
+    vh = _lp.swap_last(lax.mul(u, lax.broadcast_in_dim(sign, u.shape, columns)))
+    return SVDResult(u, s, vh)
