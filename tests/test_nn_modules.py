@@ -136,6 +136,13 @@ def test_dropout():
         nn.Dropout(1.0)
 
 
+def _same_padding(size, k, stride, dilation):
+    """SAME: ceil(size / stride) outputs, the odd element of padding at the end."""
+    out = -(-size // stride)
+    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
+    return total // 2, total - total // 2
+
+
 @pytest.mark.parametrize("stride, padding, dilation", [
     (1, 0, 1), (2, 1, 1), ((1, 2), ((1, 0), (2, 1)), 1), (1, "SAME", 2), (2, "SAME", 1),
     (1, "VALID", (2, 1)),
@@ -147,7 +154,7 @@ def test_conv2d_matches_numpy(stride, padding, dilation):
     s, d = nn.modules._pair(stride, ""), nn.modules._pair(dilation, "")
     if isinstance(padding, str):
         pad = ((0, 0), (0, 0)) if padding == "VALID" else (
-            nn.modules._same_padding(9, 3, s[0], d[0]), nn.modules._same_padding(8, 2, s[1], d[1]))
+            _same_padding(9, 3, s[0], d[0]), _same_padding(8, 2, s[1], d[1]))
     else:
         pad = nn.modules._padding_pairs(padding)
     ref = _conv_ref(x, _np(conv.weight), s, pad, d) + _np(conv.bias)[None, :, None, None]

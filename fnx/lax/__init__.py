@@ -11,3 +11,4 @@ from ..core.api import stop_gradient  # noqa: F401
 from ..core.control_flow import (cond, switch, while_loop, fori_loop, scan, map,  # noqa: F401
                                  ControlFlowTypeError, ReverseModeWhileLoopError)
 from . import linalg  # noqa: E402,F401  (fnx.lax.linalg, as jax.lax.linalg)
+from ..core.convolution import *  # noqa: E402,F401,F403  (conv_general_dilated, reduce_window, ...)

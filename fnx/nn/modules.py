@@ -16,6 +16,7 @@ import numpy as np
 from .. import numpy as jnp
 from .. import random
 from ..core import dtypes, lax
+from ..core.convolution import conv_general_dilated
 from ..core.pytree import register_pytree_node
 from . import initializers as init
 from .functions import relu, softmax
@@ -219,9 +220,8 @@ def _pair(v, name):
 
 
 class Conv2d(Module):
-    """2-D convolution over NCHW input (or CHW, unbatched) with an OIHW ``weight``: the
-    patches are gathered by strided slices (im2col) and contracted with one einsum, so the
-    forward pass and every derivative come from existing primitives.
+    """2-D convolution over NCHW input (or CHW, unbatched) with an OIHW ``weight``, by
+    ``lax.conv_general_dilated`` (im2col from existing primitives, so every derivative works).
 
     ``padding`` is an int, a pair, ``((top, bottom), (left, right))``, "VALID" or "SAME".
 
@@ -268,44 +268,14 @@ def _padding_pairs(padding):
     return tuple((int(lo), int(hi)) for lo, hi in padding)
 
 
-def _same_padding(size, k, stride, dilation):
-    out = -(-size // stride)
-    total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - size)
-    return total // 2, total - total // 2
-
-
 def conv2d(x, weight, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)):
     """Cross-correlation of NCHW ``x`` with OIHW ``weight`` (what deep-learning libraries call
-    convolution), by im2col: one strided slice per kernel offset, then one einsum."""
-    n, c, h, w = x.shape
-    o, ci, kh, kw = weight.shape
-    if ci != c:
-        raise ValueError(f"conv2d: input has {c} channels, weight expects {ci}")
-    (sh, sw), (dh, dw) = stride, dilation
-    if isinstance(padding, str):
-        if padding.upper() == "VALID":
-            padding = ((0, 0), (0, 0))
-        elif padding.upper() == "SAME":
-            padding = (_same_padding(h, kh, sh, dh), _same_padding(w, kw, sw, dw))
-        else:
-            raise ValueError(f"conv2d padding must be VALID, SAME or numbers, got {padding!r}")
-    (pt, pb), (pl, pr) = padding
-    x = jnp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    hp, wp = h + pt + pb, w + pl + pr
-    ho = (hp - (kh - 1) * dh - 1) // sh + 1
-    wo = (wp - (kw - 1) * dw - 1) // sw + 1
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"conv2d: kernel {(kh, kw)} does not fit input {(h, w)} with padding "
-                         f"{padding}")
-    patches = []
-    for i in range(kh):
-        for j in range(kw):
-            r0, c0 = i * dh, j * dw
-            patches.append(lax.slice(x, (0, 0, r0, c0),
-                                     (n, c, r0 + (ho - 1) * sh + 1, c0 + (wo - 1) * sw + 1),
-                                     (1, 1, sh, sw)))
-    cols = jnp.stack(patches, axis=2)                       # (N, C, KH*KW, Ho, Wo)
-    return jnp.einsum("nckhw,ock->nohw", cols, jnp.reshape(weight, (o, c, kh * kw)))
+    convolution): ``lax.conv_general_dilated`` with kernel dilation, operands promoted to a
+    common dtype first."""
+    x, weight = jnp.asarray(x), jnp.asarray(weight)
+    dtype = jnp.result_type(x, weight)
+    return conv_general_dilated(x.astype(dtype), weight.astype(dtype), stride, padding,
+                                rhs_dilation=dilation)
 
 
 # ---------------------------------------------------------------------------------------------
