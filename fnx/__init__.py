@@ -6,8 +6,9 @@ Array([0., 2., 4.], dtype=float32)
 """
 from . import backends as _backends  # registers the CPU backend
 from .core import dtypes
-from .core.api import (ShapeDtypeStruct, eval_shape, grad, hessian, jacfwd, jacrev, jvp,
-                       linearize, make_jaxpr, value_and_grad, vjp, vmap)
+from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, hessian, jacfwd,
+                       jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr,
+                       value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_get, device_put,
                         devices)
 from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
@@ -16,8 +17,8 @@ from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
                                       remat)
 from .core.config import config, default_matmul_precision
-from .core.jit import jit
-from . import numpy, lax, nn, tree_util  # noqa: E402
+from .core.jit import clear_caches, jit
+from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, test_util  # noqa: E402
 
 __version__ = "0.1.0"

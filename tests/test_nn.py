@@ -275,3 +275,217 @@ def test_other_activations(rng):
     # JAX's conventions at the kinks: relu6 has derivative 0 at 0 and at 6
     assert [float(fnx.grad(nn.relu6)(v)) for v in (0.0, 3.0, 6.0, 7.0)] == [0.0, 1.0, 0.0, 0.0]
     assert_close(nn.log_sigmoid(jnp.asarray(np.array([-1000.0, 1000.0]))), [-1000.0, 0.0])
+
+
+# --- the rest of jax.nn's activations -------------------------------------------------------
+
+def _off_kinks(x, kinks, eps=1e-2):
+    """Move points within ``eps`` of a kink to ``kink + 2 * eps``."""
+    for k in kinks:
+        x = np.where(np.abs(x - k) < eps, k + 2 * eps, x)
+    return x
+
+
+def test_identity_and_tanh(rng):
+    x = rng.standard_normal((3, 4)) * 3
+    assert_close(nn.identity(jnp.asarray(x)), x)
+    assert_close(nn.tanh(jnp.asarray(x)), np.tanh(x))
+    check_grads(nn.tanh, (x,), order=2)
+
+
+def test_hard_sigmoid_and_hard_silu(rng):
+    x = _off_kinks(rng.uniform(-6, 6, (50,)), (-3.0, 3.0))
+    hs = np.clip(x + 3, 0, 6) / 6
+    assert_close(nn.hard_sigmoid(jnp.asarray(x)), hs)
+    assert_close(nn.hard_silu(jnp.asarray(x)), x * hs)
+    assert nn.hard_swish is nn.hard_silu
+    for f in (nn.hard_sigmoid, nn.hard_silu):
+        check_grads(f, (x,), order=1)
+    g = fnx.vmap(fnx.grad(nn.hard_sigmoid))(jnp.asarray(x))
+    assert_close(g, np.where(np.abs(x) < 3, 1 / 6, 0.0))
+    assert nn.hard_sigmoid(jnp.float32(0.0)).dtype == np.float32
+
+
+def test_mish(rng):
+    x = rng.standard_normal(40) * 4
+    assert_close(nn.mish(jnp.asarray(x)), x * np.tanh(ref_softplus(x)), rtol=1e-12)
+    check_grads(nn.mish, (x,), order=2)
+    # large inputs neither overflow nor give NaN gradients
+    big = jnp.asarray(np.array([-200.0, 200.0]))
+    assert_close(nn.mish(big), [0.0, 200.0], atol=1e-80)
+    assert np.all(np.isfinite(np.asarray(fnx.vmap(fnx.grad(nn.mish))(big))))
+
+
+@pytest.mark.parametrize("b", [4, 1.0, 0.25])
+def test_squareplus(b, rng):
+    x = rng.standard_normal(30) * 3
+    assert_close(nn.squareplus(jnp.asarray(x), b), (x + np.sqrt(x * x + b)) / 2)
+    check_grads(lambda v: nn.squareplus(v, b), (x,), order=2)
+    if b == 4:
+        assert_close(nn.squareplus(jnp.asarray(x)), (x + np.sqrt(x * x + 4)) / 2)
+
+
+def test_sparse_plus_and_sparse_sigmoid(rng):
+    x = _off_kinks(rng.uniform(-3, 3, (60,)), (-1.0, 1.0))
+    plus = np.where(x <= -1, 0.0, np.where(x >= 1, x, (x + 1) ** 2 / 4))
+    sig = np.clip((x + 1) / 2, 0, 1)
+    assert_close(nn.sparse_plus(jnp.asarray(x)), plus)
+    assert_close(nn.sparse_sigmoid(jnp.asarray(x)), sig)
+    check_grads(nn.sparse_plus, (x,), order=1)
+    check_grads(nn.sparse_sigmoid, (x,), order=1)
+    # sparse_sigmoid is sparse_plus's derivative
+    assert_close(fnx.vmap(fnx.grad(nn.sparse_plus))(jnp.asarray(x)), sig)
+
+
+def test_log1mexp(rng):
+    x = np.concatenate([rng.uniform(1e-6, 0.69, 20), rng.uniform(0.7, 30, 20), [1e-10, 50.0]])
+    ref = np.log(-np.expm1(-x))
+    assert_close(nn.log1mexp(jnp.asarray(x)), ref, rtol=1e-12)
+    check_grads(nn.log1mexp, (x[:40],), order=2, rtol=1e-4)
+    assert_close(fnx.vmap(fnx.grad(nn.log1mexp))(jnp.asarray(x)), 1 / np.expm1(x), rtol=1e-10)
+
+
+def test_logmeanexp(rng):
+    x = rng.standard_normal((3, 5)) * 3
+    assert_close(nn.logmeanexp(jnp.asarray(x)), ref_logsumexp(x) - np.log(15))
+    assert_close(nn.logmeanexp(jnp.asarray(x), axis=1), ref_logsumexp(x, axis=1) - np.log(5))
+    assert_close(nn.logmeanexp(jnp.asarray(x), axis=0, keepdims=True),
+                 ref_logsumexp(x, axis=0, keepdims=True) - np.log(3))
+    where = rng.random((3, 5)) < 0.6
+    where[:, 0] = True
+    ref = np.array([np.log(np.mean(np.exp(row[w]))) for row, w in zip(x, where)])
+    assert_close(nn.logmeanexp(jnp.asarray(x), axis=1, where=jnp.asarray(where)), ref,
+                 rtol=1e-12)
+    check_grads(lambda v: nn.logmeanexp(v, axis=1), (x,), order=2)
+    huge = jnp.asarray(np.array([1000.0, 1000.0]))
+    assert_close(nn.logmeanexp(huge), 1000.0)
+
+
+# --- dot_product_attention ------------------------------------------------------------------
+
+def ref_attention(q, k, v, bias=None, mask=None, scale=None, is_causal=False):
+    """Float64, one (batch, head) pair at a time; query head n reads key/value head
+    n // (N // K)."""
+    B, T, N, H = q.shape
+    S, K = k.shape[1], k.shape[2]
+    scale = 1 / math.sqrt(H) if scale is None else scale
+    bias = np.zeros((1, 1, 1, 1)) if bias is None else bias
+    mask = np.ones((1, 1, 1, 1), bool) if mask is None else mask
+    bias = np.broadcast_to(bias, (B, N, T, S))
+    mask = np.broadcast_to(mask, (B, N, T, S))
+    out = np.zeros((B, T, N, H))
+    for b in range(B):
+        for n in range(N):
+            kh = n // (N // K)
+            s = q[b, :, n] @ k[b, :, kh].T * scale + bias[b, n]
+            keep = mask[b, n].copy()
+            if is_causal:
+                keep &= np.tril(np.ones((T, S), bool))
+            s = np.where(keep, s, -0.7 * np.finfo(np.float64).max)
+            p = np.exp(s - s.max(-1, keepdims=True))
+            out[b, :, n] = (p / p.sum(-1, keepdims=True)) @ v[b, :, kh]
+    return out
+
+
+def _qkv(rng, B=2, T=3, S=4, N=4, K=4, H=5):
+    return (rng.standard_normal((B, T, N, H)), rng.standard_normal((B, S, K, H)),
+            rng.standard_normal((B, S, K, H)))
+
+
+def _attn(*args, **kwargs):
+    return nn.dot_product_attention(*map(jnp.asarray, args), **kwargs)
+
+
+def test_attention_plain_and_scaled(rng):
+    q, k, v = _qkv(rng)
+    assert_close(_attn(q, k, v), ref_attention(q, k, v))
+    assert_close(_attn(q, k, v, scale=0.3), ref_attention(q, k, v, scale=0.3))
+
+
+def test_attention_bias_mask_causal(rng):
+    q, k, v = _qkv(rng, T=4, S=6)
+    bias = rng.standard_normal((1, 4, 1, 6))
+    mask = rng.random((2, 1, 4, 6)) < 0.6
+    mask[..., 0] = True
+    for kwargs in ({"bias": bias}, {"mask": mask}, {"is_causal": True},
+                   {"bias": bias, "mask": mask, "is_causal": True}):
+        ref = ref_attention(q, k, v, **kwargs)
+        args = {n: jnp.asarray(a) if not isinstance(a, bool) else a for n, a in kwargs.items()}
+        assert_close(_attn(q, k, v, **args), ref, rtol=1e-11, atol=1e-12)
+
+
+def test_attention_causal_differs_from_plain(rng):
+    q, k, v = _qkv(rng, T=3, S=3)
+    causal = np.asarray(_attn(q, k, v, is_causal=True))
+    # the first query sees only the first key, so its output is that value row
+    assert_close(causal[:, 0], v[:, 0])
+    assert not np.allclose(causal, np.asarray(_attn(q, k, v)))
+
+
+def test_attention_grouped_kv_heads(rng):
+    q, k, v = _qkv(rng, N=6, K=2)
+    assert_close(_attn(q, k, v, is_causal=True), ref_attention(q, k, v, is_causal=True))
+    q1, k1, v1 = _qkv(rng, N=3, K=1)
+    assert_close(_attn(q1, k1, v1), ref_attention(q1, k1, v1))
+    with pytest.raises(ValueError):
+        _attn(*_qkv(rng, N=3, K=2))
+
+
+def test_attention_without_batch_axis(rng):
+    q, k, v = _qkv(rng, B=1)
+    out = _attn(q[0], k[0], v[0], is_causal=True)
+    assert out.shape == (3, 4, 5)
+    assert_close(out, ref_attention(q, k, v, is_causal=True)[0])
+
+
+def test_attention_sequence_lengths_and_window(rng):
+    q, k, v = _qkv(rng, T=5, S=5)
+    q_len, kv_len = np.array([3, 5]), np.array([2, 4])
+    keep = (np.arange(5)[None, :] < kv_len[:, None])[:, None, None, :]
+    keep = keep & (np.arange(5)[None, :, None] < q_len[:, None, None])[:, None]
+    ref = ref_attention(q, k, v, mask=keep)
+    ref *= (np.arange(5)[None, :] < q_len[:, None])[:, :, None, None]
+    out = _attn(q, k, v, query_seq_lengths=jnp.asarray(q_len),
+                key_value_seq_lengths=jnp.asarray(kv_len))
+    assert_close(out, ref, rtol=1e-11)
+    t, s = np.arange(5)[:, None], np.arange(5)[None, :]
+    window = (s >= t - 1) & (s <= t + 2)
+    assert_close(_attn(q, k, v, local_window_size=(1, 2)), ref_attention(q, k, v, mask=window))
+
+
+def test_attention_fully_masked_row_averages_values(rng):
+    q, k, v = _qkv(rng, T=2, S=3)
+    mask = np.ones((1, 1, 2, 3), bool)
+    mask[..., 1, :] = False
+    out = np.asarray(_attn(q, k, v, mask=jnp.asarray(mask)))
+    assert np.all(np.isfinite(out))
+    assert_close(out[:, 1], v.mean(axis=1))
+
+
+def test_attention_float32(rng):
+    q, k, v = (a.astype(np.float32) for a in _qkv(rng))
+    out = _attn(q, k, v, is_causal=True)
+    assert out.dtype == np.float32
+    assert_close(out, ref_attention(q.astype(np.float64), k.astype(np.float64),
+                                    v.astype(np.float64), is_causal=True), rtol=1e-5, atol=1e-6)
+
+
+def test_attention_grad(rng):
+    q, k, v = _qkv(rng, B=1, T=3, S=3, N=2, K=1, H=2)
+    bias = rng.standard_normal((1, 2, 3, 3))
+    mask = np.tril(np.ones((3, 3), bool)) | np.eye(3, k=1, dtype=bool)
+
+    def f(q, k, v, bias):
+        return nn.dot_product_attention(q, k, v, bias, jnp.asarray(mask), is_causal=False)
+    check_grads(f, (q, k, v, bias), order=1)
+    check_grads(lambda q, k, v: nn.dot_product_attention(q, k, v, is_causal=True),
+                (q, k, v), order=2, atol=1e-4, rtol=1e-4)
+
+
+def test_attention_vmap_and_jit(rng):
+    q, k, v = (rng.standard_normal((3,) + a.shape) for a in _qkv(rng, B=2))
+    f = lambda q, k, v: nn.dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    out = fnx.vmap(f)(jnp.asarray(q), jnp.asarray(k), jnp.asarray(v))
+    ref = np.stack([ref_attention(*t, is_causal=True) for t in zip(q, k, v)])
+    assert_close(out, ref, rtol=1e-11)
+    assert_close(fnx.jit(f)(*map(jnp.asarray, (q[0], k[0], v[0]))), ref[0], rtol=1e-11)

@@ -364,6 +364,42 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 
+jacobian = jacrev   # as in JAX
+
+
+def linear_transpose(fun: Callable, *primals):
+    """The transpose of the linear function ``fun``: a function mapping an output cotangent to
+    a tuple of input cotangents. ``primals`` (arrays or ShapeDtypeStructs) give only shapes and
+    dtypes.
+
+    >>> t = linear_transpose(lambda x: 2 * x, fnx.ShapeDtypeStruct((3,), "float32"))
+    >>> t(fnx.numpy.ones(3))   # (Array([2., 2., 2.], dtype=float32),)
+
+    ``fun`` is not checked for linearity (JAX rejects some nonlinear functions): for a
+    nonlinear ``fun`` the result is the transpose of its derivative at zero.
+    """
+    from . import lax
+    leaves, tree = tree_flatten(primals)
+    # the derivative of a linear function is the function itself, wherever it is taken
+    zeros = [lax.full(a.shape, 0, a.dtype) for a in map(_aval_of, leaves)]
+    for i, z in enumerate(zeros):
+        _check_grad_input(z, i, "linear_transpose")
+    _, pullback = vjp(fun, *tree_unflatten(tree, zeros))
+    return pullback
+
+
+def block_until_ready(x):
+    """Wait for every array leaf of ``x`` to be computed; returns ``x``.
+
+    >>> block_until_ready({"y": fnx.numpy.ones(3)})
+    """
+    for leaf in tree_flatten(x)[0]:
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None:
+            wait()
+    return x
+
+
 # ---------------------------------------------------------------------------------------------
 # vmap
 
@@ -543,4 +579,5 @@ def stop_gradient(x):
 
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
-           "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient"]
+           "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient", "jacobian",
+           "linear_transpose", "block_until_ready"]

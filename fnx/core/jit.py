@@ -199,6 +199,21 @@ def _as_tuple(x):
     return (x,) if isinstance(x, (int, str)) else tuple(x)
 
 
+# every live jitted function, for clear_caches
+_all_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def clear_caches():
+    """Forget every jitted function's traced signatures and every compiled program, so the
+    next calls trace and compile again.
+
+    >>> fnx.clear_caches()
+    """
+    for f in list(_all_jitted):
+        f.clear_cache()
+    _executables.clear()
+
+
 class Jitted:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
         functools.update_wrapper(self, fun)
@@ -209,6 +224,7 @@ class Jitted:
         # donated buffers in place
         self.donate_argnums = _as_tuple(donate_argnums)
         self.name = getattr(fun, "__name__", "fun")
+        _all_jitted.add(self)
         self._cache: dict = {}
         self._last_key = None
         # calls with positional Array arguments only skip pytree flattening: signature -> run

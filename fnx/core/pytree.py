@@ -6,6 +6,7 @@ containers; everything else is a leaf.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple
 
 
@@ -25,12 +26,110 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
     >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
     """
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func)
+    _key_registry.pop(nodetype, None)   # a re-registration without keys drops the old ones
     return nodetype
 
 
 def register_pytree_node_class(cls):
     """Decorator: ``cls`` has ``tree_flatten(self)`` and classmethod ``tree_unflatten``."""
     register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+# ---------------------------------------------------------------------------------------------
+# Key paths: each child of a node is named by a key, and a leaf by the tuple of keys leading to it
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A dict entry: ``DictKey(key='a')``, printed ``['a']``."""
+    key: Any
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A list or tuple element: ``SequenceKey(idx=0)``, printed ``[0]``."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """An attribute (NamedTuple field, dataclass field): ``GetAttrKey(name='x')``, printed
+    ``.x``."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The position of a child of a node registered without keys."""
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text; ``simple=True`` drops the brackets, quotes and dots.
+
+    >>> keystr((DictKey("a"), SequenceKey(0)))
+    "['a'][0]"
+    >>> keystr((DictKey("a"), SequenceKey(0)), simple=True, separator="/")
+    'a/0'
+    """
+    if not simple:
+        return separator.join(map(str, keys))
+    return separator.join(str(getattr(k, f.name)) for k in keys
+                          for f in dataclasses.fields(k)[:1])
+
+
+# node type -> (node -> ([(key, child), ...], aux_data))
+_key_registry: dict[type, Callable] = {}
+
+
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
+                              unflatten_func: Callable, flatten_func: Callable | None = None):
+    """Register a container type whose children are named by keys in key paths.
+
+    >>> register_pytree_with_keys(
+    ...     Pair, lambda p: (((GetAttrKey("a"), p.a), (GetAttrKey("b"), p.b)), None),
+    ...     lambda _, c: Pair(*c))
+    """
+    if flatten_func is None:
+        def flatten_func(x):
+            keyed, aux = flatten_with_keys(x)
+            return [c for _, c in keyed], aux
+    register_pytree_node(nodetype, flatten_func, unflatten_func)
+    _key_registry[nodetype] = flatten_with_keys
+    return nodetype
+
+
+def register_pytree_with_keys_class(cls):
+    """Decorator: ``cls`` has ``tree_flatten_with_keys(self)``, classmethod ``tree_unflatten``
+    and optionally ``tree_flatten(self)``."""
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    return register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
+                                     cls.tree_unflatten, flatten)
+
+
+def register_static(cls):
+    """Register ``cls`` as a node with no children: its instances travel as static aux data
+    (so they must be hashable), e.g. a configuration object passed to a jitted function.
+
+    >>> @register_static
+    ... @dataclasses.dataclass(frozen=True)
+    ... class Config:
+    ...     depth: int
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
     return cls
 
 
@@ -54,7 +153,10 @@ def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
             for n, v in zip(meta, aux):
                 object.__setattr__(obj, n, v)
             return obj
-        register_pytree_node(cls, flatten, unflatten)
+        def flatten_with_keys(x):
+            children, aux = flatten(x)
+            return [(GetAttrKey(n), c) for n, c in zip(data, children)], aux
+        register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
         return cls
     return wrap if cls is None else wrap(cls)
 
@@ -70,6 +172,19 @@ def _dict_flatten(d):
 
 
 register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
+
+
+def _sequence_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
+
+
+def _dict_keys(d):
+    children, keys = _dict_flatten(d)
+    return [(DictKey(k), c) for k, c in zip(keys, children)], keys
+
+
+_key_registry.update({tuple: _sequence_keys, list: _sequence_keys, dict: _dict_keys,
+                      type(None): lambda _: ([], None)})
 
 
 def _node_type(x):
@@ -257,16 +372,170 @@ def all_leaves(iterable, is_leaf=None):
     return all(tree_structure(x, is_leaf).node is _LEAF for x in iterable)
 
 
-def tree_all(tree):
-    return all(tree_leaves(tree))
+def tree_all(tree, *, is_leaf=None):
+    """Whether every leaf is truthy (``True`` for a tree with no leaves)."""
+    return all(tree_leaves(tree, is_leaf))
 
 
-def tree_reduce(f, tree, initializer=None):
-    import functools
-    leaves = tree_leaves(tree)
-    return functools.reduce(f, leaves) if initializer is None else \
-        functools.reduce(f, leaves, initializer)
+_NO_INIT = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
+    """``functools.reduce(function, leaves)``, starting from ``initializer`` when given.
+
+    >>> tree_reduce(lambda a, b: a + b, [1, (2, 3)])
+    6
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    return functools.reduce(function, leaves) if initializer is _NO_INIT else \
+        functools.reduce(function, leaves, initializer)
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     return treedef.node is _LEAF
+
+
+def treedef_children(treedef: PyTreeDef) -> list:
+    """The treedefs of the root's children.
+
+    >>> treedef_children(tree_structure([1, (2, 3)]))
+    [PyTreeDef(*), PyTreeDef((*, *))]
+    """
+    return list(treedef.children)
+
+
+def flatten_one_level(tree):
+    """``(children, aux_data)`` of the root node; ValueError for a leaf.
+
+    >>> flatten_one_level({"b": 2, "a": 1})
+    ([1, 2], ('a', 'b'))
+    """
+    nt = _node_type(tree)
+    if nt is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree).__name__}")
+    children, aux = nt.to_iterable(tree)
+    return list(children), aux
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree):
+    """Turn an outer tree of inner trees into an inner tree of outer trees; ``inner_treedef``
+    None takes the structure of the first inner tree.
+
+    >>> tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
+    ([1, 3], [2, 4])
+    """
+    inners = flatten_up_to(outer_treedef, pytree, "tree_transpose")
+    if inner_treedef is None:
+        if not inners:
+            raise ValueError("tree_transpose: inner_treedef is needed for an empty outer tree")
+        inner_treedef = tree_structure(inners[0])
+    rows = [flatten_up_to(inner_treedef, t, "tree_transpose") for t in inners]
+    columns = zip(*rows) if rows else [[]] * inner_treedef.num_leaves
+    return inner_treedef.unflatten([outer_treedef.unflatten(c) for c in columns])
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``full_tree``'s structure, each leaf taken from the ``prefix_tree`` leaf that covers it.
+
+    >>> tree_broadcast([1, 2], [(0, 0), 0])
+    [(1, 1), 2]
+    """
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = flatten_up_to(prefix_def, full_tree, "tree_broadcast")
+    leaves = [p for p, sub in zip(prefix_leaves, subtrees)
+              for _ in range(tree_structure(sub, is_leaf).num_leaves)]
+    return tree_structure(full_tree, is_leaf).unflatten(leaves)
+
+
+# ---------------------------------------------------------------------------------------------
+# Flattening with key paths
+
+
+def _keyed_children(x):
+    """``[(key, child), ...]`` of a node, or None for a leaf."""
+    with_keys = _key_registry.get(type(x))
+    if with_keys is not None:
+        return list(with_keys(x)[0])
+    nt = _node_type(x)
+    if nt is None:
+        return None
+    children = nt.to_iterable(x)[0]
+    if type(x) not in _registry:    # a NamedTuple, by field name as in JAX
+        return [(GetAttrKey(f), c) for f, c in zip(x._fields, children)]
+    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """``([(key_path, leaf), ...], treedef)``: each leaf with the tuple of keys leading to it.
+
+    >>> tree_flatten_with_path({"a": [5]})[0]
+    [((DictKey(key='a'), SequenceKey(idx=0)), 5)]
+    """
+    out: list = []
+
+    def go(x, path):
+        kids = None if is_leaf is not None and is_leaf(x) else _keyed_children(x)
+        if kids is None:
+            out.append((path, x))
+            return
+        for k, c in kids:
+            go(c, path + (k,))
+    go(tree, ())
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """``[(key_path, leaf), ...]``."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
+    """``tree_map`` whose ``f`` also receives each leaf's key path first.
+
+    >>> tree_map_with_path(lambda p, x: keystr(p), {"a": 1})
+    {'a': "['a']"}
+    """
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    others = [flatten_up_to(treedef, r, "tree_map_with_path") for r in rest]
+    return treedef.unflatten([f(path, x, *xs) for (path, x), *xs in zip(pairs, *others)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Partial
+
+
+class _HashableCallableShim:
+    """Wraps a functools.partial given to Partial, so Python does not merge it into the new
+    one: its bound arguments stay static instead of becoming children."""
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def __hash__(self):
+        return hash(self.fun)
+
+    def __eq__(self, other):
+        return isinstance(other, _HashableCallableShim) and self.fun == other.fun
+
+
+class Partial(functools.partial):
+    """A ``functools.partial`` that is a pytree: the function is static aux data and the bound
+    arguments are children, so it can be passed to (and returned from) jit, grad and vmap.
+
+    >>> fnx.jit(lambda g, x: g(x))(Partial(fnx.numpy.add, 1.0), 2.0)
+    Array(3., dtype=float32)
+
+    As in JAX, a functools.partial (or Partial) given as the function is kept whole and static.
+    """
+
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):
+            func = _HashableCallableShim(func)
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, c: Partial(func, *c[0], **c[1]))

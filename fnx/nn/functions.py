@@ -152,3 +152,170 @@ def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
     hot = jnp.expand_dims(x, -1) == classes
     out = hot.astype(dtype)
     return jnp.moveaxis(out, -1, axis) if axis != -1 else out
+
+
+# ---------------------------------------------------------------------------------------------
+# More activations (jax.nn's)
+
+
+def identity(x):
+    """``x`` itself, as an array."""
+    return jnp.asarray(x)
+
+
+def tanh(x):
+    """The hyperbolic tangent (``jnp.tanh``)."""
+    return jnp.tanh(x)
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``, a piecewise-linear sigmoid.
+
+    >>> hard_sigmoid(jnp.array([-4.0, 0.0, 4.0]))
+    Array([0. , 0.5, 1. ], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    return relu6(x + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (also called hard swish)."""
+    (x,) = promote_dtypes_inexact(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    (x,) = promote_dtypes_inexact(x)
+    return x * jnp.tanh(softplus(x))
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``, a smooth relu.
+
+    >>> squareplus(jnp.array(0.0))
+    Array(1., dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    return (x + jnp.sqrt(x * x + b)) / 2
+
+
+def sparse_plus(x):
+    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` between -1 and 1, ``x`` for ``x >= 1``."""
+    (x,) = promote_dtypes_inexact(x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """``clip((x + 1) / 2, 0, 1)``, the derivative of sparse_plus."""
+    (x,) = promote_dtypes_inexact(x)
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))`` for ``x > 0``, accurate for small and large ``x``.
+
+    >>> log1mexp(jnp.array(1e-8))   # about log(1e-8)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    # -expm1 is exact near 0, log1p(-exp) for large x; log(2) is where they trade places
+    return jnp.where(x < math.log(2), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """``log(mean(exp(x)))`` over ``axis``, stably; ``where`` masks the entries that count.
+
+    >>> logmeanexp(jnp.array([0.0, 0.0]))
+    Array(0., dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    if where is None:
+        axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+        log_count = math.log(math.prod(x.shape[a] for a in axes))
+    else:
+        log_count = jnp.log(jnp.sum(jnp.broadcast_to(where, x.shape), axis=axis,
+                                    keepdims=keepdims, dtype=x.dtype))
+        x = jnp.where(where, x, -jnp.inf)
+    return logsumexp(x, axis=axis, keepdims=keepdims) - log_count
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None):
+    """Scaled dot-product attention, ``softmax(scale * q @ k^T + bias, masked) @ v``, as
+    ``jax.nn.dot_product_attention``'s pure-array ("xla") implementation.
+
+    ``query`` is (B, T, N, H), ``key`` and ``value`` (B, S, K, H) with N a multiple of K (each
+    group of N // K query heads shares a key/value head); the batch axis may be left out.
+    ``bias`` and the boolean ``mask`` (True keeps) broadcast to (B, N, T, S). ``scale``
+    defaults to ``1 / sqrt(H)``. ``is_causal`` keeps ``key <= query`` positions, counted from
+    the start of both sequences as in JAX. ``query_seq_lengths`` / ``key_value_seq_lengths``
+    (B,) mask padding; ``local_window_size`` (int or (left, right)) keeps keys within the
+    window. Masked logits become a large negative number rather than -inf, so a fully masked
+    row averages the values (as in JAX) instead of giving NaN.
+
+    >>> q = k = v = jnp.ones((2, 5, 4, 8))
+    >>> dot_product_attention(q, k, v, is_causal=True).shape
+    (2, 5, 4, 8)
+    """
+    if implementation not in (None, "xla"):
+        raise NotImplementedError(f"dot_product_attention: implementation={implementation!r}; "
+                                  "fnx has the pure-array one only")
+    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    unbatched = query.ndim == 3
+    if unbatched:
+        query, key, value = query[None], key[None], value[None]
+    if query.ndim != 4 or key.ndim != 4 or value.shape != key.shape:
+        raise ValueError(f"dot_product_attention: query {query.shape}, key {key.shape} and "
+                         f"value {value.shape} must be (B, T, N, H), (B, S, K, H), (B, S, K, H)")
+    B, T, N, H = query.shape
+    S, K = key.shape[1], key.shape[2]
+    if key.shape[0] != B or key.shape[3] != H or N % K:
+        raise ValueError(f"dot_product_attention: key {key.shape} does not fit query "
+                         f"{query.shape} (same B and H, and N a multiple of K)")
+    if K != N:
+        key, value = jnp.repeat(key, N // K, axis=2), jnp.repeat(value, N // K, axis=2)
+    logits_dtype = jnp.result_type(query.dtype, jnp.float32)
+    scale = 1.0 / math.sqrt(H) if scale is None else scale
+    logits = jnp.einsum("btnh,bsnh->bnts", query.astype(logits_dtype), key.astype(logits_dtype))
+    logits = logits * jnp.asarray(scale, logits_dtype)
+    if bias is not None:
+        logits = logits + jnp.asarray(bias).astype(logits_dtype)
+
+    keep = None if mask is None else jnp.asarray(mask, bool)
+    q_pos = lax.broadcasted_iota(jnp.int32, (T, S), 0)
+    k_pos = lax.broadcasted_iota(jnp.int32, (T, S), 1)
+    if is_causal:
+        keep = _and(keep, k_pos <= q_pos)
+    if local_window_size is not None:
+        left, right = (local_window_size, local_window_size) \
+            if isinstance(local_window_size, int) else local_window_size
+        keep = _and(keep, (q_pos <= k_pos + left) & (q_pos >= k_pos - right))
+    if query_seq_lengths is not None:
+        q_lens = jnp.asarray(query_seq_lengths).reshape(B, 1, 1, 1)
+        keep = _and(keep, q_pos < q_lens)
+    if key_value_seq_lengths is not None:
+        kv_lens = jnp.asarray(key_value_seq_lengths).reshape(B, 1, 1, 1)
+        keep = _and(keep, k_pos < kv_lens)
+    if keep is not None:
+        large_negative = jnp.asarray(-0.7 * jnp.finfo(logits_dtype).max, logits_dtype)
+        logits = jnp.where(keep, logits, large_negative)
+
+    probs = softmax(logits, axis=-1).astype(value.dtype)
+    out = jnp.einsum("bnts,bsnh->btnh", probs, value)
+    if query_seq_lengths is not None:     # padded query rows give zeros, as in JAX
+        out = out * (q_pos[:, :1] < q_lens[:, 0]).reshape(B, T, 1, 1).astype(out.dtype)
+    out = out.astype(query.dtype)
+    return out[0] if unbatched else out
+
+
+def _and(a, b):
+    return b if a is None else a & b

@@ -1,0 +1,116 @@
+"""fnx.tree: the pytree functions under JAX's short names, as ``jax.tree``.
+
+>>> import fnx
+>>> fnx.tree.map(lambda x: x * 2, {"a": 1, "b": (2, 3)})
+{'a': 2, 'b': (4, 6)}
+"""
+from __future__ import annotations
+
+from .core import pytree as _pt
+
+__all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
+           "map", "map_with_path", "reduce", "structure", "transpose", "unflatten"]
+
+
+def all(tree, *, is_leaf=None) -> bool:  # noqa: A001 - jax.tree's name
+    """Whether every leaf is truthy.
+
+    >>> fnx.tree.all([True, (1, 2.0)])
+    True
+    """
+    return _pt.tree_all(tree, is_leaf=is_leaf)
+
+
+def map(f, tree, *rest, is_leaf=None):  # noqa: A001 - jax.tree's name
+    """Apply ``f`` leafwise over one or several trees of the same structure.
+
+    >>> fnx.tree.map(lambda x, y: x + y, [1, 2], [10, 20])
+    [11, 22]
+    """
+    return _pt.tree_map(f, tree, *rest, is_leaf=is_leaf)
+
+
+def map_with_path(f, tree, *rest, is_leaf=None):
+    """``map`` whose ``f`` also receives each leaf's key path first.
+
+    >>> fnx.tree.map_with_path(lambda path, x: len(path), {"a": [1]})
+    {'a': [2]}
+    """
+    return _pt.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf)
+
+
+def leaves(tree, is_leaf=None) -> list:
+    """The leaves, in flattening order (dict keys sorted).
+
+    >>> fnx.tree.leaves({"b": 2, "a": [1, None]})
+    [1, 2]
+    """
+    return _pt.tree_leaves(tree, is_leaf)
+
+
+def leaves_with_path(tree, is_leaf=None) -> list:
+    """``[(key_path, leaf), ...]``.
+
+    >>> fnx.tree.leaves_with_path([7])
+    [((SequenceKey(idx=0),), 7)]
+    """
+    return _pt.tree_leaves_with_path(tree, is_leaf)
+
+
+def structure(tree, is_leaf=None):
+    """The treedef of ``tree``.
+
+    >>> fnx.tree.structure((1, [2]))
+    PyTreeDef((*, [*]))
+    """
+    return _pt.tree_structure(tree, is_leaf)
+
+
+def flatten(tree, is_leaf=None):
+    """``(leaves, treedef)``.
+
+    >>> fnx.tree.flatten([1, (2,)])[0]
+    [1, 2]
+    """
+    return _pt.tree_flatten(tree, is_leaf)
+
+
+def flatten_with_path(tree, is_leaf=None):
+    """``([(key_path, leaf), ...], treedef)``."""
+    return _pt.tree_flatten_with_path(tree, is_leaf)
+
+
+def unflatten(treedef, leaves):
+    """The tree of ``treedef``'s structure holding ``leaves``.
+
+    >>> fnx.tree.unflatten(fnx.tree.structure([0, 0]), [1, 2])
+    [1, 2]
+    """
+    return _pt.tree_unflatten(treedef, leaves)
+
+
+def reduce(function, tree, initializer=_pt._NO_INIT, is_leaf=None):
+    """``functools.reduce`` over the leaves.
+
+    >>> fnx.tree.reduce(max, [3, (7, 5)])
+    7
+    """
+    return _pt.tree_reduce(function, tree, initializer, is_leaf)
+
+
+def transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """An outer tree of inner trees as an inner tree of outer trees.
+
+    >>> fnx.tree.transpose(fnx.tree.structure([0, 0]), None, [(1, 2), (3, 4)])
+    ([1, 3], [2, 4])
+    """
+    return _pt.tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose)
+
+
+def broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``full_tree``'s structure filled from the ``prefix_tree`` leaves covering it.
+
+    >>> fnx.tree.broadcast({"a": 0, "b": 1}, {"a": (5, 6), "b": 7})
+    {'a': (0, 0), 'b': 1}
+    """
+    return _pt.tree_broadcast(prefix_tree, full_tree, is_leaf)
