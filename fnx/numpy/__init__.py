@@ -17,15 +17,24 @@ from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadca
 from .creation import *  # noqa: F401,F403
 from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
     logspace, ones, ones_like, tri, zeros, zeros_like
-from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
-from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot
-from .reductions import (all, amax, amin, any, argmax, argmin, average, count_nonzero, cumprod,
-                         cumsum, max, mean, median, min, nanmean, nansum, prod, ptp, std, sum, var)
-from .shapes import (array_split, atleast_1d, atleast_2d, column_stack, concat, concatenate, diag,
-                     diagonal, expand_dims, flip, fliplr, flipud, hstack, matrix_transpose,
-                     meshgrid, moveaxis, pad, permute_dims, ravel, repeat, reshape, roll, split,
-                     squeeze, stack, swapaxes, tile, trace, transpose, tril, triu, vstack)
-from .sorting import argsort, lexsort, searchsorted, sort, unique
+from .indexing import (argwhere, diag_indices, diag_indices_from, flatnonzero, indices, ix_,
+                       nonzero, ravel_multi_index, take, take_along_axis, tril_indices,
+                       tril_indices_from, triu_indices, triu_indices_from, unravel_index)
+from .products import (convolve, correlate, cross, dot, einsum, inner, kron, matmul, matvec,
+                       outer, polyval, tensordot, vander, vdot, vecdot, vecmat)
+from .reductions import (all, amax, amin, any, argmax, argmin, average, corrcoef, count_nonzero,
+                         cov, cumprod, cumsum, cumulative_prod, cumulative_sum, diff, ediff1d, max,
+                         mean, median, min, nanargmax, nanargmin, nancumprod, nancumsum, nanmax,
+                         nanmean, nanmedian, nanmin, nanpercentile, nanprod, nanquantile, nanstd,
+                         nansum, nanvar, percentile, prod, ptp, quantile, std, sum, trapezoid, var)
+from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, concat,
+                     concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
+                     fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,
+                     pad, permute_dims, ravel, repeat, reshape, resize, roll, rot90, split,
+                     squeeze, stack, swapaxes, tile, trace, transpose, tril, triu, unstack,
+                     vsplit, vstack)
+from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edges, interp, isin,
+                      lexsort, searchsorted, sort, unique)
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
 from . import array_methods as _array_methods  # noqa: F401  (installs operators)

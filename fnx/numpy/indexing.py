@@ -293,3 +293,179 @@ def flatnonzero(a):
     from .shapes import ravel
     return nonzero(ravel(a))[0]
 
+
+
+# ---------------------------------------------------------------------------------------------
+# index arithmetic and index-array builders
+
+
+def _dims(shape, name):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(int(d) < 0 for d in shape):
+        raise ValueError(f"{name}: dimensions must be non-negative, got {shape}")
+    return tuple(int(d) for d in shape)
+
+
+def unravel_index(indices, shape):
+    """The multi-index into ``shape`` of each flat index, as a tuple of arrays. Negative indices
+    count from the end; out-of-range ones are clipped (JAX's rule, as jit cannot raise).
+
+    >>> unravel_index(asarray([5, 1]), (2, 3))
+    (Array([1, 0], dtype=int32), Array([2, 1], dtype=int32))
+    """
+    from .ufuncs import clip, floor_divide, remainder, where
+    shape = _dims(shape, "unravel_index")
+    idx = asarray(indices)
+    if not dtypes.is_int(idx.dtype):
+        raise TypeError(f"unravel_index: indices must be integers, got dtype {idx.dtype}")
+    total = int(np.prod(shape, dtype=np.int64))
+    if total == 0:
+        raise ValueError(f"unravel_index: cannot unravel into an empty shape {shape}")
+    idx = where(lax.lt(idx, lax.full(idx.shape, 0, idx.dtype)), idx + total, idx)
+    idx = clip(idx, 0, total - 1)
+    out = []
+    for d in reversed(shape):
+        out.append(remainder(idx, d))
+        idx = floor_divide(idx, d)
+    return tuple(reversed(out))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Flat indices into an array of shape ``dims`` from a tuple of index arrays. ``mode`` is
+    'raise' (concrete indices only), 'wrap' or 'clip'; ``order`` 'C' or 'F'.
+
+    >>> ravel_multi_index((asarray([1, 0]), asarray([2, 1])), (2, 3))
+    Array([5, 1], dtype=int32)
+    """
+    from ._core import promote_dtypes
+    from .ufuncs import clip, remainder
+    dims = _dims(dims, "ravel_multi_index")
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "
+                         f"{len(dims)} dimensions {dims}")
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
+    arrs = broadcast_arrays(*promote_dtypes(*multi_index), op="ravel_multi_index")
+    for a in arrs:
+        if not dtypes.is_int(a.dtype):
+            raise TypeError(f"ravel_multi_index: indices must be integers, got {a.dtype}")
+    if mode == "raise":
+        from ..core.core import concrete_or_error
+        for a, d in zip(arrs, dims):
+            v = np.asarray(concrete_or_error(a, "ravel_multi_index's indices with mode='raise' "
+                                                "(use mode='clip' or 'wrap' under jit)"))
+            if v.size and (v.min() < 0 or v.max() >= d):
+                raise ValueError(f"ravel_multi_index: invalid entry in coordinates array for "
+                                 f"dimension of size {d}")
+    elif mode == "wrap":
+        arrs = [remainder(a, d) for a, d in zip(arrs, dims)]
+    elif mode == "clip":
+        arrs = [clip(a, 0, d - 1) for a, d in zip(arrs, dims)]
+    else:
+        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip', "
+                         f"got {mode!r}")
+    order_ = range(len(dims)) if order == "C" else reversed(range(len(dims)))
+    flat = None
+    for k in order_:
+        a = arrs[k]
+        flat = a if flat is None else flat * dims[k] + a
+    return flat
+
+
+def _static_indices(rows, cols):
+    return asarray(rows.astype(np.int32)), asarray(cols.astype(np.int32))
+
+
+def tril_indices(n, k=0, m=None):
+    """Row and column indices of the lower triangle of an ``(n, m)`` array (on and below the
+    ``k``-th diagonal).
+
+    >>> tril_indices(2)
+    (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
+    """
+    return _static_indices(*np.nonzero(np.tri(int(n), None if m is None else int(m), int(k),
+                                              dtype=bool)))
+
+
+def triu_indices(n, k=0, m=None):
+    """Row and column indices of the upper triangle (on and above the ``k``-th diagonal)."""
+    return _static_indices(*np.nonzero(~np.tri(int(n), None if m is None else int(m), int(k) - 1,
+                                               dtype=bool)))
+
+
+def _check_2d(arr, name):
+    shape = np.shape(arr) if not hasattr(arr, "shape") else tuple(arr.shape)
+    if len(shape) != 2:
+        raise ValueError(f"{name}: input array must be 2-D, got shape {shape}")
+    return shape
+
+
+def tril_indices_from(arr, k=0):
+    """``tril_indices`` for the shape of the 2-D ``arr``."""
+    n, m = _check_2d(arr, "tril_indices_from")
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr, k=0):
+    """``triu_indices`` for the shape of the 2-D ``arr``."""
+    n, m = _check_2d(arr, "triu_indices_from")
+    return triu_indices(n, k, m)
+
+
+def diag_indices(n, ndim=2):
+    """Indices of the main diagonal of an ``ndim``-dimensional array with sides ``n``.
+
+    >>> diag_indices(2)
+    (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+    """
+    if int(n) < 0 or int(ndim) < 0:
+        raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
+    i = asarray(np.arange(int(n), dtype=np.int32))
+    return (i,) * int(ndim)
+
+
+def diag_indices_from(arr):
+    """``diag_indices`` for ``arr``, whose sides must all be equal."""
+    shape = tuple(asarray(arr).shape)
+    if len(shape) < 2 or len(set(shape)) != 1:
+        raise ValueError(f"diag_indices_from: input must be at least 2-D with all sides equal, "
+                         f"got shape {shape}")
+    return diag_indices(shape[0], len(shape))
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """An array (or, with ``sparse``, a tuple of broadcastable arrays) of the grid indices.
+
+    >>> indices((2, 3))[1]
+    Array([[0, 1, 2],
+           [0, 1, 2]], dtype=int32)
+    """
+    dims = _dims(dimensions, "indices")
+    dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_int
+    if sparse:
+        return tuple(lax.reshape(lax.iota(dt, d), tuple(d if j == i else 1
+                                                        for j in range(len(dims))))
+                     for i, d in enumerate(dims))
+    grids = [lax.expand_dims(lax.broadcasted_iota(dt, dims, i), (0,)) for i in range(len(dims))]
+    return lax.concatenate(grids, 0) if grids else lax.full((0,), 0, dt)
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the ``k``-th 1-D sequence reshaped to broadcast along axis ``k``.
+
+    >>> ix_(asarray([0, 1]), asarray([2]))[0].shape
+    (2, 1)
+    """
+    out = []
+    n = len(args)
+    for k, a in enumerate(args):
+        if isinstance(a, (list, tuple)) and len(a) == 0:
+            a = np.zeros(0, np.int32)
+        a = asarray(a)
+        if a.ndim != 1:
+            raise ValueError(f"ix_: cross index must be 1-D, got shape {a.shape} for "
+                             f"argument {k}")
+        if a.dtype == dtypes.bool_:
+            a = nonzero(a)[0]
+        out.append(lax.reshape(a, (1,) * k + (a.shape[0],) + (1,) * (n - k - 1)))
+    return tuple(out)

@@ -191,3 +191,181 @@ def kron(a, b):
 
 
 
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """Dot products of the vectors along ``axis``, broadcasting the other dimensions.
+
+    >>> vecdot(asarray([[1.0, 2.0], [3.0, 4.0]]), asarray([1.0, 1.0]))
+    Array([3., 7.], dtype=float32)
+    """
+    from ._core import canonicalize_axis
+    x1, x2 = promote_dtypes(x1, x2)
+    a1 = canonicalize_axis(axis, x1.ndim, "vecdot")
+    a2 = canonicalize_axis(axis, x2.ndim, "vecdot")
+    if x1.shape[a1] != x2.shape[a2]:
+        raise ShapeError(f"vecdot: vector sizes differ along axis {axis}: shapes {x1.shape} and "
+                         f"{x2.shape}")
+    from .shapes import moveaxis
+    x1, x2 = moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)
+    # (..., 1, n) @ (..., n, 1): matmul broadcasts the batch dimensions
+    out = matmul(lax.expand_dims(x1, (x1.ndim - 1,)), lax.expand_dims(x2, (x2.ndim,)),
+                 precision, preferred_element_type)
+    return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
+
+
+def matvec(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """Matrix-vector products over broadcast batch dimensions: ``(..., m, n) x (..., n)``."""
+    x1, x2 = promote_dtypes(x1, x2)
+    if x1.ndim < 2 or x2.ndim < 1:
+        raise ShapeError(f"matvec: need a matrix and a vector, got shapes {x1.shape} and "
+                         f"{x2.shape}")
+    out = matmul(x1, lax.expand_dims(x2, (x2.ndim,)), precision, preferred_element_type)
+    return lax.squeeze(out, (out.ndim - 1,))
+
+
+def vecmat(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """Vector-matrix products over broadcast batch dimensions: ``(..., n) x (..., n, m)``."""
+    x1, x2 = promote_dtypes(x1, x2)
+    if x1.ndim < 1 or x2.ndim < 2:
+        raise ShapeError(f"vecmat: need a vector and a matrix, got shapes {x1.shape} and "
+                         f"{x2.shape}")
+    out = matmul(lax.expand_dims(x1, (x1.ndim - 1,)), x2, precision, preferred_element_type)
+    return lax.squeeze(out, (out.ndim - 2,))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross products of 3-vectors (or 2-vectors, taken with zero third component) along the
+    given axes; two 2-vectors give the scalar z component.
+
+    >>> cross(asarray([1.0, 0.0, 0.0]), asarray([0.0, 1.0, 0.0]))
+    Array([0., 0., 1.], dtype=float32)
+    """
+    from ._core import canonicalize_axis
+    from .shapes import moveaxis
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = promote_dtypes(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"cross: operands must be vectors, got shapes {a.shape} and {b.shape}")
+    a = moveaxis(a, canonicalize_axis(axisa, a.ndim, "cross"), -1)
+    b = moveaxis(b, canonicalize_axis(axisb, b.ndim, "cross"), -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ShapeError(f"cross: incompatible dimensions for cross product (dimension must be "
+                         f"2 or 3), got shapes {a.shape} and {b.shape} along the vector axes")
+    batch = broadcast_shapes(a.shape[:-1], b.shape[:-1], op="cross")
+
+    def comps(x):
+        cs = [broadcast_to(lax.squeeze(lax.slice_in_dim(x, i, i + 1, 1, x.ndim - 1),
+                                       (x.ndim - 1,)), batch) for i in range(x.shape[-1])]
+        return cs + [None] * (3 - len(cs))
+    a0, a1, a2 = comps(a)
+    b0, b1, b2 = comps(b)
+    z = lax.sub(lax.mul(a0, b1), lax.mul(a1, b0))
+    if a2 is None and b2 is None:
+        return z
+    mul = (lambda u, v: None if u is None or v is None else lax.mul(u, v))
+    sub = (lambda p, q: p if q is None else (lax.neg(q) if p is None else lax.sub(p, q)))
+    x = sub(mul(a1, b2), mul(a2, b1))
+    y = sub(mul(a2, b0), mul(a0, b2))
+    out = lax.concatenate([lax.expand_dims(c, (len(batch),)) for c in (x, y, z)], len(batch))
+    return moveaxis(out, -1, canonicalize_axis(axisc, out.ndim, "cross"))
+
+
+def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=None):
+    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one gather of
+    sliding windows and a matrix-vector product."""
+    from .shapes import ravel
+    a, v = promote_dtypes(a, v)
+    if a.ndim != 1 or v.ndim != 1:
+        raise ShapeError(f"{name}: only 1-D inputs are supported, got shapes {a.shape} and "
+                         f"{v.shape}")
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    swapped = m > n
+    if swapped:   # slide the shorter sequence over the longer one
+        a, v, n, m = v, a, m, n
+    if flip_v:
+        v = lax.rev(v, (0,))
+    length = n + m - 1
+    pad = lax.pad(a, lax.full((), 0, a.dtype), [(m - 1, m - 1, 0)])
+    # out[k] = sum_j pad[k + j] * v[j]
+    idx = np.arange(length)[:, None] + np.arange(m)[None, :]
+    windows = lax.take(pad, _asarray_i32(idx.reshape(-1)), 0)
+    out = lax.dot_general(lax.reshape(windows, (length, m)), v, (((1,), (0,)), ((), ())),
+                          precision, preferred_element_type)
+    if swapped and not flip_v:
+        out = lax.rev(out, (0,))   # correlate(a, v) is reversed correlate(v, a)
+    if mode == "same":
+        start = (m - 1) // 2
+        out = lax.slice_in_dim(out, start, start + n)
+    elif mode == "valid":
+        out = lax.slice_in_dim(out, m - 1, n)
+    return ravel(out)
+
+
+def _asarray_i32(x):
+    from ._core import asarray
+    return asarray(np.asarray(x, np.int32))
+
+
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """Discrete linear convolution of 1-D ``a`` and ``v`` (modes full, same, valid).
+
+    >>> convolve(asarray([1.0, 2.0, 3.0]), asarray([0.0, 1.0, 0.5]))
+    Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
+    """
+    return _conv1d(a, v, mode, True, "convolve", precision, preferred_element_type)
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """Cross-correlation of 1-D ``a`` and ``v``: ``out[k] = sum_n a[n + k] * v[n]`` (modes
+    valid (default), same, full).
+
+    >>> correlate(asarray([1.0, 2.0, 3.0]), asarray([0.0, 1.0, 0.5]))
+    Array([3.5], dtype=float32)
+    """
+    return _conv1d(a, v, mode, False, "correlate", precision, preferred_element_type)
+
+
+def polyval(p, x):
+    """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule.
+
+    >>> polyval(asarray([1.0, 0.0, -1.0]), asarray([2.0, 3.0]))
+    Array([3., 8.], dtype=float32)
+    """
+    p, x = promote_dtypes(p, x)
+    if p.ndim != 1:
+        raise ShapeError(f"polyval: p must be 1-D, got shape {p.shape}")
+    y = lax.full(x.shape, 0, x.dtype)
+    for i in range(p.shape[0]):
+        c = lax.broadcast_in_dim(lax.reshape(lax.slice_in_dim(p, i, i + 1), ()), x.shape, ())
+        y = lax.add(lax.mul(y, x), c)
+    return y
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of 1-D ``x``: columns are powers of ``x`` (decreasing unless
+    ``increasing``).
+
+    >>> vander(asarray([2.0, 3.0]), 3)
+    Array([[4., 2., 1.],
+           [9., 3., 1.]], dtype=float32)
+    """
+    from ._core import asarray
+    x = asarray(x)
+    if x.ndim != 1:
+        raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")
+    n = x.shape[0]
+    N = n if N is None else int(N)
+    if N < 0:
+        raise ValueError(f"vander: N must be non-negative, got {N}")
+    if N == 0:
+        return lax.full((n, 0), 0, x.dtype)
+    # a running product, not pow: exact for integers and no 0 * inf in gradients at x == 0
+    cols = [lax.full((n, 1), 1, x.dtype)] + [lax.reshape(x, (n, 1))] * (N - 1)
+    out = lax.cumprod(lax.concatenate(cols, 1), 1)
+    return out if increasing else lax.rev(out, (1,))

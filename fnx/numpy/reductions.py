@@ -208,3 +208,394 @@ def median(a, axis=None, keepdims=False):
     (lo, hi) = promote_dtypes_inexact(lo, hi)
     out = lax.squeeze(lax.mul(lax.add(lo, hi), lax.full(lo.shape, 0.5, lo.dtype)), (ax,))
     return _keepdims(out, a.shape, axes, keepdims)
+
+
+# ---------------------------------------------------------------------------------------------
+# differences, integrals and cumulative functions of the array API
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis`` (booleans: ``!=``).
+
+    >>> diff(asarray([1.0, 4.0, 9.0]))
+    Array([3., 5.], dtype=float32)
+    """
+    from ._core import broadcast_to, promote_dtypes
+    a = asarray(a)
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative, got {n}")
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    ax = canonicalize_axis(axis, a.ndim, "diff")
+    if n == 0:
+        return a
+    parts = [prepend, a, append]
+    if prepend is not None or append is not None:
+        parts = [p for p in parts if p is not None]
+        parts = promote_dtypes(*parts)
+        # a scalar stands for a slab of width 1 along ``axis``, as in NumPy
+        edge = a.shape[:ax] + (1,) + a.shape[ax + 1:]
+        a = lax.concatenate([broadcast_to(p, edge) if p.ndim == 0 else p for p in parts], ax)
+    for _ in range(n):
+        m = a.shape[ax]
+        hi = lax.slice_in_dim(a, builtins.min(m, 1), m, 1, ax)
+        lo = lax.slice_in_dim(a, 0, builtins.max(m - 1, 0), 1, ax)
+        a = lax.ne(hi, lo) if a.dtype == dtypes.bool_ else lax.sub(hi, lo)
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of consecutive elements of the flattened array, with optional ends."""
+    from .shapes import concatenate, ravel
+    d = diff(ravel(ary))
+    parts = [ravel(asarray(to_begin, d.dtype)) if to_begin is not None else None, d,
+             ravel(asarray(to_end, d.dtype)) if to_end is not None else None]
+    parts = [p for p in parts if p is not None]
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def _cumulative_with_initial(fn, identity, name):
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = asarray(x)
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError(f"{name}: axis= is required for an input of {x.ndim} "
+                                 f"dimensions (shape {x.shape})")
+            axis = 0
+        if x.ndim == 0:
+            raise ValueError(f"{name}: the input must be at least one dimensional")
+        ax = canonicalize_axis(axis, x.ndim, name)
+        out = fn(x, ax, dtype)
+        if include_initial:
+            shape = out.shape[:ax] + (1,) + out.shape[ax + 1:]
+            out = lax.concatenate([lax.full(shape, identity, out.dtype), out], ax)
+        return out
+    f.__name__ = name
+    f.__doc__ = (f"Cumulative {name[11:]} along ``axis`` (array API), optionally starting with "
+                 f"the identity ``{identity}``.")
+    return f
+
+
+cumulative_sum = _cumulative_with_initial(lambda x, ax, dt: cumsum(x, ax, dt), 0,
+                                          "cumulative_sum")
+cumulative_prod = _cumulative_with_initial(lambda x, ax, dt: cumprod(x, ax, dt), 1,
+                                           "cumulative_prod")
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Integral of ``y`` along ``axis`` by the trapezoidal rule (samples at ``x`` or spaced
+    ``dx``).
+
+    >>> trapezoid(asarray([1.0, 2.0, 3.0]))
+    Array(4., dtype=float32)
+    """
+    from ._core import broadcast_shapes, broadcast_to
+    y = asarray(y)
+    ax = canonicalize_axis(axis, y.ndim, "trapezoid")
+    if x is None:
+        y, d = promote_dtypes_inexact(y, dx)
+    else:
+        y, x = promote_dtypes_inexact(y, x)
+        if x.ndim == 1:
+            if x.shape[0] != y.shape[ax]:
+                raise ValueError(f"trapezoid: x of shape {x.shape} does not match y of shape "
+                                 f"{y.shape} along axis {ax}")
+            d = lax.broadcast_in_dim(diff(x), y.shape[:ax] + (x.shape[0] - 1,) + y.shape[ax + 1:],
+                                     (ax,))
+        else:
+            d = diff(x, axis=ax)
+    n = y.shape[ax]
+    mid = lax.add(lax.slice_in_dim(y, builtins.min(n, 1), n, 1, ax),
+                  lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), 1, ax))
+    shape = broadcast_shapes(mid.shape, d.shape, op="trapezoid")
+    prod_ = lax.mul(broadcast_to(mid, shape), broadcast_to(d, shape))
+    return lax.mul(sum(prod_, ax), lax.full((), 0.5, prod_.dtype))
+
+
+# ---------------------------------------------------------------------------------------------
+# NaN-ignoring reductions
+
+
+def _nan_replaced(a, value):
+    from .ufuncs import isnan
+    a = asarray(a)
+    if not dtypes.is_float(a.dtype):
+        return a
+    return lax.select(isnan(a), lax.full(a.shape, value, a.dtype), a)
+
+
+def _all_nan(a, axis, keepdims):
+    from .ufuncs import isnan
+    return all(isnan(a), axis, keepdims)
+
+
+def _nan_minmax(reduce_fn, fill, name):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        a = asarray(a)
+        kw = {} if initial is None else {"initial": initial}
+        out_ = reduce_fn(_nan_replaced(a, fill), axis, keepdims=keepdims, where=where, **kw)
+        if not dtypes.is_float(a.dtype) or initial is not None:
+            return out_
+        # a slice of only NaNs reduces to NaN, as in NumPy and JAX
+        every = _all_nan(a, axis, keepdims)
+        return lax.select(every, lax.full(out_.shape, np.nan, out_.dtype), out_)
+    fn.__name__ = name
+    fn.__doc__ = (f"The {name[3:]}imum over ``axis``, ignoring NaNs (NaN where a slice is all "
+                  "NaN).\n\n    >>> " + name + "(asarray([1.0, nan, 3.0]))\n    Array(" +
+                  ("3." if name == "nanmax" else "1.") + ", dtype=float32)")
+    return fn
+
+
+nanmax = _nan_minmax(max, -np.inf, "nanmax")
+nanmin = _nan_minmax(min, np.inf, "nanmin")
+
+
+def _nan_arg(arg_fn, fill, name):
+    def fn(a, axis=None, out=None, keepdims=False):
+        a = asarray(a)
+        out_ = arg_fn(_nan_replaced(a, fill), axis, keepdims)
+        if not dtypes.is_float(a.dtype):
+            return out_
+        # JAX's convention for a slice of only NaNs: -1
+        every = _all_nan(a, axis, keepdims)
+        return lax.select(every, lax.full(out_.shape, -1, out_.dtype), out_)
+    fn.__name__ = name
+    fn.__doc__ = f"Index of the {name[6:]}imum, ignoring NaNs (-1 where a slice is all NaN)."
+    return fn
+
+
+nanargmax = _nan_arg(argmax, -np.inf, "nanargmax")
+nanargmin = _nan_arg(argmin, np.inf, "nanargmin")
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """The product over ``axis``, treating NaNs as one."""
+    return prod(_nan_replaced(a, 1), axis, dtype, keepdims)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum, treating NaNs as zero.
+
+    >>> nancumsum(asarray([1.0, nan, 2.0]))
+    Array([1., 1., 3.], dtype=float32)
+    """
+    return cumsum(_nan_replaced(a, 0), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product, treating NaNs as one."""
+    return cumprod(_nan_replaced(a, 1), axis, dtype)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """The variance over ``axis`` of the non-NaN entries (NaN where fewer than ``ddof + 1``)."""
+    from ._core import broadcast_to
+    from .ufuncs import isnan, logical_and, logical_not
+    a = asarray(a)
+    (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    axes = canonicalize_axes(axis, af.ndim, "nanvar")
+    keep = logical_not(isnan(af))
+    if where is not None:
+        keep = logical_and(keep, where)
+    keep = broadcast_to(keep, af.shape)
+    zero = lax.full(af.shape, 0, af.dtype)
+    n = sum(astype(keep, af.dtype), axes, keepdims=True)
+    mu = lax.div(sum(lax.select(keep, af, zero), axes, keepdims=True), n)
+    c = lax.select(keep, lax.sub(af, broadcast_to(mu, af.shape)), zero)
+    ss = sum(lax.mul(c, c), axes, keepdims=keepdims)
+    n = _keepdims(lax.reshape(n, tuple(d for i, d in enumerate(n.shape) if i not in axes)),
+                  af.shape, axes, keepdims)
+    dof = lax.sub(n, lax.full(n.shape, ddof, n.dtype))
+    ok = lax.gt(dof, lax.full(n.shape, 0, n.dtype))
+    safe = lax.select(ok, dof, lax.full(n.shape, 1, n.dtype))
+    return lax.select(ok, lax.div(ss, safe), lax.full(ss.shape, np.nan, ss.dtype))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """The standard deviation over ``axis`` of the non-NaN entries."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
+
+
+# ---------------------------------------------------------------------------------------------
+# quantiles
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
+    """Quantiles ``q`` (in [0, 1]) of ``a`` over ``axis``: shape ``q.shape`` + the kept dims.
+    All reduced axes are merged into one last axis and sorted; NaNs sort last, so a NaN-free
+    prefix of ``count`` entries holds the values the quantile interpolates between."""
+    from ._core import broadcast_to
+    from .sorting import sort
+    from .ufuncs import isnan, where as where_
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
+    a, q = promote_dtypes_inexact(a, q)
+    axes = canonicalize_axes(axis, a.ndim, name)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    rest_shape = tuple(a.shape[i] for i in rest)
+    n = _size(a.shape, axes)
+    if n == 0:
+        raise ValueError(f"{name}: cannot take a quantile of an empty reduction (shape "
+                         f"{a.shape}, axis {axis})")
+    m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
+    s = sort(m, axis=-1)
+    nan = isnan(m)
+    nq = q.size
+    qs = lax.broadcast_in_dim(lax.reshape(q, (nq,)), rest_shape + (nq,), (len(rest),))
+    if ignore_nan:
+        count = sum(astype(lax.bitwise_not(nan), a.dtype), -1, keepdims=True)
+    else:
+        count = lax.full(rest_shape + (1,), n, a.dtype)
+    last = lax.sub(broadcast_to(count, qs.shape), lax.full(qs.shape, 1, a.dtype))
+    pos = lax.mul(qs, lax.max_(last, lax.full(qs.shape, 0, a.dtype)))
+    zero = lax.full(qs.shape, 0, a.dtype)
+    lo = lax.max_(lax.min_(lax.floor(pos), last), zero)
+    hi = lax.max_(lax.min_(lax.ceil(pos), last), zero)
+    if method == "nearest":
+        from .ufuncs import round as round_
+        lo = hi = lax.max_(lax.min_(round_(pos), last), zero)
+    take = (lambda i: lax.take_along_axis(s, lax.convert_element_type(i, dtypes.int32), m.ndim - 1))
+    lo_v, hi_v = take(lo), take(hi)
+    if method == "linear":
+        out = lax.add(lo_v, lax.mul(lax.sub(hi_v, lo_v), lax.sub(pos, lo)))
+    elif method == "midpoint":
+        out = lax.mul(lax.add(lo_v, hi_v), lax.full(qs.shape, 0.5, a.dtype))
+    else:
+        out = hi_v if method == "higher" else lo_v
+    empty = lax.le(broadcast_to(count, qs.shape), zero) if ignore_nan else \
+        broadcast_to(any(nan, -1, keepdims=True), qs.shape)
+    out = where_(empty, np.nan, out)
+    out = lax.transpose(out, (len(rest),) + tuple(range(len(rest))))
+    kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims else rest_shape
+    return lax.reshape(out, q.shape + kept)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+             *, interpolation=None):
+    """The ``q``-th quantiles (``q`` in [0, 1], any shape) over ``axis``; NaN where a slice has
+    NaNs. ``method`` is one of linear (default), lower, higher, midpoint, nearest.
+
+    >>> quantile(asarray([1.0, 2.0, 3.0, 4.0]), 0.5)
+    Array(2.5, dtype=float32)
+    """
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, "quantile")
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, interpolation=None):
+    """``quantile`` ignoring NaNs (NaN where a slice is all NaN)."""
+    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanquantile")
+
+
+def _percent(a, q):
+    """``a`` as a float array and ``q / 100``; Python numbers in ``q`` take ``a``'s dtype."""
+    (a,) = promote_dtypes_inexact(a)
+    (q,) = promote_dtypes_inexact(q if hasattr(q, "dtype") else asarray(q, a.dtype))
+    return a, lax.div(q, lax.full(q.shape, 100, q.dtype))
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, interpolation=None):
+    """The ``q``-th percentiles (``q`` in [0, 100]) over ``axis``.
+
+    >>> percentile(asarray([1.0, 2.0, 3.0, 4.0]), 25.0)
+    Array(1.75, dtype=float32)
+    """
+    a, q = _percent(a, q)
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, "percentile")
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, interpolation=None):
+    """``percentile`` ignoring NaNs."""
+    a, q = _percent(a, q)
+    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanpercentile")
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median over ``axis`` ignoring NaNs.
+
+    >>> nanmedian(asarray([1.0, nan, 3.0]))
+    Array(2., dtype=float32)
+    """
+    return _quantile(a, 0.5, axis, "linear", keepdims, True, "nanmedian")
+
+
+# ---------------------------------------------------------------------------------------------
+# covariance
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+    """Covariance matrix of the variables in the rows of ``m`` (columns if not ``rowvar``).
+
+    >>> cov(asarray([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    Array([[ 1., -1.],
+           [-1.,  1.]], dtype=float32)
+    """
+    from .shapes import atleast_2d, concatenate, squeeze
+    from ._core import broadcast_to
+    m = asarray(m)
+    if m.ndim > 2:
+        raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
+    args = [m] if y is None else [m, asarray(y)]
+    xs = promote_dtypes_inexact(*args)
+    xs = [atleast_2d(x) for x in xs]
+    if not rowvar:
+        xs = [lax.transpose(x, (1, 0)) if x.shape[0] != 1 else x for x in xs]
+    if len(xs) == 2 and xs[0].shape[1] != xs[1].shape[1]:
+        raise ValueError(f"cov: m and y must have the same number of observations, got shapes "
+                         f"{m.shape} and {asarray(y).shape}")
+    x = concatenate(xs, 0) if len(xs) == 2 else xs[0]
+    if ddof is None:
+        ddof = 0 if bias else 1
+    nobs = x.shape[1]
+    w = None
+    for wt, name in ((fweights, "fweights"), (aweights, "aweights")):
+        if wt is not None:
+            (wt,) = promote_dtypes_inexact(wt)
+            wt = lax.convert_element_type(wt, x.dtype)
+            if wt.shape != (nobs,):
+                raise ValueError(f"cov: {name} of shape {wt.shape} do not match {nobs} "
+                                 "observations")
+            w = wt if w is None else lax.mul(w, wt)
+    if w is None:
+        avg = mean(x, 1, keepdims=True)
+        fact = lax.full((), nobs - ddof, x.dtype)
+    else:
+        wsum = sum(w)
+        avg = lax.div(sum(lax.mul(x, broadcast_to(w, x.shape)), 1, keepdims=True), wsum)
+        if ddof == 0:
+            fact = wsum
+        elif aweights is None:
+            fact = lax.sub(wsum, lax.full((), ddof, x.dtype))
+        else:
+            aw = lax.convert_element_type(promote_dtypes_inexact(aweights)[0], x.dtype)
+            fact = lax.sub(wsum, lax.div(lax.mul(lax.full((), ddof, x.dtype),
+                                                 sum(lax.mul(w, aw))), wsum))
+    xc = lax.sub(x, broadcast_to(avg, x.shape))
+    xw = xc if w is None else lax.mul(xc, broadcast_to(w, x.shape))
+    c = lax.dot_general(xc, xw, (((1,), (1,)), ((), ())))
+    return squeeze(lax.div(c, broadcast_to(fact, c.shape)))
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """Pearson correlation coefficients of the variables in ``x`` (and ``y``)."""
+    from ._core import broadcast_to
+    from .ufuncs import clip
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return lax.div(c, c)
+    d = lax.sqrt(_diag_of(c))
+    n = d.shape[0]
+    c = lax.div(c, lax.broadcast_in_dim(d, (n, n), (0,)))
+    c = lax.div(c, broadcast_to(d, (n, n)))
+    return clip(c, -1, 1)
+
+
+def _diag_of(c):
+    from .shapes import diagonal
+    return diagonal(c)

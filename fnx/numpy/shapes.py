@@ -333,4 +333,200 @@ def meshgrid(*xi, indexing="xy"):
     return out
 
 
+
+def atleast_3d(*arys):
+    """Views with at least three dimensions: ``(N,)`` becomes ``(1, N, 1)`` and ``(M, N)``
+    becomes ``(M, N, 1)``, as in NumPy.
+
+    >>> atleast_3d(arange(3)).shape
+    (1, 3, 1)
+    """
+    out = []
+    for a in arys:
+        a = asarray(a)
+        shape = {0: (1, 1, 1), 1: (1,) + a.shape + (1,), 2: a.shape + (1,)}.get(a.ndim, a.shape)
+        out.append(lax.reshape(a, shape) if shape != a.shape else a)
+    return out[0] if len(out) == 1 else out
+
+
+def dstack(tup, dtype=None):
+    """Stack arrays along the third axis (after ``atleast_3d``)."""
+    return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+
+
+def _split_along(a, indices_or_sections, axis, min_ndim, name):
+    a = asarray(a)
+    if a.ndim < min_ndim:
+        raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions, got "
+                         f"shape {a.shape}")
+    return split(a, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """``split`` along the second axis (the first for 1-D arrays)."""
+    a = asarray(ary)
+    return _split_along(a, indices_or_sections, 1 if a.ndim > 1 else 0, 1, "hsplit")
+
+
+def vsplit(ary, indices_or_sections):
+    """``split`` along the first axis of an array of at least two dimensions."""
+    return _split_along(ary, indices_or_sections, 0, 2, "vsplit")
+
+
+def dsplit(ary, indices_or_sections):
+    """``split`` along the third axis of an array of at least three dimensions."""
+    return _split_along(ary, indices_or_sections, 2, 3, "dsplit")
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple (the inverse of ``stack``).
+
+    >>> len(unstack(zeros((3, 2))))
+    3
+    """
+    x = asarray(x)
+    if x.ndim == 0:
+        raise ValueError("unstack requires an input of at least one dimension")
+    ax = canonicalize_axis(axis, x.ndim, "unstack")
+    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, 1, ax), (ax,))
+                 for i in range(x.shape[ax]))
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (first towards second).
+
+    >>> rot90(asarray([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int32)
+    """
+    m = asarray(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError(f"rot90: len(axes) must be 2, got {axes}")
+    if m.ndim < 2:
+        raise ValueError(f"rot90: the array must be at least 2-D, got shape {m.shape}")
+    a0, a1 = (canonicalize_axis(a, m.ndim, "rot90") for a in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must be different, got {axes}")
+    k = int(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return lax.rev(m, (a0, a1))
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return lax.transpose(lax.rev(m, (a1,)), perm)
+    return lax.rev(lax.transpose(m, perm), (a1,))
+
+
+def append(arr, values, axis=None):
+    """``arr`` with ``values`` appended along ``axis`` (both flattened when None).
+
+    >>> append(asarray([1, 2]), asarray([3]))
+    Array([1, 2, 3], dtype=int32)
+    """
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+def _static_positions(obj, n, name):
+    """``obj`` (an int, slice or sequence of ints; concrete) as an int64 NumPy array."""
+    from ..core.core import concrete_or_error
+    if isinstance(obj, slice):
+        return np.arange(*obj.indices(n)), False
+    idx = np.asarray(concrete_or_error(obj, f"{name}'s indices (they fix the output shape)"))
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise ValueError(f"{name}: boolean index of shape {idx.shape} for an axis of "
+                             f"length {n}")
+        return np.nonzero(idx)[0], False
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
+    return idx.astype(np.int64), idx.ndim == 0
+
+
+def insert(arr, obj, values, axis=None):
+    """``arr`` with ``values`` inserted before the static index or indices ``obj`` along
+    ``axis`` (the flattened array when None).
+
+    >>> insert(asarray([1, 2, 3]), 1, 9)
+    Array([1, 9, 2, 3], dtype=int32)
+    """
+    a = asarray(arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = canonicalize_axis(axis, a.ndim, "insert")
+    n = a.shape[ax]
+    idx, scalar = _static_positions(obj, n, "insert")
+    if ((idx < -n) | (idx > n)).any():
+        raise IndexError(f"insert: index {idx.tolist()} is out of bounds for axis {ax} with "
+                         f"size {n}")
+    idx = np.where(idx < 0, idx + n, idx).reshape(-1)
+    v = asarray(values)
+    v = lax.convert_element_type(v, a.dtype) if v.dtype != a.dtype else v
+    if v.ndim < a.ndim:
+        v = lax.reshape(v, (1,) * (a.ndim - v.ndim) + v.shape)
+    if scalar:
+        # NumPy: a scalar index inserts a whole block, its leading axis moved to ``axis``
+        v = moveaxis(v, 0, ax)
+        k = v.shape[ax]
+        new = np.arange(idx[0], idx[0] + k)
+    else:
+        k = idx.size
+        order = np.argsort(idx, kind="stable")
+        new = np.empty(k, np.int64)
+        new[order] = idx[order] + np.arange(k)
+    from ._core import broadcast_to
+    v = broadcast_to(v, a.shape[:ax] + (k,) + a.shape[ax + 1:])
+    src = np.empty(n + k, np.int64)
+    old = np.ones(n + k, bool)
+    old[new] = False
+    src[old] = np.arange(n)
+    src[new] = n + np.arange(k)
+    joined = lax.concatenate([a, v], ax)
+    return lax.take(joined, asarray(src.astype(np.int32)), ax)
+
+
+def delete(arr, obj, axis=None):
+    """``arr`` without the entries at the static index or indices ``obj`` along ``axis``.
+
+    >>> delete(asarray([1, 2, 3]), 1)
+    Array([1, 3], dtype=int32)
+    """
+    a = asarray(arr)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = canonicalize_axis(axis, a.ndim, "delete")
+    n = a.shape[ax]
+    idx, _ = _static_positions(obj, n, "delete")
+    idx = idx.reshape(-1)
+    if ((idx < -n) | (idx >= n)).any():
+        raise IndexError(f"delete: index {idx.tolist()} is out of bounds for axis {ax} with "
+                         f"size {n}")
+    keep = np.ones(n, bool)
+    keep[idx] = False
+    return lax.take(a, asarray(np.nonzero(keep)[0].astype(np.int32)), ax)
+
+
+def resize(a, new_shape):
+    """An array of ``new_shape`` filled by repeating the flattened ``a`` cyclically.
+
+    >>> resize(asarray([1, 2, 3]), (2, 2))
+    Array([[1, 2],
+           [3, 1]], dtype=int32)
+    """
+    a = ravel(a)
+    shape = (int(new_shape),) if isinstance(new_shape, (int, np.integer)) else \
+        tuple(int(d) for d in new_shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"resize: all elements of new_shape must be non-negative, got {shape}")
+    total = int(np.prod(shape, dtype=np.int64))
+    if a.size == 0 or total == 0:
+        return lax.full(shape, 0, a.dtype)
+    reps = -(-total // a.size)
+    return lax.reshape(lax.slice_in_dim(tile(a, reps), 0, total), shape)
+
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("builtins", "np", "lax")]

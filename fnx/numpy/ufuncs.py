@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, promote_and_broadcast, promote_dtypes_inexact
+from ._core import asarray, broadcast_arrays, promote_and_broadcast, promote_dtypes_inexact
 
 
 def _unary_inexact(prim_fn, name):
@@ -431,6 +431,269 @@ def left_shift(x, y):
 
 def copysign(x, y):
     x, y = promote_and_broadcast(x, y, op="copysign", inexact=True)
-    neg = lax.lt(y, lax.full(y.shape, 0, y.dtype))
+    neg = signbit(y)   # not y < 0: -0.0 and -nan count as negative, as in NumPy
     ax = lax.abs_(x)
     return lax.select(neg, lax.neg(ax), ax)
+
+
+# ---------------------------------------------------------------------------------------------
+# more elementwise functions
+
+
+def fabs(x):
+    """Absolute value as a float (integers are promoted, unlike ``abs``).
+
+    >>> fabs(asarray([-1, 2]))
+    Array([1., 2.], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    return lax.abs_(x)
+
+
+def _int_of(dtype):
+    return {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[np.dtype(dtype).itemsize]
+
+
+def signbit(x):
+    """Whether the sign bit is set (true for -0.0 and negative NaNs).
+
+    >>> signbit(asarray([-0.0, 0.0, -2.0]))
+    Array([ True, False,  True], dtype=bool)
+    """
+    x = asarray(x)
+    if x.dtype == dtypes.bool_ or x.dtype.kind == "u":
+        return lax.full(x.shape, False, dtypes.bool_)
+    if dtypes.is_int(x.dtype):
+        return lax.lt(x, lax.full(x.shape, 0, x.dtype))
+    bits = lax.bitcast_convert_type(x, _int_of(x.dtype))
+    return lax.lt(bits, lax.full(x.shape, 0, bits.dtype))
+
+
+def logaddexp2(x, y):
+    """``log2(2**x + 2**y)`` without overflow."""
+    x, y = promote_and_broadcast(x, y, op="logaddexp2", inexact=True)
+    ln2 = lax.full(x.shape, np.log(2), x.dtype)
+    return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
+
+
+def divmod(x, y):  # noqa: A001 - NumPy's name
+    """``(floor_divide(x, y), remainder(x, y))``."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def modf(x):
+    """Fractional and integral parts, both with the sign of ``x``.
+
+    >>> modf(asarray([-1.5, 2.25]))
+    (Array([-0.5 ,  0.25], dtype=float32), Array([-1.,  2.], dtype=float32))
+    """
+    (x,) = promote_dtypes_inexact(x)
+    whole = trunc(x)
+    # inf - inf would be NaN: the fraction of inf is zero. Both parts carry x's sign (-0.0 too)
+    frac = where(isinf(x), lax.full(x.shape, 0, x.dtype), lax.sub(x, whole))
+    return copysign(frac, x), copysign(whole, x)
+
+
+def _float_layout(dtype):
+    info = dtypes.finfo(dtype)
+    return int(info.nmant), int(info.maxexp) - 1, int(info.nexp)
+
+
+def _exp2_int(n, dtype):
+    """``2.0 ** n`` exactly for integer ``n`` with ``2**n`` a normal number of ``dtype``, by
+    writing the exponent field."""
+    nmant, bias, _ = _float_layout(dtype)
+    it = _int_of(dtype)
+    n = lax.convert_element_type(n, it)
+    field = lax.shift_left(lax.add(n, lax.full(n.shape, bias, it)), lax.full(n.shape, nmant, it))
+    return lax.bitcast_convert_type(field, dtype)
+
+
+def ldexp(x1, x2):
+    """``x1 * 2**x2`` for integer ``x2``, exactly (barring underflow).
+
+    >>> ldexp(asarray([1.0, 3.0]), asarray([2, -1]))
+    Array([4. , 1.5], dtype=float32)
+    """
+    x2 = asarray(x2)
+    if not dtypes.is_int(x2.dtype):
+        raise TypeError(f"ldexp: the exponent must be an integer array, got dtype {x2.dtype}")
+    (x1,) = promote_dtypes_inexact(x1)
+    x1, x2 = broadcast_arrays(x1, x2, op="ldexp")
+    _, bias, _ = _float_layout(x1.dtype)
+    it = _int_of(x1.dtype)
+    n = clip(lax.convert_element_type(x2, it), -3 * bias, 3 * bias)
+    # three factors, each a normal power of two, reach any result from any input
+    parts = []
+    for k in (3, 2, 1):
+        p = floor_divide(n, k)
+        parts.append(p)
+        n = lax.sub(n, p)
+    out = x1
+    for p in parts:
+        out = lax.mul(out, _exp2_int(p, x1.dtype))
+    return out
+
+
+def frexp(x):
+    """``(mantissa, exponent)`` with ``x == mantissa * 2**exponent`` and ``0.5 <= |mantissa| <
+    1`` (zero, inf and NaN: ``(x, 0)``).
+
+    >>> frexp(asarray([8.0, 0.75]))
+    (Array([0.5 , 0.75], dtype=float32), Array([4, 0], dtype=int32))
+    """
+    (x,) = promote_dtypes_inexact(x)
+    nmant, bias, nexp = _float_layout(x.dtype)
+    it = _int_of(x.dtype)
+    tiny = lax.full(x.shape, dtypes.finfo(x.dtype).tiny, x.dtype)
+    sub = lax.lt(lax.abs_(x), tiny)
+    # subnormals: scale into the normal range so the exponent field holds the exponent
+    xs = where(sub, lax.mul(x, lax.full(x.shape, 2.0 ** (nmant + 1), x.dtype)), x)
+    bits = lax.bitcast_convert_type(lax.stop_gradient_raw(xs), it)
+    field = lax.bitwise_and(lax.shift_right_logical(bits, lax.full(x.shape, nmant, it)),
+                            lax.full(x.shape, (1 << nexp) - 1, it))
+    e = lax.sub(field, lax.full(x.shape, bias - 1, it))
+    e = where(sub, lax.sub(e, lax.full(x.shape, nmant + 1, it)), e)
+    special = logical_or(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.bitwise_not(isfinite(x)))
+    e = lax.convert_element_type(where(special, lax.full(x.shape, 0, it), e), dtypes.int32)
+    # x * 2**-e is exact and keeps the mantissa differentiable in x
+    return where(special, x, ldexp(x, lax.neg(e))), e
+
+
+def gcd(x1, x2):
+    """Greatest common divisor of integers (non-negative; ``gcd(0, 0) == 0``).
+
+    >>> gcd(asarray([12, 7]), 18)
+    Array([6, 1], dtype=int32)
+    """
+    from ..core.control_flow import while_loop
+    x1, x2 = promote_and_broadcast(x1, x2, op="gcd")
+    if not dtypes.is_int(x1.dtype):
+        raise TypeError(f"gcd: arguments must be integers, got dtype {x1.dtype}")
+    zero, one = lax.full(x1.shape, 0, x1.dtype), lax.full(x1.shape, 1, x1.dtype)
+
+    def body(c):
+        a, b = c
+        nz = lax.ne(b, zero)
+        return lax.select(nz, b, a), lax.select(nz, lax.rem(a, lax.select(nz, b, one)), zero)
+
+    def cond(c):
+        return lax.reduce_or(lax.ne(c[1], zero), tuple(range(x1.ndim)))
+
+    return while_loop(cond, body, (absolute(x1), absolute(x2)))[0]
+
+
+def lcm(x1, x2):
+    """Least common multiple of integers (non-negative; 0 if either is 0)."""
+    x1, x2 = promote_and_broadcast(x1, x2, op="lcm")
+    g = gcd(x1, x2)
+    zero = lax.full(g.shape, 0, g.dtype)
+    nz = lax.ne(g, zero)
+    safe = lax.select(nz, g, lax.full(g.shape, 1, g.dtype))
+    return lax.select(nz, absolute(lax.mul(lax.div(x1, safe), x2)), zero)
+
+
+def isposinf(x):
+    """Whether each element is +inf."""
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return lax.eq(x, lax.full(x.shape, np.inf, x.dtype))
+
+
+def isneginf(x):
+    """Whether each element is -inf."""
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return lax.eq(x, lax.full(x.shape, -np.inf, x.dtype))
+
+
+def isreal(x):
+    """Elementwise "has no imaginary part": always true, as fnx has no complex dtypes."""
+    return lax.full(asarray(x).shape, True, dtypes.bool_)
+
+
+def iscomplex(x):
+    """Elementwise "has a non-zero imaginary part": always false (fnx has no complex)."""
+    return lax.full(asarray(x).shape, False, dtypes.bool_)
+
+
+def isrealobj(x):
+    """Whether ``x`` has a real dtype: always true in fnx."""
+    return True
+
+
+def iscomplexobj(x):
+    """Whether ``x`` has a complex dtype: always false in fnx."""
+    return False
+
+
+def array_equiv(a1, a2):
+    """Whether ``a1`` and ``a2`` broadcast together and are equal everywhere.
+
+    >>> array_equiv(asarray([1, 2]), asarray([[1, 2], [1, 2]]))
+    Array(True, dtype=bool)
+    """
+    from ._core import broadcast_shapes
+    from ..core.errors import ShapeError
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        broadcast_shapes(a1.shape, a2.shape)
+    except ShapeError:
+        return asarray(False)
+    from .reductions import all as all_
+    return all_(equal(a1, a2))
+
+
+def select(condlist, choicelist, default=0):
+    """Per element, the choice of the first true condition (``default`` where none is).
+
+    >>> select([asarray([True, False]), asarray([True, True])], [asarray([1, 1]), asarray([2, 2])])
+    Array([1, 2], dtype=int32)
+    """
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: condlist and choicelist must have the same length, got "
+                         f"{len(condlist)} and {len(choicelist)}")
+    if not len(condlist):
+        raise ValueError("select: condlist must not be empty")
+    out = default
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        c = asarray(c)
+        if c.dtype != dtypes.bool_:
+            raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
+        out = where(c, v, out)
+    return out
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """``funclist[i](x)`` where ``condlist[i]`` holds (later conditions win); one extra
+    function covers the elements no condition holds for; elsewhere zero. Every function is
+    evaluated on all of ``x``.
+
+    >>> piecewise(asarray([-1.0, 2.0]), [asarray([True, False])], [lambda t: -t, lambda t: t])
+    Array([1., 2.], dtype=float32)
+    """
+    from ._core import astype
+    x = asarray(x)
+    if _is_bool_array(condlist):
+        condlist = [condlist]
+    conds = [astype(asarray(c), bool) for c in condlist]
+    if len(funclist) == len(conds) + 1:
+        from .reductions import any as any_
+        from .shapes import stack
+        conds.append(logical_not(any_(stack(conds), 0)))
+    elif len(funclist) != len(conds):
+        raise ValueError(f"piecewise: {len(funclist)} functions for {len(conds)} conditions "
+                         "(need as many, or one more)")
+    out = lax.full(x.shape, 0, x.dtype)
+    for c, f in zip(conds, funclist):
+        val = f(x, *args, **kw) if callable(f) else f
+        out = where(c, astype(asarray(val), x.dtype), out)
+    return out
+
+
+def _is_bool_array(c):
+    from ._core import is_array
+    return (is_array(c) and c.dtype == dtypes.bool_) or \
+        (isinstance(c, np.ndarray) and c.dtype == np.bool_)
