@@ -3,7 +3,8 @@ jax.scipy.linalg and jax.scipy.sparse.linalg that fnx has).
 
 ``cholesky``, ``triangular_solve``, ``lu``, ``qr``, ``eigh`` and ``svd`` are primitives;
 ``solve``, ``inv``, ``det`` and ``slogdet`` are built on ``lu`` (partial pivoting, any square
-matrix); ``cho_solve`` on ``triangular_solve``; ``cg`` iterates matrix-vector products. All
+matrix); ``cho_solve`` on ``triangular_solve``; ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``
+and the spectral norms on ``svd``; ``cg`` iterates matrix-vector products. All
 differentiate to any order (``eigh`` and ``svd`` where the eigenvalues or singular values are
 distinct) and batch over leading dimensions (or with ``vmap``).
 
@@ -20,8 +21,10 @@ from .core import dtypes, lax
 from .core import linalg_prims as _lp
 from .core.errors import ConcretizationTypeError, ShapeError
 from .numpy._core import promote_dtypes_inexact
-from .numpy.linalg import EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, \
-    inv, norm, qr, slogdet, solve, svd
+from .numpy.linalg import EighResult, QRResult, SlogdetResult, SVDResult, cholesky, cond, cross, \
+    det, diagonal, eigh, eigvalsh, inv, lstsq, matmul, matrix_norm, matrix_power, matrix_rank, \
+    matrix_transpose, multi_dot, norm, outer, pinv, qr, slogdet, solve, svd, svdvals, \
+    tensordot, tensorinv, tensorsolve, trace, vecdot, vector_norm
 
 lu = _lp.lu
 
@@ -170,5 +173,8 @@ def _cg_traced(state, step, converged, steps_left):
 
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "triangular_solve", "solve_triangular", "lu",
-           "qr", "eigh", "svd", "solve", "inv", "det", "slogdet", "norm", "cg", "EighResult",
-           "QRResult", "SlogdetResult", "SVDResult"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "solve", "inv", "pinv", "lstsq", "det",
+           "slogdet", "matrix_rank", "matrix_power", "multi_dot", "norm", "matrix_norm",
+           "vector_norm", "cond", "trace", "diagonal", "outer", "tensordot", "matmul",
+           "matrix_transpose", "vecdot", "cross", "tensorinv", "tensorsolve", "cg",
+           "EighResult", "QRResult", "SlogdetResult", "SVDResult"]

@@ -291,6 +291,337 @@ def test_shape_errors():
 
 
 # ---------------------------------------------------------------------------------------------
+# Composed functions (pinv, lstsq, norms, ...)
+
+
+def _low_rank(m, n, r, batch=()):
+    return rng.standard_normal(batch + (m, r)) @ rng.standard_normal(batch + (r, n))
+
+
+def test_eigvalsh_and_svdvals():
+    a, w = _sym_separated(4, (2, 3))
+    np.testing.assert_allclose(_np(linalg.eigvalsh(a)), np.linalg.eigvalsh(a), rtol=1e-12,
+                               atol=1e-12)
+    upper = np.triu(a) + np.tril(rng.standard_normal((4, 4)), -1)
+    np.testing.assert_allclose(_np(jnp.linalg.eigvalsh(upper, "U", symmetrize_input=False)),
+                               np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+    x = rng.standard_normal((3, 5, 2))
+    np.testing.assert_allclose(_np(linalg.svdvals(x)), np.linalg.svdvals(x), rtol=1e-12)
+    check_grads(linalg.eigvalsh, (_sym_separated(3)[0],), order=2)
+    check_grads(linalg.svdvals, (_separated_singular(4, 3),), order=2)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 3, 4, 2)])
+def test_pinv_values(shape):
+    a = rng.standard_normal(shape)
+    np.testing.assert_allclose(_np(linalg.pinv(a)), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+
+
+def test_pinv_rank_deficient_rtol_and_hermitian():
+    a = _low_rank(5, 4, 2, (3,))
+    p = _np(linalg.pinv(a))
+    np.testing.assert_allclose(p, np.linalg.pinv(a), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(a @ p @ a, a, atol=1e-10)      # a Penrose condition
+    # a per-matrix rtol that drops the smallest singular value of the first matrix only
+    s = np.linalg.svd(a, compute_uv=False)
+    rtol = np.array([s[0, 1] / s[0, 0] * 1.01, 1e-12, 1e-12])
+    out = _np(linalg.pinv(a, rtol=rtol))
+    np.testing.assert_allclose(out, np.linalg.pinv(a, rtol=rtol), rtol=1e-8, atol=1e-10)
+    assert np.linalg.matrix_rank(out[0]) == 1 and np.linalg.matrix_rank(out[1]) == 2
+    h, _ = _sym_separated(4, (2,))
+    np.testing.assert_allclose(_np(linalg.pinv(h, hermitian=True)), np.linalg.inv(h),
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3), (2, 3, 2)])
+def test_pinv_grads(shape):
+    a = rng.standard_normal(shape) + 2 * np.eye(*shape[-2:])
+    check_grads(linalg.pinv, (a,), order=2)
+
+
+def test_pinv_grad_with_repeated_singular_values():
+    # pinv(2 Q) = inv(2 Q): its derivative exists although every singular value is 2
+    a = 2 * _orthogonal(3)
+    g = _np(fnx.grad(lambda a: jnp.sum(linalg.pinv(a) ** 2))(a))
+    g_inv = _np(fnx.grad(lambda a: jnp.sum(linalg.inv(a) ** 2))(a))
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, g_inv, rtol=1e-10, atol=1e-12)
+    # hermitian reads a symmetrised a, so only symmetric perturbations are meaningful
+    check_grads(lambda x: linalg.pinv(x + x.T, hermitian=True), (_spd(3),), order=2)
+
+
+@pytest.mark.parametrize("m, n, k", [(6, 3, None), (6, 3, 2), (3, 5, None), (4, 4, 3)])
+def test_lstsq_values(m, n, k):
+    a = rng.standard_normal((m, n))
+    b = rng.standard_normal((m,) if k is None else (m, k))
+    x, res, rank, s = linalg.lstsq(a, b)
+    ref_x, ref_res, ref_rank, ref_s = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(_np(x), ref_x, rtol=1e-10, atol=1e-12)
+    assert int(rank) == ref_rank and _np(rank).dtype == np.int32
+    np.testing.assert_allclose(_np(s), ref_s, rtol=1e-12)
+    expected_res = np.sum((b - a @ ref_x) ** 2, axis=0).reshape(-1 if k else 1)
+    np.testing.assert_allclose(_np(res), expected_res, rtol=1e-8, atol=1e-12)
+    if m > n:
+        np.testing.assert_allclose(_np(res), ref_res, rtol=1e-8)
+    else:       # NumPy's residuals are empty here, and so are ours when asked for
+        assert ref_res.size == 0 and _np(linalg.lstsq(a, b, numpy_resid=True)[1]).size == 0
+
+
+def test_lstsq_rank_deficient_and_rcond():
+    a = _low_rank(6, 4, 2)
+    b = rng.standard_normal(6)
+    x, _, rank, _ = linalg.lstsq(a, b)
+    ref_x, _, ref_rank, _ = np.linalg.lstsq(a, b, rcond=None)
+    assert int(rank) == ref_rank == 2
+    np.testing.assert_allclose(_np(x), ref_x, rtol=1e-8, atol=1e-10)   # the minimum-norm one
+    full = rng.standard_normal((6, 3))
+    s = np.linalg.svd(full, compute_uv=False)
+    rcond = s[2] / s[0] * 1.01
+    x, _, rank, _ = linalg.lstsq(full, b, rcond=rcond)
+    assert int(rank) == np.linalg.lstsq(full, b, rcond=rcond)[2] == 2
+    np.testing.assert_allclose(_np(x), np.linalg.lstsq(full, b, rcond=rcond)[0], rtol=1e-10)
+    with pytest.raises(ShapeError, match=r"\(6, 3\) and \(5,\)"):
+        linalg.lstsq(full, np.ones(5))
+    with pytest.raises(ShapeError, match=r"\(2, 6, 3\)"):
+        linalg.lstsq(np.ones((2, 6, 3)), np.ones(6))
+
+
+def test_lstsq_grads():
+    a = rng.standard_normal((6, 3))
+    check_grads(lambda a, b: linalg.lstsq(a, b)[0], (a, rng.standard_normal(6)), order=2)
+    check_grads(lambda a, b: linalg.lstsq(a, b)[1], (a, rng.standard_normal((6, 2))), order=1)
+    # the normal equations' solution, differentiated through lu instead of svd
+    b = rng.standard_normal(6)
+    g = _np(fnx.grad(lambda a: jnp.sum(linalg.lstsq(a, b)[0]))(a))
+    g_ref = _np(fnx.grad(lambda a: jnp.sum(linalg.solve(a.T @ a, a.T @ b)))(a))
+    np.testing.assert_allclose(g, g_ref, rtol=1e-8, atol=1e-10)
+
+
+def test_matrix_rank():
+    a = np.stack([_low_rank(5, 4, r) for r in (1, 2, 4)])
+    np.testing.assert_array_equal(_np(linalg.matrix_rank(a)), [1, 2, 4])
+    np.testing.assert_array_equal(_np(linalg.matrix_rank(a)), np.linalg.matrix_rank(a))
+    s = np.linalg.svd(a[2], compute_uv=False)
+    between = (s[1] + s[2]) / 2
+    assert int(linalg.matrix_rank(a[2], tol=between)) == np.linalg.matrix_rank(a[2], tol=between)
+    assert int(linalg.matrix_rank(a[2], rtol=between / s[0])) == 2
+    assert int(linalg.matrix_rank(a[2], rtol=between / s[0])) == \
+        np.linalg.matrix_rank(a[2], rtol=between / s[0])
+    assert int(linalg.matrix_rank(np.zeros(3))) == 0 and int(linalg.matrix_rank(np.ones(3))) == 1
+    with pytest.raises(ValueError, match="not both"):
+        linalg.matrix_rank(a, rtol=0.1, tol=0.1)
+
+
+@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 3, 6, 7])
+def test_matrix_power_values(n):
+    a = _well_conditioned(3, (2,)) / 3
+    np.testing.assert_allclose(_np(linalg.matrix_power(a, n)), np.linalg.matrix_power(a, n),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_matrix_power_grads_and_errors():
+    a = _well_conditioned(3) / 3
+    for n in (3, 4, -2):
+        check_grads(lambda a: linalg.matrix_power(a, n), (a,), order=2)
+    with pytest.raises(ShapeError, match=r"matrix_power needs square .*\(2, 3\)"):
+        linalg.matrix_power(np.ones((2, 3)), 2)
+    with pytest.raises(TypeError, match="integer"):
+        linalg.matrix_power(a, 1.5)
+
+
+def test_multi_dot():
+    a, b, c, d = (rng.standard_normal(s) for s in ((10, 30), (30, 5), (5, 60), (60, 2)))
+    np.testing.assert_allclose(_np(linalg.multi_dot([a, b, c, d])), np.linalg.multi_dot(
+        [a, b, c, d]), rtol=1e-10)
+    v, w = rng.standard_normal(10), rng.standard_normal(2)
+    out = _np(linalg.multi_dot([v, a, b, c, d, w]))
+    assert out.shape == ()
+    np.testing.assert_allclose(out, np.linalg.multi_dot([v, a, b, c, d, w]), rtol=1e-10)
+    np.testing.assert_allclose(_np(linalg.multi_dot([a, b])), a @ b, rtol=1e-12)
+    # ((a b) c) costs 10*30*5 + 10*5*60 = 4500, (a (b c)) 30*5*60 + 10*30*60 = 27000
+    from fnx.numpy.linalg import _chain_order
+    assert _chain_order([10, 30, 5, 60])[0, 2] == 1
+    assert _chain_order([60, 5, 30, 10])[0, 2] == 0
+    check_grads(lambda a, b, c: linalg.multi_dot([a, b, c]),
+                (a[:3, :4], b[:4, :2], c[:2, :3]), order=2)
+    with pytest.raises(ShapeError, match=r"\(10, 30\), \(5, 60\)"):
+        linalg.multi_dot([a, c])
+
+
+MATRIX_ORDS = ["fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("ord", MATRIX_ORDS)
+def test_matrix_norms(ord):
+    x = rng.standard_normal((2, 4, 3))
+    expected = np.linalg.norm(x, ord=ord, axis=(-2, -1))
+    np.testing.assert_allclose(_np(linalg.matrix_norm(x, ord=ord)), expected, rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.matrix_norm(x, ord=ord, keepdims=True)),
+                               np.linalg.matrix_norm(x, ord=ord, keepdims=True), rtol=1e-12)
+    for axis in ((0, 2), (2, 0), (1, 0)):
+        for keepdims in (False, True):
+            np.testing.assert_allclose(
+                _np(linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)),
+                np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims), rtol=1e-12)
+    np.testing.assert_allclose(float(linalg.norm(x[0], ord=ord)), np.linalg.norm(x[0], ord=ord),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [None, 2, 1, 3, 0.5, 0, np.inf, -np.inf, -1])
+def test_vector_norms(ord):
+    x = rng.standard_normal((3, 4, 2))
+    x[0, 0, 0] = 0.0                         # counted by ord=0
+    kw = {} if ord is None else {"ord": ord}
+    for axis, keepdims in itertools.product((None, 1, -1, (0, 2), (2, 1, 0)), (False, True)):
+        with np.errstate(divide="ignore"):      # NumPy's negative orders meet the zero
+            expected = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, **kw)
+        np.testing.assert_allclose(_np(linalg.vector_norm(x, axis=axis, keepdims=keepdims, **kw)),
+                                   expected, rtol=1e-12)
+    with np.errstate(divide="ignore"):
+        expected = np.linalg.norm(x, ord=ord, axis=1)
+    np.testing.assert_allclose(_np(linalg.norm(x, ord=ord, axis=1)), expected, rtol=1e-12)
+
+
+def test_norm_bad_ord_and_axes():
+    with pytest.raises(ValueError, match=r"order 3 for a matrix norm .*\(4, 3\)"):
+        linalg.norm(np.ones((4, 3)), ord=3)
+    with pytest.raises(ValueError, match=r"order 'nuc ' for a matrix norm .*\(2, 4, 3\)"):
+        linalg.matrix_norm(np.ones((2, 4, 3)), ord="nuc ")
+    with pytest.raises(ValueError, match=r"order 'fro' for a vector norm .*\(5,\)"):
+        linalg.norm(np.ones(5), ord="fro")
+    with pytest.raises(ValueError, match=r"order 'nuc' for a vector norm"):
+        linalg.vector_norm(np.ones((2, 2)), ord="nuc")
+    with pytest.raises(ValueError, match=r"axes \(0, 1, 2\) .*\(2, 3, 4\)"):
+        linalg.norm(np.ones((2, 3, 4)), ord=2)
+    with pytest.raises(ShapeError, match=r"matrix_norm needs matrices .*\(3,\)"):
+        linalg.matrix_norm(np.ones(3))
+
+
+def test_norm_grads_away_from_kinks():
+    x = _separated_singular(4, 3)
+    for ord in ("fro", "nuc", 2, -2, 1, np.inf):
+        check_grads(lambda x: linalg.matrix_norm(x, ord=ord), (x,), order=2)
+    v = rng.uniform(0.5, 2.0, (2, 5)) * np.array([1, -1, 1, -1, 1])
+    v[:, 2] *= 1.5                               # a unique largest entry for inf
+    for ord in (2, 1, 3, 0.5, np.inf):
+        check_grads(lambda v: linalg.vector_norm(v, ord=ord, axis=-1), (v,), order=2)
+    check_grads(lambda v: linalg.norm(v, ord=3, axis=0), (v,), order=2)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond(p):
+    a = rng.standard_normal((3, 4, 4))
+    np.testing.assert_allclose(_np(linalg.cond(a, p)), np.linalg.cond(a, p), rtol=1e-10)
+    singular = _low_rank(4, 4, 2)
+    with np.errstate(all="ignore"):
+        out = float(linalg.cond(singular, p))
+    assert out < 1e-14 if p == -2 else (np.isinf(out) or out > 1e14)
+    assert np.isnan(_np(linalg.cond(np.full((4, 4), np.nan), p)))
+
+
+def test_cond_grads_and_errors():
+    a = _separated_singular(4, 3)
+    check_grads(linalg.cond, (a,), order=2)
+    check_grads(lambda a: linalg.cond(a, "fro"), (_well_conditioned(3),), order=2)
+    assert np.isinf(float(linalg.cond(np.zeros((3, 3)))))
+    x = rng.standard_normal((5, 3))
+    np.testing.assert_allclose(float(linalg.cond(x)), np.linalg.cond(x), rtol=1e-12)
+    with pytest.raises(ShapeError, match=r"cond with p=1 needs square .*\(5, 3\)"):
+        linalg.cond(x, 1)
+    with pytest.raises(ShapeError, match=r"\(3,\)"):
+        linalg.cond(np.ones(3))
+
+
+def test_array_api_functions():
+    x = rng.standard_normal((2, 3, 4))
+    y = rng.standard_normal((2, 4, 5))
+    np.testing.assert_allclose(_np(linalg.trace(x, offset=1)), np.linalg.trace(x, offset=1),
+                               rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.diagonal(x, offset=-1)),
+                               np.linalg.diagonal(x, offset=-1), rtol=0)
+    np.testing.assert_allclose(_np(linalg.matrix_transpose(x)), np.linalg.matrix_transpose(x))
+    np.testing.assert_allclose(_np(linalg.matmul(x, y)), np.linalg.matmul(x, y), rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.tensordot(x, y[0], axes=1)),
+                               np.linalg.tensordot(x, y[0], axes=1), rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.tensordot(x, x, axes=([1, 2], [1, 2]))),
+                               np.linalg.tensordot(x, x, axes=([1, 2], [1, 2])), rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.vecdot(x, x[0, 0], axis=-1)),
+                               np.linalg.vecdot(x, x[0, 0], axis=-1), rtol=1e-12)
+    u, v = rng.standard_normal(3), rng.standard_normal(4)
+    np.testing.assert_allclose(_np(linalg.outer(u, v)), np.linalg.outer(u, v), rtol=0)
+    c1, c2 = rng.standard_normal((4, 3)), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(_np(linalg.cross(c1, c2.T)), np.linalg.cross(c1, c2.T),
+                               rtol=1e-12)
+    np.testing.assert_allclose(_np(linalg.cross(c1.T, c2, axis=0)),
+                               np.linalg.cross(c1.T, c2, axis=0), rtol=1e-12)
+    check_grads(lambda a, b: linalg.cross(a, b), (c1, c2.T), order=2)
+    check_grads(lambda x: linalg.trace(x), (x,), order=1)
+    with pytest.raises(ShapeError, match=r"outer needs two vectors.*\(3, 4\)"):
+        linalg.outer(np.ones((3, 4)), v)
+    with pytest.raises(ShapeError, match=r"cross needs 3-vectors.*\(2,\)"):
+        linalg.cross(np.ones(2), np.ones(2))
+    with pytest.raises(ShapeError, match=r"matrix_transpose needs matrices.*\(3,\)"):
+        linalg.matrix_transpose(u)
+    with pytest.raises(ShapeError, match=r"trace needs matrices.*\(3,\)"):
+        linalg.trace(u)
+
+
+def test_tensorinv_and_tensorsolve():
+    a = _well_conditioned(6).reshape(6, 2, 3)
+    np.testing.assert_allclose(_np(linalg.tensorinv(a, ind=1)), np.linalg.tensorinv(a, ind=1),
+                               rtol=1e-10)
+    b4 = _well_conditioned(6).reshape(2, 3, 3, 2)
+    np.testing.assert_allclose(_np(linalg.tensorinv(b4)), np.linalg.tensorinv(b4), rtol=1e-10)
+    a3 = _well_conditioned(6).reshape(2, 3, 6)
+    b = rng.standard_normal((2, 3))
+    np.testing.assert_allclose(_np(linalg.tensorsolve(a3, b)), np.linalg.tensorsolve(a3, b),
+                               rtol=1e-10)
+    a_moved = np.moveaxis(b4, 0, -1)
+    np.testing.assert_allclose(_np(linalg.tensorsolve(a_moved, b.reshape(3, 2), axes=(0,))),
+                               np.linalg.tensorsolve(a_moved, b.reshape(3, 2), axes=(0,)),
+                               rtol=1e-10)
+    check_grads(lambda a, b: linalg.tensorsolve(a, b), (a3, b), order=1)
+    with pytest.raises(ShapeError, match=r"\(2, 3, 4\)"):
+        linalg.tensorinv(np.ones((2, 3, 4)), ind=1)
+    with pytest.raises(ShapeError, match=r"\(2, 3, 6\).*\(3, 2\)"):
+        linalg.tensorsolve(a3, b.T)
+
+
+def test_fnx_linalg_reexports_the_numpy_linalg_functions():
+    for name in ("eigvalsh", "svdvals", "pinv", "lstsq", "matrix_rank", "matrix_power",
+                 "multi_dot", "matrix_norm", "vector_norm", "cond", "trace", "diagonal", "outer",
+                 "tensordot", "matmul", "matrix_transpose", "vecdot", "cross", "tensorinv",
+                 "tensorsolve"):
+        assert getattr(linalg, name) is getattr(jnp.linalg, name), name
+        assert name in linalg.__all__, name
+
+
+def test_composed_functions_under_jit_and_grad_of_vmap():
+    a = rng.standard_normal((3, 5, 3)) + np.eye(5, 3)
+    b = rng.standard_normal((3, 5))
+    np.testing.assert_allclose(_np(fnx.jit(linalg.pinv)(a)), np.linalg.pinv(a), rtol=1e-10)
+    x, res, rank, s = fnx.jit(linalg.lstsq)(a[0], b[0])
+    ref = np.linalg.lstsq(a[0], b[0], rcond=None)
+    np.testing.assert_allclose(_np(x), ref[0], rtol=1e-10)
+    np.testing.assert_allclose(_np(res), ref[1], rtol=1e-8)
+    assert int(rank) == 3
+    np.testing.assert_allclose(_np(fnx.jit(lambda a: linalg.matrix_power(a, 5))(a[:, :3])),
+                               np.linalg.matrix_power(a[:, :3], 5), rtol=1e-10)
+    np.testing.assert_array_equal(_np(fnx.jit(linalg.matrix_rank)(a)), [3, 3, 3])
+    np.testing.assert_allclose(_np(fnx.jit(lambda a: linalg.matrix_norm(a, ord="nuc"))(a)),
+                               np.linalg.matrix_norm(a, ord="nuc"), rtol=1e-12)
+
+    def loss(a, b):
+        return jnp.sum(linalg.pinv(a) ** 2) + jnp.sum(linalg.lstsq(a, b)[0] ** 2)
+    per = np.stack([_np(fnx.grad(loss)(a[i], b[i])) for i in range(3)])
+    for g in (fnx.vmap(fnx.grad(loss)), fnx.jit(fnx.vmap(fnx.grad(loss)))):
+        np.testing.assert_allclose(_np(g(a, b)), per, rtol=1e-10, atol=1e-12)
+    with pytest.raises(Exception, match="(?i)concrete|tracer"):
+        fnx.jit(lambda a, b: linalg.lstsq(a, b, numpy_resid=True)[1])(a[0], b[0])
+    typecheck_jaxpr(fnx.make_jaxpr(fnx.grad(lambda a: jnp.sum(linalg.pinv(a))))(a[0]).jaxpr)
+
+
+# ---------------------------------------------------------------------------------------------
 # Conjugate gradient
 
 
@@ -485,6 +816,19 @@ def _sign_free(*factors):
     ("svd", lambda a: _sign_free(*linalg.svd(a)), lambda: (rng.standard_normal((3, 5, 3)),)),
     ("svd_values", lambda a: linalg.svd(a, compute_uv=False),
      lambda: (rng.standard_normal((3, 2, 4)),)),
+    ("eigvalsh", linalg.eigvalsh, lambda: (_sym_separated(4, (3,))[0],)),
+    ("pinv", linalg.pinv, lambda: (rng.standard_normal((3, 5, 3)),)),
+    ("pinv_rtol", linalg.pinv, lambda: (_low_rank(4, 4, 2, (3,)), np.array([1e-8, 0.3, 0.9]))),
+    ("lstsq", lambda a, b: jnp.concatenate([jnp.ravel(v) for v in linalg.lstsq(a, b)]),
+     lambda: (rng.standard_normal((3, 5, 3)), rng.standard_normal((3, 5, 2)))),
+    ("matrix_rank", linalg.matrix_rank,
+     lambda: (np.stack([_low_rank(4, 3, r) for r in (1, 2, 3)]),)),
+    ("matrix_power", lambda a: linalg.matrix_power(a, -3), lambda: (_well_conditioned(3, (3,)),)),
+    ("cond", lambda a: linalg.cond(a, 1), lambda: (_well_conditioned(3, (3,)),)),
+    ("matrix_norm", lambda a: linalg.matrix_norm(a, ord=2),
+     lambda: (rng.standard_normal((3, 4, 2)),)),
+    ("multi_dot", lambda a, b: linalg.multi_dot([a, b, a.T]),
+     lambda: (rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 4, 4)))),
 ])
 def test_vmap_matches_a_loop(name, f, make):
     args = make()
