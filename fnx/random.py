@@ -5,7 +5,12 @@ Threefry-2x32 (20 rounds), built from fnx primitives (uint32 add, xor and shifts
 works under ``jit``, ``vmap`` and ``grad`` and gives the same bits on every backend. Keys are split
 and folded with JAX's current scheme (``jax_threefry_partitionable=True``, JAX's default since
 0.5), and the samplers follow JAX's algorithms, so a program ported from JAX draws the same
-numbers.
+numbers. Samplers that transform uniform or normal draws in closed form follow JAX's formulas
+(a few rearranged for accuracy, which can change the last bits); those built on rejection loops
+(``gamma`` and everything drawn from it, ``poisson``, ``binomial``, ``multinomial``) have the
+right distributions but their own streams, since fnx runs each rejection round on the whole
+array rather than per element. As in JAX, ``gamma`` and the samplers built on it are
+differentiable in their parameters by implicit reparameterisation.
 
 >>> import fnx.random as random
 >>> key = random.key(0)
@@ -22,6 +27,8 @@ import numpy as np
 from . import numpy as jnp
 from .core import dtypes, lax
 from .core.api import stop_gradient
+from .core.control_flow import while_loop
+from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -296,6 +303,465 @@ def gumbel(key, shape=(), dtype=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# Parametrised distributions
+
+
+def _param_shape(name, shape, *param_shapes):
+    """JAX's rule for a sampler's shape: the parameters' broadcast shape when ``shape`` is
+    None, otherwise ``shape``, which the parameters must broadcast to."""
+    if shape is None:
+        return tuple(jnp.broadcast_shapes(*param_shapes)) if param_shapes else ()
+    shape = _shape(shape, name)
+    try:
+        ok = tuple(jnp.broadcast_shapes(shape, *param_shapes)) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"random.{name}: the parameters' shapes "
+                         f"{', '.join(map(str, param_shapes))} do not broadcast to shape {shape}")
+    return shape
+
+
+def _float_params(name, key, shape, dtype, *params):
+    """The checked key, the float ``dtype``, the sample shape, and the parameters in ``dtype``
+    broadcast to that shape: the preamble every parametrised sampler shares."""
+    _check_key(key, name)
+    dtype = _float_dtype(dtype, name)
+    params = [_as_dtype(p, dtype) for p in params]
+    shape = _param_shape(name, shape, *(p.shape for p in params))
+    return dtype, shape, [jnp.broadcast_to(p, shape) for p in params]
+
+
+def _c(value, dtype):
+    return np.array(value, dtype)
+
+
+def laplace(key, shape=(), dtype=None):
+    """Standard Laplace samples (density ``exp(-|x|) / 2``), by inverting the CDF.
+
+    >>> laplace(key(0), (3,))
+    """
+    _check_key(key, "laplace")
+    dtype = _float_dtype(dtype, "laplace")
+    # u in (-1, 1) keeps log1p(-|u|) finite
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = uniform(key, shape, dtype, lo, 1.0)
+    return lax.mul(lax.sign(u), jnp.log1p(-jnp.abs(u)))
+
+
+def logistic(key, shape=(), dtype=None):
+    """Standard logistic samples ``log(u / (1 - u))``.
+
+    >>> logistic(key(0), (3,))
+    """
+    _check_key(key, "logistic")
+    dtype = _float_dtype(dtype, "logistic")
+    u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
+    return jnp.log(u) - jnp.log1p(-u)
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Standard Cauchy samples ``tan(pi * (u - 1/2))``.
+
+    >>> cauchy(key(0), (3,))
+    """
+    _check_key(key, "cauchy")
+    dtype = _float_dtype(dtype, "cauchy")
+    # u > 0 keeps tan away from the pole at -pi/2
+    u = uniform(key, shape, dtype, dtypes.finfo(dtype).eps, 1.0)
+    return jnp.tan(_c(np.pi, dtype) * (u - _c(0.5, dtype)))
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=None):
+    """Log-normal samples ``exp(sigma * z)``, ``z`` standard normal.
+
+    >>> lognormal(key(0), 0.5, (3,))
+    """
+    dtype, shape, (sigma,) = _float_params("lognormal", key, shape, dtype, sigma)
+    return jnp.exp(normal(key, shape, dtype) * sigma)
+
+
+def maxwell(key, shape=(), dtype=None):
+    """One-sided Maxwell samples (density proportional to ``x**2 exp(-x**2 / 2)``): the norm of
+    three standard normals.
+
+    >>> maxwell(key(0), (3,))
+    """
+    _check_key(key, "maxwell")
+    dtype = _float_dtype(dtype, "maxwell")
+    z = normal(key, _shape(shape, "maxwell") + (3,), dtype)
+    return jnp.sqrt(jnp.sum(z * z, axis=-1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell samples ``loc + scale * s * m``, ``m`` Maxwell and ``s`` a random
+    sign; the result has shape ``shape + broadcast(loc, scale).shape``, as in JAX.
+
+    >>> double_sided_maxwell(key(0), 0.0, 2.0, (3,))
+    """
+    _check_key(key, "double_sided_maxwell")
+    dtype = _float_dtype(dtype, "double_sided_maxwell")
+    loc, scale = _as_dtype(loc, dtype), _as_dtype(scale, dtype)
+    shape = _shape(shape, "double_sided_maxwell") + tuple(
+        jnp.broadcast_shapes(loc.shape, scale.shape))
+    k1, k2 = split(key)
+    return rademacher(k2, shape, dtype) * maxwell(k1, shape, dtype) * scale + loc
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull samples ``scale * (-log(1 - u)) ** (1 / concentration)``; the default shape is
+    the parameters' broadcast shape.
+
+    >>> weibull_min(key(0), 1.0, 2.0, (3,))
+    """
+    dtype, shape, (scale, conc) = _float_params("weibull_min", key, shape or None, dtype,
+                                                scale, concentration)
+    e = exponential(key, shape, dtype)
+    return jnp.power(e, _c(1, dtype) / conc) * scale
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto samples (density ``b / x**(b + 1)`` on ``x >= 1``): ``exp(e / b)``, ``e``
+    exponential.
+
+    >>> pareto(key(0), 3.0, (3,))
+    """
+    dtype, shape, (b,) = _float_params("pareto", key, shape, dtype, b)
+    return jnp.exp(exponential(key, shape, dtype) / b)
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh samples ``scale * sqrt(-2 log(u))``.
+
+    >>> rayleigh(key(0), 1.0, (3,))
+    """
+    dtype, shape, (scale,) = _float_params("rayleigh", key, shape, dtype, scale)
+    # u > 0 keeps the log finite
+    u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
+    return jnp.sqrt(_c(-2, dtype) * jnp.log(u)) * scale
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian, unit shape parameter) samples by Michael, Schucany and Haas'
+    transformation of a chi-square(1) draw.
+
+    >>> wald(key(0), 2.0, (3,))
+    """
+    dtype, shape, (mean,) = _float_params("wald", key, shape, dtype, mean)
+    k1, k2 = split(key)
+    v = normal(k1, shape, dtype)
+    z = uniform(k2, shape, dtype)
+    # the smaller root mean + mean**2 y / 2 - mean / 2 sqrt(4 mean y + mean**2 y**2), written
+    # without its cancellation: mean / (1 + s + sqrt(s (s + 2))) with s = mean y / 2
+    s = mean * v * v * _c(0.5, dtype)
+    x = mean / (_c(1, dtype) + s + jnp.sqrt(s * (s + _c(2, dtype))))
+    return jnp.where(z <= mean / (mean + x), x, mean * mean / x)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular samples on ``[left, right]`` peaking at ``mode``, by inverting the CDF.
+
+    >>> triangular(key(0), 0.0, 0.3, 1.0, (3,))
+    """
+    dtype, shape, (left, mode, right) = _float_params("triangular", key, shape, dtype,
+                                                      left, mode, right)
+    u = uniform(key, shape, dtype)
+    width = right - left
+    below = left + jnp.sqrt(u * width * (mode - left))
+    above = right - jnp.sqrt((_c(1, dtype) - u) * width * (right - mode))
+    return jnp.where(u < (mode - left) / width, below, above)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gamma and the distributions built from it
+
+
+def _marsaglia_tsang(key, a, log_space: bool):
+    """Gamma(a) samples (their logs with ``log_space``) for a float array ``a``.
+
+    Marsaglia and Tsang's method: for alpha >= 1, ``d * v`` with ``v = (1 + c x)**3``, ``x``
+    normal, accepted by a squeeze or a log test; alpha < 1 samples alpha + 1 and multiplies by
+    ``u**(1/alpha)``. Every round draws a candidate for every element of the array and each
+    element keeps its first accepted one, in a while_loop that runs until all have one: a round
+    accepts at least 95% of the elements, so a million take about six rounds, and vmap simply
+    runs until every batch member is done.
+    """
+    dtype, shape = a.dtype, a.shape
+    one, third = _c(1, dtype), _c(1 / 3, dtype)
+    valid = a > 0              # a <= 0 and nan never accept: give nan instead of looping forever
+    safe_a = jnp.where(valid, a, one)
+    boost = safe_a >= one
+    alpha = jnp.where(boost, safe_a, safe_a + one)
+    d = alpha - third
+    c = third / jnp.sqrt(d)
+    tiny = _c(dtypes.finfo(dtype).tiny, dtype)
+
+    def cond(carry):
+        return jnp.any(~carry[2])
+
+    def body(carry):
+        k, v_out, done = carry
+        k, sub = split(k)
+        # one draw for the normal and the uniform of every element (fewer hashes per round)
+        w = uniform(sub, (2,) + shape, dtype, np.nextafter(-one, one), 1.0)
+        x = _c(np.sqrt(2), dtype) * lax.erf_inv(w[0])
+        u = jnp.maximum((w[1] + one) * _c(0.5, dtype), tiny)
+        v = one + c * x
+        v = v * v * v
+        x2 = x * x
+        positive = v > 0
+        log_v = jnp.log(jnp.where(positive, v, one))
+        accept = positive & ((u < one - _c(0.0331, dtype) * x2 * x2)
+                             | (jnp.log(u) < _c(0.5, dtype) * x2 + d * (one - v + log_v)))
+        return k, jnp.where(accept & ~done, v, v_out), done | accept
+
+    key, boost_key = split(key)
+    _, v, _ = while_loop(cond, body, (key, jnp.ones(shape, dtype), ~valid))
+    u_boost = uniform(boost_key, shape, dtype, tiny, 1.0)
+    nan = _c(np.nan, dtype)
+    if log_space:
+        log_boost = jnp.where(boost, _c(0, dtype), jnp.log(u_boost) / safe_a)
+        return jnp.where(valid, jnp.log(d) + jnp.log(v) + log_boost, nan)
+    z = d * v * jnp.where(boost, one, jnp.power(u_boost, one / safe_a))
+    # underflow to 0 (a << 1) would make later logs and ratios infinite
+    return jnp.where(valid, jnp.maximum(z, tiny), nan)
+
+
+# gamma(key, a) with its derivative in ``a`` defined below (the rejection loop has none)
+_gamma_draw = custom_jvp(_marsaglia_tsang, nondiff_argnums=(0, 2))
+
+
+@_gamma_draw.defjvp
+def _gamma_draw_jvp(key, log_space, primals, tangents):
+    # implicit reparameterisation, as JAX: the sample moves with ``a`` at a fixed CDF value
+    (a,), (a_dot,) = primals, tangents
+    out = _gamma_draw(key, a, log_space)
+    log_z = out if log_space else jnp.log(out)
+    dlog_z = _gamma_dlog_sample(stop_gradient(a), stop_gradient(log_z))
+    return out, (dlog_z if log_space else dlog_z * stop_gradient(out)) * a_dot
+
+
+def _digamma(x):
+    """psi(x) for x >= 1: the recurrence up to x + 6, then the asymptotic series."""
+    shift = jnp.zeros_like(x)
+    for i in range(6):
+        shift = shift + _c(1, x.dtype) / (x + _c(i, x.dtype))
+    y = x + _c(6, x.dtype)
+    r = _c(1, x.dtype) / y
+    r2 = r * r
+    series = r2 * (_c(1 / 12, x.dtype) - r2 * (_c(1 / 120, x.dtype) - r2 * (
+        _c(1 / 252, x.dtype) - r2 * (_c(1 / 240, x.dtype) - r2 * _c(1 / 132, x.dtype)))))
+    return jnp.log(y) - _c(0.5, x.dtype) * r - series - shift
+
+
+def _gamma_dlog_sample(a, log_z):
+    """d log(z) / da for gamma(a) samples z at a fixed CDF value P(a, z): -dP/da / (z p(z; a)).
+
+    With P's series P = e**-z z**a / Gamma(a + 1) * S, S = sum_n t_n, t_n = prod_{k<=n} z / (a+k)
+    and T = sum_n t_n H_n, H_n = sum_{k<=n} 1 / (a + k), that is
+    -(S (log z - psi(a + 1)) - T) / a. The sums run until their terms are negligible, in float64
+    because they cancel when z lies far above a.
+    """
+    dtype = a.dtype
+    a, log_z = a.astype(dtypes.float64), log_z.astype(dtypes.float64)
+    z = jnp.exp(log_z)
+    one = _c(1, dtypes.float64)
+
+    def cond(carry):
+        n, term, _, total, _ = carry
+        return jnp.any(term > _c(1e-17, dtypes.float64) * total) & (n < 10 ** 6)
+
+    def body(carry):
+        n, term, harmonic, total, weighted = carry
+        n = n + one
+        term = term * z / (a + n)
+        harmonic = harmonic + one / (a + n)
+        return n, term, harmonic, total + term, weighted + term * harmonic
+
+    ones, zeros = jnp.ones_like(a), jnp.zeros_like(a)
+    _, _, _, s, t_sum = while_loop(cond, body, (_c(0, dtypes.float64), ones, zeros, ones, zeros))
+    return (-(s * (log_z - _digamma(a + one)) - t_sum) / a).astype(dtype)
+
+
+def _gamma(name, key, a, shape, dtype, log_space):
+    dtype, shape, (a,) = _float_params(name, key, shape, dtype, a)
+    return _gamma_draw(key, a, log_space)
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Standard gamma samples (density proportional to ``x**(a-1) exp(-x)``), by Marsaglia and
+    Tsang's rejection method. Divide by a rate (or multiply by a scale) for other gammas.
+    Differentiable in ``a`` by implicit reparameterisation (the sample moves with ``a`` at a
+    fixed value of its CDF), as in JAX.
+
+    >>> gamma(key(0), jnp.array([0.5, 2.0]))
+    """
+    return _gamma("gamma", key, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """Logs of standard gamma samples, computed in log space, which keeps precision for the
+    tiny samples of ``a << 1``: ``exp(loggamma(k, a))`` is close to ``gamma(k, a)``.
+
+    >>> loggamma(key(0), 0.01, (3,))
+    """
+    return _gamma("loggamma", key, a, shape, dtype, True)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square samples with ``df`` degrees of freedom: twice a gamma(df / 2).
+
+    >>> chisquare(key(0), 3.0, (3,))
+    """
+    dtype, shape, (df,) = _float_params("chisquare", key, shape, dtype, df)
+    return jnp.exp(_gamma_draw(key, df * _c(0.5, dtype), True)) * _c(2, dtype)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F-distribution samples: the ratio of two chi-squares, each divided by its ``df``.
+
+    >>> f(key(0), 5.0, 10.0, (3,))
+    """
+    dtype, shape, (dfnum, dfden) = _float_params("f", key, shape, dtype, dfnum, dfden)
+    key_den, key_num = split(key)
+    num = chisquare(key_num, dfnum, shape, dtype) / dfnum
+    return num / (chisquare(key_den, dfden, shape, dtype) / dfden)
+
+
+def t(key, df, shape=(), dtype=None):
+    """Student's t samples ``z * sqrt(df / chi2(df))``; the default shape is ``df``'s.
+
+    >>> t(key(0), 4.0, (3,))
+    """
+    dtype, shape, (df,) = _float_params("t", key, shape or None, dtype, df)
+    key_n, key_g = split(key)
+    half_df = df * _c(0.5, dtype)
+    g = _gamma_draw(key_g, half_df, False)
+    return normal(key_n, shape, dtype) * jnp.sqrt(half_df / g)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples ``g_a / (g_a + g_b)`` from two gammas, computed from their logs so
+    that small ``a`` and ``b`` do not give 0/0.
+
+    >>> beta(key(0), 2.0, 5.0, (3,))
+    """
+    dtype, shape, (a, b) = _float_params("beta", key, shape, dtype, a, b)
+    key_a, key_b = split(key)
+    log_a = _gamma_draw(key_a, a, True)
+    log_b = _gamma_draw(key_b, b, True)
+    log_max = jnp.maximum(log_a, log_b)
+    ga, gb = jnp.exp(log_a - log_max), jnp.exp(log_b - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet samples: normalised gammas along the last axis of ``alpha``. ``shape`` is the
+    batch shape (``alpha.shape[:-1]`` by default); the result has shape
+    ``shape + alpha.shape[-1:]``.
+
+    >>> dirichlet(key(0), jnp.array([1.0, 2.0, 3.0]), (4,))
+    """
+    _check_key(key, "dirichlet")
+    dtype = _float_dtype(dtype, "dirichlet")
+    alpha = _as_dtype(alpha, dtype)
+    if alpha.ndim < 1:
+        raise ValueError("random.dirichlet needs alpha with at least one dimension")
+    shape = _param_shape("dirichlet", shape, alpha.shape[:-1]) + alpha.shape[-1:]
+    log_g = _gamma_draw(key, jnp.broadcast_to(alpha, shape), True)
+    # softmax of the log-gammas: stable when every gamma underflows
+    log_g = log_g - jnp.max(log_g, axis=-1, keepdims=True)
+    g = jnp.exp(log_g)
+    return g / jnp.sum(g, axis=-1, keepdims=True)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalized normal samples (density proportional to ``exp(-|x|**p)``):
+    ``s * g**(1/p)`` with ``g`` gamma(1/p) and ``s`` a random sign.
+
+    >>> generalized_normal(key(0), 1.5, (3,))
+    """
+    dtype, shape, (p,) = _float_params("generalized_normal", key, shape, dtype, p)
+    k1, k2 = split(key)
+    g = _gamma_draw(k1, _c(1, dtype) / p, False)
+    return rademacher(k2, shape, dtype) * jnp.power(g, _c(1, dtype) / p)
+
+
+def ball(key, d: int, p=2, shape=(), dtype=None):
+    """Points uniform in the ``d``-dimensional unit Lp ball, shape ``shape + (d,)`` (Barthe,
+    Guedon, Mendelson and Naor: generalized normals over their Lp norm plus an exponential).
+
+    >>> ball(key(0), 3, shape=(4,))
+    """
+    _check_key(key, "ball")
+    dtype = _float_dtype(dtype, "ball")
+    shape = _shape(shape, "ball")
+    d = int(d)
+    if d < 0:
+        raise ValueError(f"random.ball needs a non-negative dimension, got {d}")
+    k1, k2 = split(key)
+    g = generalized_normal(k1, p, shape + (d,), dtype)
+    e = exponential(k2, shape, dtype)
+    p = _as_dtype(p, dtype)
+    norm = jnp.power(jnp.sum(jnp.power(jnp.abs(g), p), axis=-1) + e, _c(1, dtype) / p)
+    return g / norm[..., None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Multivariate distributions
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "cholesky"):
+    """Multivariate normal samples ``mean + A z`` with ``A A^T = cov`` from ``method``
+    ("cholesky", "eigh" or "svd"; the latter two allow singular ``cov``). ``shape`` is the batch
+    shape (``broadcast(mean.shape[:-1], cov.shape[:-2])`` by default); the result has shape
+    ``shape + mean.shape[-1:]``.
+
+    >>> multivariate_normal(key(0), jnp.zeros(2), jnp.array([[2.0, 1.0], [1.0, 2.0]]), (5,))
+    """
+    _check_key(key, "multivariate_normal")
+    if method not in ("cholesky", "eigh", "svd"):
+        raise ValueError(f"random.multivariate_normal: method must be 'cholesky', 'eigh' or "
+                         f"'svd', got {method!r}")
+    dtype = _float_dtype(dtype, "multivariate_normal")
+    mean, cov = _as_dtype(mean, dtype), _as_dtype(cov, dtype)
+    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != mean.shape[-1:] * 2:
+        raise ValueError(f"random.multivariate_normal: mean must have shape (..., n) and cov "
+                         f"(..., n, n), got {mean.shape} and {cov.shape}")
+    shape = _param_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method == "cholesky":
+        factor = jnp.linalg.cholesky(cov)
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(jnp.maximum(w, _c(0, dtype)))[..., None, :]
+    else:
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(s)[..., None, :]
+    z = normal(key, shape + mean.shape[-1:], dtype)
+    return mean + jnp.sum(factor * z[..., None, :], axis=-1)
+
+
+def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
+    """Matrices uniform (Haar) on the orthogonal group O(n), shape ``shape + (n, n)`` (or with
+    orthonormal columns/rows, ``(n, m)``, given ``m``): the Q of the QR factorisation of a
+    normal matrix, its columns' signs fixed by R's diagonal.
+
+    >>> orthogonal(key(0), 3)
+    """
+    _check_key(key, "orthogonal")
+    dtype = _float_dtype(dtype, "orthogonal")
+    shape = _shape(shape, "orthogonal")
+    n = int(n)
+    m = n if m is None else int(m)
+    z = normal(key, shape + (max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    diag = jnp.diagonal(r, 0, -2, -1)
+    # a zero diagonal (probability 0) keeps its column rather than zeroing it
+    q = q * jnp.where(diag < 0, _c(-1, dtype), _c(1, dtype))[..., None, :]
+    return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
+# ---------------------------------------------------------------------------------------------
 # Discrete distributions
 
 
@@ -310,6 +776,247 @@ def bernoulli(key, p=0.5, shape=None):
         p = p.astype(dtypes.default_float)
     shape = p.shape if shape is None else _shape(shape, "bernoulli")
     return uniform(key, shape, p.dtype) < jnp.broadcast_to(p, shape)
+
+
+def rademacher(key, shape=(), dtype=None):
+    """Random signs: -1 or 1 with equal probability, in ``dtype`` (default int).
+
+    >>> rademacher(key(0), (4,))
+    """
+    _check_key(key, "rademacher")
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int)
+    b = bernoulli(key, 0.5, _shape(shape, "rademacher"))
+    return jnp.where(b, jnp.asarray(1, dtype), jnp.asarray(-1, dtype))
+
+
+def _int_params(name, key, shape, dtype, *params):
+    """The checked key, an integer ``dtype``, the sample shape and the float parameters
+    broadcast to it, for the counting distributions."""
+    _check_key(key, name)
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int)
+    if dtype.kind not in "iu":
+        raise TypeError(f"random.{name} needs an integer dtype, got {dtype}")
+    params = [jnp.asarray(p) for p in params]
+    fdtype = np.result_type(*[p.dtype if dtypes.kind(p.dtype) == "f"
+                              else dtypes.default_float for p in params])
+    params = [_as_dtype(p, fdtype) for p in params]
+    shape = _param_shape(name, shape, *(p.shape for p in params))
+    return dtype, shape, [jnp.broadcast_to(p, shape) for p in params]
+
+
+def geometric(key, p, shape=None, dtype=None):
+    """Geometric samples: the number of Bernoulli(p) trials up to the first success (>= 1),
+    ``floor(log(u) / log(1 - p)) + 1``.
+
+    >>> geometric(key(0), 0.3, (4,))
+    """
+    dtype, shape, (p,) = _int_params("geometric", key, shape, dtype, p)
+    u = uniform(key, shape, p.dtype)
+    # as JAX: u = 0 counts as 1, which keeps the log finite and JAX's numbers
+    u = jnp.where(u == 0, _c(1, p.dtype), u)
+    return (jnp.floor(jnp.log(u) / jnp.log1p(-p)) + _c(1, p.dtype)).astype(dtype)
+
+
+def _lgamma(x):
+    """log Gamma(x) for x >= 1 (counts plus one): Stirling's series, after shifting arguments
+    below 7 up by six with the recurrence; about 1e-11 relative error."""
+    dtype = x.dtype
+    small = x < _c(7, dtype)
+    y = jnp.where(small, x + _c(6, dtype), x)
+    shift = jnp.zeros_like(x)
+    for i in range(6):
+        shift = shift + jnp.log(x + _c(i, dtype))
+    shift = jnp.where(small, shift, _c(0, dtype))
+    r = _c(1, dtype) / y
+    r2 = r * r
+    series = r * (_c(1 / 12, dtype) - r2 * (_c(1 / 360, dtype) - r2 * (
+        _c(1 / 1260, dtype) - r2 * _c(1 / 1680, dtype))))
+    return ((y - _c(0.5, dtype)) * jnp.log(y) - y + _c(0.5 * math.log(2 * math.pi), dtype)
+            + series - shift)
+
+
+def _poisson_knuth(key, lam):
+    """Knuth's method: multiply uniforms until the product drops below ``exp(-lam)``; the
+    number of factors before that is Poisson(lam). About ``lam + 1`` rounds, so used for small
+    rates only; each round draws for the whole array."""
+    dtype = lam.dtype
+    tiny = _c(dtypes.finfo(dtype).tiny, dtype)
+
+    def cond(carry):
+        return jnp.any(carry[2] > -lam)
+
+    def body(carry):
+        k, count, log_prod = carry
+        k, sub = split(k)
+        running = log_prod > -lam
+        count = jnp.where(running, count + _c(1, dtype), count)
+        log_u = jnp.log(uniform(sub, lam.shape, dtype, tiny, 1.0))
+        return k, count, jnp.where(running, log_prod + log_u, log_prod)
+
+    init = (key, jnp.zeros(lam.shape, dtype), jnp.zeros(lam.shape, dtype))
+    return while_loop(cond, body, init)[1] - _c(1, dtype)
+
+
+def _poisson_rejection(key, lam):
+    """Hormann's transformed rejection with squeeze (PTRS), for rates >= 10: about 1.1 rounds
+    per sample, every round drawing for the whole array."""
+    dtype = lam.dtype
+    log_lam = jnp.log(lam)
+    b = _c(0.931, dtype) + _c(2.53, dtype) * jnp.sqrt(lam)
+    a = _c(-0.059, dtype) + _c(0.02483, dtype) * b
+    inv_alpha = _c(1.1239, dtype) + _c(1.1328, dtype) / (b - _c(3.4, dtype))
+    v_r = _c(0.9277, dtype) - _c(3.6224, dtype) / (b - _c(2, dtype))
+
+    def cond(carry):
+        return jnp.any(~carry[2])
+
+    def body(carry):
+        k_key, k_out, done = carry
+        k_key, sub = split(k_key)
+        uv = uniform(sub, (2,) + lam.shape, dtype)
+        u, v = uv[0] - _c(0.5, dtype), uv[1]
+        us = _c(0.5, dtype) - jnp.abs(u)
+        us = jnp.maximum(us, _c(dtypes.finfo(dtype).tiny, dtype))   # u = -0.5 would divide by 0
+        k = jnp.floor((_c(2, dtype) * a / us + b) * u + lam + _c(0.43, dtype))
+        s = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * inv_alpha
+                    / (a / (us * us) + b))
+        k_safe = jnp.maximum(k, _c(0, dtype))
+        log_pmf = -lam + k_safe * log_lam - _lgamma(k_safe + _c(1, dtype))
+        accept = ((us >= _c(0.07, dtype)) & (v <= v_r)) | (
+            ~((k < 0) | ((us < _c(0.013, dtype)) & (v > us))) & (s <= log_pmf))
+        return k_key, jnp.where(accept & ~done, k, k_out), done | accept
+
+    init = (key, jnp.zeros(lam.shape, dtype), jnp.zeros(lam.shape, bool))
+    return while_loop(cond, body, init)[1]
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson samples with rate ``lam`` (>= 0): Knuth's multiplication method for rates below
+    10 and Hormann's transformed rejection above, as JAX, NumPy and TensorFlow do.
+
+    >>> poisson(key(0), jnp.array([0.5, 40.0]))
+    """
+    dtype, shape, (lam,) = _int_params("poisson", key, shape, dtype, lam)
+    small = lam < _c(10, lam.dtype)
+    k1, k2 = split(key)
+    # each method sees a rate it handles quickly where the other's result is used
+    knuth = _poisson_knuth(k1, jnp.where(small, lam, _c(0, lam.dtype)))
+    rejection = _poisson_rejection(k2, jnp.where(small, _c(1e5, lam.dtype), lam))
+    out = jnp.where(small, knuth, rejection)
+    return jnp.where(lam == 0, _c(0, lam.dtype), out).astype(dtype)
+
+
+def _binomial_inversion(key, n, p):
+    """Successes among ``n`` Bernoulli(p) trials, counted by jumping from success to success
+    with geometric waiting times: about ``n p + 1`` rounds, so used for small means."""
+    dtype = n.dtype
+    log_q = jnp.log1p(-p)
+
+    def cond(carry):
+        return jnp.any(carry[3])
+
+    def body(carry):
+        k, count, position, running = carry
+        k, sub = split(k)
+        u = uniform(sub, n.shape, dtype)
+        position = position + jnp.floor(jnp.log1p(-u) / log_q) + _c(1, dtype)
+        running = running & (position <= n)
+        return k, jnp.where(running, count + _c(1, dtype), count), position, running
+
+    zeros = jnp.zeros(n.shape, dtype)
+    return while_loop(cond, body, (key, zeros, zeros, (n > 0) & (p > 0)))[1]
+
+
+def _binomial_btrs(key, n, p):
+    """Hormann's BTRS transformed rejection for ``n p (1 - p) >= 10``-ish means and p <= 1/2:
+    about 1.2 rounds per sample."""
+    dtype = n.dtype
+    q = _c(1, dtype) - p
+    spq = jnp.sqrt(n * p * q)
+    b = _c(1.15, dtype) + _c(2.53, dtype) * spq
+    a = _c(-0.0873, dtype) + _c(0.0248, dtype) * b + _c(0.01, dtype) * p
+    c = n * p + _c(0.5, dtype)
+    v_r = _c(0.92, dtype) - _c(4.2, dtype) / b
+    alpha = (_c(2.83, dtype) + _c(5.1, dtype) / b) * spq
+    lpq = jnp.log(p / q)
+    m = jnp.floor((n + _c(1, dtype)) * p)
+    one = _c(1, dtype)
+    h = _lgamma(m + one) + _lgamma(n - m + one)
+
+    def cond(carry):
+        return jnp.any(~carry[2])
+
+    def body(carry):
+        k_key, k_out, done = carry
+        k_key, sub = split(k_key)
+        uv = uniform(sub, (2,) + n.shape, dtype)
+        u, v = uv[0] - _c(0.5, dtype), uv[1]
+        us = jnp.maximum(_c(0.5, dtype) - jnp.abs(u), _c(dtypes.finfo(dtype).tiny, dtype))
+        k = jnp.floor((_c(2, dtype) * a / us + b) * u + c)
+        inside = (k >= 0) & (k <= n)
+        ks = jnp.clip(k, _c(0, dtype), n)
+        log_v = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * alpha
+                        / (a / (us * us) + b))
+        log_ratio = h - _lgamma(ks + one) - _lgamma(n - ks + one) + (ks - m) * lpq
+        accept = inside & (((us >= _c(0.07, dtype)) & (v <= v_r)) | (log_v <= log_ratio))
+        return k_key, jnp.where(accept & ~done, k, k_out), done | accept
+
+    init = (key, jnp.zeros(n.shape, dtype), jnp.zeros(n.shape, bool))
+    return while_loop(cond, body, init)[1]
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial samples: successes in ``n`` trials of probability ``p``, as floats (like JAX).
+    Inversion by geometric jumps for means below 10, Hormann's BTRS rejection above.
+
+    >>> binomial(key(0), 20.0, jnp.array([0.1, 0.5]))
+    """
+    dtype, shape, (n, p) = _float_params("binomial", key, shape, dtype, n, p)
+    n = jnp.floor(n)
+    flip = p > _c(0.5, dtype)
+    p_low = jnp.where(flip, _c(1, dtype) - p, p)      # the rejection step needs p <= 1/2
+    small = n * p_low < _c(10, dtype)
+    k1, k2 = split(key)
+    # each method sees parameters it handles quickly where the other's result is used
+    inverted = _binomial_inversion(k1, jnp.where(small, n, _c(0, dtype)), p_low)
+    rejected = _binomial_btrs(k2, jnp.where(small, _c(1000, dtype), n),
+                              jnp.where(small, _c(0.5, dtype), p_low))
+    k = jnp.where(small, inverted, rejected)
+    k = jnp.where(flip, n - k, k)
+    valid = (n >= 0) & (p >= 0) & (p <= 1)
+    return jnp.where(valid, k, _c(np.nan, dtype))
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Counts of ``n`` draws among the categories on the last axis of ``p`` (normalised to sum
+    to 1), as floats (like JAX): one conditional binomial per category. ``shape`` includes the
+    category axis, and defaults to the broadcast of ``p.shape`` and ``n``'s (batch) shape.
+    ``unroll`` is accepted for JAX compatibility (the categories are a Python loop).
+
+    >>> multinomial(key(0), 10.0, jnp.array([0.2, 0.3, 0.5]))
+    """
+    del unroll
+    _check_key(key, "multinomial")
+    dtype = _float_dtype(dtype, "multinomial")
+    n, p = jnp.floor(_as_dtype(n, dtype)), _as_dtype(p, dtype)
+    if p.ndim < 1:
+        raise ValueError("random.multinomial needs p with a category axis")
+    shape = _param_shape("multinomial", shape, p.shape, n.shape + (1,))
+    p = jnp.broadcast_to(p / jnp.sum(p, axis=-1, keepdims=True), shape)
+    remaining_n = jnp.broadcast_to(n[..., None], shape[:-1] + (1,))[..., 0]
+    remaining_p = jnp.ones(shape[:-1], dtype)
+    keys = split(key, max(shape[-1] - 1, 1))
+    counts = []
+    for i in range(shape[-1] - 1):
+        # given the counts so far, category i is binomial among the draws left
+        q = jnp.clip(p[..., i] / remaining_p, _c(0, dtype), _c(1, dtype))
+        q = jnp.where(remaining_p > 0, q, _c(0, dtype))
+        k = binomial(keys[i], remaining_n, q, dtype=dtype)
+        counts.append(k)
+        remaining_n = remaining_n - k
+        remaining_p = remaining_p - p[..., i]
+    counts.append(remaining_n)
+    return jnp.stack(counts, axis=-1)
 
 
 def _int_bound(v, dtype):
@@ -461,5 +1168,9 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0):
 
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform",
-           "normal", "truncated_normal", "exponential", "gumbel", "bernoulli", "randint",
+           "normal", "truncated_normal", "exponential", "gumbel", "laplace", "logistic", "cauchy",
+           "lognormal", "maxwell", "double_sided_maxwell", "weibull_min", "pareto", "rayleigh",
+           "wald", "triangular", "gamma", "loggamma", "chisquare", "f", "t", "beta", "dirichlet",
+           "generalized_normal", "ball", "multivariate_normal", "orthogonal", "bernoulli",
+           "rademacher", "geometric", "poisson", "binomial", "multinomial", "randint",
            "categorical", "permutation", "choice", "threefry_2x32"]

@@ -294,3 +294,370 @@ def test_same_numbers_as_jax():
                                atol=5e-7)
     np.testing.assert_allclose(_np(random.normal(fk, (1000,))),
                                np.asarray(jax.random.normal(k, (1000,))), atol=5e-5)
+
+
+def test_closed_form_samplers_follow_jax():
+    jax = _jax()
+    k, fk = jax.random.key(3), random.key(3)
+    mean, cov = np.array([1.0, -1.0], np.float32), np.array([[2.0, 0.5], [0.5, 1.0]], np.float32)
+    samplers = [   # of (random module, key): run with fnx.random and with jax.random
+        lambda r, k: r.laplace(k, (200,)), lambda r, k: r.logistic(k, (200,)),
+        lambda r, k: r.cauchy(k, (200,)), lambda r, k: r.lognormal(k, 0.5, (200,)),
+        lambda r, k: r.maxwell(k, (200,)), lambda r, k: r.weibull_min(k, 2.0, 1.5, (200,)),
+        lambda r, k: r.pareto(k, 3.0, (200,)), lambda r, k: r.rayleigh(k, 2.0, (200,)),
+        lambda r, k: r.wald(k, 1.5, (200,)), lambda r, k: r.triangular(k, 0.0, 0.3, 1.0, (200,)),
+        lambda r, k: r.rademacher(k, (200,)), lambda r, k: r.geometric(k, 0.3, (200,)),
+        lambda r, k: r.double_sided_maxwell(k, 1.0, 2.0, (200,)),
+        lambda r, k: r.multivariate_normal(k, mean, cov, (100,)),
+        lambda r, k: r.orthogonal(k, 4, (3,)),
+    ]
+    for sample in samplers:
+        ours, theirs = _np(sample(random, fk)), np.asarray(sample(jax.random, k))
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        # equal up to rounding (XLA's erf_inv, tan and fusions differ in the last bits)
+        np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=2e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# The other samplers of jax.random
+
+M = 20_000
+K = random.key(2024)
+F64 = jnp.float64
+
+
+def _stats():
+    return pytest.importorskip("scipy.stats")
+
+
+def _ks_below(x, dist, *args, n=M):
+    """The Kolmogorov-Smirnov distance of ``x`` from ``dist`` is at most 2/sqrt(n): a correct
+    sampler exceeds that with probability 7e-4, a wrong shape or parameter by far."""
+    stat = _stats().kstest(np.asarray(x, np.float64).ravel(), dist, args=args).statistic
+    assert stat < 2 / math.sqrt(n), (dist, args, stat)
+
+
+CONTINUOUS = [   # (sampler of (key, shape, dtype), scipy distribution, its arguments)
+    (lambda k, s, d: random.laplace(k, s, d), "laplace", ()),
+    (lambda k, s, d: random.logistic(k, s, d), "logistic", ()),
+    (lambda k, s, d: random.cauchy(k, s, d), "cauchy", ()),
+    (lambda k, s, d: random.lognormal(k, 0.7, s, d), "lognorm", (0.7,)),
+    (lambda k, s, d: random.maxwell(k, s, d), "maxwell", ()),
+    (lambda k, s, d: random.weibull_min(k, 2.0, 1.5, s, d), "weibull_min", (1.5, 0, 2.0)),
+    (lambda k, s, d: random.pareto(k, 3.0, s, d), "pareto", (3.0,)),
+    (lambda k, s, d: random.rayleigh(k, 2.0, s, d), "rayleigh", (0, 2.0)),
+    (lambda k, s, d: random.wald(k, 2.0, s, d), "invgauss", (2.0,)),
+    (lambda k, s, d: random.triangular(k, -1.0, 0.5, 2.0, s, d), "triang", (0.5, -1, 3)),
+    (lambda k, s, d: random.gamma(k, 0.3, s, d), "gamma", (0.3,)),
+    (lambda k, s, d: random.gamma(k, 1.0, s, d), "gamma", (1.0,)),
+    (lambda k, s, d: random.gamma(k, 7.5, s, d), "gamma", (7.5,)),
+    (lambda k, s, d: jnp.exp(random.loggamma(k, 0.05, s, d)), "gamma", (0.05,)),
+    (lambda k, s, d: random.chisquare(k, 3.0, s, d), "chi2", (3.0,)),
+    (lambda k, s, d: random.f(k, 5.0, 10.0, s, d), "f", (5.0, 10.0)),
+    (lambda k, s, d: random.t(k, 4.0, s, d), "t", (4.0,)),
+    (lambda k, s, d: random.t(k, 0.7, s, d), "t", (0.7,)),
+    (lambda k, s, d: random.beta(k, 0.5, 2.0, s, d), "beta", (0.5, 2.0)),
+    (lambda k, s, d: random.beta(k, 0.4, 0.6, s, d), "beta", (0.4, 0.6)),
+    (lambda k, s, d: random.generalized_normal(k, 1.5, s, d), "gennorm", (1.5,)),
+    (lambda k, s, d: random.generalized_normal(k, 4.0, s, d), "gennorm", (4.0,)),
+    (lambda k, s, d: random.double_sided_maxwell(k, 1.0, 2.0, s, d), "dsmaxwell", ()),
+]
+
+
+@pytest.mark.parametrize("sampler, dist, args", CONTINUOUS,
+                         ids=[f"{d}{a}" for _, d, a in CONTINUOUS])
+def test_continuous_distributions(sampler, dist, args):
+    # float32 (the default) too where its range matters: the samplers with rejection loops
+    dtypes = (F64, jnp.float32) if dist in ("gamma", "beta") else (F64,)
+    for i, dtype in enumerate(dtypes):
+        x = _np(sampler(random.fold_in(K, i), (M,), dtype))
+        assert x.shape == (M,) and x.dtype == dtype and np.isfinite(x).all()
+        if dist == "dsmaxwell":
+            # loc + scale * sign * maxwell: symmetric about loc, |x - loc| / scale is Maxwell
+            _within(np.mean(x > 1.0), 0.5, 0.5 / math.sqrt(M))
+            _ks_below(np.abs(x - 1.0) / 2.0, "maxwell")
+        else:
+            _ks_below(x, dist, *args)
+
+
+def test_ks_check_has_power():
+    # the threshold rejects near misses: a gamma(0.33) sample is not gamma(0.3)
+    x = _np(random.gamma(K, 0.33, (M,), F64))
+    with pytest.raises(AssertionError):
+        _ks_below(x, "gamma", 0.3)
+    with pytest.raises(AssertionError):
+        _ks_below(_np(random.beta(K, 0.5, 2.0, (M,), F64)), "beta", 0.55, 2.0)
+
+
+@pytest.mark.parametrize("lam", [0.7, 4.0, 9.9, 10.0, 35.0, 2000.0])
+def test_poisson(lam):
+    x = _np(random.poisson(K, lam, (M,)))
+    assert x.dtype == np.int32 and x.min() >= 0
+    _within(x.mean(), lam, math.sqrt(lam / M))
+    _within(x.var(), lam, math.sqrt((lam + 2 * lam ** 2) / M))
+    # the frequencies of the values that carry most of the mass, against the pmf
+    stats = _stats()
+    lo, hi = stats.poisson.ppf([0.01, 0.99], lam).astype(int)
+    values = np.arange(lo, hi + 1)
+    expected = stats.poisson.pmf(values, lam) * M
+    observed = np.array([(x == v).sum() for v in values])
+    chi2 = np.sum((observed - expected) ** 2 / expected)
+    assert chi2 < stats.chi2.ppf(0.9999, len(values)), chi2
+
+
+def test_poisson_edge_rates_and_dtype():
+    x = _np(random.poisson(K, jnp.array([0.0, 1e-4, 1e6]), (1000, 3), jnp.int64))
+    assert x.dtype == np.int64 and (x[:, 0] == 0).all() and x[:, 1].max() <= 1
+    _within(x[:, 2].mean(), 1e6, 1e3 / math.sqrt(1000))
+
+
+def test_geometric_and_rademacher():
+    p = 0.3
+    g = _np(random.geometric(K, p, (M,)))
+    assert g.dtype == np.int32 and g.min() == 1
+    for v in (1, 2, 3, 6):
+        q = (1 - p) ** (v - 1) * p
+        _within(np.mean(g == v), q, math.sqrt(q * (1 - q) / M))
+    _within(g.mean(), 1 / p, math.sqrt((1 - p) / p ** 2 / M))
+    r = _np(random.rademacher(K, (M,)))
+    assert r.dtype == np.int32 and set(np.unique(r)) == {-1, 1}
+    _within(r.mean(), 0.0, 1 / math.sqrt(M))
+    assert random.rademacher(K, (3,), jnp.float32).dtype == np.float32
+
+
+def test_dirichlet():
+    alpha = np.array([0.3, 1.0, 4.0])
+    x = _np(random.dirichlet(K, jnp.asarray(alpha), (M,), F64))
+    assert x.shape == (M, 3) and (x >= 0).all()
+    np.testing.assert_allclose(x.sum(1), 1.0, rtol=1e-12)
+    # each coordinate is beta(alpha_i, sum - alpha_i)
+    for i in range(3):
+        _ks_below(x[:, i], "beta", alpha[i], alpha.sum() - alpha[i])
+    # a batch of parameter vectors, broadcast against shape
+    batch = jnp.asarray([[1.0, 1.0], [50.0, 1.0]])
+    y = _np(random.dirichlet(K, batch, (M // 4, 2)))
+    assert y.shape == (M // 4, 2, 2)
+    np.testing.assert_allclose(y[..., 0].mean(0), [0.5, 50 / 51], atol=0.01)
+    # tiny concentrations still give finite points of the simplex
+    z = _np(random.dirichlet(K, jnp.asarray([1e-3, 1e-3]), (100,)))
+    assert np.isfinite(z).all() and np.allclose(z.sum(1), 1)
+
+
+def test_multivariate_normal_methods():
+    mean = np.array([1.0, -2.0, 0.5])
+    a = np.array([[1.0, 0.0, 0.0], [0.5, 1.2, 0.0], [-0.3, 0.4, 0.7]])
+    cov = a @ a.T
+    for method in ("cholesky", "eigh", "svd"):
+        x = _np(random.multivariate_normal(K, jnp.asarray(mean), jnp.asarray(cov), (M,), F64,
+                                           method=method))
+        assert x.shape == (M, 3)
+        np.testing.assert_allclose(x.mean(0), mean, atol=5 * math.sqrt(cov.max() / M))
+        np.testing.assert_allclose(np.cov(x.T), cov, atol=0.05)
+        # a projection is normal with the projected variance
+        w = np.array([0.3, -1.0, 2.0])
+        _ks_below(((x - mean) @ w) / math.sqrt(w @ cov @ w), "norm")
+    # batch shapes: mean (2, 3) against one cov; shape defaults to the batch
+    means = jnp.asarray(np.stack([mean, -mean]))
+    assert random.multivariate_normal(K, means, jnp.asarray(cov)).shape == (2, 3)
+    assert random.multivariate_normal(K, means, jnp.asarray(cov), (4, 2)).shape == (4, 2, 3)
+    with pytest.raises(ValueError):
+        random.multivariate_normal(K, jnp.zeros(2), jnp.eye(3))
+    with pytest.raises(ValueError):
+        random.multivariate_normal(K, jnp.zeros(3), jnp.asarray(cov), method="lu")
+
+
+def test_orthogonal():
+    q = _np(random.orthogonal(K, 3, (M // 4,), F64))
+    assert q.shape == (M // 4, 3, 3)
+    np.testing.assert_allclose(np.einsum("bji,bjk->bik", q, q), np.broadcast_to(np.eye(3), q.shape),
+                               atol=1e-12)
+    # Haar measure: an entry of a 3x3 Haar matrix is uniform on [-1, 1], and det is +-1 evenly
+    _ks_below((q[:, 1, 2] + 1) / 2, "uniform", n=M // 4)
+    _within(np.mean(np.linalg.det(q) > 0), 0.5, 0.5 / math.sqrt(M // 4))
+    wide = _np(random.orthogonal(K, 2, dtype=F64, m=5))
+    assert wide.shape == (2, 5)
+    np.testing.assert_allclose(wide @ wide.T, np.eye(2), atol=1e-12)
+
+
+def test_ball():
+    for p, d in ((2.0, 3), (1.0, 2)):
+        x = _np(random.ball(K, d, p, (M,), F64))
+        assert x.shape == (M, d)
+        r = np.sum(np.abs(x) ** p, axis=1) ** (1 / p)
+        assert r.max() <= 1
+        # uniform in the ball: the radius**d is uniform, and the directions are symmetric
+        _ks_below(r ** d, "uniform")
+        _within(np.mean(x[:, 0] > 0), 0.5, 0.5 / math.sqrt(M))
+
+
+PARAMETRISED = {   # name: sampler of (key, first parameter, shape), the parameter's values
+    "lognormal": (lambda k, v, s: random.lognormal(k, v, s), [0.5, 1.0, 2.0]),
+    "weibull_min": (lambda k, v, s: random.weibull_min(k, 1.0, v, s), [0.5, 1.0, 3.0]),
+    "pareto": (lambda k, v, s: random.pareto(k, v, s), [2.5, 3.0, 6.0]),
+    "rayleigh": (lambda k, v, s: random.rayleigh(k, v, s), [0.5, 1.0, 2.0]),
+    "wald": (lambda k, v, s: random.wald(k, v, s), [0.5, 1.0, 2.0]),
+    "triangular": (lambda k, v, s: random.triangular(k, 0.0, v, 1.0, s), [0.1, 0.5, 0.9]),
+    "gamma": (lambda k, v, s: random.gamma(k, v, s), [0.5, 2.0, 9.0]),
+    "loggamma": (lambda k, v, s: random.loggamma(k, v, s), [0.5, 2.0, 9.0]),
+    "chisquare": (lambda k, v, s: random.chisquare(k, v, s), [1.0, 3.0, 8.0]),
+    "f": (lambda k, v, s: random.f(k, v, 20.0, s), [1.0, 3.0, 8.0]),
+    "t": (lambda k, v, s: random.t(k, v, s), [3.0, 5.0, 9.0]),
+    "beta": (lambda k, v, s: random.beta(k, v, 2.0, s), [0.5, 2.0, 9.0]),
+    "generalized_normal": (lambda k, v, s: random.generalized_normal(k, v, s), [1.0, 2.0, 5.0]),
+    "poisson": (lambda k, v, s: random.poisson(k, v, s), [0.5, 5.0, 30.0]),
+    "geometric": (lambda k, v, s: random.geometric(k, v, s), [0.2, 0.5, 0.9]),
+}
+DISTS = {"lognormal": ("lognorm", lambda v: (v,)), "weibull_min": ("weibull_min", lambda v: (v,)),
+         "pareto": ("pareto", lambda v: (v,)), "rayleigh": ("rayleigh", lambda v: (0, v)),
+         "wald": ("invgauss", lambda v: (v,)), "triangular": ("triang", lambda v: (v,)),
+         "gamma": ("gamma", lambda v: (v,)), "chisquare": ("chi2", lambda v: (v,)),
+         "f": ("f", lambda v: (v, 20.0)), "t": ("t", lambda v: (v,)),
+         "beta": ("beta", lambda v: (v, 2.0)), "generalized_normal": ("gennorm", lambda v: (v,))}
+
+
+@pytest.mark.parametrize("name", sorted(PARAMETRISED))
+def test_parameters_broadcast_against_shape(name):
+    sampler, values = PARAMETRISED[name]
+    v = jnp.asarray(np.array(values, np.float32))
+    assert sampler(K, v, None).shape == (3,)          # shape defaults to the parameters'
+    x = _np(sampler(K, v, (M // 4, 3)))
+    assert x.shape == (M // 4, 3)
+    assert x.dtype == (np.int32 if name in ("poisson", "geometric") else np.float32)
+    # every column follows its own parameter
+    if name in DISTS:
+        dist, args = DISTS[name]
+        for j, value in enumerate(values):
+            _ks_below(x[:, j], dist, *args(value), n=M // 4)
+    elif name == "poisson":
+        np.testing.assert_allclose(x.mean(0), values, rtol=0.05)
+    elif name == "geometric":
+        np.testing.assert_allclose(x.mean(0), 1 / np.array(values), rtol=0.05)
+    else:   # loggamma: E[exp(x)] = a
+        np.testing.assert_allclose(np.exp(x).mean(0), values, rtol=0.05)
+    # the same key draws the same numbers
+    np.testing.assert_array_equal(_np(sampler(K, v, (M // 4, 3))), x)
+    with pytest.raises(ValueError, match="broadcast"):
+        sampler(K, v, (4, 2))
+
+
+# the loops of gamma, beta and poisson and two closed forms: every kind of sampler, while keeping
+# the file fast (the other gamma-based samplers share gamma's loop)
+@pytest.mark.parametrize("name", ["wald", "gamma", "beta", "poisson", "geometric"])
+def test_jit_and_vmap_match_eager(name):
+    sampler, values = PARAMETRISED[name]
+    v = jnp.asarray(np.array(values, np.float32))
+    f = lambda k: sampler(k, v, (2, 3))  # noqa: E731
+    keys = random.split(random.key(5), 2)
+    eager = np.stack([_np(f(k)) for k in keys])
+    assert not np.array_equal(eager[0], eager[1])                # other key, other numbers
+    np.testing.assert_allclose(_np(fnx.jit(f)(keys[0])), eager[0], rtol=1e-6)
+    np.testing.assert_array_equal(_np(fnx.vmap(f)(keys)), eager)
+    # vmap over the parameter: each row is the sample for that parameter value
+    g = lambda p: sampler(keys[0], p, (4,))  # noqa: E731
+    np.testing.assert_array_equal(_np(fnx.vmap(g)(v[1:])),
+                                  np.stack([_np(g(v[i])) for i in (1, 2)]))
+
+
+def test_other_samplers_jit_and_vmap_match_eager():
+    fs = [lambda k: random.laplace(k, (3,)), lambda k: random.logistic(k, (3,)),
+          lambda k: random.cauchy(k, (3,)), lambda k: random.maxwell(k, (3,)),
+          lambda k: random.rademacher(k, (3,)),
+          lambda k: random.double_sided_maxwell(k, 1.0, jnp.asarray([1.0, 2.0]), (3,)),
+          lambda k: random.dirichlet(k, jnp.asarray([0.5, 1.0, 2.0]), (2,)),
+          lambda k: random.ball(k, 3, 1.5, (2,)), lambda k: random.orthogonal(k, 3),
+          lambda k: random.multivariate_normal(k, jnp.zeros(2), jnp.eye(2) * 2.0, (2,))]
+    keys = random.split(random.key(6), 2)
+    for f in fs:
+        eager = np.stack([_np(f(k)) for k in keys])
+        assert not np.array_equal(eager[0], eager[1])
+        # (a GPU's jit may fuse a multiply-add: one ulp)
+        np.testing.assert_allclose(_np(fnx.jit(f)(keys[0])), eager[0], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(_np(fnx.vmap(f)(keys)), eager, rtol=1e-6, atol=1e-6)
+    assert random.double_sided_maxwell(K, 0.0, jnp.ones(2), (3,)).shape == (3, 2)
+    assert random.weibull_min(K, jnp.ones(2), 1.0).shape == (2,)
+
+
+def test_gamma_edges_and_loggamma():
+    a = jnp.asarray([0.0, -1.0, np.nan, 1e-3, 1e4])
+    g = _np(random.gamma(K, a, dtype=F64))    # invalid shapes give nan rather than looping
+    assert np.isnan(g[:3]).all() and 0 < g[3] < 1e-10
+    _within(g[4], 1e4, 5 * 100)
+    a = jnp.asarray([0.05, 0.7, 3.0])
+    np.testing.assert_allclose(np.exp(_np(random.loggamma(K, a, (100, 3), F64))),
+                               _np(random.gamma(K, a, (100, 3), F64)), rtol=1e-10)
+    # loggamma keeps the logs of samples far below float32's smallest normal number
+    lg = _np(random.loggamma(K, 1e-3, (1000,)))
+    assert np.isfinite(lg).all() and lg.min() < -200
+
+
+def test_gamma_gradient_is_the_implicit_reparameterisation():
+    special = pytest.importorskip("scipy.special")
+    a = np.array([0.05, 0.8, 3.0, 40.0])
+    f = lambda a: random.gamma(K, a, (200, 4), F64)  # noqa: E731
+    z = _np(f(a))
+    g = _np(fnx.jacfwd(lambda s: f(a * s))(np.float64(1.0))) / a   # d z_ij / d a_j
+    # dz/da at a fixed CDF value, by central differences of scipy's inverse CDF
+    u, h = special.gammainc(a, z), 1e-5 * a
+    fd = (special.gammaincinv(a + h, u) - special.gammaincinv(a - h, u)) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-12)
+    # loggamma's derivative is d(log z)/da
+    lg = _np(fnx.jacfwd(lambda s: random.loggamma(K, a * s, (200, 4), F64))(np.float64(1.0)))
+    np.testing.assert_allclose(lg / a, fd / z, rtol=1e-5)
+    # unbiased: E[dz/da] = dE[z]/da = 1, and for beta E[d x/da] = b / (a + b)**2
+    mean_grad = fnx.grad(lambda a: jnp.mean(random.gamma(K, a, (M,), F64)))
+    _within(float(mean_grad(np.float64(3.0))), 1.0, 0.005)
+    beta_grad = fnx.grad(lambda a: jnp.mean(random.beta(K, a, 2.0, (M,), F64)))
+    _within(float(beta_grad(np.float64(1.5))), 2.0 / 3.5 ** 2, 0.002)
+    # grad under jit and vmap over keys agrees with eager
+    g = fnx.grad(lambda k, a: jnp.sum(random.chisquare(k, a, (3,))), argnums=1)
+    keys = random.split(K, 2)
+    eager = [float(g(k, 2.5)) for k in keys]
+    np.testing.assert_allclose(float(fnx.jit(g)(keys[0], 2.5)), eager[0], rtol=1e-6)
+    np.testing.assert_allclose(_np(fnx.vmap(g, in_axes=(0, None))(keys, 2.5)), eager, rtol=1e-6)
+    # stop_gradient makes the samples constants
+    c = float(random.gamma(K, 2.0))
+    out = fnx.grad(lambda a: a * random.gamma(K, fnx.lax.stop_gradient(a)))(2.0)
+    np.testing.assert_allclose(float(out), c, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n, p", [(12, 0.3), (100, 0.04), (60, 0.5), (1000, 0.93)])
+def test_binomial(n, p):
+    x = _np(random.binomial(K, float(n), p, (M,), F64))
+    assert x.dtype == np.float64 and x.min() >= 0 and x.max() <= n and (x == np.floor(x)).all()
+    _within(x.mean(), n * p, math.sqrt(n * p * (1 - p) / M))
+    stats = _stats()
+    lo, hi = stats.binom.ppf([0.01, 0.99], n, p).astype(int)
+    values = np.arange(lo, hi + 1)
+    expected = stats.binom.pmf(values, n, p) * M
+    observed = np.array([(x == v).sum() for v in values])
+    chi2 = np.sum((observed - expected) ** 2 / expected)
+    assert chi2 < stats.chi2.ppf(0.9999, len(values)), chi2
+
+
+def test_binomial_edges_broadcast_and_vmap():
+    n, p = jnp.asarray([0.0, 5.0, 5.0, 7.0]), jnp.asarray([0.5, 0.0, 1.0, 1.5])
+    x = _np(random.binomial(K, n, p))
+    np.testing.assert_array_equal(x[:3], [0, 0, 5])
+    assert np.isnan(x[3])
+    n = jnp.asarray([5.0, 500.0])
+    y = _np(random.binomial(K, n, 0.5, (M // 4, 2)))
+    assert y.shape == (M // 4, 2) and y.dtype == np.float32
+    np.testing.assert_allclose(y.mean(0), [2.5, 250], rtol=0.02)
+    f = lambda k: random.binomial(k, n, 0.3, (3, 2))  # noqa: E731
+    keys = random.split(random.key(1), 2)
+    np.testing.assert_array_equal(_np(fnx.vmap(f)(keys)), np.stack([_np(f(k)) for k in keys]))
+    np.testing.assert_array_equal(_np(fnx.jit(f)(keys[0])), _np(f(keys[0])))
+
+
+def test_multinomial():
+    p = np.array([0.2, 0.3, 0.1, 0.4])
+    n = 30
+    x = _np(random.multinomial(K, float(n), jnp.asarray(p), shape=(M // 4, 4), dtype=F64))
+    assert x.shape == (M // 4, 4) and (x >= 0).all() and (x.sum(1) == n).all()
+    np.testing.assert_allclose(x.mean(0), n * p, atol=5 * math.sqrt(n * 0.25 / (M // 4)))
+    # the covariance of two categories is -n p_i p_j
+    _within(np.cov(x[:, 0], x[:, 1])[0, 1], -n * p[0] * p[1], 0.15)
+    # batched trial counts, and unnormalised p
+    y = _np(random.multinomial(K, jnp.asarray([5.0, 100.0]), jnp.asarray([1.0, 1.0])))
+    assert y.shape == (2, 2)
+    np.testing.assert_array_equal(y.sum(1), [5, 100])
