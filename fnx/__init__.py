@@ -19,6 +19,6 @@ from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jv
 from .core.config import config, default_matmul_precision
 from .core.jit import clear_caches, jit
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
-from . import debug, linalg, optim, random, test_util  # noqa: E402
+from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 
 __version__ = "0.1.0"

@@ -30,6 +30,7 @@ from .core.api import stop_gradient
 from .core.control_flow import while_loop
 from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
+from .lax.special import digamma, lgamma
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 _U32 = dtypes.uint32
@@ -541,19 +542,6 @@ def _gamma_draw_jvp(key, log_space, primals, tangents):
     return out, (dlog_z if log_space else dlog_z * stop_gradient(out)) * a_dot
 
 
-def _digamma(x):
-    """psi(x) for x >= 1: the recurrence up to x + 6, then the asymptotic series."""
-    shift = jnp.zeros_like(x)
-    for i in range(6):
-        shift = shift + _c(1, x.dtype) / (x + _c(i, x.dtype))
-    y = x + _c(6, x.dtype)
-    r = _c(1, x.dtype) / y
-    r2 = r * r
-    series = r2 * (_c(1 / 12, x.dtype) - r2 * (_c(1 / 120, x.dtype) - r2 * (
-        _c(1 / 252, x.dtype) - r2 * (_c(1 / 240, x.dtype) - r2 * _c(1 / 132, x.dtype)))))
-    return jnp.log(y) - _c(0.5, x.dtype) * r - series - shift
-
-
 def _gamma_dlog_sample(a, log_z):
     """d log(z) / da for gamma(a) samples z at a fixed CDF value P(a, z): -dP/da / (z p(z; a)).
 
@@ -580,7 +568,7 @@ def _gamma_dlog_sample(a, log_z):
 
     ones, zeros = jnp.ones_like(a), jnp.zeros_like(a)
     _, _, _, s, t_sum = while_loop(cond, body, (_c(0, dtypes.float64), ones, zeros, ones, zeros))
-    return (-(s * (log_z - _digamma(a + one)) - t_sum) / a).astype(dtype)
+    return (-(s * (log_z - digamma(a + one)) - t_sum) / a).astype(dtype)
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
@@ -817,24 +805,6 @@ def geometric(key, p, shape=None, dtype=None):
     return (jnp.floor(jnp.log(u) / jnp.log1p(-p)) + _c(1, p.dtype)).astype(dtype)
 
 
-def _lgamma(x):
-    """log Gamma(x) for x >= 1 (counts plus one): Stirling's series, after shifting arguments
-    below 7 up by six with the recurrence; about 1e-11 relative error."""
-    dtype = x.dtype
-    small = x < _c(7, dtype)
-    y = jnp.where(small, x + _c(6, dtype), x)
-    shift = jnp.zeros_like(x)
-    for i in range(6):
-        shift = shift + jnp.log(x + _c(i, dtype))
-    shift = jnp.where(small, shift, _c(0, dtype))
-    r = _c(1, dtype) / y
-    r2 = r * r
-    series = r * (_c(1 / 12, dtype) - r2 * (_c(1 / 360, dtype) - r2 * (
-        _c(1 / 1260, dtype) - r2 * _c(1 / 1680, dtype))))
-    return ((y - _c(0.5, dtype)) * jnp.log(y) - y + _c(0.5 * math.log(2 * math.pi), dtype)
-            + series - shift)
-
-
 def _poisson_knuth(key, lam):
     """Knuth's method: multiply uniforms until the product drops below ``exp(-lam)``; the
     number of factors before that is Poisson(lam). About ``lam + 1`` rounds, so used for small
@@ -881,7 +851,7 @@ def _poisson_rejection(key, lam):
         s = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * inv_alpha
                     / (a / (us * us) + b))
         k_safe = jnp.maximum(k, _c(0, dtype))
-        log_pmf = -lam + k_safe * log_lam - _lgamma(k_safe + _c(1, dtype))
+        log_pmf = -lam + k_safe * log_lam - lgamma(k_safe + _c(1, dtype))
         accept = ((us >= _c(0.07, dtype)) & (v <= v_r)) | (
             ~((k < 0) | ((us < _c(0.013, dtype)) & (v > us))) & (s <= log_pmf))
         return k_key, jnp.where(accept & ~done, k, k_out), done | accept
@@ -941,7 +911,7 @@ def _binomial_btrs(key, n, p):
     lpq = jnp.log(p / q)
     m = jnp.floor((n + _c(1, dtype)) * p)
     one = _c(1, dtype)
-    h = _lgamma(m + one) + _lgamma(n - m + one)
+    h = lgamma(m + one) + lgamma(n - m + one)
 
     def cond(carry):
         return jnp.any(~carry[2])
@@ -957,7 +927,7 @@ def _binomial_btrs(key, n, p):
         ks = jnp.clip(k, _c(0, dtype), n)
         log_v = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * alpha
                         / (a / (us * us) + b))
-        log_ratio = h - _lgamma(ks + one) - _lgamma(n - ks + one) + (ks - m) * lpq
+        log_ratio = h - lgamma(ks + one) - lgamma(n - ks + one) + (ks - m) * lpq
         accept = inside & (((us >= _c(0.07, dtype)) & (v <= v_r)) | (log_v <= log_ratio))
         return k_key, jnp.where(accept & ~done, k, k_out), done | accept
 

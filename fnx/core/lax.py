@@ -1664,12 +1664,6 @@ def exp2(x):
     return pow_(_full_like(x, 2), x)
 
 
-def erfc(x):
-    """``1 - erf(x)``. Computed as that difference, so for large ``x`` (above about 4 in
-    float32, 6 in float64) it underflows to 0 sooner than JAX's dedicated kernel."""
-    return sub(_const(x, 1), erf(x))
-
-
 def broadcast(operand, sizes):
     """``operand`` with new leading axes of ``sizes``.
 

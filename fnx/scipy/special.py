@@ -1,0 +1,197 @@
+"""fnx.scipy.special: jax.scipy.special's functions, elementwise and differentiable.
+
+>>> from fnx.scipy import special
+>>> special.gammaln(5.0)     # log(4!)
+"""
+from __future__ import annotations
+
+import math
+
+from .. import numpy as jnp
+from ..core import lax as _lax
+from ..core.custom_derivatives import custom_jvp
+from ..lax.special import digamma, erfc, erfc_tail, lgamma
+from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
+
+gammaln = lgamma
+psi = digamma
+erf = _lax.erf
+erfinv = _lax.erf_inv
+
+
+def gamma(x):
+    """Gamma(x), with its sign for negative arguments: ``sign * exp(gammaln(x))``.
+
+    >>> gamma(5.0)     # 24
+    """
+    x = _float(x)
+    # Gamma is negative on (-1, 0), (-3, -2), ...: where ceil(-x) is odd
+    negative = (x < 0) & (jnp.fmod(jnp.ceil(-x), 2.0) == 1.0)
+    return jnp.where(negative, -1.0, 1.0) * jnp.exp(lgamma(x))
+
+
+def betaln(a, b):
+    """``log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)``.
+
+    >>> betaln(2.0, 3.0)     # log(1/12)
+    """
+    a, b = _floats(a, b)
+    return lgamma(a) + lgamma(b) - lgamma(a + b)
+
+
+def beta(a, b):
+    """The beta function B(a, b) (positive arguments).
+
+    >>> beta(2.0, 3.0)     # 1/12
+    """
+    return jnp.exp(betaln(a, b))
+
+
+def multigammaln(a, d: int):
+    """The log of the multivariate gamma function of dimension ``d``.
+
+    >>> multigammaln(3.0, 2)
+    """
+    a = _float(a)
+    return (d * (d - 1) / 4 * math.log(math.pi)
+            + sum(lgamma(a - j / 2) for j in range(int(d))))
+
+
+def factorial(n, exact: bool = False):
+    """``n!`` as ``Gamma(n + 1)`` (0 for negative ``n``); ``exact=True`` is not supported, as
+    in JAX.
+
+    >>> factorial(5.0)     # 120
+    """
+    if exact:
+        raise NotImplementedError("factorial(exact=True): only the floating-point form exists")
+    n = _float(n)
+    return jnp.where(n < 0, 0.0, jnp.exp(lgamma(n + 1.0)))
+
+
+def logit(p):
+    """``log(p / (1 - p))``, the inverse of ``expit``.
+
+    >>> logit(0.25)
+    """
+    p = _float(p)
+    return jnp.log(p) - jnp.log1p(-p)
+
+
+def _zero_at_zero_x(log_fn, log_derivative):
+    """``x * log_fn(y)``, and 0 where ``x == 0``, with JAX's derivatives ``log_fn(y)`` in x and
+    ``x log_fn'(y)`` in y (so -inf and NaN where x == 0 at log_fn's pole, as in JAX)."""
+    @custom_jvp
+    def f(x, y):
+        zero = x == 0
+        return jnp.where(zero, 0.0, x * log_fn(jnp.where(zero, 1.0, y)))
+
+    @f.defjvp
+    def _(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        return f(x, y), x_dot * log_fn(y) + y_dot * x * log_derivative(y)
+
+    return f
+
+
+_xlogy = _zero_at_zero_x(jnp.log, jnp.reciprocal)
+_xlog1py = _zero_at_zero_x(jnp.log1p, lambda y: jnp.reciprocal(1.0 + y))
+
+
+def xlogy(x, y):
+    """``x * log(y)``, and 0 where ``x == 0`` (even where ``y == 0``).
+
+    >>> xlogy(0.0, 0.0)     # 0
+    """
+    return _xlogy(*jnp.broadcast_arrays(*_floats(x, y)))
+
+
+def xlog1py(x, y):
+    """``x * log1p(y)``, and 0 where ``x == 0`` (even where ``y == -1``).
+
+    >>> xlog1py(0.0, -1.0)     # 0
+    """
+    return _xlog1py(*jnp.broadcast_arrays(*_floats(x, y)))
+
+
+def entr(x):
+    """``-x log x`` for x > 0, 0 at 0 and -inf below.
+
+    >>> entr(0.5)
+    """
+    x = _float(x)
+    return jnp.where(x < 0, -jnp.inf, -xlogy(x, x))
+
+
+def rel_entr(x, y):
+    """``x log(x / y)`` for x, y > 0; 0 where x == 0 and y >= 0; inf elsewhere.
+
+    >>> rel_entr(0.5, 0.25)
+    """
+    x, y = jnp.broadcast_arrays(*_floats(x, y))
+    inside = (x > 0) & (y > 0)
+    safe_x, safe_y = jnp.where(inside, x, 1.0), jnp.where(inside, y, 1.0)
+    value = jnp.where(inside, safe_x * jnp.log(safe_x / safe_y), jnp.inf)
+    return jnp.where((x == 0) & (y >= 0), 0.0, value)
+
+
+def kl_div(x, y):
+    """``rel_entr(x, y) - x + y``, scipy's elementwise Kullback-Leibler term.
+
+    >>> kl_div(0.5, 0.25)
+    """
+    x, y = jnp.broadcast_arrays(*_floats(x, y))
+    return rel_entr(x, y) - x + y
+
+
+def ndtr(x):
+    """The standard normal CDF.
+
+    >>> ndtr(0.0)     # 0.5
+    """
+    x = _float(x)
+    return 0.5 * erfc(-x / math.sqrt(2.0))
+
+
+def ndtri(p):
+    """The inverse of ``ndtr``.
+
+    >>> ndtri(0.975)     # about 1.96
+    """
+    p = _float(p)
+    return math.sqrt(2.0) * erfinv(2.0 * p - 1.0)
+
+
+def log_ndtr(x):
+    """``log(ndtr(x))``, accurate in both tails: through erfc's continued fraction in the lower
+    tail (where ndtr underflows), ``log1p`` in the upper one.
+
+    >>> log_ndtr(-30.0)
+    """
+    x = _float(x)
+    # ndtr(x) = erfc(y) / 2 with y = -x / sqrt(2); for y >= 3 take the log of erfc's tail form
+    y = -x / math.sqrt(2.0)
+    far = y >= 3.0
+    y_far = jnp.where(far, y, 3.0)
+    tail = -math.log(2.0) - y_far * y_far - jnp.log(math.sqrt(math.pi) * erfc_tail(y_far))
+    near = jnp.where(far, 0.0, x)
+    middle = jnp.where(near > 0, jnp.log1p(-ndtr(-near)), jnp.log(ndtr(near)))
+    return jnp.where(far, tail, middle)
+
+
+def _floats(*args):
+    """``args`` as arrays of their common floating dtype; Python numbers take the dtype of the
+    arrays beside them (as in JAX), so 0.3 next to float64 data is not rounded to float32."""
+    dtype = jnp.result_type(*args)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.float32
+    return [jnp.asarray(a, dtype) for a in args]
+
+
+def _float(x):
+    return _floats(x)[0]
+
+
+__all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln", "factorial",
+           "erf", "erfc", "erfinv", "expit", "logit", "logsumexp", "softmax", "log_softmax",
+           "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr"]
