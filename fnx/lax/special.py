@@ -1,5 +1,5 @@
-"""Special functions of fnx.lax: ``lgamma``, ``digamma`` and ``erfc``, composed of elementwise operations
-(so grad, vmap, jit and both backends follow).
+"""Special functions of fnx.lax: ``lgamma``, ``digamma`` and ``erfc``, composed of elementwise
+operations (so grad, vmap, jit and both backends follow).
 
 Positive arguments below 7 are shifted up by six with the recurrence, then the asymptotic
 (Stirling) series is summed; arguments below 1/2 go through the reflection formula. Both
