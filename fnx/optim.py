@@ -168,8 +168,9 @@ class ScaleByAdamState(NamedTuple):
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                  eps_root: float = 0.0) -> GradientTransformation:
-    """Adam's rescaling: bias-corrected first moment over the root of the second."""
+                  eps_root: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+    """Adam's rescaling: bias-corrected first moment over the root of the second; with
+    ``nesterov``, Nadam's look-ahead first moment (Dozat, 2016), as optax computes it."""
     def init(params):
         return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
 
@@ -178,13 +179,114 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, b2), updates, state.nu)
         count = _increment(state.count)
 
-        def step(m, v):
+        def step(g, m, v):
             m_hat = m / _bias_correction(b1, count, m)
+            if nesterov:
+                m_hat = (_const(b1, m) * m / _bias_correction(b1, _increment(count), m)
+                         + _const(1 - b1, g) * g / _bias_correction(b1, count, g))
             v_hat = v / _bias_correction(b2, count, v)
             return m_hat / (jnp.sqrt(v_hat + _const(eps_root, v)) + _const(eps, v))
-        out = _tree_map(step, mu, nu)
+        out = _tree_map(step, updates, mu, nu)
         return out, ScaleByAdamState(count, mu, nu)
     return GradientTransformation(init, update)
+
+
+def scale_by_adamax(b1: float = 0.9, b2: float = 0.999,
+                    eps: float = 1e-8) -> GradientTransformation:
+    """Adamax's rescaling: the bias-corrected first moment over a decaying maximum of
+    ``|g|``."""
+    def init(params):
+        return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
+        nu = _tree_map(lambda g, v: jnp.maximum(jnp.abs(g) + _const(eps, g), _const(b2, v) * v),
+                       updates, state.nu)
+        count = _increment(state.count)
+        out = _tree_map(lambda m, v: m / _bias_correction(b1, count, m) / v, mu, nu)
+        return out, ScaleByAdamState(count, mu, nu)
+    return GradientTransformation(init, update)
+
+
+class ScaleByAmsgradState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+    nu_max: Any
+
+
+def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+                     eps_root: float = 0.0) -> GradientTransformation:
+    """AMSGrad's rescaling: Adam's, over the running maximum of the bias-corrected second
+    moment."""
+    def init(params):
+        return ScaleByAmsgradState(_count0(), *(_zeros_like(params) for _ in range(3)))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
+        nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, b2), updates, state.nu)
+        count = _increment(state.count)
+        nu_max = _tree_map(lambda v, vm: jnp.maximum(vm, v / _bias_correction(b2, count, v)),
+                           nu, state.nu_max)
+        out = _tree_map(lambda m, vm: m / _bias_correction(b1, count, m)
+                        / (jnp.sqrt(vm + _const(eps_root, vm)) + _const(eps, vm)), mu, nu_max)
+        return out, ScaleByAmsgradState(count, mu, nu, nu_max)
+    return GradientTransformation(init, update)
+
+
+class ScaleByRssState(NamedTuple):
+    sum_of_squares: Any
+
+
+def scale_by_rss(initial_accumulator_value: float = 0.1,
+                 eps: float = 1e-7) -> GradientTransformation:
+    """Adagrad's rescaling: divide by the root of the sum of all squared gradients so far."""
+    def init(params):
+        return ScaleByRssState(_tree_map(lambda p: jnp.full_like(p, initial_accumulator_value),
+                                         params))
+
+    def update(updates, state, params=None):
+        total = _tree_map(lambda g, t: jnp.square(g) + t, updates, state.sum_of_squares)
+        out = _tree_map(lambda g, t: jnp.where(t > 0, lax.rsqrt(t + _const(eps, t)),
+                                               _const(0, t)) * g, updates, total)
+        return out, ScaleByRssState(total)
+    return GradientTransformation(init, update)
+
+
+class ScaleByLionState(NamedTuple):
+    count: Any
+    mu: Any
+
+
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
+    """Lion's rescaling (Chen et al., 2023): the sign of an interpolation of the momentum and
+    the gradient; the momentum decays at ``b2``."""
+    def init(params):
+        return ScaleByLionState(_count0(), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        out = _tree_map(lambda g, m: jnp.sign(_moment(g, m, b1)), updates, state.mu)
+        mu = _tree_map(lambda g, m: _moment(g, m, b2), updates, state.mu)
+        return out, ScaleByLionState(_increment(state.count), mu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_trust_ratio(min_norm: float = 0.0, trust_coefficient: float = 1.0,
+                         eps: float = 0.0) -> GradientTransformation:
+    """LAMB's and LARS's layerwise scaling: each update times ``||param|| / ||update||`` (1
+    where either norm is 0)."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise ValueError("scale_by_trust_ratio needs params: call update(grads, state, "
+                             "params)")
+
+        def one(u, p):
+            p_norm = jnp.maximum(jnp.linalg.norm(p), _const(min_norm, p))
+            u_norm = jnp.maximum(jnp.linalg.norm(u), _const(min_norm, u))
+            ratio = _const(trust_coefficient, p) * p_norm / (u_norm + _const(eps, u))
+            return u * jnp.where((p_norm == 0) | (u_norm == 0), _const(1, p), ratio)
+        return _tree_map(one, updates, params), state
+    return GradientTransformation(lambda params: EmptyState(), update)
 
 
 class ScaleByRmsState(NamedTuple):
@@ -312,6 +414,176 @@ def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale:
     return chain(*parts)
 
 
+def nadam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          eps_root: float = 0.0) -> GradientTransformation:
+    """Adam with Nesterov momentum (Dozat, 2016), as optax's ``nadam``.
+
+    >>> opt = nadam(1e-3)
+    """
+    return chain(scale_by_adam(b1, b2, eps, eps_root, nesterov=True),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adamax(learning_rate, b1: float = 0.9, b2: float = 0.999,
+           eps: float = 1e-8) -> GradientTransformation:
+    """Adamax, Adam under the infinity norm (Kingma & Ba, 2015).
+
+    >>> opt = adamax(2e-3)
+    """
+    return chain(scale_by_adamax(b1, b2, eps), scale_by_learning_rate(learning_rate))
+
+
+def amsgrad(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+            eps_root: float = 0.0) -> GradientTransformation:
+    """AMSGrad (Reddi et al., 2018).
+
+    >>> opt = amsgrad(1e-3)
+    """
+    return chain(scale_by_amsgrad(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+
+
+def adagrad(learning_rate, initial_accumulator_value: float = 0.1,
+            eps: float = 1e-7) -> GradientTransformation:
+    """Adagrad (Duchi et al., 2011).
+
+    >>> opt = adagrad(1e-1)
+    """
+    return chain(scale_by_rss(initial_accumulator_value, eps),
+                 scale_by_learning_rate(learning_rate))
+
+
+def lion(learning_rate, b1: float = 0.9, b2: float = 0.99, weight_decay: float = 1e-3,
+         mask=None) -> GradientTransformation:
+    """Lion (Chen et al., 2023), with decoupled weight decay as in optax.
+
+    >>> opt = lion(1e-4)
+    """
+    return chain(scale_by_lion(b1, b2), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def lamb(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6,
+         eps_root: float = 0.0, weight_decay: float = 0.0, mask=None) -> GradientTransformation:
+    """LAMB (You et al., 2020): Adam's step with weight decay, scaled layerwise by the trust
+    ratio.
+
+    >>> opt = lamb(1e-3, weight_decay=1e-2)
+    """
+    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_trust_ratio(), scale_by_learning_rate(learning_rate))
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers: which parameters a transformation sees, which steps it applies
+
+
+class MaskedState(NamedTuple):
+    inner_state: Any
+
+
+def masked(inner: GradientTransformation, mask) -> GradientTransformation:
+    """Apply ``inner`` only to the parameters where ``mask`` (a pytree of bools like params,
+    or a function of params giving one) is True; the other updates pass through unchanged.
+
+    >>> opt = chain(masked(add_decayed_weights(1e-2), lambda p: {"w": True, "b": False}),
+    ...             sgd(0.1))
+    """
+    def only(tree, m):
+        # the leaves left out become None, which every transformation here passes over
+        return _tree_map(lambda x, keep: x if keep else None, tree, m)
+
+    def init(params):
+        m = mask(params) if callable(mask) else mask
+        return MaskedState(inner.init(only(params, m)))
+
+    def update(updates, state, params=None):
+        m = mask(updates if params is None else params) if callable(mask) else mask
+        inner_updates, inner_state = inner.update(
+            only(updates, m), state.inner_state, None if params is None else only(params, m))
+        merged = _tree_map(lambda u, keep, new: new if keep else u, updates, m,
+                           _tree_map(lambda x: x, inner_updates))
+        return merged, MaskedState(inner_state)
+    return GradientTransformation(init, update)
+
+
+class ApplyIfFiniteState(NamedTuple):
+    notfinite_count: Any
+    last_finite: Any
+    total_notfinite: Any
+    inner_state: Any
+
+
+def apply_if_finite(inner: GradientTransformation,
+                    max_consecutive_errors: int) -> GradientTransformation:
+    """Skip a step whose updates hold a NaN or inf: it returns zero updates and keeps
+    ``inner``'s state, unless that happened ``max_consecutive_errors`` times in a row (then it
+    applies the step, as optax does).
+
+    >>> opt = apply_if_finite(adam(1e-3), max_consecutive_errors=5)
+    """
+    def init(params):
+        zero = jnp.zeros((), jnp.int32)
+        return ApplyIfFiniteState(zero, jnp.asarray(True), zero, inner.init(params))
+
+    def update(updates, state, params=None):
+        new_updates, new_inner = inner.update(updates, state.inner_state, params)
+        finite = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(u))
+                                      for u in tree_leaves(updates) if u is not None]))
+        count = jnp.where(finite, 0, state.notfinite_count + 1)
+        apply = finite | (count > max_consecutive_errors)
+        keep = lambda new, old: jnp.where(apply, new, old)  # noqa: E731
+        out = _tree_map(lambda u: jnp.where(apply, u, jnp.zeros_like(u)), new_updates)
+        inner_state = tree_map(keep, new_inner, state.inner_state)
+        return out, ApplyIfFiniteState(count, finite,
+                                       state.total_notfinite + (~finite).astype(jnp.int32),
+                                       inner_state)
+    return GradientTransformation(init, update)
+
+
+class MultiStepsState(NamedTuple):
+    mini_step: Any
+    gradient_step: Any
+    inner_opt_state: Any
+    acc_grads: Any
+
+
+class MultiSteps:
+    """Gradient accumulation: the mean of ``every_k_schedule`` steps' gradients goes to
+    ``opt`` once per that many steps; the steps between return zero updates.
+
+    >>> opt = MultiSteps(adam(1e-3), every_k_schedule=4)
+    >>> state = opt.init(params)     # then opt.update(grads, state, params), as any optimizer
+    """
+
+    def __init__(self, opt: GradientTransformation, every_k_schedule):
+        self.opt = opt
+        self.every_k = every_k_schedule if callable(every_k_schedule) else (
+            lambda step: every_k_schedule)
+
+    def init(self, params):
+        zero = jnp.zeros((), jnp.int32)
+        return MultiStepsState(zero, zero, self.opt.init(params), _zeros_like(params))
+
+    def update(self, updates, state, params=None):
+        k = jnp.asarray(self.every_k(state.gradient_step), jnp.int32)
+        step = state.mini_step
+        # a running mean, so the emitted gradient is the mean of the k
+        acc = _tree_map(lambda g, a: a + (g - a) / (step + 1).astype(a.dtype), updates,
+                        state.acc_grads)
+        emit = step + 1 >= k
+        new_updates, new_inner = self.opt.update(acc, state.inner_opt_state, params)
+        out = _tree_map(lambda u: jnp.where(emit, u, jnp.zeros_like(u)), new_updates)
+        inner = tree_map(lambda new, old: jnp.where(emit, new, old), new_inner,
+                         state.inner_opt_state)
+        return out, MultiStepsState(
+            jnp.where(emit, 0, step + 1), jnp.where(emit, _increment(state.gradient_step),
+                                                    state.gradient_step),
+            inner, _tree_map(lambda a: jnp.where(emit, jnp.zeros_like(a), a), acc))
+
+    def gradient_transformation(self) -> GradientTransformation:
+        return GradientTransformation(self.init, self.update)
+
+
 # ---------------------------------------------------------------------------------------------
 # Schedules: functions of the step count (a Python int or an int array, also traced)
 
@@ -411,9 +683,30 @@ def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_st
                           [warmup_steps])
 
 
+def piecewise_constant_schedule(init_value: float,
+                                boundaries_and_scales: dict | None = None) -> Schedule:
+    """``init_value``, multiplied by ``scale`` from each step ``boundary`` on, for the
+    ``{boundary: scale}`` pairs.
+
+    >>> lr = piecewise_constant_schedule(0.1, {1000: 0.1, 2000: 0.1})
+    """
+    pairs = sorted((boundaries_and_scales or {}).items())
+
+    def schedule(count):
+        count = jnp.asarray(count)
+        value = jnp.asarray(init_value, jnp.float32)
+        for boundary, factor in pairs:
+            value = jnp.where(count >= boundary, value * factor, value)
+        return value
+    return schedule
+
+
 __all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm", "chain",
            "scale", "scale_by_schedule", "scale_by_learning_rate", "trace", "scale_by_adam",
            "scale_by_rms", "scale_by_stddev", "add_decayed_weights", "clip_by_global_norm",
            "clip", "sgd", "adam", "adamw", "rmsprop", "constant_schedule", "polynomial_schedule",
            "linear_schedule", "exponential_decay", "cosine_decay_schedule", "join_schedules",
-           "warmup_cosine_decay_schedule"]
+           "warmup_cosine_decay_schedule", "scale_by_adamax", "scale_by_amsgrad", "scale_by_rss",
+           "scale_by_lion", "scale_by_trust_ratio", "nadam", "adamax", "amsgrad", "adagrad",
+           "lion", "lamb", "masked", "apply_if_finite", "MultiSteps", "MultiStepsState",
+           "piecewise_constant_schedule"]

@@ -70,6 +70,47 @@ def ref_rmsprop(p, gs, lr, decay=0.9, eps=1e-8, centered=False, momentum=None):
     return p
 
 
+def ref_adam_family(p, gs, lr, b1=0.9, b2=0.999, eps=1e-8, kind="nadam", wd=0.0):
+    """Nadam, Adamax, AMSGrad and LAMB: Adam's moments, each finished its own way."""
+    m, v, v_max = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    for k, g in enumerate(gs, 1):
+        m = b1 * m + (1 - b1) * g
+        if kind == "adamax":
+            v = np.maximum(np.abs(g) + eps, b2 * v)
+            u = m / (1 - b1 ** k) / v
+        else:
+            v = b2 * v + (1 - b2) * g * g
+            v_hat = v / (1 - b2 ** k)
+            m_hat = m / (1 - b1 ** k)
+            if kind == "nadam":
+                m_hat = b1 * m / (1 - b1 ** (k + 1)) + (1 - b1) * g / (1 - b1 ** k)
+            if kind == "amsgrad":
+                v_max = v_hat = np.maximum(v_max, v_hat)
+            u = m_hat / (np.sqrt(v_hat) + eps)
+        if kind == "lamb":
+            u = u + wd * p
+            u = u * np.linalg.norm(p) / np.linalg.norm(u)
+        p = p - lr * u
+    return p
+
+
+def ref_adagrad(p, gs, lr, initial=0.1, eps=1e-7):
+    total = np.full_like(p, initial)
+    for g in gs:
+        total = total + g * g
+        p = p - lr * g / np.sqrt(total + eps)
+    return p
+
+
+def ref_lion(p, gs, lr, b1=0.9, b2=0.99, wd=1e-3):
+    m = np.zeros_like(p)
+    for g in gs:
+        u = np.sign((1 - b1) * g + b1 * m) + wd * p
+        m = (1 - b2) * g + b2 * m
+        p = p - lr * u
+    return p
+
+
 CASES = [
     ("sgd", lambda: optim.sgd(0.1), lambda p, gs: ref_sgd(p, gs, 0.1)),
     ("sgd_momentum", lambda: optim.sgd(0.05, momentum=0.9),
@@ -85,6 +126,16 @@ CASES = [
     ("rmsprop_centered_momentum", lambda: optim.rmsprop(1e-2, decay=0.8, eps=1e-4, centered=True,
                                                         momentum=0.9),
      lambda p, gs: ref_rmsprop(p, gs, 1e-2, 0.8, 1e-4, True, 0.9)),
+    ("nadam", lambda: optim.nadam(1e-2), lambda p, gs: ref_adam_family(p, gs, 1e-2)),
+    ("adamax", lambda: optim.adamax(2e-2),
+     lambda p, gs: ref_adam_family(p, gs, 2e-2, kind="adamax")),
+    ("amsgrad", lambda: optim.amsgrad(1e-2, b2=0.5),
+     lambda p, gs: ref_adam_family(p, gs, 1e-2, b2=0.5, kind="amsgrad")),
+    ("lamb", lambda: optim.lamb(1e-2, weight_decay=0.1),
+     lambda p, gs: ref_adam_family(p, gs, 1e-2, eps=1e-6, kind="lamb", wd=0.1)),
+    ("adagrad", lambda: optim.adagrad(0.1), lambda p, gs: ref_adagrad(p, gs, 0.1)),
+    ("lion", lambda: optim.lion(1e-2, weight_decay=0.1),
+     lambda p, gs: ref_lion(p, gs, 1e-2, wd=0.1)),
 ]
 
 
@@ -218,6 +269,12 @@ def test_same_updates_as_optax():
         (optax.adamw(1e-2, weight_decay=0.1), optim.adamw(1e-2, weight_decay=0.1)),
         (optax.rmsprop(1e-2, centered=True, momentum=0.5),
          optim.rmsprop(1e-2, centered=True, momentum=0.5)),
+        (optax.nadam(1e-2), optim.nadam(1e-2)),
+        (optax.lamb(1e-2, weight_decay=0.1), optim.lamb(1e-2, weight_decay=0.1)),
+        (optax.lion(1e-2), optim.lion(1e-2)),
+        (optax.masked(optax.adam(1e-2), {"w": True, "b": False}),
+         optim.masked(optim.adam(1e-2), {"w": True, "b": False})),
+        (optax.MultiSteps(optax.adam(1e-2), 3), optim.MultiSteps(optim.adam(1e-2), 3)),
         (optax.chain(optax.clip_by_global_norm(1.0),
                      optax.adam(optax.warmup_cosine_decay_schedule(0.0, 1e-2, 3, 8))),
          optim.chain(optim.clip_by_global_norm(1.0),
@@ -231,3 +288,57 @@ def test_same_updates_as_optax():
             p1 = optax.apply_updates(p1, u1)
         for k in params:
             np.testing.assert_allclose(out[k], np.asarray(p1[k]), rtol=1e-5, atol=1e-6)
+
+
+def test_masked_applies_the_inner_transformation_to_the_masked_leaves_only():
+    rng = np.random.default_rng(7)
+    params, grads = _params(rng), _grads(rng)
+    opt = optim.chain(optim.masked(optim.add_decayed_weights(0.5), lambda p: {"w": True,
+                                                                              "b": False}),
+                      optim.sgd(0.1))
+    out = _run(opt, params, grads)
+    w, b = params["w"], params["b"]
+    for g in grads:
+        w, b = w - 0.1 * (g["w"] + 0.5 * w), b - 0.1 * g["b"]
+    np.testing.assert_allclose(out["w"], w, rtol=1e-12)
+    np.testing.assert_allclose(out["b"], b, rtol=1e-12)
+
+
+def test_apply_if_finite_skips_a_bad_step_and_keeps_the_state():
+    rng = np.random.default_rng(8)
+    params, grads = _params(rng), _grads(rng, 4)
+    bad = [dict(g) for g in grads]
+    bad[1] = {"w": np.full((3, 4), np.nan), "b": grads[1]["b"]}
+    step = fnx.jit(lambda g, s, p: optim.apply_if_finite(optim.adam(1e-2), 3).update(g, s, p))
+    state, p = optim.apply_if_finite(optim.adam(1e-2), 3).init(params), params
+    for g in bad:
+        updates, state = step(g, state, p)
+        p = optim.apply_updates(p, updates)
+    expected = _run(optim.adam(1e-2), params, [grads[0], grads[2], grads[3]])
+    for k in params:
+        np.testing.assert_allclose(np.asarray(p[k]), expected[k], rtol=1e-12)
+    assert int(state.total_notfinite) == 1 and bool(state.last_finite)
+
+
+def test_multi_steps_applies_the_mean_every_k_steps():
+    rng = np.random.default_rng(9)
+    params, grads = _params(rng), _grads(rng)
+    opt = optim.MultiSteps(optim.sgd(0.1, momentum=0.5), every_k_schedule=3)
+    state, p, seen = opt.init(params), params, []
+    for g in grads:
+        updates, state = opt.update(g, state, p)
+        p = optim.apply_updates(p, updates)
+        seen.append(float(np.abs(np.asarray(updates["w"])).sum()))
+    assert seen[0] == seen[1] == seen[3] == seen[4] == 0.0 and seen[2] > 0 and seen[5] > 0
+    means = [{k: np.mean([g[k] for g in grads[i:i + 3]], axis=0) for k in params}
+             for i in (0, 3)]
+    expected = _run(optim.sgd(0.1, momentum=0.5), params, means)
+    for k in params:
+        np.testing.assert_allclose(np.asarray(p[k]), expected[k], rtol=1e-12)
+
+
+def test_piecewise_constant_schedule():
+    schedule = optim.piecewise_constant_schedule(0.1, {3: 0.5, 7: 0.1})
+    values = [float(schedule(step)) for step in range(10)]
+    np.testing.assert_allclose(values, [0.1] * 3 + [0.05] * 4 + [0.005] * 3, rtol=1e-6)
+    np.testing.assert_allclose(fnx.vmap(schedule)(jnp.arange(10)), values, rtol=1e-6)
