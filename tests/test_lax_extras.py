@@ -9,6 +9,7 @@ import pytest
 import fnx
 import fnx.lax as lax
 import fnx.numpy as jnp
+from fnx.core.errors import ShapeError
 from fnx.test_util import check_grads
 
 
@@ -228,3 +229,56 @@ def test_cumprod_grad_vmap(rng):
     x = rng.standard_normal((3, 4)) + 2
     check_grads(lambda v: lax.cumprod(v, axis=1), (x,), order=2)
     _vmap_jit_agree(lambda v: lax.cumprod(v, axis=0, reverse=True), x)
+
+
+def _sequential_scan(fn, xs, reverse=False):
+    """The inclusive scan, one element at a time, along axis 0 (the reference)."""
+    order = range(len(xs[0]))[::-1] if reverse else range(len(xs[0]))
+    out, acc = [None] * len(xs[0]), None
+    for i in order:
+        item = tuple(x[i] for x in xs)
+        acc = item if acc is None else fn(acc, item)
+        out[i] = acc
+    return tuple(np.stack([o[k] for o in out]) for k in range(len(xs)))
+
+
+def _linear_recurrence(a, b):
+    """Two steps of h_t = a_t h_(t-1) + b_t, as one (decay, input) pair."""
+    return a[0] * b[0], b[0] * a[1] + b[1]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_against_a_sequential_loop(n, reverse):
+    rng = np.random.default_rng(n)
+    decay, x = rng.uniform(0.5, 1.0, (n, 3)), rng.standard_normal((n, 3))
+    expected = _sequential_scan(_linear_recurrence, (decay, x), reverse)
+    out = lax.associative_scan(_linear_recurrence, (decay, x), reverse=reverse)
+    for o, e in zip(out, expected):
+        np.testing.assert_allclose(np.asarray(o), e, rtol=1e-12)
+    np.testing.assert_allclose(lax.associative_scan(jnp.add, x, reverse=reverse),
+                               _sequential_scan(lambda p, q: (p[0] + q[0],), (x,), reverse)[0],
+                               rtol=1e-12)
+    np.testing.assert_allclose(lax.associative_scan(jnp.maximum, x.T, axis=1).T,
+                               np.maximum.accumulate(x, axis=0))
+
+
+def test_associative_scan_under_grad_vmap_and_jit():
+    rng = np.random.default_rng(3)
+    decay, x = rng.uniform(0.5, 1.0, (7, 2)), rng.standard_normal((7, 2))
+
+    def last_state(decay, x):
+        return lax.associative_scan(_linear_recurrence, (decay, x))[1][-1]
+
+    check_grads(last_state, (decay, x), order=2)
+    batched = fnx.jit(fnx.vmap(last_state, in_axes=(None, 2)))(decay, x[:, :, None] * [1., 2.])
+    for k, scale in enumerate([1.0, 2.0]):
+        h = np.zeros(2)
+        for t in range(7):
+            h = decay[t] * h + scale * x[t]
+        np.testing.assert_allclose(np.asarray(batched)[k], h, rtol=1e-12)
+
+
+def test_associative_scan_names_mismatched_lengths():
+    with pytest.raises(ShapeError, match=r"one length along axis 0.*\(3,\), \(4,\)"):
+        lax.associative_scan(lambda a, b: a, (np.ones(3), np.ones(4)))

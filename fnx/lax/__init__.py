@@ -13,3 +13,4 @@ from ..core.control_flow import (cond, switch, while_loop, fori_loop, scan, map,
 from . import linalg  # noqa: E402,F401  (fnx.lax.linalg, as jax.lax.linalg)
 from ..core.convolution import *  # noqa: E402,F401,F403  (conv_general_dilated, reduce_window, ...)
 from .special import lgamma, digamma, erfc  # noqa: E402,F401  (composed: fnx/lax/special.py)
+from .associative import associative_scan  # noqa: E402,F401
