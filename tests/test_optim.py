@@ -342,3 +342,100 @@ def test_piecewise_constant_schedule():
     values = [float(schedule(step)) for step in range(10)]
     np.testing.assert_allclose(values, [0.1] * 3 + [0.05] * 4 + [0.005] * 3, rtol=1e-6)
     np.testing.assert_allclose(fnx.vmap(schedule)(jnp.arange(10)), values, rtol=1e-6)
+
+
+NEW_OPTIMIZERS = {
+    "nadam": lambda: optim.nadam(1e-2), "adamax": lambda: optim.adamax(2e-2),
+    "amsgrad": lambda: optim.amsgrad(1e-2, b2=0.9), "adagrad": lambda: optim.adagrad(0.1),
+    "lion": lambda: optim.lion(1e-2, weight_decay=0.1),
+    "lamb": lambda: optim.lamb(1e-2, weight_decay=0.1),
+}
+
+
+@pytest.mark.parametrize("name, make", NEW_OPTIMIZERS.items(), ids=list(NEW_OPTIMIZERS))
+def test_new_optimizer_under_jit_reduces_a_quadratic(name, make):
+    target = {"w": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4),
+              "b": np.ones(4, np.float32)}
+    params = {k: np.zeros_like(v) + 0.5 for k, v in target.items()}
+    opt = make()
+    state = opt.init(params)
+
+    def loss(p):
+        return sum(jnp.sum(jnp.square(p[k] - target[k])) for k in p)
+
+    @fnx.jit
+    def step(p, s):
+        updates, s = opt.update(fnx.grad(loss)(p), s, p)
+        return optim.apply_updates(p, updates), s
+    first = float(loss(params))
+    p_eager, s_eager = params, state
+    u, s_eager = opt.update(fnx.grad(loss)(p_eager), s_eager, p_eager)
+    p_eager = optim.apply_updates(p_eager, u)
+    p_jit, state = step(params, state)
+    for k in params:
+        np.testing.assert_allclose(np.asarray(p_jit[k]), np.asarray(p_eager[k]), rtol=1e-5)
+    params = p_jit
+    for _ in range(30):
+        params, state = step(params, state)
+    assert float(loss(params)) < 0.9 * first
+
+
+def test_masked_with_a_stateful_inner_and_a_tree_mask():
+    rng = np.random.default_rng(7)
+    params, grads = _params(rng), _grads(rng, 3)
+    for mask in [{"w": True, "b": False}, lambda p: {"w": True, "b": False}]:
+        opt = optim.chain(optim.masked(optim.scale(-2.0), mask), optim.sgd(0.1))
+        out = _run(opt, params, grads)
+        np.testing.assert_allclose(out["w"], params["w"] + 0.2 * sum(g["w"] for g in grads),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(out["b"], params["b"] - 0.1 * sum(g["b"] for g in grads),
+                                   rtol=1e-12)
+    # a stateful inner transformation keeps state only for the masked-in leaves
+    opt = optim.masked(optim.adam(1e-2), {"w": False, "b": True})
+    out = _run(opt, params, grads)
+    np.testing.assert_allclose(out["w"], params["w"] + sum(g["w"] for g in grads), rtol=1e-12)
+    np.testing.assert_allclose(out["b"], ref_adam(params["b"], [g["b"] for g in grads], 1e-2),
+                               rtol=1e-12)
+
+
+def test_apply_if_finite_counts_and_gives_up_after_max_errors():
+    params = {"w": np.ones(3)}
+    opt = optim.apply_if_finite(optim.adam(0.1), max_consecutive_errors=2)
+    state = opt.init(params)
+    good = {"w": np.array([1.0, -1.0, 2.0])}
+    bad = {"w": np.array([1.0, np.nan, 2.0])}
+    u, state = opt.update(good, state, params)
+    inner_after_good = state.inner_state
+    u, state = opt.update(bad, state, params)
+    np.testing.assert_array_equal(np.asarray(u["w"]), 0.0)
+    assert int(state.notfinite_count) == 1 and int(state.total_notfinite) == 1
+    assert not bool(state.last_finite)
+    for a, b in zip(tree_util.tree_leaves(state.inner_state),
+                    tree_util.tree_leaves(inner_after_good)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    u, state = fnx.jit(opt.update)(good, state, params)
+    assert int(state.notfinite_count) == 0 and bool(state.last_finite)
+    assert np.all(np.isfinite(np.asarray(u["w"]))) and np.any(np.asarray(u["w"]) != 0)
+    # past max_consecutive_errors the step is applied anyway, as optax does
+    for _ in range(3):
+        u, state = opt.update(bad, state, params)
+    assert int(state.notfinite_count) == 3 and np.isnan(np.asarray(u["w"])).any()
+
+
+def test_new_optimizers_same_as_optax():
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    optax = pytest.importorskip("optax")
+    rng = np.random.default_rng(9)
+    params = {k: v.astype(np.float32) for k, v in _params(rng).items()}
+    grads = [{k: v.astype(np.float32) for k, v in g.items()} for g in _grads(rng)]
+    for name in ["nadam", "adamax", "amsgrad", "adagrad", "lion", "lamb"]:
+        theirs, ours = getattr(optax, name)(1e-2), getattr(optim, name)(1e-2)
+        p1, s1 = dict(params), theirs.init(params)
+        out = _run(ours, params, grads)
+        for g in grads:
+            u1, s1 = theirs.update(g, s1, p1)
+            p1 = optax.apply_updates(p1, u1)
+        for k in params:
+            np.testing.assert_allclose(out[k], np.asarray(p1[k]), rtol=1e-5, atol=1e-6,
+                                       err_msg=name)
