@@ -500,8 +500,7 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         m = mask(updates if params is None else params) if callable(mask) else mask
         inner_updates, inner_state = inner.update(
             only(updates, m), state.inner_state, None if params is None else only(params, m))
-        merged = _tree_map(lambda u, keep, new: new if keep else u, updates, m,
-                           _tree_map(lambda x: x, inner_updates))
+        merged = _tree_map(lambda u, keep, new: new if keep else u, updates, m, inner_updates)
         return merged, MaskedState(inner_state)
     return GradientTransformation(init, update)
 

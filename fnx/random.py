@@ -497,12 +497,7 @@ def _marsaglia_tsang(key, a, log_space: bool):
     c = third / jnp.sqrt(d)
     tiny = _c(dtypes.finfo(dtype).tiny, dtype)
 
-    def cond(carry):
-        return jnp.any(~carry[2])
-
-    def body(carry):
-        k, v_out, done = carry
-        k, sub = split(k)
+    def propose(sub):
         # one draw for the normal and the uniform of every element (fewer hashes per round)
         w = uniform(sub, (2,) + shape, dtype, np.nextafter(-one, one), 1.0)
         x = _c(np.sqrt(2), dtype) * lax.erf_inv(w[0])
@@ -514,10 +509,10 @@ def _marsaglia_tsang(key, a, log_space: bool):
         log_v = jnp.log(jnp.where(positive, v, one))
         accept = positive & ((u < one - _c(0.0331, dtype) * x2 * x2)
                              | (jnp.log(u) < _c(0.5, dtype) * x2 + d * (one - v + log_v)))
-        return k, jnp.where(accept & ~done, v, v_out), done | accept
+        return v, accept
 
     key, boost_key = split(key)
-    _, v, _ = while_loop(cond, body, (key, jnp.ones(shape, dtype), ~valid))
+    v = _first_accepted(key, propose, jnp.ones(shape, dtype), ~valid)
     u_boost = uniform(boost_key, shape, dtype, tiny, 1.0)
     nan = _c(np.nan, dtype)
     if log_space:
@@ -827,6 +822,32 @@ def _poisson_knuth(key, lam):
     return while_loop(cond, body, init)[1] - _c(1, dtype)
 
 
+def _first_accepted(key, propose, out, done):
+    """Rounds of ``propose(key) -> (candidates, accepted)`` for the whole array until every
+    element not already ``done`` has accepted one; each keeps its first (``out`` until then)."""
+    def cond(carry):
+        return jnp.any(~carry[2])
+
+    def body(carry):
+        key, out, done = carry
+        key, sub = split(key)
+        candidates, accepted = propose(sub)
+        return key, jnp.where(accepted & ~done, candidates, out), done | accepted
+
+    return while_loop(cond, body, (key, out, done))[1]
+
+
+def _hormann_draw(key, a, b, shift):
+    """One proposal of Hormann's transformed rejection: ``k = floor((2a / us + b) u + shift)``
+    with u uniform on (-1/2, 1/2) and ``us = 1/2 - |u|``; returns (k, us, v), v uniform on
+    (0, 1), for the caller's acceptance test."""
+    dtype = a.dtype
+    uv = uniform(key, (2,) + a.shape, dtype)
+    u, v = uv[0] - _c(0.5, dtype), uv[1]
+    us = jnp.maximum(_c(0.5, dtype) - jnp.abs(u), _c(dtypes.finfo(dtype).tiny, dtype))  # u = -1/2
+    return jnp.floor((_c(2, dtype) * a / us + b) * u + shift), us, v
+
+
 def _poisson_rejection(key, lam):
     """Hormann's transformed rejection with squeeze (PTRS), for rates >= 10: about 1.1 rounds
     per sample, every round drawing for the whole array."""
@@ -837,27 +858,18 @@ def _poisson_rejection(key, lam):
     inv_alpha = _c(1.1239, dtype) + _c(1.1328, dtype) / (b - _c(3.4, dtype))
     v_r = _c(0.9277, dtype) - _c(3.6224, dtype) / (b - _c(2, dtype))
 
-    def cond(carry):
-        return jnp.any(~carry[2])
-
-    def body(carry):
-        k_key, k_out, done = carry
-        k_key, sub = split(k_key)
-        uv = uniform(sub, (2,) + lam.shape, dtype)
-        u, v = uv[0] - _c(0.5, dtype), uv[1]
-        us = _c(0.5, dtype) - jnp.abs(u)
-        us = jnp.maximum(us, _c(dtypes.finfo(dtype).tiny, dtype))   # u = -0.5 would divide by 0
-        k = jnp.floor((_c(2, dtype) * a / us + b) * u + lam + _c(0.43, dtype))
+    def propose(sub):
+        k, us, v = _hormann_draw(sub, a, b, lam + _c(0.43, dtype))
         s = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * inv_alpha
                     / (a / (us * us) + b))
         k_safe = jnp.maximum(k, _c(0, dtype))
         log_pmf = -lam + k_safe * log_lam - lgamma(k_safe + _c(1, dtype))
         accept = ((us >= _c(0.07, dtype)) & (v <= v_r)) | (
             ~((k < 0) | ((us < _c(0.013, dtype)) & (v > us))) & (s <= log_pmf))
-        return k_key, jnp.where(accept & ~done, k, k_out), done | accept
+        return k, accept
 
-    init = (key, jnp.zeros(lam.shape, dtype), jnp.zeros(lam.shape, bool))
-    return while_loop(cond, body, init)[1]
+    return _first_accepted(key, propose, jnp.zeros(lam.shape, dtype),
+                           jnp.zeros(lam.shape, bool))
 
 
 def poisson(key, lam, shape=None, dtype=None):
@@ -913,26 +925,17 @@ def _binomial_btrs(key, n, p):
     one = _c(1, dtype)
     h = lgamma(m + one) + lgamma(n - m + one)
 
-    def cond(carry):
-        return jnp.any(~carry[2])
-
-    def body(carry):
-        k_key, k_out, done = carry
-        k_key, sub = split(k_key)
-        uv = uniform(sub, (2,) + n.shape, dtype)
-        u, v = uv[0] - _c(0.5, dtype), uv[1]
-        us = jnp.maximum(_c(0.5, dtype) - jnp.abs(u), _c(dtypes.finfo(dtype).tiny, dtype))
-        k = jnp.floor((_c(2, dtype) * a / us + b) * u + c)
+    def propose(sub):
+        k, us, v = _hormann_draw(sub, a, b, c)
         inside = (k >= 0) & (k <= n)
         ks = jnp.clip(k, _c(0, dtype), n)
         log_v = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * alpha
                         / (a / (us * us) + b))
         log_ratio = h - lgamma(ks + one) - lgamma(n - ks + one) + (ks - m) * lpq
         accept = inside & (((us >= _c(0.07, dtype)) & (v <= v_r)) | (log_v <= log_ratio))
-        return k_key, jnp.where(accept & ~done, k, k_out), done | accept
+        return k, accept
 
-    init = (key, jnp.zeros(n.shape, dtype), jnp.zeros(n.shape, bool))
-    return while_loop(cond, body, init)[1]
+    return _first_accepted(key, propose, jnp.zeros(n.shape, dtype), jnp.zeros(n.shape, bool))
 
 
 def binomial(key, n, p, shape=None, dtype=None):

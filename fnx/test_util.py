@@ -40,6 +40,17 @@ def _assert_close(actual, expected, atol, rtol, what):
                                    atol=atol, rtol=rtol, err_msg=what)
 
 
+def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
+    """Assert the same shape and values close in float64.
+
+    >>> assert_close(fnx.numpy.ones(2), [1.0, 1.0])
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                               rtol=rtol, atol=atol)
+
+
 def check_jvp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
     """``jvp`` agrees with central finite differences along a random direction."""
     rng = rng or np.random.default_rng(0)

@@ -33,3 +33,12 @@ def gpu():
 def cpu():
     import fnx
     return fnx.devices("cpu")[0]
+
+
+@pytest.fixture
+def rng(request):
+    """A fresh, reproducible random stream per test (seeded by its name)."""
+    import zlib
+
+    import numpy as np
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))

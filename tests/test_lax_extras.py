@@ -1,7 +1,6 @@
 """The small jax.lax functions composed from primitives (clamp, top_k, cumlogsumexp, ...)
 against NumPy, with grad, vmap and jit for the differentiable ones."""
 import math
-import zlib
 
 import numpy as np
 import pytest
@@ -10,19 +9,7 @@ import fnx
 import fnx.lax as lax
 import fnx.numpy as jnp
 from fnx.core.errors import ShapeError
-from fnx.test_util import check_grads
-
-
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
-
-
-def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
-                               rtol=rtol, atol=atol)
+from fnx.test_util import assert_close, check_grads
 
 
 def _vmap_jit_agree(f, x, rtol=1e-12):

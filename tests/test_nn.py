@@ -1,7 +1,6 @@
 """fnx.nn activations and softmax-family functions against float64 formulas, with gradient
 checks, vmap and extreme inputs."""
 import math
-import zlib
 
 import numpy as np
 import pytest
@@ -9,19 +8,7 @@ import pytest
 import fnx
 import fnx.numpy as jnp
 import fnx.nn as nn
-from fnx.test_util import check_grads
-
-
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
-
-
-def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
-                               rtol=rtol, atol=atol)
+from fnx.test_util import assert_close, check_grads
 
 
 def _away_from_zero(x, eps=1e-3):

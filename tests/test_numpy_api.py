@@ -2,7 +2,6 @@
 math, reductions, shapes, sorting, products, indexing, ``.at`` updates and dtype promotion, with
 gradient checks and vmap-vs-stacking checks for a representative subset."""
 import warnings
-import zlib
 
 import numpy as np
 import pytest
@@ -13,12 +12,6 @@ import fnx.numpy as jnp
 from fnx.test_util import check_grads
 
 SETTINGS = settings(max_examples=25, deadline=None)
-
-
-@pytest.fixture
-def rng(request):
-    # a fresh, reproducible stream per test
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def _np(x):
