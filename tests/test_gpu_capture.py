@@ -1,0 +1,146 @@
+"""Nothing falls back: under jit on the GPU, every op spec, every control-flow program and the
+training steps run as one CUDA graph, and match the CPU.
+
+A program that cannot be captured still runs (its launches eagerly) and ``describe()`` says why;
+these tests fail with that reason. Exemptions are listed with theirs.
+"""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.nn as nn
+import fnx.numpy as jnp
+from fnx import lax
+from op_specs import SPECS, SPEC_IDS
+
+pytestmark = pytest.mark.cuda
+
+# spec name -> why it may run without a graph
+EXEMPT: dict = {}
+
+
+def _on(backend, xs):
+    return [fnx.device_put(x, backend) for x in xs]
+
+
+def assert_one_graph(f, args, cpu_args, *, rtol=1e-5, atol=1e-6, calls=3):
+    """``jit(f)`` on the GPU replays one captured graph from its second call, and its results
+    on every call match ``f`` on the CPU."""
+    jitted = fnx.jit(f)
+    want = fnx.tree_util.tree_leaves(f(*cpu_args))
+    for _ in range(calls):       # eager warm-up, capture, replay
+        got = fnx.tree_util.tree_leaves(jitted(*args))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                       rtol=rtol, atol=atol)
+    exe = jitted.lower(*args).compile()
+    assert exe.graph is not None, f"not one CUDA graph: {exe.reason}\n{exe.describe()}"
+    return exe
+
+
+CAPTURED = [s for s in SPECS if s.name not in EXEMPT]
+
+
+@pytest.mark.parametrize("spec", CAPTURED, ids=[s.name for s in CAPTURED])
+def test_every_op_spec_is_one_graph(spec, gpu, cpu):
+    args = spec.draw(np.random.default_rng(11))
+    assert_one_graph(spec.fn, _on(gpu, args), _on(cpu, args), atol=max(spec.atol, 1e-5))
+
+
+GRAD_SPECS = [s for s in CAPTURED if s.grad]
+
+
+@pytest.mark.parametrize("spec", GRAD_SPECS, ids=[s.name for s in GRAD_SPECS])
+def test_every_gradient_is_one_graph(spec, gpu, cpu):
+    args = spec.draw(np.random.default_rng(12))
+    floats = [i for i, a in enumerate(args) if np.issubdtype(np.asarray(a).dtype, np.floating)]
+
+    def loss(*xs):
+        return jnp.sum(jnp.sin(spec.fn(*xs)))
+    g = fnx.grad(loss, argnums=tuple(floats))
+    assert_one_graph(g, _on(gpu, args), _on(cpu, args), atol=max(spec.atol, 1e-5) * 10,
+                     rtol=1e-4)
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _scan_rnn(w, u, xs, h0):
+    def cell(h, x):
+        h = jnp.tanh(h @ w + x @ u)
+        return h, jnp.sum(h * h)
+    return lax.scan(cell, h0, xs)
+
+
+def _scan_rnn_loss(w, u, xs, h0):
+    h, ys = _scan_rnn(w, u, xs, h0)
+    return jnp.mean(h) + jnp.mean(ys)
+
+
+CONTROL_FLOW = {
+    "scan": (_scan_rnn, lambda: [_rand(8, 8, seed=1) * 0.3, _rand(4, 8, seed=2) * 0.3,
+                                 _rand(6, 3, 4, seed=3), _rand(3, 8, seed=4)]),
+    "scan_reverse": (lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.zeros(5), xs,
+                                         reverse=True),
+                     lambda: [_rand(7, 5, seed=5)]),
+    "grad_scan": (fnx.grad(_scan_rnn_loss, argnums=(0, 1, 2, 3)),
+                  lambda: [_rand(8, 8, seed=1) * 0.3, _rand(4, 8, seed=2) * 0.3,
+                           _rand(6, 3, 4, seed=3), _rand(3, 8, seed=4)]),
+    "fori_static": (lambda x: lax.fori_loop(0, 5, lambda i, c: jnp.sin(c) * 1.1 + i, x),
+                    lambda: [_rand(16, seed=6)]),
+    "fori_traced": (lambda n, x: lax.fori_loop(0, n, lambda i, c: jnp.cos(c) + 0.1 * i, x),
+                    lambda: [np.int32(6), _rand(16, seed=7)]),
+    "while": (lambda x: lax.while_loop(lambda c: jnp.sum(c[0]) < 50.0,
+                                       lambda c: (c[0] * 1.5 + 1.0, c[1] + 1),
+                                       (x, jnp.int32(0))),
+              lambda: [np.abs(_rand(4, seed=8))]),
+    "cond": (lambda p, x: lax.cond(p > 0, lambda x: jnp.sin(x) @ x.T, lambda x: x @ x.T, x),
+             lambda: [np.float32(0.3), _rand(4, 4, seed=9)]),
+    "cond_false": (lambda p, x: lax.cond(p > 0, lambda x: jnp.sin(x), lambda x: x * 2.0, x),
+                   lambda: [np.float32(-0.3), _rand(4, 4, seed=10)]),
+    "switch": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda x: x * x], x),
+               lambda: [np.int32(2), _rand(5, seed=11)]),
+    "map": (lambda xs: lax.map(lambda x: jnp.sum(x @ x.T), xs), lambda: [_rand(5, 3, 3, seed=12)]),
+    "grad_cond": (fnx.grad(lambda p, x: jnp.sum(lax.cond(p > 0, jnp.sin, jnp.cos, x)),
+                           argnums=1),
+                  lambda: [np.float32(0.5), _rand(6, seed=13)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_control_flow_is_one_graph(name, gpu, cpu):
+    f, draw = CONTROL_FLOW[name]
+    args = draw()
+    assert_one_graph(f, _on(gpu, args), _on(cpu, args), rtol=1e-4, atol=1e-5)
+
+
+def _mlp_adam_step(params, opt_state, x, labels, *, opt):
+    def loss(params):
+        h = x
+        for w, b in params[:-1]:
+            h = nn.gelu(h @ w + b)
+        w, b = params[-1]
+        return jnp.mean(nn.softmax_cross_entropy_with_integer_labels(h @ w + b, labels))
+    value, grads = fnx.value_and_grad(loss)(params)
+    updates, opt_state = opt.update(grads, opt_state, params)
+    return value, fnx.optim.apply_updates(params, updates), opt_state
+
+
+def test_adam_training_step_is_one_graph(gpu, cpu):
+    import functools
+    rng = np.random.default_rng(14)
+    sizes = (20, 32, 10)
+    params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m),
+               rng.standard_normal(n).astype(np.float32) * 0.1)
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((16, 20)).astype(np.float32)
+    labels = rng.integers(0, 10, 16).astype(np.int32)
+    opt = fnx.optim.adam(1e-2)
+    step = functools.partial(_mlp_adam_step, opt=opt)
+
+    def args_on(backend):
+        p = fnx.device_put(params, backend)
+        return [p, opt.init(p), fnx.device_put(x, backend), fnx.device_put(labels, backend)]
+    assert_one_graph(step, args_on(gpu), args_on(cpu), rtol=1e-4, atol=1e-5)
