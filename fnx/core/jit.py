@@ -350,10 +350,11 @@ class Jitted:
         self._fast[sig] = (config.default_matmul_precision, run)
 
     def lower(self, *args, **kwargs):
-        """The traced program for these arguments: ``.as_text()`` prints its jaxpr;
-        ``.compile()`` returns the backend executable."""
+        """The traced program for these arguments (the one calls run, once traced):
+        ``.as_text()`` prints its jaxpr; ``.compile()`` returns the backend executable."""
         key, leaves, static = self._key(args, kwargs)
-        return Lowered(self._trace_for(key, args, kwargs, static), leaves)
+        traced = self._cache.get(key) or self._trace_for(key, args, kwargs, static)
+        return Lowered(traced, leaves)
 
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
