@@ -1,7 +1,10 @@
 """GPU-side decompositions: primitives rewritten into others the kernel generators fuse.
 
 A rule traces a small function of the equation's operands into equations that replace it in the
-lowered program only; the jaxpr users see and the CPU backend keep the primitive.
+lowered program only; the jaxpr users see and the CPU backend keep the primitive. Calls
+(``custom_jvp_call``, ``custom_vjp_call``, ``remat``: their derivative rules matter to
+transformations, not to evaluation) are spliced into the program, so their equations fuse with
+the rest.
 """
 from __future__ import annotations
 
@@ -31,10 +34,42 @@ def _one_pick_per_row(eqn) -> bool:
 RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis)}
 
 
+# higher-order primitives that, evaluated, call one jaxpr: name -> the param holding it
+CALLS = {"pjit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+         "remat": "jaxpr"}
+
+
+def _spliced(e):
+    """The equations of call ``e``'s jaxpr under the caller's names, or None where its results
+    cannot take the call's names (one that is an argument, a literal, or repeated)."""
+    inner = e.params[CALLS[e.primitive.name]]
+    made = {v for ie in inner.eqns for v in ie.outvars}
+    outs = inner.outvars
+    if inner.constvars or len(set(outs)) != len(outs) or \
+            not all(isinstance(v, Var) and v in made for v in outs):
+        return None
+    rename = dict(zip(inner.invars, e.invars))
+    rename.update(zip(outs, e.outvars))
+    spliced = []
+    for ie in inner.eqns:
+        new = [rename.get(v) or Var(v.aval) for v in ie.outvars]  # fresh: inlined twice
+        rename.update(zip(ie.outvars, new))
+        spliced.append(ie.replace(
+            invars=[rename.get(v, v) if isinstance(v, Var) else v for v in ie.invars],
+            outvars=new, source_info=ie.source_info or e.source_info))
+    return decompose(spliced)
+
+
 def decompose(eqns):
-    """``eqns`` with every equation a rule applies to replaced by the rule's equations."""
+    """``eqns`` with every call spliced in and every equation a rule applies to replaced by
+    the rule's equations."""
     out = []
     for e in eqns:
+        if e.primitive.name in CALLS:
+            spliced = _spliced(e)
+            if spliced is not None:
+                out += spliced
+                continue
         rule = RULES.get(e.primitive)
         if rule is None or not rule[0](e):
             out.append(e)

@@ -18,6 +18,7 @@ from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_gro
                            run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
+from .control import lowering as control_lowering
 from .decompose import decompose
 from .epilogue import (dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p,
                        product_layout)
@@ -77,6 +78,12 @@ def _as_matrix(x, batch, first, second, B, R, C):
     if perm_t == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, C, R), True
     return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
+
+
+def _filled(value):
+    import cupy as cp
+    value = np.asarray(value)
+    return cp.full(value.shape, value, value.dtype)
 
 
 def buffer_sharing(eqns) -> dict:
@@ -164,9 +171,11 @@ def _fallback_sources(e):
 class GpuExecutable:
     """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``."""
 
-    def __init__(self, jaxpr: Jaxpr, consts, backend, donated=()):
+    def __init__(self, jaxpr: Jaxpr, consts, backend, donated=(), depth=0):
         import cupy as cp
         self.backend = backend
+        self.depth = depth          # how deep inside control-flow bodies (fnx.cuda.control)
+        self.nested: dict = {}      # step -> its control-flow lowering
         self.jaxpr, self.const_values = jaxpr, consts
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.consts = [backend.to_buffer(c, np.dtype(v.aval.dtype))
@@ -221,6 +230,8 @@ class GpuExecutable:
                 elif reduces(eqns[i]):
                     self._add_kernels([self._plan_fused(
                         [eqns[i]], eqns[i].invars[0].aval.shape, [], ReduceKernel)])
+                elif control_lowering(eqns[i]) is not None:
+                    self._add_control(eqns[i], control_lowering(eqns[i]))
                 else:
                     self._add_generic(eqns[i])
                 i += 1
@@ -314,6 +325,8 @@ class GpuExecutable:
         def views_of(s):
             return views.get(s, {s}) if s in var_of else {s}
         single = schedule(self.accesses, views_of, kept, 0)
+        if self.nested:     # control flow captures its bodies on streams of its own
+            return single, single
         side = schedule(self.accesses, views_of, kept, config.gpu_side_streams)
         return (side if side.side_steps else single), single
 
@@ -542,6 +555,23 @@ class GpuExecutable:
                         f"{p.aval.str_short()}" + (" in place" if in_place else ""),
                    [xs, ws, ps], [os_], [ps] if in_place else [])
 
+    def _add_control(self, eqn, lowering_class):
+        """Control flow or a call: its bodies lowered as programs of their own
+        (fnx.cuda.control), run inside this program's launches and graph."""
+        lowering = lowering_class(eqn, self.backend, self.depth)
+        reads = [(None, self.backend.to_buffer(v.val, v.aval.dtype)) if isinstance(v, Literal)
+                 else (self._slot_of(v), None) for v in eqn.invars]
+        writes = [self._slot_of(v) for v in eqn.outvars]
+
+        def run(env):
+            outs = lowering(*[env[s] if s is not None else c for s, c in reads])
+            for s, o in zip(writes, outs):
+                env[s] = dense(o)
+        self.nested[len(self.steps)] = lowering
+        self._push(run, f"{eqn.primitive.name}: " + ", ".join(
+            f"{v.aval.dtype.name}{list(v.aval.shape)}" for v in eqn.invars),
+            [s for s, _ in reads if s is not None], writes)
+
     def _add_generic(self, eqn):
         impls = self.backend.impls
         p = eqn.primitive
@@ -597,8 +627,9 @@ class GpuExecutable:
                 self.steps[launch.step](env)
                 for s in launch.frees:
                     env[s] = None
-        outs = [env[s] if s is not None else self.backend.cast(lit, np.asarray(lit).dtype)
-                for s, lit in self.out_slots]
+        # a literal result by a fill kernel, which a graph can capture (a copy from the host
+        # it cannot)
+        outs = [env[s] if s is not None else _filled(lit) for s, lit in self.out_slots]
         return outs, env
 
     def _run_streams(self, env, sched):
@@ -630,8 +661,10 @@ class GpuExecutable:
         lines = [f"{self.num_launches} launches, {len(self.kernels)} fused kernels, "
                  f"{self.schedule.describe()}"]
         side = {ln.step: ln.stream for ln in self.schedule.launches if ln.stream}
-        lines += [f"  {label}" + (f"   [side stream {side[k]}]" if k in side else "")
-                  for k, label in enumerate(self.labels)]
+        for k, label in enumerate(self.labels):
+            lines.append(f"  {label}" + (f"   [side stream {side[k]}]" if k in side else ""))
+            if k in self.nested:
+                lines += ["    " + line for line in self.nested[k].describe()]
         lines += [f"  {choice.describe()}" for choice in self.lt_backward]
         return "\n".join(lines)
 

@@ -1,0 +1,259 @@
+"""Control flow inside the program's CUDA graph: scan, while_loop, cond and switch.
+
+Every body (a scan's step, a loop's condition and body, each branch) is lowered like any program,
+into a GpuExecutable of its own (fused kernels, capture-safe library calls, nested control flow),
+and runs on the stream of the step that holds it:
+
+- ``scan`` is unrolled: its steps launch one after another, each reading its slice of the
+  scanned operands in place (a view, no copy) and copying its outputs into its slice of the
+  stacked results; the carry passes from step to step without copies. A captured graph holds
+  ``length`` copies of the body's launches.
+- ``while_loop``, ``cond`` and ``switch`` become CUDA conditional graph nodes when captured. A
+  WHILE node repeats the body, copies the new carry into the loop's fixed carry buffers and runs
+  the condition, whose one-thread kernel sets the node's handle on the device; ``cond`` and
+  ``switch`` are one IF node per branch, each set by comparing the device's index with its
+  branch. Nothing is read on the host. Run eagerly (a first call), the predicate or the index
+  is read on the host instead, and the same bodies run.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core import control_flow
+from .compile import compile_together, kernel as compiled
+from .decompose import CALLS
+from .elementwise import C_TYPES
+
+_SET_CONDITION = r"""
+#include <cuda_device_runtime_api.h>
+extern "C" __global__ void fnx_set_condition(unsigned long long handle, const {T}* value,
+                                             long long branch, long long n) {{
+    long long v = (long long)*value;
+    if (branch >= 0) {{      // the node of branch ``branch`` of ``n`` runs when v selects it
+        v = v < 0 ? 0 : (v >= n ? n - 1 : v);
+        v = v == branch;
+    }}
+    cudaGraphSetConditional(handle, v != 0);
+}}
+"""
+
+
+def _condition_unit(dtype):
+    """``(source, name)`` of the kernel setting a conditional handle from a ``dtype`` scalar."""
+    return _SET_CONDITION.format(T=C_TYPES[np.dtype(dtype).name]), "fnx_set_condition"
+
+
+def _set_condition(handle, value, branch=-1, n=0):
+    """Launch the kernel that sets conditional ``handle`` from device scalar ``value``: its
+    truth, or (``branch >= 0``) whether the clamped index selects ``branch`` of ``n``."""
+    compiled(*_condition_unit(value.dtype))((1,), (1,), (
+        np.uint64(handle), value, np.int64(branch), np.int64(n)))
+
+
+def _conditional_body(stream, kind: str, value, branch=-1, n=0):
+    """Append a conditional node of ``kind`` ("if" or "while") to the graph ``stream`` is
+    capturing, its handle set from ``value`` by a kernel launched right before it; returns the
+    node's body graph, to capture into."""
+    from cupy.cuda import graph as cupy_graph
+    from cupy_backends.cuda.api import runtime
+    _, _, graph, _, _ = runtime.streamGetCaptureInfo(stream.ptr)
+    handle = runtime.graphConditionalHandleCreate(
+        graph, defaultLaunchValue=0, flags=runtime.cudaGraphCondAssignDefault)
+    _set_condition(handle, value, branch, n)
+    return handle, cupy_graph._append_conditional_node_to_stream(stream, kind, handle)
+
+
+@functools.lru_cache(maxsize=None)
+def body_stream(device: int, depth: int):
+    """The stream bodies at nesting ``depth`` are captured on, with its cuBLAS handle and
+    workspace made now (at lowering, outside any capture)."""
+    import cupy as cp
+    from .cublas import handle_for
+    with cp.cuda.Device(device):
+        stream = cp.cuda.Stream(non_blocking=True)
+    handle_for(stream.ptr)
+    return stream
+
+
+class _Capturing:
+    """Run launches into ``body`` (a conditional node's graph) on the body stream."""
+
+    def __init__(self, stream, body):
+        self.stream, self.body = stream, body
+
+    def __enter__(self):
+        self.stream.__enter__()
+        self.stream.begin_capture(to_graph=self.body)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.stream.end_capture()
+        finally:
+            self.stream.__exit__(*exc)
+
+
+def _copy(dst, src):
+    """``dst[...] = src`` on the current stream, one device-to-device copy."""
+    import cupy as cp
+    if dst.data.ptr != src.data.ptr and dst.nbytes:
+        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes,
+                                    cp.cuda.runtime.memcpyDeviceToDevice,
+                                    cp.cuda.get_current_stream().ptr)
+
+
+class Body:
+    """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``."""
+
+    def __init__(self, jaxpr, backend, depth):
+        from .executable import GpuExecutable
+        self.exe = GpuExecutable(jaxpr, [], backend, depth=depth)
+
+    def __call__(self, *bufs):
+        import cupy as cp
+        # host scalars (a literal operand) become device scalars by a fill kernel, not a copy
+        bufs = [b if isinstance(b, cp.ndarray) else cp.full((), b, np.asarray(b).dtype)
+                for b in bufs]
+        return self.exe.run(*bufs, sched=self.exe.single)[0]
+
+    def describe(self, title):
+        return [title] + ["  " + line for line in self.exe.describe().splitlines()]
+
+
+def _capturing():
+    import cupy as cp
+    return cp.cuda.get_current_stream().is_capturing()
+
+
+class Scan:
+    """``scan_p``: the body's launches once per step, unrolled."""
+
+    def __init__(self, eqn, backend, depth):
+        p = eqn.params
+        self.body = Body(p["jaxpr"], backend, depth + 1)
+        self.nc, self.nk, self.length, self.reverse = (p["num_consts"], p["num_carry"],
+                                                       p["length"], p["reverse"])
+        self.y_avals = [v.aval for v in eqn.outvars[self.nk:]]
+        self.label = (f"scan[length={self.length}{', reverse' if self.reverse else ''}, "
+                      f"unrolled]: {self.body.exe.num_launches} launches a step")
+
+    def __call__(self, *args):
+        import cupy as cp
+        consts, carry = list(args[:self.nc]), list(args[self.nc:self.nc + self.nk])
+        xs = args[self.nc + self.nk:]
+        ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
+        steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
+        for i in steps:
+            outs = self.body(*consts, *carry, *[x[i] for x in xs])
+            carry = outs[:self.nk]
+            for y, out in zip(ys, outs[self.nk:]):
+                _copy(y[i], out)
+        return carry + ys
+
+    def describe(self):
+        return self.body.describe(self.label)
+
+
+class While:
+    """``while_p``: a WHILE conditional node once captured; a host loop when run eagerly."""
+
+    def __init__(self, eqn, backend, depth):
+        p = eqn.params
+        self.cond = Body(p["cond_jaxpr"], backend, depth + 1)
+        self.body = Body(p["body_jaxpr"], backend, depth + 1)
+        self.ncc, self.nbc = p["cond_nconsts"], p["body_nconsts"]
+        self.stream = body_stream(_device(), depth + 1)
+        compile_together([_condition_unit(np.bool_)])
+
+    def __call__(self, *args):
+        cc, bc = args[:self.ncc], args[self.ncc:self.ncc + self.nbc]
+        carry = list(args[self.ncc + self.nbc:])
+        if not _capturing():
+            while bool(self.cond(*cc, *carry)[0].get()):
+                carry = self.body(*bc, *carry)
+            return carry
+        import cupy as cp
+        fixed = [cp.empty_like(c) for c in carry]      # the addresses every iteration reads
+        for f, c in zip(fixed, carry):
+            _copy(f, c)
+        stream = cp.cuda.get_current_stream()
+        handle, graph = _conditional_body(stream, "while", self.cond(*cc, *fixed)[0])
+        with _Capturing(self.stream, graph):
+            new = self.body(*bc, *fixed)
+            # a carry the body passes on to another position is read before it is overwritten
+            held = {f.data.ptr for f in fixed}
+            new = [n.copy() if n.data.ptr in held and n.data.ptr != f.data.ptr else n
+                   for f, n in zip(fixed, new)]
+            for f, n in zip(fixed, new):
+                _copy(f, n)
+            _set_condition(handle, self.cond(*cc, *fixed)[0])
+        return fixed
+
+    def describe(self):
+        return (["while_loop (a CUDA conditional WHILE node once captured):"]
+                + ["  " + ln for ln in self.cond.describe("cond:")]
+                + ["  " + ln for ln in self.body.describe("body:")])
+
+
+class Cond:
+    """``cond_p``: one IF conditional node per branch once captured; run eagerly, the branch
+    the host reads off the index."""
+
+    def __init__(self, eqn, backend, depth):
+        self.branches = [Body(b, backend, depth + 1) for b in eqn.params["branches"]]
+        self.out_avals = [v.aval for v in eqn.outvars]
+        self.stream = body_stream(_device(), depth + 1)
+        compile_together([_condition_unit(eqn.invars[0].aval.dtype)])
+
+    def __call__(self, index, *ops):
+        n = len(self.branches)
+        if not _capturing():
+            i = min(max(int(index), 0), n - 1)
+            return self.branches[i](*ops)
+        import cupy as cp
+        outs = [cp.empty(a.shape, a.dtype) for a in self.out_avals]
+        stream = cp.cuda.get_current_stream()
+        if not isinstance(index, cp.ndarray):
+            index = cp.full((), index, np.asarray(index).dtype)
+        for k, branch in enumerate(self.branches):
+            _, graph = _conditional_body(stream, "if", index, branch=k, n=n)
+            with _Capturing(self.stream, graph):
+                for o, r in zip(outs, branch(*ops)):
+                    _copy(o, r)
+        return outs
+
+    def describe(self):
+        lines = [f"cond over {len(self.branches)} branches (one CUDA conditional IF node "
+                 "each once captured):"]
+        for k, b in enumerate(self.branches):
+            lines += ["  " + ln for ln in b.describe(f"branch {k}:")]
+        return lines
+
+
+def _device():
+    import cupy as cp
+    return cp.cuda.Device().id
+
+
+class Call:
+    """A higher-order primitive that only calls its jaxpr (``custom_jvp_call``, ``remat``, ...)
+    where its equations cannot be spliced into the program (fnx.cuda.decompose)."""
+
+    def __init__(self, eqn, backend, depth):
+        self.body = Body(eqn.params[CALLS[eqn.primitive.name]], backend, depth + 1)
+
+    def __call__(self, *args):
+        return self.body(*args)
+
+    def describe(self):
+        return self.body.describe("call:")
+
+
+def lowering(eqn):
+    """The class lowering ``eqn`` if it is control flow or a call, else None."""
+    if eqn.primitive.name in CALLS and not eqn.params[CALLS[eqn.primitive.name]].constvars:
+        return Call
+    return {control_flow.scan_p: Scan, control_flow.while_p: While,
+            control_flow.cond_p: Cond}.get(eqn.primitive)
