@@ -52,17 +52,46 @@ def _set_condition(handle, value, branch=-1, n=0):
         np.uint64(handle), value, np.int64(branch), np.int64(n)))
 
 
+def _ok(result):
+    """The values a ``cuda.bindings.driver`` call returned, raising on its error code."""
+    err, *values = result
+    if int(err):
+        raise RuntimeError(f"CUDA driver call failed: {err!r}")
+    return values[0] if len(values) == 1 else values
+
+
 def _conditional_body(stream, kind: str, value, branch=-1, n=0):
     """Append a conditional node of ``kind`` ("if" or "while") to the graph ``stream`` is
-    capturing, its handle set from ``value`` by a kernel launched right before it; returns the
-    node's body graph, to capture into."""
-    from cupy.cuda import graph as cupy_graph
-    from cupy_backends.cuda.api import runtime
-    _, _, graph, _, _ = runtime.streamGetCaptureInfo(stream.ptr)
-    handle = runtime.graphConditionalHandleCreate(
-        graph, defaultLaunchValue=0, flags=runtime.cudaGraphCondAssignDefault)
-    _set_condition(handle, value, branch, n)
-    return handle, cupy_graph._append_conditional_node_to_stream(stream, kind, handle)
+    capturing, its handle set from device scalar ``value`` by a kernel launched right before
+    it; returns ``(handle, the node's body graph)``."""
+    from cuda.bindings import driver as cu
+    hstream = cu.CUstream(stream.ptr)
+    graph = _ok(cu.cuStreamGetCaptureInfo(hstream))[2]
+    ctx = _ok(cu.cuCtxGetCurrent())
+    handle = _ok(cu.cuGraphConditionalHandleCreate(graph, ctx, 0,
+                                                   cu.CU_GRAPH_COND_ASSIGN_DEFAULT))
+    _set_condition(int(handle), value, branch, n)
+    info = _ok(cu.cuStreamGetCaptureInfo(hstream))     # the node follows that kernel
+    deps, n_deps = info[3], info[-1]
+    params = cu.CUgraphNodeParams()
+    params.type = cu.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
+    params.conditional.handle = handle
+    params.conditional.type = (cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_WHILE
+                               if kind == "while" else
+                               cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_IF)
+    params.conditional.size = 1
+    params.conditional.ctx = ctx
+    # CUDA 13's bindings take edge data beside the dependencies; 12's do not
+    try:
+        node = _ok(cu.cuGraphAddNode(graph, deps, n_deps, params))
+    except TypeError:
+        node = _ok(cu.cuGraphAddNode(graph, deps, None, n_deps, params))
+    flag = cu.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES
+    try:
+        _ok(cu.cuStreamUpdateCaptureDependencies(hstream, [node], 1, flag))
+    except TypeError:
+        _ok(cu.cuStreamUpdateCaptureDependencies(hstream, [node], None, 1, flag))
+    return int(handle), params.conditional.phGraph_out[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,15 +113,29 @@ class _Capturing:
         self.stream, self.body = stream, body
 
     def __enter__(self):
+        from cuda.bindings import driver as cu
         self.stream.__enter__()
-        self.stream.begin_capture(to_graph=self.body)
+        _ok(cu.cuStreamBeginCaptureToGraph(
+            cu.CUstream(self.stream.ptr), self.body, None, None, 0,
+            cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED))
         return self
 
     def __exit__(self, *exc):
+        from cuda.bindings import driver as cu
         try:
-            self.stream.end_capture()
+            _ok(cu.cuStreamEndCapture(cu.CUstream(self.stream.ptr)))
         finally:
             self.stream.__exit__(*exc)
+
+
+def on_device(x):
+    """``x``, a host scalar (a literal operand) made a device scalar by a fill kernel, which a
+    graph can capture (a copy from the host it cannot)."""
+    import cupy as cp
+    if isinstance(x, cp.ndarray):
+        return x
+    x = np.asarray(x)
+    return cp.full(x.shape, x[()] if x.ndim == 0 else x, x.dtype)
 
 
 def _copy(dst, src):
@@ -112,11 +155,7 @@ class Body:
         self.exe = GpuExecutable(jaxpr, [], backend, depth=depth)
 
     def __call__(self, *bufs):
-        import cupy as cp
-        # host scalars (a literal operand) become device scalars by a fill kernel, not a copy
-        bufs = [b if isinstance(b, cp.ndarray) else cp.full((), b, np.asarray(b).dtype)
-                for b in bufs]
-        return self.exe.run(*bufs, sched=self.exe.single)[0]
+        return self.exe.run(*map(on_device, bufs), sched=self.exe.single)[0]
 
     def describe(self, title):
         return [title] + ["  " + line for line in self.exe.describe().splitlines()]
@@ -168,8 +207,9 @@ class While:
         compile_together([_condition_unit(np.bool_)])
 
     def __call__(self, *args):
+        args = [on_device(a) for a in args]
         cc, bc = args[:self.ncc], args[self.ncc:self.ncc + self.nbc]
-        carry = list(args[self.ncc + self.nbc:])
+        carry = args[self.ncc + self.nbc:]
         if not _capturing():
             while bool(self.cond(*cc, *carry)[0].get()):
                 carry = self.body(*bc, *carry)
@@ -215,8 +255,7 @@ class Cond:
         import cupy as cp
         outs = [cp.empty(a.shape, a.dtype) for a in self.out_avals]
         stream = cp.cuda.get_current_stream()
-        if not isinstance(index, cp.ndarray):
-            index = cp.full((), index, np.asarray(index).dtype)
+        index = on_device(index)
         for k, branch in enumerate(self.branches):
             _, graph = _conditional_body(stream, "if", index, branch=k, n=n)
             with _Capturing(self.stream, graph):

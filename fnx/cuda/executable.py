@@ -18,7 +18,7 @@ from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_gro
                            run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
-from .control import lowering as control_lowering
+from .control import lowering as control_lowering, on_device
 from .decompose import decompose
 from .epilogue import (dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p,
                        product_layout)
@@ -78,12 +78,6 @@ def _as_matrix(x, batch, first, second, B, R, C):
     if perm_t == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, C, R), True
     return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
-
-
-def _filled(value):
-    import cupy as cp
-    value = np.asarray(value)
-    return cp.full(value.shape, value, value.dtype)
 
 
 def buffer_sharing(eqns) -> dict:
@@ -629,7 +623,7 @@ class GpuExecutable:
                     env[s] = None
         # a literal result by a fill kernel, which a graph can capture (a copy from the host
         # it cannot)
-        outs = [env[s] if s is not None else _filled(lit) for s, lit in self.out_slots]
+        outs = [env[s] if s is not None else on_device(lit) for s, lit in self.out_slots]
         return outs, env
 
     def _run_streams(self, env, sched):
