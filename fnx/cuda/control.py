@@ -26,10 +26,14 @@ from .compile import compile_together, kernel as compiled
 from .decompose import CALLS
 from .elementwise import C_TYPES
 
+# NVRTC knows cudaGraphSetConditional as a builtin; its header needs the toolkit's crt headers,
+# which the CUDA wheels leave out, so the kernel declares it itself
 _SET_CONDITION = r"""
-#include <cuda_device_runtime_api.h>
-extern "C" __global__ void fnx_set_condition(unsigned long long handle, const {T}* value,
-                                             long long branch, long long n) {{
+typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(
+    cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void fnx_set_condition(cudaGraphConditionalHandle handle,
+                                             const {T}* value, long long branch, long long n) {{
     long long v = (long long)*value;
     if (branch >= 0) {{      // the node of branch ``branch`` of ``n`` runs when v selects it
         v = v < 0 ? 0 : (v >= n ? n - 1 : v);
