@@ -23,19 +23,25 @@ def _on(backend, xs):
     return [fnx.device_put(x, backend) for x in xs]
 
 
-def assert_one_graph(f, args, cpu_args, *, rtol=1e-5, atol=1e-6, calls=3):
+def assert_one_graph(f, args, cpu_args, *, rtol=1e-5, atol=1e-6, calls=3, later=()):
     """``jit(f)`` on the GPU replays one captured graph from its second call, and its results
-    on every call match ``f`` on the CPU."""
+    on every call match ``f`` on the CPU; ``later``: more ``(args, cpu_args)`` to replay it on."""
     jitted = fnx.jit(f)
-    want = fnx.tree_util.tree_leaves(f(*cpu_args))
-    for _ in range(calls):       # eager warm-up, capture, replay
+
+    def check(args, cpu_args):
         got = fnx.tree_util.tree_leaves(jitted(*args))
+        want = fnx.tree_util.tree_leaves(f(*cpu_args))
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
                                        rtol=rtol, atol=atol)
+    for _ in range(calls):       # eager warm-up, capture, replay
+        check(args, cpu_args)
     exe = jitted.lower(*args).compile()
     assert exe.graph is not None, f"not one CUDA graph: {exe.reason}\n{exe.describe()}"
+    for more in later:
+        check(*more)
+    assert exe.graph is not None and exe.eager_fallbacks == 0
     return exe
 
 
@@ -113,7 +119,13 @@ CONTROL_FLOW = {
 def test_control_flow_is_one_graph(name, gpu, cpu):
     f, draw = CONTROL_FLOW[name]
     args = draw()
-    assert_one_graph(f, _on(gpu, args), _on(cpu, args), rtol=1e-4, atol=1e-5)
+    # replays on other values: other trip counts, the other branch
+    others = [[-a if a.ndim == 0 and a.dtype.kind == "f" else
+               (a + 1 if a.ndim == 0 else a * 0.5) for a in map(np.asarray, args)],
+              [a * 2 if a.ndim == 0 or a.dtype.kind != "f" else a * 1.5
+               for a in map(np.asarray, args)]]
+    assert_one_graph(f, _on(gpu, args), _on(cpu, args), rtol=1e-4, atol=1e-5,
+                     later=[(_on(gpu, o), _on(cpu, o)) for o in others])
 
 
 def _mlp_adam_step(params, opt_state, x, labels, *, opt):
@@ -144,3 +156,58 @@ def test_adam_training_step_is_one_graph(gpu, cpu):
         p = fnx.device_put(params, backend)
         return [p, opt.init(p), fnx.device_put(x, backend), fnx.device_put(labels, backend)]
     assert_one_graph(step, args_on(gpu), args_on(cpu), rtol=1e-4, atol=1e-5)
+
+
+def _gru_loss(params, xs, h0, targets):
+    wz, uz, wr, ur, wh, uh, wo = params
+
+    def cell(h, x):
+        z = nn.sigmoid(x @ wz + h @ uz)
+        r = nn.sigmoid(x @ wr + h @ ur)
+        c = jnp.tanh(x @ wh + (r * h) @ uh)
+        h = (1 - z) * h + z * c
+        return h, h @ wo
+    _, ys = lax.scan(cell, h0, xs)
+    return jnp.mean((ys - targets) ** 2)
+
+
+def test_gru_training_step_through_scan_is_one_graph(gpu, cpu):
+    rng = np.random.default_rng(15)
+    d, hdim, t, b = 6, 16, 12, 4
+    params = [rng.standard_normal(s).astype(np.float32) * 0.3
+              for s in [(d, hdim), (hdim, hdim)] * 3 + [(hdim, 3)]]
+    xs = rng.standard_normal((t, b, d)).astype(np.float32)
+    targets = rng.standard_normal((t, b, 3)).astype(np.float32)
+    h0 = np.zeros((b, hdim), np.float32)
+
+    def step(params, xs, h0, targets):
+        loss, grads = fnx.value_and_grad(_gru_loss)(params, xs, h0, targets)
+        return loss, [p - 0.1 * g for p, g in zip(params, grads)]
+    exe = assert_one_graph(step, [fnx.device_put(params, gpu)] + _on(gpu, [xs, h0, targets]),
+                           [fnx.device_put(params, cpu)] + _on(cpu, [xs, h0, targets]),
+                           rtol=1e-4, atol=1e-5)
+    assert "scan[length=12" in exe.describe()
+
+
+def test_conv_net_training_step_is_one_graph(gpu, cpu):
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((4, 3, 10, 10)).astype(np.float32)
+    labels = rng.integers(0, 5, 4).astype(np.int32)
+    params = [rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3,
+              rng.standard_normal(8).astype(np.float32) * 0.1,
+              rng.standard_normal((8 * 5 * 5, 5)).astype(np.float32) * 0.1]
+
+    def loss(params, x, labels):
+        k, b, w = params
+        h = lax.conv_general_dilated(x, k, (1, 1), "SAME") + b[None, :, None, None]
+        h = nn.relu(h)
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+        logits = h.reshape(h.shape[0], -1) @ w
+        return jnp.mean(nn.softmax_cross_entropy_with_integer_labels(logits, labels))
+
+    def step(params, x, labels):
+        value, grads = fnx.value_and_grad(loss)(params, x, labels)
+        return value, [p - 0.05 * g for p, g in zip(params, grads)]
+    assert_one_graph(step, [fnx.device_put(params, gpu)] + _on(gpu, [x, labels]),
+                     [fnx.device_put(params, cpu)] + _on(cpu, [x, labels]), rtol=1e-4,
+                     atol=1e-5)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
-from . import gemm_table
+from . import gemm_table, scatter
 from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_group,
                            run_end)
 from .columns import ColumnKernel
@@ -574,6 +574,9 @@ class GpuExecutable:
             params = dict(eqn.params, precision=_matmul_precision(eqn.params.get("precision")))
         elif p is dense_p:
             from .epilogue import dense as fn
+        elif p is lax.scatter_p and scatter.supported(eqn.invars[0].aval.dtype,
+                                                      eqn.params["mode"]):
+            fn = scatter.scatter
         elif p.impl is not None:
             fn = None
         else:

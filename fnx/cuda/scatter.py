@@ -1,0 +1,117 @@
+"""``scatter`` on the GPU as generated kernels that a CUDA graph can capture.
+
+One thread per update element. ``add`` is one atomic add; ``mul``, ``min`` and ``max`` are an
+atomic compare-and-swap loop over the element's bits (NaN propagates, as NumPy's ``ufunc.at``);
+``set`` keeps the last update of each index, as NumPy's fancy assignment does: a first kernel
+takes the largest update position per index with an atomic max, a second writes only those.
+Out-of-range indices are clamped to the axis, as the CPU backend does. Types without the
+atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not ``supported``: they run
+the eager implementation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compile import kernel as compiled
+from .elementwise import C_TYPES
+
+_BITS = {"float": "unsigned int", "int": "unsigned int", "unsigned int": "unsigned int",
+         "double": "unsigned long long", "long long": "unsigned long long",
+         "unsigned long long": "unsigned long long"}
+
+_COMBINE = {
+    "add": "cur + v",
+    "mul": "cur * v",
+    "min": "(cur < v || cur != cur) ? cur : v",
+    "max": "(cur > v || cur != cur) ? cur : v",
+}
+
+_INDEX = r"""
+__device__ __forceinline__ long long target(const {I}* idx, long long j, long long n_axis) {{
+    long long t = (long long)idx[j];
+    return t < 0 ? 0 : (t >= n_axis ? n_axis - 1 : t);
+}}
+"""
+
+_UPDATE = _INDEX + r"""
+extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out, long long pre,
+                                       long long n_idx, long long n_axis, long long post) {{
+    long long total = pre * n_idx * post;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {{
+        long long q = e % post, j = (e / post) % n_idx, p = e / (post * n_idx);
+        {T}* dst = out + (p * n_axis + target(idx, j, n_axis)) * post + q;
+        {T} v = upd[e];
+        {W}* word = ({W}*)dst;
+        {W} seen = *word, assumed;
+        do {{
+            assumed = seen;
+            {T} cur;
+            memcpy(&cur, &assumed, sizeof({T}));
+            {T} next = {combine};
+            {W} bits;
+            memcpy(&bits, &next, sizeof({T}));
+            seen = atomicCAS(word, assumed, bits);
+        }} while (seen != assumed);
+    }}
+}}
+"""
+
+_WINNERS = _INDEX + r"""
+extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner,
+                                               long long n_idx, long long n_axis) {{
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_idx;
+         j += (long long)gridDim.x * blockDim.x)
+        atomicMax(winner + target(idx, j, n_axis), j);
+}}
+"""
+
+_SET = _INDEX + r"""
+extern "C" __global__ void fnx_scatter_set(const {T}* upd, const {I}* idx,
+                                           const long long* winner, {T}* out, long long pre,
+                                           long long n_idx, long long n_axis, long long post) {{
+    long long total = pre * n_idx * post;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {{
+        long long q = e % post, j = (e / post) % n_idx, p = e / (post * n_idx);
+        long long t = target(idx, j, n_axis);
+        if (winner[t] == j) out[(p * n_axis + t) * post + q] = upd[e];
+    }}
+}}
+"""
+
+
+def _launch(name, source, total, args):
+    import cupy as cp
+    if total:
+        blocks = int(min((total + 255) // 256, cp.cuda.Device().attributes[
+            "MultiProcessorCount"] * 8))
+        compiled(source, name)((blocks,), (256,), args)
+
+
+def supported(dtype, mode) -> bool:
+    """Whether ``scatter`` has kernels for operands of ``dtype`` and this ``mode``."""
+    return C_TYPES.get(np.dtype(dtype).name) in _BITS and (mode in _COMBINE or mode == "set")
+
+
+def scatter(x, idx, upd, *, axis, mode):
+    """``x`` with ``upd`` scattered into it along ``axis`` at ``idx`` (``mode``: set, add, mul,
+    min, max); ``supported(x.dtype, mode)`` must hold."""
+    import cupy as cp
+    t, i = C_TYPES[x.dtype.name], C_TYPES[idx.dtype.name]
+    pre = int(np.prod(x.shape[:axis], dtype=np.int64))
+    post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    n_axis, n_idx = x.shape[axis], idx.size
+    out = cp.ascontiguousarray(x).copy()
+    idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
+    dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
+    if mode == "set":
+        winner = cp.full(n_axis, -1, np.int64)
+        _launch("fnx_scatter_winners", _WINNERS.format(I=i), n_idx,
+                (idx, winner, np.int64(n_idx), np.int64(n_axis)))
+        _launch("fnx_scatter_set", _SET.format(T=t, I=i), pre * n_idx * post,
+                (upd, idx, winner, out) + dims)
+    else:
+        _launch("fnx_scatter", _UPDATE.format(T=t, I=i, W=_BITS[t], combine=_COMBINE[mode]),
+                pre * n_idx * post, (upd, idx, out) + dims)
+    return out
