@@ -130,15 +130,21 @@ def test_memory_does_not_grow_over_1000_steps(gpu):
     assert float(cp.asnumpy(outs[0])) < float(np.log(10))   # the loss went down
 
 
-def test_capture_failure_falls_back_with_a_reason(gpu):
+def test_capture_failure_falls_back_with_a_reason(gpu, capsys):
     import cupy as cp
-    # multiplicative scatter goes through the host on the GPU: it cannot be captured
-    exe, _ = _graphed(lambda x: (x.at[jnp.array([0, 0, 1])].multiply(2.0),), (jnp.ones(4),), gpu)
+
+    def f(x):
+        y = x.at[jnp.array([0, 0, 1])].multiply(2.0)
+        fnx.debug.print("y = {}", y)       # a host callback: it cannot be captured
+        return (y,)
+    exe, _ = _graphed(f, (jnp.ones(4),), gpu)
     for _ in range(3):
         out = exe(cp.ones(4, np.float32))[0]
     np.testing.assert_allclose(cp.asnumpy(out), [4.0, 2.0, 1.0, 1.0])
     assert exe.graph is None and "capture failed" in exe.reason
+    assert "debug_callback" in exe.reason      # the launch that failed is named
     assert "eager launches" in exe.describe()
+    assert capsys.readouterr().out.count("y = ") == 3
 
 
 def test_temporaries_freed_inside_the_graph_never_reach_user_arrays(gpu):

@@ -180,6 +180,7 @@ class GpuExecutable:
         self._written_in_place: set = set()
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
+        self._at = 0             # the launch running (named when one fails)
         self.kernels = []
         eqns = decompose(fold_transposed_products(jaxpr))
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
@@ -617,13 +618,19 @@ class GpuExecutable:
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
         sched = self.schedule if sched is None else sched
-        if sched.side_steps:
-            self._run_streams(env, sched)
-        else:
-            for launch in sched.launches:
-                self.steps[launch.step](env)
-                for s in launch.frees:
-                    env[s] = None
+        try:
+            if sched.side_steps:
+                self._run_streams(env, sched)
+            else:
+                for launch in sched.launches:
+                    self._at = launch.step
+                    self.steps[launch.step](env)
+                    for s in launch.frees:
+                        env[s] = None
+        except Exception as e:      # say which launch failed (a capture's reason shows it)
+            if hasattr(e, "add_note") and not getattr(e, "__notes__", None):
+                e.add_note(f"in launch {self._at}: {self.labels[self._at]}")
+            raise
         # a literal result by a fill kernel, which a graph can capture (a copy from the host
         # it cannot)
         outs = [env[s] if s is not None else on_device(lit) for s, lit in self.out_slots]
@@ -637,6 +644,7 @@ class GpuExecutable:
         if sched.start_event is not None:
             events[sched.start_event].record(main)
         for launch in sched.launches:
+            self._at = launch.step
             stream = streams[launch.stream]
             for e in launch.waits:
                 stream.wait_event(events[e])
