@@ -3,7 +3,8 @@
 Replaying a CUDA graph means copying every input into the graph's static buffers and every
 output out to a fresh array; one generated kernel per executable does all of them, so the host
 pays one launch instead of one per buffer. Pointers travel as kernel arguments (nothing is
-uploaded per call)."""
+uploaded per call). ``concatenate`` is copies too: each operand into its slice of the result.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -71,3 +72,19 @@ def fresh_outputs(metas, align: int = 256):
     block = cp.empty(max(total, 1), dtype=np.uint8)
     return [cp.ndarray(shape, dtype, memptr=block.data + off)
             for (shape, dtype), off in zip(metas, offsets)]
+
+
+def concatenate(*xs, dimension):
+    """``xs`` joined along ``dimension``: one copy kernel per operand into its slice of the
+    result (CuPy's own concatenate of many operands copies a table of pointers from the host,
+    which a graph cannot capture)."""
+    import cupy as cp
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    out = cp.empty(shape, cp.result_type(*xs))
+    start = 0
+    for x in xs:
+        size = x.shape[dimension]
+        out[(slice(None),) * dimension + (slice(start, start + size),)] = x
+        start += size
+    return out
