@@ -100,11 +100,13 @@ def buffer_sharing(eqns) -> dict:
 def pair_donations(jaxpr: Jaxpr, donated) -> dict:
     """Which results go into which donated arguments' buffers, ``{output: argument}``: each
     donated argument takes the first unpaired output of its shape and dtype (JAX's rule). An
-    argument that is itself returned is left alone."""
+    argument that is itself returned is left alone, and so is a scalar: writing one in place
+    saves nothing, and it would pair with whatever scalar comes first (a loss the caller keeps
+    while passing its step counter back)."""
     pairs: dict = {}
     for i in donated:
         u = jaxpr.invars[i]
-        if u in jaxpr.outvars:
+        if u in jaxpr.outvars or not u.aval.shape:
             continue
         for j, v in enumerate(jaxpr.outvars):
             if j not in pairs and isinstance(v, Var) and v.aval.shape == u.aval.shape \
