@@ -616,9 +616,10 @@ def test_a_capture_stream_without_a_handle_is_refused_clearly():
 
 
 def _jit_step_exe(step):
+    """The GPU executable (a GraphExecutable) of jitted ``step``'s one traced signature."""
     from fnx.core.jit import _executables
     traced = next(iter(step._cache.values()))
-    return next(e for k, e in _executables[traced.jaxpr].items() if k[1])
+    return next(e for k, e in _executables[traced.jaxpr].items() if k[0] == "gpu")
 
 
 def _fnx_op(name, params):

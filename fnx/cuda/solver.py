@@ -139,24 +139,31 @@ _USED = False     # whether a solver impl has run in this process (see prepare_s
 
 
 def _capturing(stream_ptr: int) -> bool:
+    import cupy as cp
     try:
-        import cupy as cp
         return cp.cuda.runtime.streamIsCapturing(stream_ptr) != 0
-    except Exception:
-        return False
+    except Exception:           # (no such query in this CuPy, or the legacy stream)
+        current = cp.cuda.get_current_stream()
+        try:
+            return current.ptr == stream_ptr and bool(current.is_capturing())
+        except Exception:
+            return False
 
 
 def handle_for(stream_ptr: int) -> Handle:
-    """One handle per stream, created the first time the stream is used. Creating one is not
-    allowed while the stream captures a graph: call this (or :func:`prepare_stream`) for a
-    capture stream before ``begin_capture``, next to ``cublas.handle_for``."""
-    h = _HANDLES.get(stream_ptr)
+    """One handle per stream (of the current device), created the first time the stream is
+    used. Creating one is not allowed while the stream captures a graph: call this (or
+    :func:`prepare_stream`) for a capture stream before ``begin_capture``, next to
+    ``cublas.handle_for``."""
+    import cupy as cp
+    key = (cp.cuda.Device().id, stream_ptr)
+    h = _HANDLES.get(key)
     if h is None:
         if _capturing(stream_ptr):
             raise RuntimeError(
                 f"no cuSOLVER handle for stream {stream_ptr:#x}, which is capturing a graph: "
                 "fnx.cuda.solver.handle_for(stream.ptr) must run before capture begins")
-        h = _HANDLES[stream_ptr] = Handle(stream_ptr)
+        h = _HANDLES[key] = Handle(stream_ptr)
     return h
 
 
