@@ -12,6 +12,7 @@ import cupy as cp
 
 from ..core import lax
 from ..core.core import Array
+from ..cuda import solver
 from . import numpy_backend
 
 
@@ -98,6 +99,9 @@ _OVERRIDES = {
     lax.take_p: lambda x, idx, *, axis: cp.take(x, cp.clip(idx, 0, x.shape[axis] - 1), axis),
     lax.broadcast_in_dim_p: lambda x, **p: _dense(cp.asarray(   # x may be a host scalar
         numpy_backend.impls[lax.broadcast_in_dim_p](x, **p))),
+    # cholesky, triangular_solve, lu, qr, eigh, svd: fnx's cuSOLVER/cuBLAS binding, which (unlike
+    # cupy.linalg) never syncs and runs inside a captured CUDA graph
+    **solver.impls(),
 }
 # CuPy 14 holds bfloat16 (ml_dtypes') and its ufuncs take it, but its sort and where do not:
 # these run in float32 too, as do the overrides of the CPU backend's own list (cupyx's erf)

@@ -35,7 +35,8 @@ def _lib():
         raise RuntimeError("could not find the libcublas loaded by CuPy")
     lib = ctypes.CDLL(sorted(paths)[0])
     for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-               "cublasGemmEx", "cublasGemmStridedBatchedEx"):
+               "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasStrsm_v2",
+               "cublasDtrsm_v2"):
         getattr(lib, fn).restype = ctypes.c_int
     return lib
 
@@ -116,3 +117,20 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str = "highe
             ctypes.c_void_p(out.data.ptr), out_ct, n, stride_c, batch, comp, _GEMM_DEFAULT_ALGO)
     _check(status, "cublasGemmEx")
     return out
+
+
+_TRSM = {np.dtype(np.float32): "cublasStrsm_v2", np.dtype(np.float64): "cublasDtrsm_v2"}
+
+
+def trsm(dtype, side: int, uplo: int, trans: int, diag: int, m: int, n: int, a_ptr: int,
+         lda: int, b_ptr: int, ldb: int):
+    """Column-major ``op(A) X = B`` (side 0, left) or ``X op(A) = B`` (side 1), X overwriting
+    the m x n matrix B, on the current stream's handle (cuBLAS's enum values: uplo 0 lower /
+    1 upper, trans 0 N / 1 T, diag 0 non-unit / 1 unit)."""
+    import cupy as cp
+    dtype = np.dtype(dtype)
+    h = handle_for(cp.cuda.get_current_stream().ptr)
+    alpha, _ = _scalars(dtype, 1.0)
+    fn = getattr(_lib(), _TRSM[dtype])
+    _check(fn(h.ptr, side, uplo, trans, diag, m, n, ctypes.byref(alpha), ctypes.c_void_p(a_ptr),
+              lda, ctypes.c_void_p(b_ptr), ldb), _TRSM[dtype])
