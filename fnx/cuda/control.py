@@ -17,8 +17,6 @@ and runs on the stream of the step that holds it:
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..core import control_flow
@@ -98,16 +96,28 @@ def _conditional_body(stream, kind: str, value, branch=-1, n=0):
     return int(handle), params.conditional.phGraph_out[0]
 
 
-@functools.lru_cache(maxsize=None)
+_BODY_STREAMS: dict = {}       # (device, depth) -> stream
+
+
 def body_stream(device: int, depth: int):
     """The stream bodies at nesting ``depth`` are captured on, with its cuBLAS handle and
-    workspace made now (at lowering, outside any capture)."""
-    import cupy as cp
-    from .cublas import handle_for
-    with cp.cuda.Device(device):
-        stream = cp.cuda.Stream(non_blocking=True)
-    handle_for(stream.ptr)
+    workspace made when it is (at lowering, outside any capture)."""
+    stream = _BODY_STREAMS.get((device, depth))
+    if stream is None:
+        import cupy as cp
+        from .cublas import handle_for
+        with cp.cuda.Device(device):
+            stream = _BODY_STREAMS[device, depth] = cp.cuda.Stream(non_blocking=True)
+        handle_for(stream.ptr)
     return stream
+
+
+def prepare_body_streams():
+    """Library handles for the body streams, made before a capture begins (a cuSOLVER handle
+    exists once the process has run linear algebra: fnx.cuda.solver.prepare_stream)."""
+    from .solver import prepare_stream
+    for stream in _BODY_STREAMS.values():
+        prepare_stream(stream.ptr)
 
 
 class _Capturing:

@@ -682,8 +682,10 @@ class GpuExecutable:
         into a CUDA graph and replaying it ``repeats`` times (no host overhead in the figure)."""
         import cupy as cp
         from .cublas import handle_for
+        from .solver import prepare_stream
         stream = cp.cuda.Stream(non_blocking=True)
         handle_for(stream.ptr)
+        prepare_stream(stream.ptr)
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]

@@ -205,10 +205,12 @@ class GraphExecutable:
         """``(graph, outs, env, pool, stream)``: one run of the program on ``static_in``,
         captured with schedule ``sched`` on ``stream`` (a new one if None), in a new pool."""
         import cupy as cp
-        from . import cublas
+        from . import control, cublas, solver
         if stream is None:
             stream = cp.cuda.Stream(non_blocking=True)
             cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture
+            solver.prepare_stream(stream.ptr)
+        control.prepare_body_streams()
         # Everything allocated while capturing comes from a private pool that lives as long as
         # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot
         # hold on to) must never be handed to an array outside it, or replays would overwrite it.
