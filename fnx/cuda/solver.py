@@ -365,6 +365,20 @@ def _device():
     return _DEVICE
 
 
+class CaptureUnsupported(NotImplementedError):
+    """A routine that cannot run while a stream is captured into a CUDA graph."""
+
+
+def _refuse_capture(what):
+    """cuSOLVER's syevd and gesvd synchronise inside (measured on CUDA 13: a capture fails
+    and leaves the handle's later calls failing), so they refuse a capturing stream before
+    touching it: the program then runs its launches without a graph, and says why."""
+    import cupy as cp
+    if cp.cuda.get_current_stream().is_capturing():
+        raise CaptureUnsupported(f"cuSOLVER's {what} synchronises inside; it cannot be "
+                                 "captured into a CUDA graph")
+
+
 def _fallback(name):
     from ..backends import numpy_linalg
     return getattr(numpy_linalg, name)
@@ -539,6 +553,7 @@ def eigh(x, *, lower, _dev=None):
     whose read triangle is not finite (or that syevd did not converge for)."""
     if not supported(x):
         return _fallback("eigh")(x, lower=lower)
+    _refuse_capture("syevd")
     dev = _dev or _device()
     dtype = np.dtype(x.dtype)
     isz = dtype.itemsize
@@ -588,6 +603,7 @@ def svd(x, *, full_matrices, compute_uv, _dev=None):
     (or that gesvd did not converge for)."""
     if not supported(x):
         return _fallback("svd")(x, full_matrices=full_matrices, compute_uv=compute_uv)
+    _refuse_capture("gesvd")
     dev = _dev or _device()
     dtype = np.dtype(x.dtype)
     isz = dtype.itemsize
