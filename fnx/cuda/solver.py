@@ -553,7 +553,8 @@ def eigh(x, *, lower, _dev=None):
     whose read triangle is not finite (or that syevd did not converge for)."""
     if not supported(x):
         return _fallback("eigh")(x, lower=lower)
-    _refuse_capture("syevd")
+    if _dev is None:
+        _refuse_capture("syevd")
     dev = _dev or _device()
     dtype = np.dtype(x.dtype)
     isz = dtype.itemsize
@@ -603,7 +604,8 @@ def svd(x, *, full_matrices, compute_uv, _dev=None):
     (or that gesvd did not converge for)."""
     if not supported(x):
         return _fallback("svd")(x, full_matrices=full_matrices, compute_uv=compute_uv)
-    _refuse_capture("gesvd")
+    if _dev is None:
+        _refuse_capture("gesvd")
     dev = _dev or _device()
     dtype = np.dtype(x.dtype)
     isz = dtype.itemsize
