@@ -6,6 +6,7 @@ before binding), so rules here stay simple. Rule kinds: ``abstract_eval``, ``jvp
 """
 from __future__ import annotations
 
+import enum
 import math
 import numpy as np
 
@@ -1381,10 +1382,55 @@ dot_general_p.transpose = _dot_general_transpose
 dot_general_p.batch = _dot_general_batch
 
 
+class Precision(enum.Enum):
+    """JAX's ``lax.Precision``, accepted wherever ``precision=`` is: DEFAULT follows
+    ``default_matmul_precision``, HIGH allows TF32 (as XLA's GPU products do), HIGHEST is full
+    float32.
+
+    >>> lax.dot(x, y, precision=lax.Precision.HIGHEST)
+    """
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    def __str__(self):
+        return self.name
+
+
+# fnx's two product precisions, by every name JAX accepts (there is no bfloat16 product: the
+# cheaper names take the cheaper of fnx's two)
+_PRECISION_NAMES = {
+    "highest": "highest", "float32": "highest", "tensorfloat32": "tensorfloat32",
+    "high": "tensorfloat32", "bfloat16_3x": "tensorfloat32", "fastest": "tensorfloat32",
+    "bfloat16": "tensorfloat32", "default": None,
+}
+_PRECISION_OF = {Precision.DEFAULT: None, Precision.HIGH: "tensorfloat32",
+                 Precision.HIGHEST: "highest"}
+
+
+def canonicalize_precision(precision):
+    """``precision`` (None, a name, a ``Precision``, or a pair of these for the two operands) as
+    fnx's ``None`` (the configured default), ``"highest"`` or ``"tensorfloat32"``."""
+    if isinstance(precision, (tuple, list)):
+        got = [canonicalize_precision(p) for p in precision]
+        # the higher of the operands' precisions wins, as in XLA
+        return "highest" if "highest" in got else ("tensorfloat32" if any(got) else None)
+    if precision is None or isinstance(precision, Precision):
+        return _PRECISION_OF.get(precision)
+    name = str(precision).lower()
+    if name.startswith("precision."):
+        name = name[len("precision."):]
+    if name not in _PRECISION_NAMES:
+        raise ValueError(f"unknown precision {precision!r}; expected a lax.Precision or one of "
+                         f"{sorted(_PRECISION_NAMES)}")
+    return _PRECISION_NAMES[name]
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
                               preferred_element_type=preferred_element_type)
 
 
