@@ -1481,12 +1481,17 @@ sort_p.jvp = _sort_jvp
 sort_p.batch = _sort_batch
 
 
-def sort(operands, dimension: int = -1, num_keys: int = 1):
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort along ``dimension`` (stably: the sort is always stable). Several operands sort
+    together by the first ``num_keys`` of them, lexicographically, and come back as a tuple.
+
+    >>> keys, vals = lax.sort((jnp.array([3, 1, 2]), jnp.array([0., 1., 2.])), num_keys=1)
+    """
     single = not isinstance(operands, (list, tuple))
     ops = [operands] if single else list(operands)
     dimension = dimension % get_aval(ops[0]).ndim
     outs = sort_p.bind(*ops, dimension=dimension, num_keys=num_keys)
-    return outs[0] if single else outs
+    return outs[0] if single else tuple(outs)
 
 
 take_along_axis_p = primitive("take_along_axis")
