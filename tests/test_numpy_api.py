@@ -1799,3 +1799,61 @@ def test_vecdot_matvec_vecmat(rng):
         jnp.vecdot(J(a), J(rng.standard_normal((3, 5))))
     with pytest.raises(fnx.core.errors.ShapeError):
         jnp.matvec(J(m), J(rng.standard_normal(3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# What JAX programs do with arrays: shifts, formatting, NumPy functions on fnx arrays, and the
+# static-size forms of nonzero/where/argwhere/flatnonzero/unique under jit (against JAX)
+
+
+def test_shift_operators_match_jax(rng):
+    jax = pytest.importorskip("jax")
+    for dtype in (np.int8, np.int32, np.uint8, np.uint32):
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, size=20, dtype=dtype, endpoint=True)
+        s = rng.integers(0, 8 * np.dtype(dtype).itemsize + 2, size=20).astype(dtype)
+        xf, xj = jnp.asarray(x), jax.numpy.asarray(x)
+        assert_close(xf << s, xj << s)
+        assert_close(xf >> s, xj >> s)
+        assert_close(xf << 3, xj << 3)
+        assert_close(2 >> jnp.asarray(s[:3] % 2), 2 >> (s[:3] % 2))
+        assert_close(fnx.jit(lambda a, b: a >> b)(x, s), xj >> s)
+
+
+def test_format_of_a_zero_d_array():
+    loss = jnp.mean(jnp.asarray([0.25, 0.5]))
+    assert f"{loss:.4f}" == "0.3750" and f"{jnp.int32(7) * jnp.ones((), jnp.int32):03d}" == "007"
+    assert f"{jnp.arange(2)}" == str(np.arange(2))
+
+
+@pytest.mark.parametrize("name", ["mean", "sum", "std", "var", "prod", "max", "min", "argmax",
+                                  "argmin", "any", "all", "cumsum", "cumprod", "round",
+                                  "amax", "amin"])
+def test_numpy_functions_on_fnx_arrays(rng, name):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    got = getattr(np, name)(jnp.asarray(x))
+    assert_close(got, getattr(np, name)(x), rtol=1e-5, atol=1e-6)
+    if name != "round":
+        got = getattr(np, name)(jnp.asarray(x), axis=1)
+        assert_close(got, getattr(np, name)(x, axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_static_size_nonzero_forms_match_jax(rng):
+    jax = pytest.importorskip("jax")
+    jn = jax.numpy
+    x = (rng.standard_normal((4, 5)) > 0.3).astype(np.float32) * rng.standard_normal((4, 5))
+    for size, fill in [(3, 0), (12, -1), (25, (-1, -2))]:
+        got = fnx.jit(lambda a: jnp.nonzero(a, size=size, fill_value=fill))(x)
+        for g, w in zip(got, jn.nonzero(x, size=size, fill_value=fill)):
+            assert_close(g, w)
+    f = -1
+    assert_close(fnx.jit(lambda a: jnp.where(a > 0, size=6, fill_value=f)[1])(x),
+                 jn.where(x > 0, size=6, fill_value=f)[1])
+    assert_close(fnx.jit(lambda a: jnp.argwhere(a, size=7, fill_value=f))(x),
+                 jn.argwhere(x, size=7, fill_value=f))
+    assert_close(fnx.jit(lambda a: jnp.flatnonzero(a, size=30))(x), jn.flatnonzero(x, size=30))
+    v = rng.integers(0, 5, size=9).astype(np.float32)
+    v[2] = np.nan
+    for size, fill in [(3, None), (8, None), (8, 7.0)]:
+        assert_close(fnx.jit(lambda a: jnp.unique(a, size=size, fill_value=fill))(v),
+                     jn.unique(v, size=size, fill_value=fill))
