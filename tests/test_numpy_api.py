@@ -1857,3 +1857,27 @@ def test_static_size_nonzero_forms_match_jax(rng):
     for size, fill in [(3, None), (8, None), (8, 7.0)]:
         assert_close(fnx.jit(lambda a: jnp.unique(a, size=size, fill_value=fill))(v),
                      jn.unique(v, size=size, fill_value=fill))
+
+
+PAD_CASES = [("constant", {}), ("constant", dict(constant_values=((1, 2), (3, 4)))),
+             ("edge", {}), ("reflect", {}), ("symmetric", {}), ("wrap", {}),
+             ("linear_ramp", dict(end_values=(1, -2))), ("maximum", {}), ("minimum", {}),
+             ("mean", {}), ("median", {}), ("mean", dict(stat_length=2)),
+             ("maximum", dict(stat_length=((1, 2), (3, 1))))]
+
+
+@pytest.mark.parametrize("mode, kwargs", PAD_CASES, ids=[f"{m}{i}" for i, (m, _) in
+                                                        enumerate(PAD_CASES)])
+def test_pad_every_mode_matches_jax(rng, mode, kwargs):
+    jax = pytest.importorskip("jax")
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    xi = rng.integers(-9, 9, size=(3, 4)).astype(np.int32)
+    for a in (x, xi):
+        for pw in [((2, 5), (1, 3)), 2, ((7, 0), (0, 9))]:
+            got = jnp.pad(a, pw, mode=mode, **kwargs)
+            want = jax.numpy.pad(a, pw, mode=mode, **kwargs)
+            assert got.dtype == want.dtype
+            assert_close(got, want, rtol=1e-6, atol=1e-6)
+    f = lambda v: jnp.sum(jnp.pad(v, 2, mode=mode, **kwargs) ** 2)              # noqa: E731
+    f_ref = lambda v: jax.numpy.sum(jax.numpy.pad(v, 2, mode=mode, **kwargs) ** 2)  # noqa
+    assert_close(fnx.jit(fnx.grad(f))(x), jax.grad(f_ref)(x), rtol=1e-5, atol=1e-5)
