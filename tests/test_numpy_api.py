@@ -1881,3 +1881,24 @@ def test_pad_every_mode_matches_jax(rng, mode, kwargs):
     f = lambda v: jnp.sum(jnp.pad(v, 2, mode=mode, **kwargs) ** 2)              # noqa: E731
     f_ref = lambda v: jax.numpy.sum(jax.numpy.pad(v, 2, mode=mode, **kwargs) ** 2)  # noqa
     assert_close(fnx.jit(fnx.grad(f))(x), jax.grad(f_ref)(x), rtol=1e-5, atol=1e-5)
+
+
+def test_vectorize_matches_jax(rng):
+    jax = pytest.importorskip("jax")
+    jn = jax.numpy
+    a = rng.standard_normal((5, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    m = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    assert_close(fnx.jit(jnp.vectorize(jnp.dot, signature="(n),(n)->()"))(a, b),
+                 jn.vectorize(jn.dot, signature="(n),(n)->()")(a, b), rtol=1e-5)
+    assert_close(jnp.vectorize(lambda x, y: jnp.where(x > y, x, 2 * y))(a, b[None]),
+                 jn.vectorize(lambda x, y: jn.where(x > y, x, 2 * y))(a, b[None]))
+    assert_close(jnp.vectorize(lambda x, p: x ** p, excluded={1})(a, 3),
+                 jn.vectorize(lambda x, p: x ** p, excluded={1})(a, 3), rtol=1e-6)
+    sig = "(n,n)->(n,n),()"
+    got = jnp.vectorize(lambda x: (x @ x, jnp.trace(x)), signature=sig)(m)
+    want = jn.vectorize(lambda x: (x @ x, jn.trace(x)), signature=sig)(m)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=1e-5, atol=1e-5)
+    g = fnx.grad(lambda x: jnp.sum(jnp.vectorize(jnp.sin)(x)))(a)
+    assert_close(g, np.cos(a), rtol=1e-6)
