@@ -4,21 +4,47 @@
 >>> fnx.grad(lambda x: jnp.sum(x ** 2))(jnp.arange(3.0))
 Array([0., 2., 4.], dtype=float32)
 """
+import contextlib as _contextlib
+
 from . import backends as _backends  # registers the CPU backend
 from .core import dtypes
 from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, hessian, jacfwd,
                        jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr,
                        value_and_grad, vjp, vmap)
-from .core.core import (Array, default_backend, default_device, device_get, device_put,
-                        devices)
+from .core.core import (Array, default_backend, default_device, device_count, device_get,
+                        device_put, devices, local_device_count, local_devices, process_count,
+                        process_index)
 from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
                           ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
-from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_jvp, custom_vjp,
-                                      remat)
-from .core.config import config, default_matmul_precision
-from .core.jit import clear_caches, jit
+from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
+                                      custom_jvp, custom_vjp, remat)
+from .core.config import (config, default_matmul_precision, disable_jit, enable_x64,
+                          numpy_dtype_promotion)
+from .core.jit import clear_caches
+from .core.eager_jit import jit
+from .core.callbacks import pure_callback
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
+from . import flatten_util, ops, typing  # noqa: E402
+
+
+@_contextlib.contextmanager
+def named_scope(name: str):
+    """Context manager naming the operations inside (JAX uses the name in profiles and HLO);
+    fnx's jaxprs carry no names, so it only checks that ``name`` is a string.
+
+    >>> with fnx.named_scope("attention"):
+    ...     y = x @ w
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope name must be a string, got {name!r}")
+    yield
+
+
+def named_call(fun, *, name: str | None = None):
+    """``fun`` itself (JAX names its operations in profiles; fnx's jaxprs carry no names)."""
+    return fun
+
 
 __version__ = "0.1.0"

@@ -1,10 +1,10 @@
-"""fnx.debug: printing from inside jit, vmap and grad.
+"""fnx.debug: printing and host callbacks from inside jit, vmap and grad.
 
 >>> @fnx.jit
 ... def f(x):
 ...     fnx.debug.print("x is {}", x)
 ...     return x * 2
 """
-from .core.debugging import NaNError, debug_print as print  # noqa: A001
+from .core.debugging import NaNError, debug_callback as callback, debug_print as print  # noqa
 
-__all__ = ["print", "NaNError"]
+__all__ = ["print", "callback", "NaNError"]

@@ -269,3 +269,82 @@ def test_associative_scan_under_grad_vmap_and_jit():
 def test_associative_scan_names_mismatched_lengths():
     with pytest.raises(ShapeError, match=r"one length along axis 0.*\(3,\), \(4,\)"):
         lax.associative_scan(lambda a, b: a, (np.ones(3), np.ones(4)))
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX's remaining lax names (fnx/lax/extras.py), against JAX on the CPU
+
+jax = pytest.importorskip("jax")
+
+
+@pytest.mark.parametrize("reducer, ref, init", [
+    (lax.add, "add", 0.0), (jnp.maximum, "max", -np.inf), (lambda a, b: a * b, "mul", 1.0),
+    (lax.min, "min", 0.25)])
+def test_reduce_with_monoid_matches_jax(rng, reducer, ref, init):
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    want = jax.lax.reduce(x, np.float32(init), getattr(jax.lax, ref), (0, 2))
+    assert_close(lax.reduce(x, init, reducer, (0, 2)), want, rtol=1e-6)
+    assert_close(fnx.jit(lambda v: lax.reduce(v, init, reducer, (0, 2)))(x), want, rtol=1e-6)
+    g = fnx.grad(lambda v: jnp.sum(lax.reduce(v, init, reducer, (1,))))(x)
+    g_ref = jax.grad(lambda v: jax.numpy.sum(jax.lax.reduce(v, np.float32(init),
+                                                            getattr(jax.lax, ref), (1,))))(x)
+    assert_close(g, g_ref, rtol=1e-5)
+
+
+def test_reduce_names_an_unknown_reducer():
+    with pytest.raises(NotImplementedError, match="my_reducer"):
+        def my_reducer(a, b):
+            return a + 2 * b
+        lax.reduce(jnp.ones(3), 0.0, my_reducer, (0,))
+
+
+def test_sort_key_val_and_multi_operand_sort(rng):
+    k = rng.integers(0, 4, size=(3, 6)).astype(np.int32)
+    v = rng.standard_normal((3, 6)).astype(np.float32)
+    for got, want in zip(lax.sort_key_val(k, v, dimension=1),
+                         jax.lax.sort_key_val(k, v, dimension=1)):
+        assert_close(got, want)
+    for got, want in zip(lax.sort((k, v), num_keys=1), jax.lax.sort((k, v), num_keys=1)):
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32])
+def test_population_count_and_clz_match_jax(rng, dtype):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=40, dtype=dtype, endpoint=True)
+    x[:3] = [0, info.max, info.min]
+    for name in ("population_count", "clz"):
+        got = getattr(lax, name)(x)
+        assert got.dtype == dtype
+        assert_close(got, getattr(jax.lax, name)(x))
+        assert_close(fnx.jit(getattr(lax, name))(x), got)
+
+
+@pytest.mark.parametrize("exponent_bits, mantissa_bits", [(8, 7), (5, 10), (4, 3), (8, 23)])
+def test_reduce_precision_matches_jax(rng, exponent_bits, mantissa_bits):
+    # normal numbers of the narrow format, and values past its range (inf) and NaN
+    x = (rng.standard_normal(200) * 2.0 ** rng.integers(-5, 5, 200)).astype(np.float32)
+    x[:3] = [np.nan, 1e30, -1e30]
+    want = jax.lax.reduce_precision(x, exponent_bits, mantissa_bits)
+    assert_close(lax.reduce_precision(x, exponent_bits, mantissa_bits), want)
+    g = fnx.grad(lambda v: lax.reduce_precision(v, exponent_bits, mantissa_bits) * 3.0)(1.3)
+    assert_close(g, jax.grad(lambda v: jax.lax.reduce_precision(
+        v, exponent_bits, mantissa_bits) * 3.0)(1.3))
+
+
+def test_shape_helpers_match_jax():
+    dn = ("NHWC", "HWIO", "NHWC")
+    for lhs, rhs, strides, pad, d in [((1, 3, 8, 8), (4, 3, 3, 3), (1, 1), [(1, 1), (1, 1)],
+                                       ("NCHW", "OIHW", "NCHW")),
+                                      ((2, 9, 7, 3), (3, 2, 3, 5), (2, 1), "SAME", dn),
+                                      ((2, 9, 7, 3), (3, 2, 3, 5), (2, 3), "VALID", dn)]:
+        assert lax.conv_general_shape_tuple(lhs, rhs, strides, pad, d) == \
+            jax.lax.conv_general_shape_tuple(lhs, rhs, strides, pad, d)
+    assert lax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 2, 2), (2, 2), [(0, 1), (1, 0)]) == \
+        jax.lax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 2, 2), (2, 2), [(0, 1), (1, 0)])
+    assert lax.broadcast_shapes((2, 1), (3,), (1, 1, 1)) == \
+        jax.lax.broadcast_shapes((2, 1), (3,), (1, 1, 1))
+    x = np.arange(10.0, dtype=np.float32).reshape(5, 2)
+    for got, want in zip(lax.split(x, (1, 4)), jax.lax.split(x, (1, 4))):
+        assert_close(got, want)
+    assert lax.optimization_barrier(x) is x

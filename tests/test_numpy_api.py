@@ -1799,3 +1799,106 @@ def test_vecdot_matvec_vecmat(rng):
         jnp.vecdot(J(a), J(rng.standard_normal((3, 5))))
     with pytest.raises(fnx.core.errors.ShapeError):
         jnp.matvec(J(m), J(rng.standard_normal(3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# What JAX programs do with arrays: shifts, formatting, NumPy functions on fnx arrays, and the
+# static-size forms of nonzero/where/argwhere/flatnonzero/unique under jit (against JAX)
+
+
+def test_shift_operators_match_jax(rng):
+    jax = pytest.importorskip("jax")
+    for dtype in (np.int8, np.int32, np.uint8, np.uint32):
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, size=20, dtype=dtype, endpoint=True)
+        s = rng.integers(0, 8 * np.dtype(dtype).itemsize + 2, size=20).astype(dtype)
+        xf, xj = jnp.asarray(x), jax.numpy.asarray(x)
+        assert_close(xf << s, xj << s)
+        assert_close(xf >> s, xj >> s)
+        assert_close(xf << 3, xj << 3)
+        assert_close(2 >> jnp.asarray(s[:3] % 2), 2 >> (s[:3] % 2))
+        assert_close(fnx.jit(lambda a, b: a >> b)(x, s), xj >> s)
+
+
+def test_format_of_a_zero_d_array():
+    loss = jnp.mean(jnp.asarray([0.25, 0.5]))
+    assert f"{loss:.4f}" == "0.3750" and f"{jnp.int32(7) * jnp.ones((), jnp.int32):03d}" == "007"
+    assert f"{jnp.arange(2)}" == str(np.arange(2))
+
+
+@pytest.mark.parametrize("name", ["mean", "sum", "std", "var", "prod", "max", "min", "argmax",
+                                  "argmin", "any", "all", "cumsum", "cumprod", "round",
+                                  "amax", "amin"])
+def test_numpy_functions_on_fnx_arrays(rng, name):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    got = getattr(np, name)(jnp.asarray(x))
+    assert_close(got, getattr(np, name)(x), rtol=1e-5, atol=1e-6)
+    if name != "round":
+        got = getattr(np, name)(jnp.asarray(x), axis=1)
+        assert_close(got, getattr(np, name)(x, axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_static_size_nonzero_forms_match_jax(rng):
+    jax = pytest.importorskip("jax")
+    jn = jax.numpy
+    x = (rng.standard_normal((4, 5)) > 0.3).astype(np.float32) * rng.standard_normal((4, 5))
+    for size, fill in [(3, 0), (12, -1), (25, (-1, -2))]:
+        got = fnx.jit(lambda a: jnp.nonzero(a, size=size, fill_value=fill))(x)
+        for g, w in zip(got, jn.nonzero(x, size=size, fill_value=fill)):
+            assert_close(g, w)
+    f = -1
+    assert_close(fnx.jit(lambda a: jnp.where(a > 0, size=6, fill_value=f)[1])(x),
+                 jn.where(x > 0, size=6, fill_value=f)[1])
+    assert_close(fnx.jit(lambda a: jnp.argwhere(a, size=7, fill_value=f))(x),
+                 jn.argwhere(x, size=7, fill_value=f))
+    assert_close(fnx.jit(lambda a: jnp.flatnonzero(a, size=30))(x), jn.flatnonzero(x, size=30))
+    v = rng.integers(0, 5, size=9).astype(np.float32)
+    v[2] = np.nan
+    for size, fill in [(3, None), (8, None), (8, 7.0)]:
+        assert_close(fnx.jit(lambda a: jnp.unique(a, size=size, fill_value=fill))(v),
+                     jn.unique(v, size=size, fill_value=fill))
+
+
+PAD_CASES = [("constant", {}), ("constant", dict(constant_values=((1, 2), (3, 4)))),
+             ("edge", {}), ("reflect", {}), ("symmetric", {}), ("wrap", {}),
+             ("linear_ramp", dict(end_values=(1, -2))), ("maximum", {}), ("minimum", {}),
+             ("mean", {}), ("median", {}), ("mean", dict(stat_length=2)),
+             ("maximum", dict(stat_length=((1, 2), (3, 1))))]
+
+
+@pytest.mark.parametrize("mode, kwargs", PAD_CASES, ids=[f"{m}{i}" for i, (m, _) in
+                                                        enumerate(PAD_CASES)])
+def test_pad_every_mode_matches_jax(rng, mode, kwargs):
+    jax = pytest.importorskip("jax")
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    xi = rng.integers(-9, 9, size=(3, 4)).astype(np.int32)
+    for a in (x, xi):
+        for pw in [((2, 5), (1, 3)), 2, ((7, 0), (0, 9))]:
+            got = jnp.pad(a, pw, mode=mode, **kwargs)
+            want = jax.numpy.pad(a, pw, mode=mode, **kwargs)
+            assert got.dtype == want.dtype
+            assert_close(got, want, rtol=1e-6, atol=1e-6)
+    f = lambda v: jnp.sum(jnp.pad(v, 2, mode=mode, **kwargs) ** 2)              # noqa: E731
+    f_ref = lambda v: jax.numpy.sum(jax.numpy.pad(v, 2, mode=mode, **kwargs) ** 2)  # noqa
+    assert_close(fnx.jit(fnx.grad(f))(x), jax.grad(f_ref)(x), rtol=1e-5, atol=1e-5)
+
+
+def test_vectorize_matches_jax(rng):
+    jax = pytest.importorskip("jax")
+    jn = jax.numpy
+    a = rng.standard_normal((5, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    m = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    assert_close(fnx.jit(jnp.vectorize(jnp.dot, signature="(n),(n)->()"))(a, b),
+                 jn.vectorize(jn.dot, signature="(n),(n)->()")(a, b), rtol=1e-5)
+    assert_close(jnp.vectorize(lambda x, y: jnp.where(x > y, x, 2 * y))(a, b[None]),
+                 jn.vectorize(lambda x, y: jn.where(x > y, x, 2 * y))(a, b[None]))
+    assert_close(jnp.vectorize(lambda x, p: x ** p, excluded={1})(a, 3),
+                 jn.vectorize(lambda x, p: x ** p, excluded={1})(a, 3), rtol=1e-6)
+    sig = "(n,n)->(n,n),()"
+    got = jnp.vectorize(lambda x: (x @ x, jnp.trace(x)), signature=sig)(m)
+    want = jn.vectorize(lambda x: (x @ x, jn.trace(x)), signature=sig)(m)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=1e-5, atol=1e-5)
+    g = fnx.grad(lambda x: jnp.sum(jnp.vectorize(jnp.sin)(x)))(a)
+    assert_close(g, np.cos(a), rtol=1e-6)

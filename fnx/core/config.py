@@ -1,5 +1,8 @@
 """fnx.config: global options, read with ``config.name`` and set with ``config.update``.
 
+JAX's ``jax_``-prefixed names work too (``config.update("jax_debug_nans", True)``,
+``config.jax_enable_x64``), so a JAX program's configuration lines run unchanged.
+
 >>> fnx.config.update("default_matmul_precision", "tensorfloat32")
 >>> with fnx.default_matmul_precision("highest"): ...
 """
@@ -24,6 +27,25 @@ _OPTIONS = {
     # backward pass), so they overlap; 0 runs every step on the caller's stream. Read when a
     # program is lowered
     "gpu_side_streams": 2,
+    # Python scalars and dtype-less creation default to float64/int64/complex128 instead of
+    # float32/int32/complex64
+    "enable_x64": False,
+    # jitted functions run their Python code eagerly, op by op (fnx.disable_jit())
+    "disable_jit": False,
+    # "standard" (JAX's lattice) or "strict": fnx.numpy raises TypePromotionError where
+    # operands of different dtypes would be promoted implicitly
+    "numpy_dtype_promotion": "standard",
+    # the backend new arrays go to ("cpu" or "gpu"); None: the GPU when CuPy finds one
+    "platform_name": None,
+}
+
+# JAX options that name no behaviour of fnx (compilation caches, traceback filtering, PRNG
+# implementation choices): accepted and remembered, so configuration code runs unchanged
+_ACCEPTED_JAX_OPTIONS = {
+    "traceback_filtering", "compilation_cache_dir", "persistent_cache_min_compile_time_secs",
+    "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
+    "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
+    "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
 }
 
 
@@ -35,17 +57,29 @@ class Config:
             object.__setattr__(self, name, value)
 
     def update(self, name: str, value) -> None:
+        name = _unprefixed(name)
+        if name in _ACCEPTED_JAX_OPTIONS:
+            object.__setattr__(self, name, value)
+            return
         if name not in _OPTIONS:
             raise KeyError(f"unknown fnx option {name!r}; options: {sorted(_OPTIONS)}")
-        if name == "default_matmul_precision" and value not in ("highest", "tensorfloat32"):
-            raise ValueError("default_matmul_precision must be 'highest' or 'tensorfloat32', got "
-                             f"{value!r}")
-        if name == "gpu_side_streams" and (not isinstance(value, int) or value < 0):
-            raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
+        value = _check(name, value)
         object.__setattr__(self, name, value)
+        _ON_UPDATE.get(name, lambda v: None)(value)
 
     def __setattr__(self, name, value):
         self.update(name, value)
+
+    def __getattr__(self, name):
+        # only reached for names that are not plain attributes: JAX's "jax_" spellings
+        bare = _unprefixed(name)
+        if bare != name and (bare in _OPTIONS or bare in self.__dict__):
+            return getattr(self, bare)
+        raise AttributeError(f"fnx.config has no option {name!r}")
+
+    def read(self, name: str):
+        """An option's value by name (JAX's older ``config.read``)."""
+        return getattr(self, _unprefixed(name))
 
     @contextlib.contextmanager
     def option(self, name: str, value):
@@ -60,9 +94,72 @@ class Config:
         return f"Config({ {n: getattr(self, n) for n in _OPTIONS} })"
 
 
+def _unprefixed(name: str) -> str:
+    return name[4:] if name.startswith("jax_") else name
+
+
+def _check(name, value):
+    """``value`` validated (and, for the precision, in fnx's own spelling)."""
+    if name == "default_matmul_precision":
+        from .lax import canonicalize_precision
+        try:
+            value = canonicalize_precision(value) or "highest"
+        except ValueError as e:
+            raise ValueError(f"default_matmul_precision: {e}") from None
+    if name == "gpu_side_streams" and (not isinstance(value, int) or value < 0):
+        raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
+    if name == "numpy_dtype_promotion" and value not in ("standard", "strict"):
+        raise ValueError(f"numpy_dtype_promotion must be 'standard' or 'strict', got {value!r}")
+    if name in ("enable_x64", "disable_jit"):
+        value = bool(value)
+    return value
+
+
+def _set_x64(on):
+    from . import dtypes
+    dtypes.set_x64(on)
+
+
+def _set_platform(name):
+    if name is not None:
+        from .core import get_backend, set_default_backend
+        get_backend()       # finds the GPU first, so that finding it later overrides nothing
+        set_default_backend({"cuda": "gpu"}.get(name, name))
+
+
+# options whose new value must reach another module when set
+_ON_UPDATE = {"enable_x64": _set_x64, "platform_name": _set_platform}
+
 config = Config()
 
 
 def default_matmul_precision(value: str):
-    """Context manager: float32 products inside use ``value`` ('highest' or 'tensorfloat32')."""
+    """Context manager: float32 products inside use ``value`` ('highest' or 'tensorfloat32';
+    JAX's names 'float32', 'high', 'default', ... and ``lax.Precision`` values map to these)."""
     return config.option("default_matmul_precision", value)
+
+
+def disable_jit(disable: bool = True):
+    """Context manager: jitted functions called inside run their Python code eagerly, op by op,
+    so ``print`` shows values and a debugger can step through them.
+
+    >>> with fnx.disable_jit():
+    ...     fnx.jit(lambda x: print(x) or x)(1.0)     # prints 1.0, not a tracer
+    """
+    return config.option("disable_jit", disable)
+
+
+def enable_x64(enable: bool = True):
+    """Context manager: Python scalars and dtype-less arrays default to 64 bits inside."""
+    return config.option("enable_x64", enable)
+
+
+def numpy_dtype_promotion(mode: str):
+    """Context manager: ``"standard"`` (JAX's promotion lattice) or ``"strict"`` (fnx.numpy
+    raises ``TypePromotionError`` on operands whose dtypes differ, as JAX does; a weakly typed
+    Python scalar still joins an array of its own kind).
+
+    >>> with fnx.numpy_dtype_promotion("strict"):
+    ...     jnp.ones(2, jnp.float32) + 1.0          # fine; + jnp.ones(2, jnp.int32) raises
+    """
+    return config.option("numpy_dtype_promotion", mode)

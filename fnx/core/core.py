@@ -293,6 +293,29 @@ def devices(backend: str | None = None) -> list:
     return [get_backend(backend)]
 
 
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
+    """The devices of this process: ``devices(backend)`` (fnx runs in one process)."""
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` has (one: fnx runs on one CPU or one GPU)."""
+    return len(devices(backend))
+
+
+local_device_count = device_count
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's index among the program's processes: 0, fnx running in one."""
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    """How many processes run the program: 1."""
+    return 1
+
+
 def device_put(x, device=None):
     """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
     when None)."""
@@ -455,6 +478,8 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
     if hasattr(x, "__cuda_array_interface__"):
         return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+    if isinstance(getattr(x, "aval", None), ShapedArray):   # a ShapeDtypeStruct (jit().lower)
+        return x.aval
     raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
                     f"Python scalar, got {x!r:.80}")
 

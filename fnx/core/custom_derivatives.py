@@ -556,6 +556,47 @@ custom_lin_p.jvp = _custom_lin_forward_mode
 custom_lin_p.batch = _custom_lin_forward_mode
 
 
+def custom_gradient(fun):
+    """``fun(*args)`` returns ``(value, vjp)``, ``vjp(cotangent)`` a tuple with one cotangent
+    per argument: that pair is the function's value and its reverse-mode derivative.
+
+    >>> @custom_gradient
+    ... def clipped_log(x):
+    ...     return jnp.log(x), lambda g: (g / jnp.maximum(x, 1e-3),)
+
+    As in JAX, ``vjp`` may close over values ``fun`` computed: it is traced once, in the forward
+    pass, into a jaxpr whose constants (those values) become the residuals.
+    """
+    @functools.wraps(fun)
+    def wrapper(*args):
+        store: dict = {}
+
+        @custom_vjp
+        def call(*xs):
+            return fun(*xs)[0]
+
+        def fwd(*xs):
+            out, rule = fun(*xs)
+            out_leaves, out_tree = tree_flatten(out)
+
+            def flat_rule(*ct_leaves):
+                cts = rule(tree_unflatten(out_tree, ct_leaves))
+                cts = tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+                leaves, store["tree"] = tree_flatten(cts)
+                return leaves
+            closed = trace_to_jaxpr(flat_rule, [tangent_aval(get_aval(o)) for o in out_leaves],
+                                    description=f"the vjp of custom_gradient {_name(fun)}")
+            store["jaxpr"] = closed.jaxpr
+            return out, list(closed.consts)
+
+        def bwd(res, ct):
+            ct_leaves = tree_flatten(ct)[0]
+            return tree_unflatten(store["tree"], eval_jaxpr(store["jaxpr"], res, *ct_leaves))
+        call.defvjp(fwd, bwd)
+        return call(*args)
+    return wrapper
+
+
 # ---------------------------------------------------------------------------------------------
 # checkpoint / remat
 
@@ -794,5 +835,5 @@ remat_p.transpose = _remat_transpose
 remat_p.batch = _remat_batch
 
 
-__all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
-           "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]
+__all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
+           "checkpoint_policies", "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]

@@ -67,6 +67,38 @@ def debug_print(fmt: str, *args, **kwargs):
     debug_callback_p.bind(*values, callback=callback, batched=False)
 
 
+def debug_callback(callback, *args, ordered: bool = False, partitioned: bool = False,
+                   **kwargs):
+    """Call ``callback(*args, **kwargs)`` for its side effect when the program runs, with the
+    arguments' values as arrays: inside jit, once per example under vmap, on primal values under
+    grad. Its result is ignored.
+
+    >>> fnx.debug.callback(lambda x: losses.append(float(x)), loss)
+    """
+    from .core import device_put
+    from .pytree import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten((args, kwargs))
+    # array leaves travel through the primitive; anything else (a string, a flag) stays here
+    is_dyn = [isinstance(v, (Array, Tracer, np.ndarray, np.generic, int, float, complex))
+              for v in leaves]
+    dynamic = [v for v, d in zip(leaves, is_dyn) if d]
+
+    def call(vals):
+        it = iter(device_put(v) for v in vals)
+        a, kw = tree_unflatten(tree, [next(it) if d else v for v, d in zip(leaves, is_dyn)])
+        callback(*a, **kw)
+
+    def flat(*vals, batched):
+        if batched:
+            for i in range(len(vals[0])):
+                call([v[i] for v in vals])
+        else:
+            call(vals)
+    flat.__name__ = getattr(callback, "__name__", "callback")
+    debug_callback_p.bind(*[v if isinstance(v, (Array, Tracer)) else np.asarray(v)
+                            for v in dynamic], callback=flat, batched=False)
+
+
 class NaNError(FnxError, FloatingPointError):
     """debug_nans found a NaN: names the primitive that produced it and where."""
 

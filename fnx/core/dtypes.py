@@ -24,6 +24,14 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 default_float = float32
 default_int = int32
+default_complex = complex64
+
+
+def set_x64(on: bool) -> None:
+    """Python scalars and dtype-less creation default to 64 bits (config ``enable_x64``)."""
+    global default_float, default_int, default_complex
+    default_float, default_int, default_complex = \
+        (float64, int64, complex128) if on else (float32, int32, complex64)
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128}
@@ -63,7 +71,7 @@ def canonicalize(dtype) -> np.dtype:
     if dtype is bool:
         return bool_
     if dtype is complex:
-        return complex64
+        return default_complex
     d = np.dtype(dtype)
     if d not in _SUPPORTED:
         raise TypeError(f"fnx does not support dtype {d}")
@@ -89,7 +97,7 @@ def _join(nodes):
 
 def _node_to_dtype(node):
     return {_WEAK_INT: default_int, _WEAK_FLOAT: default_float,
-            _WEAK_COMPLEX: complex64}.get(node, node)
+            _WEAK_COMPLEX: default_complex}.get(node, node)
 
 
 def result_type(*typed) -> tuple[np.dtype, bool]:
@@ -116,7 +124,7 @@ def scalar_dtype(x) -> np.dtype:
     if isinstance(x, float):
         return default_float
     if isinstance(x, complex):
-        return complex64
+        return default_complex
     raise TypeError(f"not a Python scalar: {type(x).__name__}")
 
 

@@ -63,6 +63,10 @@ class DTypeError(FnxError, TypeError):
     """An operand has a dtype the operation does not accept."""
 
 
+class TypePromotionError(DTypeError, ValueError):
+    """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``."""
+
+
 class ConcretizationTypeError(FnxError, TypeError):
     """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``)."""
 

@@ -6,6 +6,7 @@ before binding), so rules here stay simple. Rule kinds: ``abstract_eval``, ``jvp
 """
 from __future__ import annotations
 
+import enum
 import math
 import numpy as np
 
@@ -1381,10 +1382,55 @@ dot_general_p.transpose = _dot_general_transpose
 dot_general_p.batch = _dot_general_batch
 
 
+class Precision(enum.Enum):
+    """JAX's ``lax.Precision``, accepted wherever ``precision=`` is: DEFAULT follows
+    ``default_matmul_precision``, HIGH allows TF32 (as XLA's GPU products do), HIGHEST is full
+    float32.
+
+    >>> lax.dot(x, y, precision=lax.Precision.HIGHEST)
+    """
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    def __str__(self):
+        return self.name
+
+
+# fnx's two product precisions, by every name JAX accepts (there is no bfloat16 product: the
+# cheaper names take the cheaper of fnx's two)
+_PRECISION_NAMES = {
+    "highest": "highest", "float32": "highest", "tensorfloat32": "tensorfloat32",
+    "high": "tensorfloat32", "bfloat16_3x": "tensorfloat32", "fastest": "tensorfloat32",
+    "bfloat16": "tensorfloat32", "default": None,
+}
+_PRECISION_OF = {Precision.DEFAULT: None, Precision.HIGH: "tensorfloat32",
+                 Precision.HIGHEST: "highest"}
+
+
+def canonicalize_precision(precision):
+    """``precision`` (None, a name, a ``Precision``, or a pair of these for the two operands) as
+    fnx's ``None`` (the configured default), ``"highest"`` or ``"tensorfloat32"``."""
+    if isinstance(precision, (tuple, list)):
+        got = [canonicalize_precision(p) for p in precision]
+        # the higher of the operands' precisions wins, as in XLA
+        return "highest" if "highest" in got else ("tensorfloat32" if any(got) else None)
+    if precision is None or isinstance(precision, Precision):
+        return _PRECISION_OF.get(precision)
+    name = str(precision).lower()
+    if name.startswith("precision."):
+        name = name[len("precision."):]
+    if name not in _PRECISION_NAMES:
+        raise ValueError(f"unknown precision {precision!r}; expected a lax.Precision or one of "
+                         f"{sorted(_PRECISION_NAMES)}")
+    return _PRECISION_NAMES[name]
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
                               preferred_element_type=preferred_element_type)
 
 
@@ -1435,12 +1481,17 @@ sort_p.jvp = _sort_jvp
 sort_p.batch = _sort_batch
 
 
-def sort(operands, dimension: int = -1, num_keys: int = 1):
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort along ``dimension`` (stably: the sort is always stable). Several operands sort
+    together by the first ``num_keys`` of them, lexicographically, and come back as a tuple.
+
+    >>> keys, vals = lax.sort((jnp.array([3, 1, 2]), jnp.array([0., 1., 2.])), num_keys=1)
+    """
     single = not isinstance(operands, (list, tuple))
     ops = [operands] if single else list(operands)
     dimension = dimension % get_aval(ops[0]).ndim
     outs = sort_p.bind(*ops, dimension=dimension, num_keys=num_keys)
-    return outs[0] if single else outs
+    return outs[0] if single else tuple(outs)
 
 
 take_along_axis_p = primitive("take_along_axis")

@@ -14,3 +14,6 @@ from . import linalg  # noqa: E402,F401  (fnx.lax.linalg, as jax.lax.linalg)
 from ..core.convolution import *  # noqa: E402,F401,F403  (conv_general_dilated, reduce_window, ...)
 from .special import lgamma, digamma, erfc  # noqa: E402,F401  (composed: fnx/lax/special.py)
 from .associative import associative_scan  # noqa: E402,F401
+from .extras import (reduce, sort_key_val, population_count, clz, reduce_precision,  # noqa
+                     broadcast_shapes, conv_general_shape_tuple, conv_shape_tuple, split,
+                     optimization_barrier)

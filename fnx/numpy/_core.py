@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.config import config
 from ..core.core import Array, Tracer, get_aval
-from ..core.errors import ShapeError
+from ..core.errors import ShapeError, TypePromotionError
 
 
 def is_array(x) -> bool:
@@ -45,7 +46,7 @@ def asarray(x, dtype=None):
             elif arr.dtype.kind in "iu":
                 arr = arr.astype(dtypes.default_int)
             elif arr.dtype.kind == "c":
-                arr = arr.astype(dtypes.complex64)
+                arr = arr.astype(dtypes.default_complex)
     dt = dtypes.canonicalize(dtype if dtype is not None else arr.dtype)
     from ..core.core import full_lower_to_array
     return full_lower_to_array(np.asarray(arr, dtype=dt, order="C"))
@@ -94,6 +95,8 @@ def promote_dtypes(*args):
     avals = [get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
              for a in args]
     dtype, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in avals))
+    if config.numpy_dtype_promotion == "strict":
+        _check_strict(avals, dtype)
     out = []
     for a, aval in zip(args, avals):
         if _is_scalar(a):
@@ -104,6 +107,17 @@ def promote_dtypes(*args):
             out.append(a if (aval.dtype == dtype and aval.weak_type == weak)
                        else lax.convert_element_type(a, dtype, weak))
     return out
+
+
+def _check_strict(avals, dtype):
+    """Strict promotion (as JAX's): operands of one dtype, or weak scalars that the strong
+    operands' dtype absorbs without changing it."""
+    strong = {a.dtype for a in avals if not a.weak_type}
+    if len(strong) > 1 or (strong and dtype not in strong):
+        names = tuple(str(a.dtype) for a in avals)
+        raise TypePromotionError(f"Input dtypes {names} have no implicit dtype promotion path "
+                                 "when numpy_dtype_promotion is 'strict'; cast them explicitly "
+                                 "or use numpy_dtype_promotion('standard')")
 
 
 def promote_dtypes_inexact(*args):

@@ -27,6 +27,7 @@ _OPERATORS = {
     "__truediv__": ufuncs.true_divide, "__floordiv__": ufuncs.floor_divide,
     "__mod__": ufuncs.remainder, "__pow__": ufuncs.power, "__matmul__": products.matmul,
     "__and__": ufuncs.bitwise_and, "__or__": ufuncs.bitwise_or, "__xor__": ufuncs.bitwise_xor,
+    "__lshift__": ufuncs.left_shift, "__rshift__": ufuncs.right_shift,
     "__eq__": ufuncs.equal, "__ne__": ufuncs.not_equal, "__lt__": ufuncs.less,
     "__le__": ufuncs.less_equal, "__gt__": ufuncs.greater, "__ge__": ufuncs.greater_equal,
 }
@@ -35,7 +36,8 @@ _REVERSED = {
     "__rtruediv__": ufuncs.true_divide, "__rfloordiv__": ufuncs.floor_divide,
     "__rmod__": ufuncs.remainder, "__rpow__": ufuncs.power, "__rmatmul__": products.matmul,
     "__rand__": ufuncs.bitwise_and, "__ror__": ufuncs.bitwise_or,
-    "__rxor__": ufuncs.bitwise_xor,
+    "__rxor__": ufuncs.bitwise_xor, "__rlshift__": ufuncs.left_shift,
+    "__rrshift__": ufuncs.right_shift,
 }
 
 
@@ -51,12 +53,31 @@ def _transpose_method(self, *axes):
     return shapes.transpose(self, axes or None)
 
 
+def _format_method(self, spec):
+    # f"{loss:.4f}": a 0-d array formats as its Python scalar, as JAX's arrays do
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    return format(str(self), spec)
+
+
+def _numpy_method(f):
+    """A method NumPy's functions may call (``np.mean(x)`` calls ``x.mean(axis=None,
+    dtype=None, out=None)``): ``out=None`` is accepted, any other ``out`` refused, as in JAX."""
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise NotImplementedError(f"the 'out' argument to {f.__name__} is not supported: "
+                                      "fnx arrays are immutable")
+        return f(self, *args, **kwargs)
+    method.__name__, method.__doc__ = f.__name__, f.__doc__
+    return method
+
+
 _METHODS = {
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
     "__invert__": ufuncs.invert, "__getitem__": indexing.getitem,
     "__divmod__": lambda a, b: (ufuncs.floor_divide(a, b), ufuncs.remainder(a, b)),
     "__round__": lambda a, ndigits=None: ufuncs.round(a, ndigits or 0),
-    "__iter__": lambda a: (a[i] for i in range(len(a))),
+    "__iter__": lambda a: (a[i] for i in range(len(a))), "__format__": _format_method,
     "astype": astype, "reshape": _reshape_method, "transpose": _transpose_method,
     "sum": reductions.sum, "mean": reductions.mean, "var": reductions.var,
     "std": reductions.std, "prod": reductions.prod, "max": reductions.max,
@@ -70,6 +91,9 @@ _METHODS = {
     "sort": sorting.sort, "argsort": sorting.argsort,
     "nonzero": indexing.nonzero, "copy": lambda a: a,
 }
+# methods NumPy's functions of the same name call with an ``out=`` argument
+_NUMPY_CALLED = {"sum", "mean", "var", "std", "prod", "max", "min", "argmax", "argmin", "any",
+                 "all", "cumsum", "cumprod", "ptp", "clip", "round", "take", "trace"}
 _PROPERTIES = {
     "T": lambda a: shapes.transpose(a), "mT": shapes.matrix_transpose,
     "at": indexing._IndexUpdateHelper, "real": ufuncs.real,
@@ -84,7 +108,7 @@ def install(cls):
     for name, f in _REVERSED.items():
         setattr(cls, name, _defer(_swap(f)))
     for name, f in _METHODS.items():
-        setattr(cls, name, f)
+        setattr(cls, name, _numpy_method(f) if name in _NUMPY_CALLED else f)
     for name, f in _PROPERTIES.items():
         setattr(cls, name, property(f))
 

@@ -274,24 +274,51 @@ def take_along_axis(arr, indices, axis):
 
 
 def nonzero(a, size=None, fill_value=0):
-    """Indices of non-zero elements; needs a concrete ``a`` (its result size depends on it)."""
+    """Indices of non-zero elements, one array per axis. Without ``size`` it needs a concrete
+    ``a`` (the result size depends on it); with ``size`` it works under jit: the first ``size``
+    indices, padded with ``fill_value`` (a scalar, or one per axis).
+
+    >>> nonzero(jnp.array([0, 3, 0, 5]), size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
+    """
+    if size is not None:
+        return _nonzero_of_size(asarray(a), int(size), fill_value)
     from ..core.core import concrete_or_error
     vals = concrete_or_error(a, "nonzero's argument (use size= or fnx.numpy.where(c, x, y))")
-    out = np.nonzero(vals)
-    if size is not None:
-        out = tuple(np.concatenate([o[:size], np.full(max(0, size - len(o)), fill_value)])
-                    for o in out)
-    return tuple(asarray(o.astype(np.int32)) for o in out)
+    return tuple(asarray(o.astype(np.int32)) for o in np.nonzero(vals))
 
 
-def argwhere(a):
+def _nonzero_of_size(a, size, fill_value):
+    """nonzero with a static result size, from a stable sort that brings the non-zero
+    positions first (in order)."""
+    from .reductions import sum as _sum
+    flat = lax.reshape(a, (a.size,))
+    mask = lax.ne(flat, lax.full(flat.shape, 0, flat.dtype))
+    iota = lax.iota(dtypes.int32, a.size)
+    _, order = lax.sort([lax.convert_element_type(lax.bitwise_not(mask), dtypes.int32), iota],
+                        0, num_keys=1)
+    if size > a.size:
+        order = lax.pad(order, lax.full((), 0, dtypes.int32), [(0, size - a.size, 0)])
+    order = lax.slice_in_dim(order, 0, size)
+    valid = lax.lt(lax.iota(dtypes.int32, size),
+                   lax.convert_element_type(_sum(mask), dtypes.int32))
+    coords = unravel_index(order, a.shape) if a.ndim else (order,)
+    fills = fill_value if isinstance(fill_value, (tuple, list)) else [fill_value] * len(coords)
+    return tuple(lax.select(valid, c, lax.full((size,), f, dtypes.int32))
+                 for c, f in zip(coords, fills))
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """Indices of non-zero elements as rows; ``size``/``fill_value`` as for ``nonzero``."""
     from .shapes import stack
-    return stack(nonzero(a), axis=1)
+    return stack(nonzero(a, size, 0 if fill_value is None else fill_value), axis=1)
 
 
-def flatnonzero(a):
+def flatnonzero(a, *, size=None, fill_value=None):
+    """Indices of the non-zero elements of ``a`` flattened; ``size``/``fill_value`` as for
+    ``nonzero``."""
     from .shapes import ravel
-    return nonzero(ravel(a))[0]
+    return nonzero(ravel(a), size, 0 if fill_value is None else fill_value)[0]
 
 
 

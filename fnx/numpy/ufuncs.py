@@ -321,13 +321,13 @@ def invert(x):
 bitwise_not = invert
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
     """``x`` where ``condition`` else ``y``, broadcasting all three.
 
-    The one-argument form (``nonzero``) needs a concrete condition."""
+    The one-argument form is ``nonzero`` (a concrete condition, or ``size=`` under jit)."""
     if x is None and y is None:
         from .indexing import nonzero
-        return nonzero(condition)
+        return nonzero(condition, size, 0 if fill_value is None else fill_value)
     if x is None or y is None:
         raise ValueError("where takes either one argument or three")
     from ._core import astype, broadcast_shapes, broadcast_to
@@ -425,8 +425,28 @@ def real(x):
 
 
 def left_shift(x, y):
-    x, y = promote_and_broadcast(x, y, op="left_shift")
-    return lax.mul(x, _int_power(lax.full(x.shape, 2, x.dtype), y))
+    """``x << y`` on integers (a shift past the bit width gives 0, as in JAX).
+
+    >>> left_shift(jnp.arange(3), 2)
+    Array([0, 4, 8], dtype=int32)
+    """
+    x, y = promote_and_broadcast(x, y, op="left_shift", keep_scalars=True)
+    return lax.shift_left(x, y)
+
+
+def right_shift(x, y):
+    """``x >> y`` on integers: arithmetic (sign-filling) for signed ones, logical otherwise.
+
+    >>> right_shift(jnp.array([-8, 8]), 2)
+    Array([-2,  2], dtype=int32)
+    """
+    x, y = promote_and_broadcast(x, y, op="right_shift", keep_scalars=True)
+    if x.dtype.kind == "i":
+        return lax.shift_right_arithmetic(x, y)
+    return lax.shift_right_logical(x, y)
+
+
+bitwise_left_shift, bitwise_right_shift, bitwise_invert = left_shift, right_shift, invert
 
 
 def copysign(x, y):
