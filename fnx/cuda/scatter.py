@@ -4,7 +4,7 @@ One thread per update element. ``add`` is one atomic add; ``mul``, ``min`` and `
 atomic compare-and-swap loop over the element's bits (NaN propagates, as NumPy's ``ufunc.at``);
 ``set`` keeps the last update of each index, as NumPy's fancy assignment does: a first kernel
 takes the largest update position per index with an atomic max, a second writes only those.
-Out-of-range indices are clamped to the axis, as the CPU backend does. Types without the
+An update whose index is out of range is dropped (XLA's rule, as the CPU backend does). Types without the
 atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not ``supported``: they run
 the eager implementation.
 """
@@ -29,7 +29,7 @@ _COMBINE = {
 _INDEX = r"""
 __device__ __forceinline__ long long target(const {I}* idx, long long j, long long n_axis) {{
     long long t = (long long)idx[j];
-    return t < 0 ? 0 : (t >= n_axis ? n_axis - 1 : t);
+    return t < 0 || t >= n_axis ? -1 : t;     // out of range: the update is dropped
 }}
 """
 
@@ -40,7 +40,9 @@ extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out,
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
          e += (long long)gridDim.x * blockDim.x) {{
         long long q = e % post, j = (e / post) % n_idx, p = e / (post * n_idx);
-        {T}* dst = out + (p * n_axis + target(idx, j, n_axis)) * post + q;
+        long long t = target(idx, j, n_axis);
+        if (t < 0) continue;
+        {T}* dst = out + (p * n_axis + t) * post + q;
         {T} v = upd[e];
         {W}* word = ({W}*)dst;
         {W} seen = *word, assumed;
@@ -61,8 +63,10 @@ _WINNERS = _INDEX + r"""
 extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner,
                                                long long n_idx, long long n_axis) {{
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n_idx;
-         j += (long long)gridDim.x * blockDim.x)
-        atomicMax(winner + target(idx, j, n_axis), j);
+         j += (long long)gridDim.x * blockDim.x) {{
+        long long t = target(idx, j, n_axis);
+        if (t >= 0) atomicMax(winner + t, j);
+    }}
 }}
 """
 
@@ -75,7 +79,7 @@ extern "C" __global__ void fnx_scatter_set(const {T}* upd, const {I}* idx,
          e += (long long)gridDim.x * blockDim.x) {{
         long long q = e % post, j = (e / post) % n_idx, p = e / (post * n_idx);
         long long t = target(idx, j, n_axis);
-        if (winner[t] == j) out[(p * n_axis + t) * post + q] = upd[e];
+        if (t >= 0 && winner[t] == j) out[(p * n_axis + t) * post + q] = upd[e];
     }}
 }}
 """
