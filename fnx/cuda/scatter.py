@@ -4,9 +4,9 @@ One thread per update element. ``add`` is one atomic add; ``mul``, ``min`` and `
 atomic compare-and-swap loop over the element's bits (NaN propagates, as NumPy's ``ufunc.at``);
 ``set`` keeps the last update of each index, as NumPy's fancy assignment does: a first kernel
 takes the largest update position per index with an atomic max, a second writes only those.
-An update whose index is out of range is dropped (XLA's rule, as the CPU backend does). Types without the
-atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not ``supported``: they run
-the eager implementation.
+An update whose index is out of range is dropped (XLA's rule, as the CPU backend does). Types
+without the atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not
+``supported``: they run the eager implementation.
 """
 from __future__ import annotations
 
