@@ -20,7 +20,7 @@ _BITS = {"float": "unsigned int", "int": "unsigned int", "unsigned int": "unsign
          "unsigned long long": "unsigned long long"}
 
 _COMBINE = {
-    "add": "cur + v",
+    "add": "cur + v",       # (computed by atomicAdd)
     "mul": "cur * v",
     "min": "(cur < v || cur != cur) ? cur : v",
     "max": "(cur > v || cur != cur) ? cur : v",
@@ -44,7 +44,14 @@ extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out,
         if (t < 0) continue;
         {T}* dst = out + (p * n_axis + t) * post + q;
         {T} v = upd[e];
-        {W}* word = ({W}*)dst;
+        {apply}
+    }}
+}}
+"""
+
+# the update of one element: an atomic add, or a compare-and-swap loop over its bits
+_ATOMIC_ADD = "atomicAdd(({W}*)dst, ({W})v);"
+_CAS_LOOP = """{W}* word = ({W}*)dst;
         {W} seen = *word, assumed;
         do {{
             assumed = seen;
@@ -54,10 +61,7 @@ extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out,
             {W} bits;
             memcpy(&bits, &next, sizeof({T}));
             seen = atomicCAS(word, assumed, bits);
-        }} while (seen != assumed);
-    }}
-}}
-"""
+        }} while (seen != assumed);"""
 
 _WINNERS = _INDEX + r"""
 extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner,
@@ -116,6 +120,10 @@ def scatter(x, idx, upd, *, axis, mode):
         _launch("fnx_scatter_set", _SET.format(T=t, I=i), pre * n_idx * post,
                 (upd, idx, winner, out) + dims)
     else:
-        _launch("fnx_scatter", _UPDATE.format(T=t, I=i, W=_BITS[t], combine=_COMBINE[mode]),
-                pre * n_idx * post, (upd, idx, out) + dims)
+        if mode == "add":      # float and double add natively; integers in two's complement
+            apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
+        else:
+            apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
+        _launch("fnx_scatter", _UPDATE.format(T=t, I=i, apply=apply), pre * n_idx * post,
+                (upd, idx, out) + dims)
     return out
