@@ -278,6 +278,10 @@ class NumpyBackend:
             if x._backend is self:
                 return x._value
             return np.asarray(x._backend.to_numpy(x._value))
+        if isinstance(x, np.ndarray):
+            # the caller's array: a private copy (converted on the way, so one copy), as an
+            # upload to a device would be, so later writes to it change no fnx array
+            return np.array(x, dtype=dtype, order="C")
         return np.asarray(x, dtype=dtype)
 
     def cast(self, buf, dtype):
