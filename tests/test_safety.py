@@ -1,11 +1,14 @@
 """Data safety: no silent aliasing of the caller's buffers, JAX's rules for out-of-range
 indices, donation that loses nothing on failure, jit's argument handling, and the other
 corners where fnx used to give a wrong answer without an error."""
+import functools
+
 import numpy as np
 import pytest
 
 import fnx
 import fnx.numpy as jnp
+from fnx.core.errors import DeletedArrayError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,3 +65,54 @@ def test_jit_snapshots_closed_over_numpy_constant(rng):
     c[:] = 100.0
     np.testing.assert_allclose(np.asarray(f(x)), expected)
     np.testing.assert_allclose(np.asarray(fnx.jit(lambda x: x * 1.0 + c)(x)), np.asarray(x) + 100)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Donation
+
+
+class _DonatingCpu(type(fnx.devices("cpu")[0])):
+    """The CPU backend claiming donation support, as the GPU backend does."""
+    name = "cpu_donating"
+    supports_donation = True
+
+    def compile(self, jaxpr, consts, donated=()):
+        return super().compile(jaxpr, consts)
+
+
+@pytest.fixture
+def donating_cpu():
+    from fnx.backends import numpy_backend
+    from fnx.core import core
+    backend = _DonatingCpu(numpy_backend.impls)
+    core.register_backend(backend.name, backend)
+    yield backend
+    core._backends.pop(backend.name)
+
+
+def test_donated_argument_survives_a_call_that_raises(donating_cpu, rng):
+    from fnx.core.debugging import debug_callback_p
+    fail = [True]
+
+    def check(*vals, batched):
+        if fail[0]:
+            raise RuntimeError("check failed")
+
+    @functools.partial(fnx.jit, donate_argnums=0)
+    def step(p):
+        debug_callback_p.bind(p, callback=check, batched=False)
+        return p * 2.0
+
+    value = rng.standard_normal(3).astype(np.float32)
+    p = fnx.device_put(value, donating_cpu)
+    for _ in range(2):            # the first call, then the cached fast path
+        with pytest.raises(RuntimeError, match="check failed"):
+            step(p)
+        assert not p.is_deleted()
+        np.testing.assert_array_equal(np.asarray(p), value)
+    fail[0] = False
+    out = step(p)
+    np.testing.assert_allclose(np.asarray(out), value * 2)
+    assert p.is_deleted()
+    with pytest.raises(DeletedArrayError):
+        np.asarray(p)

@@ -74,9 +74,10 @@ def _call_compiled(jaxpr, args, name, donated=()):
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     exe = _executable(jaxpr, backend, donated)
+    outs = exe(*bufs)
+    # only once the program has run: a call that raises leaves the donated arrays usable
     for i in donated:
         args[i].delete(f"jit({name})")
-    outs = exe(*bufs)
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
     if config.debug_nans:
@@ -289,7 +290,7 @@ class Jitted:
         self._last_key = key
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
             donated = self._donated_leaves(args, static, len(traced.consts))
-            if self._fast_ok and not kwargs:    # before the call deletes donated arguments
+            if self._fast_ok and not kwargs:    # before the call takes donated arguments
                 self._remember_fast(args, traced, donated)
             outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
         else:
@@ -343,9 +344,9 @@ class Jitted:
                     outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name,
                                           donated)
                     return tree_unflatten(traced.out_tree, outs)
-                for i in donated_leaves:
-                    leaves[i].delete(by)
             outs = exe(*consts, *bufs)
+            for i in donated_leaves:     # after the call, which may raise
+                leaves[i].delete(by)
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = (config.default_matmul_precision, run)
 
