@@ -116,3 +116,69 @@ def test_donated_argument_survives_a_call_that_raises(donating_cpu, rng):
     assert p.is_deleted()
     with pytest.raises(DeletedArrayError):
         np.asarray(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. jit's arguments
+
+
+def _scale(x, n):
+    assert isinstance(n, int), "n must arrive static"
+    return x * n
+
+
+def test_static_and_donate_argnums_past_the_arguments_raise():
+    for kw in ({"static_argnums": 5}, {"static_argnums": -3}, {"donate_argnums": 2}):
+        with pytest.raises(ValueError, match="only accepts 2 positional arguments"):
+            fnx.jit(_scale, **kw)
+    with pytest.raises(ValueError, match="invalid argnames"):
+        fnx.jit(_scale, static_argnames="m")
+    with pytest.raises(ValueError, match="both static and donated"):
+        fnx.jit(_scale, static_argnums=1, donate_argnames="n")
+    # with *args, an index past this call's arguments names nothing (as in JAX)
+    assert float(fnx.jit(lambda *a: a[0], static_argnums=5)(2.0, 3.0)) == 2.0
+
+
+def test_static_argument_by_position_or_keyword(rng):
+    x = jnp.asarray(rng.standard_normal(3).astype(np.float32))
+    for kw in ({"static_argnums": 1}, {"static_argnums": -1}, {"static_argnames": "n"}):
+        f = fnx.jit(_scale, **kw)
+        np.testing.assert_allclose(np.asarray(f(x, 3)), np.asarray(x) * 3)
+        np.testing.assert_allclose(np.asarray(f(x, n=4)), np.asarray(x) * 4)
+        np.testing.assert_allclose(np.asarray(f(x=x, n=5)), np.asarray(x) * 5)
+
+
+def test_donate_argnames(donating_cpu, rng):
+    value = rng.standard_normal(3).astype(np.float32)
+    f = fnx.jit(lambda p, g: p - g, donate_argnames="p")
+    p, g = (fnx.device_put(value, donating_cpu), fnx.device_put(value, donating_cpu))
+    f(g=g, p=p)
+    assert p.is_deleted() and not g.is_deleted()
+    assert fnx.jit(lambda p, g: p - g, donate_argnames="p").donate_argnums == (0,)
+
+
+def test_jitted_function_binds_as_method(rng):
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def __hash__(self):
+            return hash(self.k)
+
+        def __eq__(self, other):
+            return isinstance(other, Scaler) and other.k == self.k
+
+        @functools.partial(fnx.jit, static_argnums=0)
+        def apply(self, x):
+            return x * self.k
+
+        @fnx.jit
+        def twice(self_unused, x):
+            return x * 2
+
+    x = jnp.asarray(rng.standard_normal(3).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(Scaler(3).apply(x)), np.asarray(x) * 3)
+    np.testing.assert_allclose(np.asarray(Scaler(5).apply(x)), np.asarray(x) * 5)
+    np.testing.assert_allclose(np.asarray(Scaler.apply(Scaler(2), x)), np.asarray(x) * 2)
+    with pytest.raises(TypeError, match="not a valid fnx type"):
+        Scaler(2).twice(x)
