@@ -182,3 +182,161 @@ def test_jitted_function_binds_as_method(rng):
     np.testing.assert_allclose(np.asarray(Scaler.apply(Scaler(2), x)), np.asarray(x) * 2)
     with pytest.raises(TypeError, match="not a valid fnx type"):
         Scaler(2).twice(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Out-of-range indices, as in JAX
+
+
+def _jax():
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jax = pytest.importorskip("jax")
+    return jax
+
+
+# in range, past the end, negative in range (from the end), negative out of range
+_INDICES = np.array([0, 7, -1, 2, -9, 2, 5], np.int32)
+
+
+@pytest.mark.parametrize("op", ["set", "add", "mul", "min", "max"])
+@pytest.mark.parametrize("mode", [None, "drop", "clip", "fill", "promise_in_bounds"])
+def test_at_update_out_of_range_as_jax(op, mode, rng):
+    jax = _jax()
+    if mode == "promise_in_bounds":
+        idx = np.array([0, 4, -1, 2], np.int32)       # JAX leaves anything else undefined
+    else:
+        idx = _INDICES
+    x = rng.standard_normal(5).astype(np.float32)
+    u = rng.standard_normal(idx.size).astype(np.float32)
+
+    def update(np_, x, i, u):
+        return getattr(x.at[i], op)(u, mode=mode)
+    expected = np.asarray(update(None, jax.numpy.asarray(x), idx, u))
+    for run in (lambda: update(None, jnp.asarray(x), jnp.asarray(idx), jnp.asarray(u)),
+                lambda: update(None, jnp.asarray(x), idx, u),          # static indices
+                lambda: fnx.jit(lambda x, i, u: update(None, x, i, u))(x, idx, u)):
+        np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-6)
+
+
+def test_masked_segment_sum_drops_out_of_range():
+    out = jnp.zeros(3).at[jnp.array([0, 1, 2, 5])].add(jnp.array([1., 2., 4., 3.]))
+    np.testing.assert_array_equal(np.asarray(out), [1., 2., 4.])
+
+
+def test_at_update_2d_and_vmap_as_jax(rng):
+    jax = _jax()
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    rows, cols = np.array([0, 3, 2, -1, 1], np.int32), np.array([1, 1, 4, 0, -5], np.int32)
+    u = rng.standard_normal(5).astype(np.float32)
+    expected = np.asarray(jax.numpy.asarray(x).at[rows, cols].add(u))
+    np.testing.assert_allclose(np.asarray(jnp.asarray(x).at[rows, cols].add(u)), expected)
+    got = fnx.jit(lambda x, r, c, u: x.at[r, c].add(u))(x, rows, cols, u)
+    np.testing.assert_allclose(np.asarray(got), expected)
+
+    i = np.array([1, 4, -1, -4], np.int32)                  # one per row of a (4, 3) batch
+    xb = rng.standard_normal((4, 3)).astype(np.float32)
+    f = lambda x, i: x.at[i].add(10.0)                      # noqa: E731
+    expected = np.asarray(jax.vmap(f)(xb, i))
+    np.testing.assert_allclose(np.asarray(fnx.vmap(f)(jnp.asarray(xb), jnp.asarray(i))),
+                               expected)
+    np.testing.assert_allclose(np.asarray(fnx.jit(fnx.vmap(f))(xb, i)), expected)
+
+
+def test_scatter_gradients_skip_dropped_updates(rng):
+    jax = _jax()
+    x = rng.standard_normal(5).astype(np.float32)
+    u = rng.standard_normal(_INDICES.size).astype(np.float32)
+    w = rng.standard_normal(5).astype(np.float32)
+    for op in ("add", "set", "max"):
+        def loss(xp, x, u):
+            return (getattr(x.at[_INDICES], op)(u) * w).sum()
+        gx, gu = fnx.grad(lambda x, u: loss(jnp, x, u), argnums=(0, 1))(x, u)
+        ex, eu = jax.grad(lambda x, u: loss(None, x, u), argnums=(0, 1))(x, u)
+        np.testing.assert_allclose(np.asarray(gx), np.asarray(ex), rtol=1e-6, err_msg=op)
+        np.testing.assert_allclose(np.asarray(gu), np.asarray(eu), rtol=1e-6, err_msg=op)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_])
+def test_take_out_of_range_fills_as_jax(dtype, rng):
+    jax = _jax()
+    x = (rng.standard_normal((4, 5)) * 50).astype(dtype)
+    idx = np.array([[0, 7], [-1, -6]], np.int32)
+    for kw in ({}, {"mode": "fill"}, {"mode": "fill", "fill_value": 3}, {"mode": "clip"},
+               {"mode": "wrap"}):
+        for axis in (0, 1, None):
+            expected = np.asarray(jax.numpy.take(x, idx, axis=axis, **kw))
+            np.testing.assert_array_equal(np.asarray(jnp.take(x, idx, axis=axis, **kw)),
+                                          expected)
+            got = fnx.jit(lambda x, i: jnp.take(x, i, axis=axis, **kw))(x, idx)
+            np.testing.assert_array_equal(np.asarray(got), expected)
+    along = np.array([[0, 9], [-1, 2], [-7, 4], [1, 5]], np.int32)
+    expected = np.asarray(jax.numpy.take_along_axis(x, along, axis=1))
+    np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(x, along, axis=1)), expected)
+    got = fnx.jit(lambda x, i: jnp.take_along_axis(x, i, axis=1))(x, along)
+    np.testing.assert_array_equal(np.asarray(got), expected)
+    expected = np.asarray(jax.numpy.take_along_axis(x, along, axis=1, mode="clip"))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.take_along_axis(x, along, axis=1, mode="clip")), expected)
+
+
+def test_take_modes_raise_as_jax():
+    x = jnp.arange(5.0)
+    with pytest.raises(NotImplementedError):
+        jnp.take(x, jnp.array([1]), mode="raise")
+    with pytest.raises(ValueError):
+        jnp.take(x, jnp.array([1]), mode="foo")
+    with pytest.raises(ValueError):
+        x.at[jnp.array([1])].set(1.0, mode="wrap")
+
+
+def test_indexing_clamps_and_get_fills_as_jax(rng):
+    jax = _jax()
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    jx = jax.numpy.asarray(x)
+    for idx in [(np.array([0, 5, -1, -8]),), (np.array([0, 3, -4]), np.array([4, -1, 1])),
+                (slice(None), np.array([9, -9]))]:
+        expected = np.asarray(jx[idx])
+        np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[idx]), expected)
+        got = fnx.jit(lambda x, *i: x[i if len(i) > 1 else i[0]])(x, *idx) \
+            if all(isinstance(i, np.ndarray) for i in idx) else fnx.jit(lambda x: x[idx])(x)
+        np.testing.assert_array_equal(np.asarray(got), expected)
+        for kw in ({"mode": "fill"}, {"mode": "fill", "fill_value": -2.0}):
+            expected = np.asarray(jx.at[idx].get(**kw))
+            np.testing.assert_array_equal(np.asarray(jnp.asarray(x).at[idx].get(**kw)),
+                                          expected)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[7]), np.asarray(jx[7]))
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x).at[1, 9].get(mode="fill")),
+                                  np.asarray(jx.at[1, 9].get(mode="fill")))
+
+
+def test_gather_gradient_of_clamped_index_as_jax(rng):
+    jax = _jax()
+    x = rng.standard_normal(5).astype(np.float32)
+    idx = np.array([1, 9, -1, -7], np.int32)
+    w = rng.standard_normal(4).astype(np.float32)
+    # the gradient lands where the clamped index read, as JAX's mode='clip' (and its scalar
+    # indexing) has it; JAX's x[idx] with an index array leaves it to XLA, which drops it
+    expected = jax.grad(lambda x: (x.at[idx].get(mode="clip") * w).sum())(x)
+    np.testing.assert_allclose(np.asarray(fnx.grad(lambda x: (x[idx] * w).sum())(x)),
+                               np.asarray(expected), rtol=1e-6)
+    expected = jax.grad(lambda x: jax.numpy.nansum(jax.numpy.take(x, idx) * w))(x)
+    got = fnx.grad(lambda x: jnp.nansum(jnp.take(x, idx) * w))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("op", ["set", "add", "mul", "min", "max"])
+def test_gpu_scatter_drops_out_of_range(op, gpu, cpu, rng):
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    idx = np.array([0, 7, -1, 2, 2, -9, 4], np.int32)
+    u = rng.standard_normal((3, idx.size)).astype(np.float32)
+    from fnx.core import lax
+    run = lambda dev: lax.scatter(fnx.device_put(x, dev), fnx.device_put(idx, dev),  # noqa
+                                  fnx.device_put(u, dev), 1, op)
+    np.testing.assert_array_equal(np.asarray(run(gpu)), np.asarray(run(cpu)))
+    jitted = fnx.jit(lambda x, i, u: x.at[:, i].add(u) if op == "add" else
+                     getattr(x.at[:, i], op)(u))
+    got = jitted(fnx.device_put(x, gpu), fnx.device_put(idx, gpu), fnx.device_put(u, gpu))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(jitted(
+        fnx.device_put(x, cpu), fnx.device_put(idx, cpu), fnx.device_put(u, cpu))), rtol=1e-6)
