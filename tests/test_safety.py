@@ -340,3 +340,75 @@ def test_gpu_scatter_drops_out_of_range(op, gpu, cpu, rng):
     got = jitted(fnx.device_put(x, gpu), fnx.device_put(idx, gpu), fnx.device_put(u, gpu))
     np.testing.assert_allclose(np.asarray(got), np.asarray(jitted(
         fnx.device_put(x, cpu), fnx.device_put(idx, cpu), fnx.device_put(u, cpu))), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Smaller corners
+
+
+def test_ravel_and_reshape_in_fortran_order(rng):
+    jax = _jax()
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.ravel(x, order="F")),
+                                  np.asarray(jax.numpy.ravel(x, order="F")))
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x).ravel(order="F")),
+                                  np.ravel(x, order="F"))
+    for shape in [(4, 6), (6, -1), (24,)]:
+        np.testing.assert_array_equal(np.asarray(jnp.reshape(x, shape, order="F")),
+                                      np.asarray(jax.numpy.reshape(x, shape, order="F")))
+    g = fnx.grad(lambda t: (jnp.ravel(t, order="F") * jnp.arange(24.0)).sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), np.arange(24.0).reshape(4, 3, 2).T)
+
+
+def test_non_integer_shape_is_a_type_error():
+    with pytest.raises(TypeError):
+        jnp.zeros((2.5, 3))
+    with pytest.raises(TypeError):
+        jnp.ones(2.0)
+    assert jnp.zeros((np.int64(2), 3)).shape == (2, 3)
+
+
+def test_prng_seed_out_of_int64_range_raises():
+    from fnx import random
+    for seed in (2 ** 64, 2 ** 63, -2 ** 63 - 1):
+        with pytest.raises(OverflowError):
+            random.PRNGKey(seed)
+    jax = _jax()
+    for seed in (-1, 2 ** 32, 2 ** 63 - 1, 12345):
+        np.testing.assert_array_equal(np.asarray(random.PRNGKey(seed)),
+                                      np.asarray(jax.random.PRNGKey(seed)))
+
+
+def test_permutation_axis_out_of_range_raises():
+    from fnx import random
+    with pytest.raises(ValueError, match="out of bounds"):
+        random.permutation(random.PRNGKey(0), jnp.ones((2, 3)), axis=5)
+    with pytest.raises(ValueError, match="out of bounds"):
+        random.permutation(random.PRNGKey(0), jnp.ones((2, 3)), axis=-3)
+
+
+def test_int8_product_accumulates_in_preferred_int32(rng):
+    from fnx import lax
+    a = rng.integers(-128, 128, (4, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, (64, 3)).astype(np.int8)
+    expected = a.astype(np.int32) @ b.astype(np.int32)
+    f = lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),  # noqa: E731
+                                     preferred_element_type=jnp.int32)
+    for got in (f(a, b), fnx.jit(f)(a, b)):
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_object_array_under_jit_is_a_type_error():
+    with pytest.raises(TypeError, match="dtype object"):
+        fnx.jit(lambda x: x)(np.array([1, "a"], dtype=object))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
+def test_floor_and_ceil_keep_integer_dtypes(dtype, rng):
+    jax = _jax()
+    x = (rng.standard_normal(5) * 10).astype(dtype)
+    for name in ("floor", "ceil"):
+        got, expected = getattr(jnp, name)(x), getattr(jax.numpy, name)(x)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

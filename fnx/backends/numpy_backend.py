@@ -124,6 +124,11 @@ def _reduce(fn):
 
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    if preferred_element_type is not None:
+        # a wider preferred type is the accumulator (int8 products summed in int32, as XLA)
+        pet = np.dtype(preferred_element_type)
+        if pet != lhs.dtype and np.promote_types(lhs.dtype, pet) == pet:
+            lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     # batch, free, contract layout then one batched matmul

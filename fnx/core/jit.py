@@ -17,7 +17,7 @@ import numpy as np
 from . import ad, batching, dtypes
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
-from .errors import user_frame
+from .errors import DTypeError, user_frame
 from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
@@ -510,6 +510,10 @@ def _leaf_sig(x):
         v = x._value
         return _Sig((v.shape, v.dtype, x._weak))
     if isinstance(x, np.ndarray):
+        if x.dtype.kind in "OUSVMm" and x.dtype not in dtypes._SUPPORTED:
+            # object, strings, records, datetimes (bfloat16 is a 'V' kind NumPy knows of)
+            raise DTypeError(f"jit: an argument of shape {x.shape} has dtype {x.dtype}, which "
+                             "fnx arrays cannot hold (numbers and booleans only)")
         return _Sig((x.shape, x.dtype, False))
     aval = get_aval(x)
     return _Sig((aval.shape, aval.dtype, aval.weak_type))
