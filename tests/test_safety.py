@@ -412,3 +412,20 @@ def test_floor_and_ceil_keep_integer_dtypes(dtype, rng):
         got, expected = getattr(jnp, name)(x), getattr(jax.numpy, name)(x)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+def test_singular_inv_and_solve_give_inf_nan_not_an_exception(rng):
+    jax = _jax()
+    ones = np.ones((3, 3), np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    for f, jf, args in [(jnp.linalg.inv, jax.numpy.linalg.inv, (ones,)),
+                        (jnp.linalg.solve, jax.numpy.linalg.solve, (ones, b))]:
+        expected = np.asarray(jf(*args))
+        for got in (f(*args), fnx.jit(f)(*args)):
+            assert not np.isfinite(np.asarray(got)).all()
+            np.testing.assert_array_equal(np.isfinite(np.asarray(got)), np.isfinite(expected))
+    regular = rng.standard_normal((3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
+    out = np.asarray(fnx.vmap(jnp.linalg.inv)(np.stack([np.zeros((3, 3), np.float32),
+                                                        regular])))
+    assert not np.isfinite(out[0]).any()
+    np.testing.assert_allclose(out[1], np.linalg.inv(regular), rtol=1e-5, atol=1e-6)
