@@ -30,6 +30,7 @@ from .core.api import stop_gradient
 from .core.control_flow import while_loop
 from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
+from .numpy._core import canonicalize_axis
 from .lax.special import digamma, lgamma
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -92,6 +93,8 @@ def _seed_words(seed):
     if isinstance(seed, (bool, float, complex)):
         raise TypeError(f"a PRNG seed must be an integer, got {seed!r}")
     if isinstance(seed, int):
+        if not -2 ** 63 <= seed < 2 ** 63:      # JAX converts the seed to int64 first
+            raise OverflowError(f"PRNG seed {seed} does not fit in a 64-bit signed integer")
         return _u32(0), _u32(seed % 2 ** 32)   # JAX's 32-bit default keeps the low word
     if isinstance(seed, (np.integer, np.ndarray)):
         s = np.asarray(seed)
@@ -1089,7 +1092,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     x = jnp.asarray(x)
     if x.ndim == 0:
         raise TypeError("random.permutation needs an integer or an array of rank >= 1")
-    axis = axis % x.ndim
+    axis = canonicalize_axis(axis, x.ndim, "random.permutation")
     if independent or x.ndim == 1:
         return _shuffle(key, x, axis)
     order = _shuffle(key, jnp.arange(x.shape[axis]), 0)

@@ -372,13 +372,12 @@ def test_core_imports_no_backend():
                     assert not pattern.search(line), f"{name}: {line.strip()}"
 
 
-def test_import_is_fast_and_does_not_import_cupy():
-    code = ("import time, sys; t = time.perf_counter(); import fnx; "
-            "print(time.perf_counter() - t, 'cupy' in sys.modules)")
+def test_import_does_not_import_cupy():
+    # how long the import takes is a benchmark figure (benchmarks/import_time.py), not a test
+    code = "import sys; import fnx; print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(fnx.__file__)))
-    seconds, has_cupy = out.stdout.split()
-    assert float(seconds) < 1.0 and has_cupy == "False", out.stdout
+    assert out.stdout.split() == ["False"], out.stdout
 
 
 # Primitives no backend runs directly: they interpret a sub-jaxpr (impl) or must never execute.

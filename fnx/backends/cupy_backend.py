@@ -29,29 +29,33 @@ def _iota(*, dtype, shape, dimension):
 
 
 def _scatter(x, idx, upd, *, axis, mode):
-    pre = int(np.prod(x.shape[:axis], dtype=np.int64))
-    post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
-    out = x.copy().reshape(pre, x.shape[axis], post)
-    flat_idx = cp.clip(idx.reshape(-1), 0, x.shape[axis] - 1)
-    u = upd.reshape(pre, flat_idx.size, post)
-    where = (slice(None), flat_idx, slice(None))
+    flat_idx = idx.reshape(-1)
+    n = x.shape[axis]
+    keep = None
     if mode == "set":
-        # fancy assignment with repeated indices keeps an arbitrary update; NumPy keeps the last
+        # fancy assignment with repeated positions keeps an arbitrary update; NumPy (and fnx)
+        # keep the last: every other update goes to the spare element
         order = cp.arange(flat_idx.size)
-        last = cp.full(x.shape[axis], -1, dtype=order.dtype)
-        cp.maximum.at(last, flat_idx, order)
-        keep = last[flat_idx] == order
-        out[:, flat_idx[keep], :] = u[:, keep, :]
+        in_range = (flat_idx >= 0) & (flat_idx < n)
+        last = cp.full(n + 1, -1, dtype=order.dtype)
+        cp.maximum.at(last, cp.where(in_range, flat_idx, n), order)
+        keep = last[cp.where(in_range, flat_idx, n)] == order
+    lin = numpy_backend.scatter_positions(cp, x.shape, flat_idx, axis, keep)
+    out = cp.empty(x.size + 1, x.dtype)        # the last element takes dropped updates
+    out[:-1] = x.reshape(-1)
+    u = upd.reshape(lin.shape)
+    if mode == "set":
+        out[lin] = u
     elif mode == "add":
-        cp.add.at(out, where, u)
+        cp.add.at(out, lin, u)
     else:
         # CuPy has no multiplicative scatter, and its min/max scatters round float64 through
         # float32: these (rare) updates run on the host, exactly
         host = cp.asnumpy(out)
         ufunc = {"mul": np.multiply, "min": np.minimum, "max": np.maximum}[mode]
-        ufunc.at(host, (slice(None), cp.asnumpy(flat_idx), slice(None)), cp.asnumpy(u))
+        ufunc.at(host, cp.asnumpy(lin), cp.asnumpy(u))
         out = cp.asarray(host)
-    return out.reshape(x.shape)
+    return out[:-1].reshape(x.shape)
 
 
 def upload(host) -> "cp.ndarray":

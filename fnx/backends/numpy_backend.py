@@ -86,17 +86,36 @@ def _take(x, idx, *, axis):
 _UFUNC_AT = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
+def scatter_positions(xp, shape, idx, axis, keep=None):
+    """Flat positions, shape (pre, len(idx), post), in an array of ``shape`` flattened with one
+    spare element at its end, where the updates of a scatter along ``axis`` at ``idx`` land.
+    An index outside [0, n) lands on the spare element (the update is dropped, XLA's rule);
+    so does every update ``keep`` (a mask over the indices) is False for. Only masks: no
+    data-dependent shape, so on a GPU nothing waits for the device."""
+    n = shape[axis]
+    pre = int(np.prod(shape[:axis], dtype=np.int64))
+    post = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    size = pre * n * post
+    valid = (idx >= 0) & (idx < n)
+    if keep is not None:
+        valid &= keep
+    safe = xp.where(valid, idx, 0).astype(np.int64)
+    lin = (xp.arange(pre, dtype=np.int64)[:, None, None] * (n * post)
+           + safe[None, :, None] * post + xp.arange(post, dtype=np.int64)[None, None, :])
+    return xp.where(valid[None, :, None], lin, size)
+
+
 def _scatter(x, idx, upd, *, axis, mode):
-    pre = int(np.prod(x.shape[:axis], dtype=np.int64))
-    post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
-    out = np.array(x, copy=True).reshape(pre, x.shape[axis], post)
-    flat_idx = np.clip(idx.reshape(-1), 0, x.shape[axis] - 1)
-    u = upd.reshape(pre, flat_idx.size, post)
+    out = np.empty(x.size + 1, x.dtype)        # the last element takes dropped updates
+    out[:-1] = x.reshape(-1)
+    flat_idx = idx.reshape(-1)
+    lin = scatter_positions(np, x.shape, flat_idx, axis)
+    u = upd.reshape(lin.shape)
     if mode == "set":
-        out[:, flat_idx, :] = u
+        out[lin] = u            # NumPy's fancy assignment keeps the last of repeated positions
     else:
-        _UFUNC_AT[mode].at(out, (slice(None), flat_idx, slice(None)), u)
-    return out.reshape(x.shape)
+        _UFUNC_AT[mode].at(out, lin, u)
+    return out[:-1].reshape(x.shape)
 
 
 def _reduce(fn):
@@ -105,6 +124,11 @@ def _reduce(fn):
 
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    if preferred_element_type is not None:
+        # a wider preferred type is the accumulator (int8 products summed in int32, as XLA)
+        pet = np.dtype(preferred_element_type)
+        if pet != lhs.dtype and np.promote_types(lhs.dtype, pet) == pet:
+            lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     # batch, free, contract layout then one batched matmul
@@ -278,6 +302,10 @@ class NumpyBackend:
             if x._backend is self:
                 return x._value
             return np.asarray(x._backend.to_numpy(x._value))
+        if isinstance(x, np.ndarray):
+            # the caller's array: a private copy (converted on the way, so one copy), as an
+            # upload to a device would be, so later writes to it change no fnx array
+            return np.array(x, dtype=dtype, order="C")
         return np.asarray(x, dtype=dtype)
 
     def cast(self, buf, dtype):

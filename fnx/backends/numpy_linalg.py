@@ -45,6 +45,18 @@ def _unit_lower_or_upper(xp, a, lower, unit_diagonal):
     return tri
 
 
+def _substitute(m, b, lower):
+    """``m^-1 b`` for triangular ``m`` by plain forward or back substitution, in IEEE
+    arithmetic: a zero pivot gives inf or NaN."""
+    n = m.shape[0]
+    x = np.zeros(b.shape, np.result_type(m, b))
+    with np.errstate(all="ignore"):
+        for i in (range(n) if lower else reversed(range(n))):
+            done = slice(0, i) if lower else slice(i + 1, n)
+            x[i] = (b[i] - m[i, done] @ x[done]) / m[i, i]
+    return x
+
+
 def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     if not left_side:   # x op(a) = b  <=>  op(a)^T x^T = b^T
         return _swap(triangular_solve(a, _swap(b), left_side=True, lower=lower,
@@ -57,9 +69,16 @@ def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_d
     if sl is not None:
         out = np.empty(b.shape, np.result_type(a, b))
         for idx in np.ndindex(*a.shape[:-2]):
-            out[idx] = sl.solve_triangular(a[idx], b[idx], trans=1 if transpose_a else 0,
-                                           lower=lower, unit_diagonal=unit_diagonal,
-                                           check_finite=False)
+            try:
+                out[idx] = sl.solve_triangular(a[idx], b[idx], trans=1 if transpose_a else 0,
+                                               lower=lower, unit_diagonal=unit_diagonal,
+                                               check_finite=False)
+            except np.linalg.LinAlgError:
+                # a zero on the diagonal: IEEE results (inf, NaN), as XLA's solve gives,
+                # instead of an exception that jit and vmap could not report per matrix
+                tri = _unit_lower_or_upper(np, a[idx], lower, unit_diagonal)
+                out[idx] = _substitute(tri.T if transpose_a else tri, b[idx],
+                                       lower != transpose_a)
         return out
     tri = _unit_lower_or_upper(xp, a, lower, unit_diagonal)
     return xp.linalg.solve(_swap(tri) if transpose_a else tri, b)
@@ -88,7 +107,10 @@ def lu(x):
     xp = _xp(x)
     sl = _scipy_linalg() if xp is np else None
     if sl is not None and x.ndim == 2 and x.size:
-        lu_, piv = sl.lu_factor(x, check_finite=False)
+        import warnings
+        with warnings.catch_warnings():     # a singular matrix is no warning (as in JAX)
+            warnings.simplefilter("ignore", sl.LinAlgWarning)
+            lu_, piv = sl.lu_factor(x, check_finite=False)
         pivots = piv.astype(np.int32)
         return lu_, pivots, _permutation(np, pivots[None], x.shape[0])[0]
     return _lu_unblocked(xp, x)

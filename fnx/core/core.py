@@ -220,7 +220,7 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         arr = self._concrete_for("conversion to a NumPy array", "Only concrete arrays can be "
                                  "converted; return the value from the transformed function.")
-        return np.asarray(arr, dtype=dtype)
+        return arr.__array__(dtype=dtype, copy=copy)
 
     def __hash__(self):
         raise TypeError("traced arrays are unhashable")
@@ -406,7 +406,21 @@ class Array(metaclass=_ArrayMeta):
         return self.shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self._backend.to_numpy(self._value), dtype=dtype)
+        """The host value: a read-only view of a CPU array's buffer (its owner is fnx, and fnx
+        arrays are immutable), or a copy where ``copy=True`` or ``dtype`` needs one."""
+        host = self._backend.to_numpy(self._value)
+        shared = host is self._value
+        if copy is False and dtype is not None and np.dtype(dtype) != host.dtype:
+            raise ValueError(f"converting an fnx array of dtype {host.dtype} to {np.dtype(dtype)} "
+                             "needs a copy, but copy=False was given")
+        if copy or (dtype is not None and np.dtype(dtype) != host.dtype):
+            return np.array(host, dtype=dtype, copy=True)
+        if not isinstance(host, np.ndarray):      # a NumPy scalar: a fresh 0-d array
+            return np.asarray(host)
+        if shared:
+            host = host.view()
+            host.flags.writeable = False
+        return host
 
     def __bool__(self):
         return bool(self._backend.to_numpy(self._value))

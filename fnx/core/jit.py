@@ -8,6 +8,7 @@ the primitive machinery: flatten, look up, run.
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 from typing import Callable, Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 from . import ad, batching, dtypes
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
-from .errors import user_frame
+from .errors import DTypeError, user_frame
 from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
@@ -74,9 +75,10 @@ def _call_compiled(jaxpr, args, name, donated=()):
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     exe = _executable(jaxpr, backend, donated)
+    outs = exe(*bufs)
+    # only once the program has run: a call that raises leaves the donated arrays usable
     for i in donated:
         args[i].delete(f"jit({name})")
-    outs = exe(*bufs)
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
     if config.debug_nans:
@@ -180,7 +182,8 @@ class _Traced:
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = ()):
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = ()):
     """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
     compiled program on later calls.
@@ -191,12 +194,56 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 def _as_tuple(x):
     return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _resolve_argnums(fun, what, argnums, argnames):
+    """``argnums`` and ``argnames`` (one kind: static or donated) completed from each other
+    through ``fun``'s signature, as JAX does: a parameter named in either form is found whether
+    it is passed by position or by keyword. Indices are non-negative unless ``fun`` takes
+    ``*args`` (then they are read against each call's positional arguments)."""
+    import inspect
+    argnums, argnames = _as_tuple(argnums), _as_tuple(argnames)
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):        # no signature (a builtin): take them as given
+        return argnums, argnames
+    P = inspect.Parameter
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind is P.VAR_POSITIONAL for p in params)
+    varkw = any(p.kind is P.VAR_KEYWORD for p in params)
+    n = len(positional)
+    if not varargs:
+        bad = [i for i in argnums if not -n <= i < n]
+        if bad:
+            raise ValueError(f"jitted function {getattr(fun, '__name__', fun)!r} has "
+                             f"{what}_argnums={argnums}, but only accepts {n} positional "
+                             f"argument{'s' if n != 1 else ''}")
+        argnums = tuple(i % n for i in argnums)
+    named = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
+    unknown = set(argnames) - named - {p.name for p in positional}
+    if unknown and not varkw:
+        raise ValueError(f"jitted function {getattr(fun, '__name__', fun)!r} has invalid "
+                         f"argnames {sorted(unknown)} in {what}_argnames: it takes no such "
+                         "arguments")
+    names = tuple(argnames) + tuple(positional[i].name for i in argnums
+                                    if 0 <= i < n and positional[i].name in named
+                                    and positional[i].name not in argnames)
+    nums = tuple(argnums) + tuple(i for i, p in enumerate(positional)
+                                  if p.name in argnames and i not in argnums)
+    return tuple(sorted(set(nums), key=nums.index)), names
+
+
+def _positions(argnums, n):
+    """The positions among ``n`` positional arguments that ``argnums`` names (negative ones
+    count from the end; those past the end name nothing)."""
+    return {i + n if i < 0 else i for i in argnums if -n <= i < n}
 
 
 # every live jitted function, for clear_caches
@@ -215,14 +262,20 @@ def clear_caches():
 
 
 class Jitted:
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
+                 donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = _as_tuple(static_argnames)
-        # donation is accepted for JAX compatibility; the compiled programs do not yet reuse
-        # donated buffers in place
-        self.donate_argnums = _as_tuple(donate_argnums)
+        self.static_argnums, self.static_argnames = _resolve_argnums(
+            fun, "static", static_argnums, static_argnames)
+        # the GPU backend writes results into donated buffers; the CPU one ignores donation
+        self.donate_argnums, self.donate_argnames = _resolve_argnums(
+            fun, "donate", donate_argnums, donate_argnames)
+        both = (set(self.static_argnames) & set(self.donate_argnames)) | \
+            (set(self.static_argnums) & set(self.donate_argnums))
+        if both:
+            raise ValueError(f"jit: arguments {sorted(both, key=str)} are both static and "
+                             "donated; static arguments have no buffers to donate")
         self.name = getattr(fun, "__name__", "fun")
         _all_jitted.add(self)
         self._cache: dict = {}
@@ -231,9 +284,14 @@ class Jitted:
         self._fast: dict = {}
         self._fast_ok = not self.static_argnums and not self.static_argnames
 
+    def __get__(self, obj, objtype=None):
+        """A jitted function stored on a class is a method: ``obj`` is its first argument."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
     def _key(self, args, kwargs):
-        n = len(args)
-        static = tuple(sorted({i % n for i in self.static_argnums})) if n else ()
+        static = tuple(sorted(_positions(self.static_argnums, len(args))))
         dyn_args = [a for i, a in enumerate(args) if i not in static]
         static_args = tuple(_static_key(args[i]) for i in static)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
@@ -288,27 +346,28 @@ class Jitted:
                 self._cache[key] = traced
         self._last_key = key
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
-            donated = self._donated_leaves(args, static, len(traced.consts))
-            if self._fast_ok and not kwargs:    # before the call deletes donated arguments
+            donated = self._donated_leaves(args, kwargs, static, len(traced.consts))
+            if self._fast_ok and not kwargs:    # before the call takes donated arguments
                 self._remember_fast(args, traced, donated)
             outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
         else:
             outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
         return tree_unflatten(traced.out_tree, outs)
 
-    def _donated_leaves(self, args, static, offset):
+    def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
         arguments (``offset`` = the number of leading consts)."""
-        if not self.donate_argnums:
+        if not self.donate_argnums and not self.donate_argnames:
             return ()
-        n = len(args)
-        donate = {i % n for i in self.donate_argnums} if n else set()
+        donate = _positions(self.donate_argnums, len(args))
+        # the leaves in _key's order: positional arguments, then keyword ones by sorted name
+        parts = [(a, i in donate) for i, a in enumerate(args) if i not in static]
+        parts += [(kwargs[k], k in self.donate_argnames) for k in sorted(kwargs)
+                  if k not in self.static_argnames]
         positions, k = [], offset
-        for i, a in enumerate(args):
-            if i in static:
-                continue
+        for a, donated in parts:
             count = tree_flatten(a)[1].num_leaves
-            if i in donate:
+            if donated:
                 positions.extend(range(k, k + count))
             k += count
         return tuple(positions)
@@ -343,9 +402,9 @@ class Jitted:
                     outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name,
                                           donated)
                     return tree_unflatten(traced.out_tree, outs)
-                for i in donated_leaves:
-                    leaves[i].delete(by)
             outs = exe(*consts, *bufs)
+            for i in donated_leaves:     # after the call, which may raise
+                leaves[i].delete(by)
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = (config.default_matmul_precision, run)
 
@@ -452,6 +511,10 @@ def _leaf_sig(x):
         v = x._value
         return _Sig((v.shape, v.dtype, x._weak))
     if isinstance(x, np.ndarray):
+        if x.dtype.kind in "OUSVMm" and x.dtype not in dtypes._SUPPORTED:
+            # object, strings, records, datetimes (bfloat16 is a 'V' kind NumPy knows of)
+            raise DTypeError(f"jit: an argument of shape {x.shape} has dtype {x.dtype}, which "
+                             "fnx arrays cannot hold (numbers and booleans only)")
         return _Sig((x.shape, x.dtype, False))
     aval = get_aval(x)
     return _Sig((aval.shape, aval.dtype, aval.weak_type))

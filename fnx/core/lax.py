@@ -744,8 +744,10 @@ def _take_aval(x, idx, *, axis):
 
 
 def _take_transpose(ct, x, idx, *, axis):
+    # take clamps its indices; the scatter back must land where the gather read
     zeros = zeros_like_aval(x.aval)
-    return [scatter_p.bind(zeros, idx, ct, axis=axis, mode="add"), None]
+    return [scatter_p.bind(zeros, _clip_index(idx, x.aval.shape[axis]), ct, axis=axis,
+                           mode="add"), None]
 
 
 def _merge_batch_into_axis(x, axis, size):
@@ -793,7 +795,7 @@ take_p.is_linear = True
 
 
 def take(x, idx, axis: int = 0):
-    """``x`` indexed along ``axis`` by integer ``idx`` (out-of-range indices are clamped)."""
+    """``x`` indexed along ``axis`` by integer ``idx`` (indices outside [0, n) are clamped)."""
     return take_p.bind(x, idx, axis=int(axis))
 
 
@@ -868,10 +870,23 @@ def _scatter_set_winners(idx, n, upd_shape, axis):
     return broadcast_in_dim(won, upd_shape, tuple(range(axis, axis + len(i_shape))))
 
 
+def _in_range_mask(idx, n, shape, axis):
+    """Whether each index lies in [0, n), broadcast to ``shape`` (an update's: the index dims
+    start at ``axis``)."""
+    aval = get_aval(idx)
+    ok = bitwise_and(ge(idx, full(aval.shape, 0, aval.dtype)),
+                     lt(idx, full(aval.shape, n, aval.dtype)))
+    return broadcast_in_dim(ok, shape, tuple(range(axis, axis + aval.ndim)))
+
+
 def _scatter_transpose(ct, x, idx, upd, *, axis, mode):
     if mode == "add":
-        return [ct if is_undefined(x) else None, None,
-                take(ct, idx, axis) if is_undefined(upd) else None]
+        ct_u = None
+        if is_undefined(upd):      # a dropped update (index out of range) gets no cotangent
+            ct_u = take(ct, idx, axis)
+            ct_u = select(_in_range_mask(idx, get_aval(ct).shape[axis], get_aval(ct_u).shape,
+                                         axis), ct_u, zeros_like_aval(get_aval(ct_u)))
+        return [ct if is_undefined(x) else None, None, ct_u]
     if mode == "set":
         ct_x = None
         if is_undefined(x):
@@ -894,7 +909,11 @@ def _scatter_batch(vals, dims, *, axis, mode):
     x, idx, upd = (bdim_at_front(v, d, size) for v, d in zip(vals, dims))
     n = get_aval(x).shape[axis + 1]
     merged = _merge_batch_into_axis(x, axis, size)
-    idx = _offset_indices(_clip_index(idx, n), size, n)
+    # an index out of [0, n) stays out of the merged axis, so its update is still dropped
+    i_aval = get_aval(idx)
+    ok = bitwise_and(ge(idx, full(i_aval.shape, 0, i_aval.dtype)),
+                     lt(idx, full(i_aval.shape, n, i_aval.dtype)))
+    idx = select(ok, _offset_indices(idx, size, n), full(i_aval.shape, -1, i_aval.dtype))
     upd = _merge_batch_leading(upd, axis)
     out = scatter_p.bind(merged, idx, upd, axis=axis, mode=mode)
     shape = get_aval(out).shape
@@ -914,6 +933,9 @@ scatter_p.batch = _scatter_batch
 
 
 def scatter(x, idx, updates, axis: int = 0, mode: str = "set"):
+    """``x`` with ``updates`` written (``mode`` 'set') or combined ('add', 'mul', 'min',
+    'max') along ``axis`` at integer ``idx``. An update whose index lies outside [0, n) is
+    dropped, as XLA's scatter does (JAX's default mode)."""
     return scatter_p.bind(x, idx, updates, axis=int(axis), mode=mode)
 
 

@@ -10,6 +10,8 @@ baked into it.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .core import (Array, ShapedArray, Trace, Tracer, current_trace, folding_on_host, get_aval,
                    set_current_trace)
 from .errors import ConcretizationTypeError, user_frame
@@ -48,6 +50,7 @@ class JaxprTrace(Trace):
         self.invars: list[Var] = []
         self.const_vars: dict[int, Var] = {}
         self.const_vals: list = []
+        self._closed_over: list = []
 
     # -- values -> variables
 
@@ -66,6 +69,12 @@ class JaxprTrace(Trace):
         var = self.const_vars.get(key)
         if var is None:
             var = self.const_vars[key] = Var(get_aval(x))
+            if isinstance(x, np.ndarray):
+                # a NumPy array closed over is read now, once: writing to it after tracing
+                # changes no result (as in JAX); the original stays referenced so its id, the
+                # key above, is not reused by another array during this trace
+                self._closed_over.append(x)
+                x = np.array(x)
             self.const_vals.append(x)
         return var
 

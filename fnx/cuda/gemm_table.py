@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import threading
+import warnings
 
 import numpy as np
 
@@ -47,11 +50,92 @@ def cache_file() -> str:
 def _load():
     global _loaded
     _loaded = True
+    _choices.update(read_choices(cache_file()))
+
+
+# -- the cache file (plain JSON: {problem key: choice}); nothing here needs CuPy
+
+# what a stored choice looks like: cuBLAS's own, cuBLASLt algorithm(s) (lt_backward stores a
+# forward:backward pair), or a generated kernel's kind
+_CHOICE = re.compile(r"fallback|lt:\d+(?::\d+)*|[A-Za-z_][A-Za-z0-9_]*")
+_warned: set = set()
+_file_lock = threading.Lock()
+
+
+def _warn_once(path, what):
+    if path not in _warned:
+        _warned.add(path)
+        warnings.warn(f"fnx: ignoring {what} in the GEMM choice cache {path}; those problems "
+                      "are timed again and the file rewritten", RuntimeWarning, stacklevel=3)
+
+
+def _read(path) -> tuple[dict, str | None]:
+    """The well-formed entries of the cache file at ``path``, and what was wrong with the rest
+    (None where nothing was)."""
     try:
-        with open(cache_file()) as fh:
-            _choices.update(json.load(fh))
+        with open(path) as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return {}, None
     except (OSError, ValueError):
-        pass
+        return {}, "a corrupt file"
+    if not isinstance(data, dict):
+        return {}, f"a file holding a JSON {type(data).__name__} instead of an object"
+    good = {k: v for k, v in data.items()
+            if isinstance(k, str) and isinstance(v, str) and _CHOICE.fullmatch(v)}
+    return good, (None if len(good) == len(data) else
+                  f"{len(data) - len(good)} malformed entr{'y' if len(data) - len(good) == 1 else 'ies'}")
+
+
+def read_choices(path) -> dict:
+    """The choices stored at ``path``. A corrupt file, JSON of the wrong shape, or malformed
+    entries are ignored with one warning, and the file is rewritten with what was good."""
+    good, problem = _read(path)
+    if problem is not None:
+        _warn_once(path, problem)
+        write_choices(path, good, replace=True)
+    return good
+
+
+def write_choices(path, entries: dict, replace: bool = False) -> None:
+    """Store ``entries`` at ``path``, merged into what other processes stored there meanwhile
+    (``entries`` win a disagreement; ``replace`` drops the file's own). The file is written
+    whole to a temporary file, then renamed over the old one, under a lock, so a reader sees
+    either version and concurrent writers lose nothing."""
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with _file_lock, _locked(path + ".lock"):
+            merged = {} if replace else _read(path)[0]
+            merged.update(entries)
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump(merged, fh)
+            os.replace(tmp, path)
+    except OSError:
+        pass        # a read-only home only costs the timing in the next process
+
+
+@contextlib.contextmanager
+def _locked(lock_path):
+    """An exclusive lock between processes (flock where there is one)."""
+    try:
+        import fcntl
+    except ImportError:       # no flock: rename is still atomic; a race can only lose entries
+        yield
+        return
+    with open(lock_path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def known_choice(choice, kinds) -> bool:
+    """Whether a stored choice names a candidate of this problem: cuBLAS's own, a cuBLASLt
+    algorithm, or one of the generated ``kinds``."""
+    return isinstance(choice, str) and (choice == "fallback" or choice in kinds
+                                        or re.fullmatch(r"lt:\d+", choice) is not None)
 
 
 @contextlib.contextmanager
@@ -83,15 +167,7 @@ def compile_deferred() -> None:
 
 
 def _save():
-    path = cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as fh:
-            json.dump({k: v for k, v in _choices.items() if k not in _provisional}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass        # a read-only home only costs the timing in the next process
+    write_choices(cache_file(), {k: v for k, v in _choices.items() if k not in _provisional})
 
 
 def _plan(key, args):
@@ -200,6 +276,11 @@ def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=Non
         _load()
     from .compile import compile_together, ready
     choice = _choices.get(key)
+    if choice is not None and not known_choice(choice, kinds):
+        # a cache file from another fnx, or edited: time this problem again (and save)
+        _warn_once(cache_file(), f"the unknown choice {choice!r} for {key}")
+        del _choices[key]
+        choice = None
     capturing = cp.cuda.get_current_stream().is_capturing()
     waiting = _provisional.get(key)
     if not isinstance(choice, str) or waiting is not None and not capturing and (

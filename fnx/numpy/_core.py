@@ -35,8 +35,11 @@ def asarray(x, dtype=None):
     if isinstance(x, (list, tuple)) and _contains_traced(x):
         from .shapes import stack
         return stack([asarray(e, dtype) for e in x])
+    # a NumPy array (or anything else with __array__) may be written to later by its owner: the
+    # backend copies it in (to_buffer); a list converted here, or a download, is already ours
+    private = isinstance(x, (list, tuple))
     if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
-        arr = np.asarray(x.get())
+        arr, private = np.asarray(x.get()), True
     else:
         arr = np.asarray(x)
         if isinstance(x, (list, tuple)) and dtype is None:
@@ -48,11 +51,16 @@ def asarray(x, dtype=None):
             elif arr.dtype.kind == "c":
                 arr = arr.astype(dtypes.default_complex)
     dt = dtypes.canonicalize(dtype if dtype is not None else arr.dtype)
-    from ..core.core import full_lower_to_array
-    return full_lower_to_array(np.asarray(arr, dtype=dt, order="C"))
+    from ..core.core import get_backend
+    backend = get_backend()
+    buf = (backend.from_numpy(np.asarray(arr, dtype=dt, order="C")) if private
+           else backend.to_buffer(arr, dt))
+    return Array(backend.cast(buf, dt), backend)
 
 
 def array(x, dtype=None, copy=True, ndmin: int = 0):
+    """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
+    it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
     out = asarray(x, dtype)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)

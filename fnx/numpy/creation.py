@@ -5,11 +5,20 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import get_aval
+from ..core.errors import DTypeError
 from ._core import _is_scalar, asarray
 
 
 def _shape(shape):
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    """A shape as a tuple of ints; a float (or other non-integer) entry is a TypeError, as in
+    NumPy and JAX, not truncated."""
+    import operator
+    entries = (shape,) if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0 \
+        else tuple(shape)
+    try:
+        return tuple(operator.index(s) for s in entries)
+    except TypeError:
+        raise DTypeError(f"shapes must be sequences of integers, got {shape!r}") from None
 
 
 def _dtype(dtype, default=None):

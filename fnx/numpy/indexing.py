@@ -3,6 +3,11 @@
 Basic indices (ints, slices, None, Ellipsis) become static slices and reshapes. Integer-array
 indices (concrete or traced) gather through one ``take`` over the merged indexed axes. Updates
 ``x.at[idx].op(v)`` find the flat positions ``idx`` selects by indexing an iota, then scatter.
+
+Out-of-range indices follow JAX (jit cannot raise on a traced index): ``x[idx]`` clamps each
+index into its axis; ``take``, ``take_along_axis`` and ``.at[idx].get(mode='fill')`` give a
+fill value (NaN, the smallest signed or largest unsigned integer, True); updates drop what falls
+outside (``mode='clip'`` clamps instead). Negative indices count from the end, as in NumPy.
 """
 from __future__ import annotations
 
@@ -58,8 +63,44 @@ def _expand_index(idx, ndim):
     return out
 
 
-def getitem(x, idx):
-    """``x[idx]`` with NumPy semantics (out-of-range array indices are clamped)."""
+_GATHER_MODES = {None: "clip", "clip": "clip", "promise_in_bounds": "clip", "fill": "fill",
+                 "drop": "fill"}
+_SCATTER_MODES = {None: "drop", "drop": "drop", "fill": "drop", "promise_in_bounds": "drop",
+                  "clip": "clip"}
+
+
+def _mode(mode, table, what):
+    try:
+        return table[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown {what} mode {mode!r}: expected one of "
+                         f"{sorted(m for m in table if m)}") from None
+
+
+def default_fill_value(dtype):
+    """JAX's fill for gathers out of range: NaN for inexact dtypes, the smallest signed or the
+    largest unsigned integer, True for booleans."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_float(dtype) or dtypes.kind(dtype) == "c":
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    return np.iinfo(dtype).min if dtypes.kind(dtype) == "i" else np.iinfo(dtype).max
+
+
+def _filled(out, valid, dims, fill_value):
+    """``out`` where ``valid`` (its dims at ``dims`` of ``out``), else the fill value."""
+    if valid is None:
+        return out
+    fill = default_fill_value(out.dtype) if fill_value is None else fill_value
+    mask = lax.broadcast_in_dim(valid, out.shape, tuple(dims))
+    return lax.select(mask, out, lax.full(out.shape, fill, out.dtype))
+
+
+def getitem(x, idx, mode=None, fill_value=None):
+    """``x[idx]`` with NumPy semantics. An index out of range is clamped into its axis
+    (JAX's rule), or with ``mode='fill'`` gives ``fill_value``."""
+    mode = _mode(mode, _GATHER_MODES, "gather")
     x = asarray(x)
     entries = _expand_index(idx, x.ndim)
     # 1. None -> insert size-1 axes, so every entry indexes exactly one axis
@@ -74,6 +115,10 @@ def getitem(x, idx):
         x = lax.reshape(x, tuple(shape))
         entries = [slice(None) if e is None else e for e in entries]
     has_adv = any(_is_advanced(e) for e in entries)
+    if mode == "fill" and not has_adv:
+        # an int out of range gives the fill value: the gather below masks it
+        has_adv = any(not isinstance(e, slice) and not -n <= int(e) < n
+                      for e, n in zip(entries, x.shape))
     # 2. static slices (and, without array indices, static ints)
     starts, limits, strides, flips, squeeze = [], [], [], [], []
     for ax, (e, n) in enumerate(zip(entries, x.shape)):
@@ -87,10 +132,9 @@ def getitem(x, idx):
             limits.append(max(s, l))
             strides.append(st)
         elif not has_adv and not is_array(e):
-            i = int(e)
-            if not -n <= i < n:
-                raise IndexingError(f"index {i} is out of bounds for axis {ax} with size {n}")
-            i %= n
+            if n == 0:
+                raise IndexingError(f"index {int(e)} is out of bounds for axis {ax} with size 0")
+            i = min(max(int(e) + n if int(e) < 0 else int(e), 0), n - 1)   # clamped, as JAX
             starts.append(i)
             limits.append(i + 1)
             strides.append(1)
@@ -105,13 +149,22 @@ def getitem(x, idx):
         x = lax.slice(x, starts, limits, strides)
     if not has_adv:
         return lax.squeeze(x, squeeze) if squeeze else x
-    # 3. integer-array (and int) indices: gather over the merged indexed axes
+    # 3. integer-array (and int) indices: gather over the merged indexed axes, each index
+    # clamped into its own axis (so the merged index stays in its row)
     adv_axes = [ax for ax, e in enumerate(entries) if not isinstance(e, slice)]
-    arrays = [_normalize_index(entries[ax], x.shape[ax]) for ax in adv_axes]
+    several = len(adv_axes) > 1
+    pairs = [_index_in_range(entries[ax], x.shape[ax], clamp=several, check=mode == "fill")
+             for ax in adv_axes]
+    arrays = [a for a, _ in pairs]
     if len({a.dtype for a in arrays}) > 1:   # int32 and int64 indices together: int64
         arrays = [lax.convert_element_type(a, dtypes.int64) for a in arrays]
     arrays = broadcast_arrays(*arrays, op="indexing")
     idx_shape = arrays[0].shape
+    valid = None
+    for _, ok in pairs:
+        if ok is not None:
+            ok = broadcast_to(ok, idx_shape)
+            valid = ok if valid is None else lax.bitwise_and(valid, ok)
     rest = [ax for ax in range(x.ndim) if ax not in adv_axes]
     xt = lax.transpose(x, adv_axes + rest)
     sizes = [x.shape[ax] for ax in adv_axes]
@@ -122,7 +175,7 @@ def getitem(x, idx):
     for a, n in zip(reversed(arrays[:-1]), reversed(sizes[1:])):
         stride *= n
         lin = lax.add(lin, lax.mul(a, lax.full(a.shape, stride, a.dtype)))
-    out = lax.take(merged, lin, 0)
+    out = _filled(lax.take(merged, lin, 0), valid, range(len(idx_shape)), fill_value)
     contiguous = adv_axes == list(range(adv_axes[0], adv_axes[-1] + 1))
     if contiguous and adv_axes[0] > 0:
         # NumPy puts the indexed dims where the (adjacent) indexed axes were
@@ -134,45 +187,91 @@ def getitem(x, idx):
 
 def _normalize_index(i, n):
     """An int32 index array with negative entries wrapped."""
+    return _index_in_range(i, n)[0]
+
+
+def _index_in_range(i, n, clamp=False, check=False):
+    """``(index, valid)``: the int32 (or int64) index array for an axis of length ``n`` with
+    negative entries wrapped (clamped into [0, n) too with ``clamp``), and with ``check`` a
+    boolean mask of the entries that were in range (None where all are known to be)."""
     if not is_array(i):
         i = np.asarray(i)
-        if dtypes.is_int(i.dtype) and n < 2**31 and i.size and \
-                -2**31 <= i.min() and i.max() < 2**31:
+        if not dtypes.is_int(i.dtype):
+            raise IndexingError(f"indices must be integers, got dtype {i.dtype}")
+        if n < 2**31 and i.size and -2**31 <= i.min() and i.max() < 2**31:
             i = i.astype(np.int32)   # concrete indices that fit: int32, like traced ones
-    arr = asarray(i)
+        elif i.dtype != np.int64:
+            i = i.astype(np.int64)
+        wrapped = np.where(i < 0, i + n, i)
+        inside = (wrapped >= 0) & (wrapped < n)
+        out = np.clip(wrapped, 0, max(n - 1, 0)) if clamp else wrapped
+        ok = None if not check or inside.all() else asarray(inside)
+        return asarray(out.astype(i.dtype)), ok
+    arr = i
     if not dtypes.is_int(arr.dtype):
         raise IndexingError(f"indices must be integers, got dtype {arr.dtype}")
     if arr.dtype != dtypes.int32 and arr.dtype != dtypes.int64:
         arr = lax.convert_element_type(arr, dtypes.int32)
-    if isinstance(arr, Tracer) or (np.asarray(arr) < 0).any():
-        zero = lax.full(arr.shape, 0, arr.dtype)
-        arr = lax.select(lax.lt(arr, zero), lax.add(arr, lax.full(arr.shape, n, arr.dtype)), arr)
-    return arr
+    if not isinstance(arr, Tracer):     # concrete: only the work its values need
+        v = np.asarray(arr)
+        if not v.size or (v.min() >= 0 and v.max() < n):
+            return arr, None
+    zero, size = lax.full(arr.shape, 0, arr.dtype), lax.full(arr.shape, n, arr.dtype)
+    arr = lax.select(lax.lt(arr, zero), lax.add(arr, size), arr)
+    ok = lax.bitwise_and(lax.ge(arr, zero), lax.lt(arr, size)) if check else None
+    if clamp:
+        arr = lax.max_(lax.min_(arr, lax.full(arr.shape, max(n - 1, 0), arr.dtype)), zero)
+    return arr, ok
 
 
 # ---------------------------------------------------------------------------------------------
 # .at[...] updates
 
 
-def _flat_positions(x, idx):
-    """The flat positions of ``x`` that ``x[idx]`` reads, in the shape of ``x[idx]``."""
+def _flat_positions(x, idx, mode):
+    """The flat positions of ``x`` that ``x[idx]`` reads, in the shape of ``x[idx]``: with
+    ``mode`` 'drop', -1 where an index is out of range (a scatter drops those updates); with
+    'clip', the position of the clamped index."""
     dyn = any(isinstance(i, Tracer) for i in (idx if isinstance(idx, tuple) else (idx,)))
     if not dyn:   # a NumPy array: the positions are known now
-        return np.asarray(np.arange(x.size, dtype=np.int32).reshape(x.shape)[_static_index(idx)],
-                          dtype=np.int32)
+        return _static_positions(x.shape, idx, mode)
     iota = lax.reshape(lax.iota(dtypes.int32, x.size), x.shape)
-    return getitem(iota, idx)
+    if mode == "clip":
+        return getitem(iota, idx)
+    return getitem(iota, idx, mode="fill", fill_value=-1)
 
 
-def _static_index(idx):
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    return tuple(np.asarray(i) if is_array(i) else i for i in idx)
+def _static_positions(shape, idx, mode):
+    """``_flat_positions`` for concrete indices, in NumPy: an iota with one more element on
+    every axis, holding -1, where an out-of-range index ('drop') is sent."""
+    entries = [np.asarray(e) if is_array(e) else e for e in _expand_index(idx, len(shape))]
+    ext = np.full(tuple(n + 1 for n in shape), -1, np.int32)
+    ext[tuple(slice(0, n) for n in shape)] = np.arange(int(np.prod(shape, dtype=np.int64)),
+                                                       dtype=np.int32).reshape(shape)
+    mapped, axis = [], 0
+    for e in entries:
+        if e is None:
+            mapped.append(None)
+            continue
+        n = shape[axis]
+        axis += 1
+        if isinstance(e, slice):
+            s, l, st = e.indices(n)
+            mapped.append(slice(s, None if l < 0 else l, st))     # not past the real axis
+            continue
+        a = np.asarray(e)
+        a = np.where(a < 0, a + n, a)
+        mapped.append(np.clip(a, 0, max(n - 1, 0)) if mode == "clip"
+                      else np.where((a >= 0) & (a < n), a, n))
+    return np.asarray(ext[tuple(mapped)], dtype=np.int32)
 
 
-def scatter_update(x, idx, values, mode):
+def scatter_update(x, idx, values, op, mode=None):
+    """``x.at[idx].<op>(values)``. An index out of range drops its update (JAX's default);
+    ``mode='clip'`` clamps it into range instead."""
+    mode = _mode(mode, _SCATTER_MODES, "scatter")
     x = asarray(x)
-    pos = _flat_positions(x, idx)
+    pos = _flat_positions(x, idx, mode)
     # a Python number goes straight to x's dtype (no rounding through the default float)
     v = asarray(values, x.dtype if _is_scalar(values) else None)
     if v.dtype != x.dtype:
@@ -180,7 +279,10 @@ def scatter_update(x, idx, values, mode):
     v = lax.reshape(broadcast_to(v, pos.shape), (pos.size,))
     if isinstance(pos, np.ndarray):
         pos = pos.reshape(-1)
-        if mode == "set" and np.unique(pos).size < pos.size:
+        if (pos < 0).any():          # out of range: dropped now
+            keep = np.nonzero(pos >= 0)[0].astype(np.int32)
+            pos, v = pos[keep], lax.take(v, asarray(keep), 0)
+        if op == "set" and np.unique(pos).size < pos.size:
             # repeated positions: the last update lands, as in NumPy. Keep only those, so the
             # scatter's indices are unique and every backend agrees (and so do gradients)
             _, first_from_end = np.unique(pos[::-1], return_index=True)
@@ -189,50 +291,52 @@ def scatter_update(x, idx, values, mode):
         pos = asarray(pos)
     else:
         pos = lax.reshape(pos, (pos.size,))
-    out = lax.scatter(lax.reshape(x, (x.size,)), pos, v, 0, mode)
+    out = lax.scatter(lax.reshape(x, (x.size,)), pos, v, 0, op)
     return lax.reshape(out, x.shape)
 
 
 class _IndexUpdateRef:
+    """``x.at[idx]``: its methods take JAX's ``mode`` ('drop', the default for updates, or
+    'clip'; for ``get``, 'clip', the default, or 'fill' with ``fill_value``)."""
     __slots__ = ("array", "index")
 
     def __init__(self, array, index):
         self.array, self.index = array, index
 
-    def get(self):
-        return getitem(self.array, self.index)
+    def get(self, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
+        return getitem(self.array, self.index, mode, fill_value)
 
-    def set(self, values):
-        return scatter_update(self.array, self.index, values, "set")
+    def set(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "set", mode)
 
-    def add(self, values):
-        return scatter_update(self.array, self.index, values, "add")
+    def add(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "add", mode)
 
-    def subtract(self, values):
+    def subtract(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import negative
         neg = -values if _is_scalar(values) else negative(values)
-        return scatter_update(self.array, self.index, neg, "add")
+        return scatter_update(self.array, self.index, neg, "add", mode)
 
-    def multiply(self, values):
-        return scatter_update(self.array, self.index, values, "mul")
+    def multiply(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "mul", mode)
 
     mul = multiply
 
-    def divide(self, values):
+    def divide(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
         # x / (the product of the divisors that land on each element), as JAX does
         from .creation import ones_like
         from .ufuncs import true_divide
         return true_divide(self.array, scatter_update(ones_like(self.array), self.index, values,
-                                                      "mul"))
+                                                      "mul", mode))
 
-    def min(self, values):
-        return scatter_update(self.array, self.index, values, "min")
+    def min(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "min", mode)
 
-    def max(self, values):
-        return scatter_update(self.array, self.index, values, "max")
+    def max(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "max", mode)
 
-    def apply(self, func):
-        return self.set(func(self.get()))
+    def apply(self, func, mode=None, indices_are_sorted=False, unique_indices=False):
+        return self.set(func(self.get(mode="clip" if mode == "clip" else None)), mode)
 
 
 class _IndexUpdateHelper:
@@ -250,27 +354,63 @@ class _IndexUpdateHelper:
 # take / take_along_axis
 
 
-def take(a, indices, axis=None, mode=None):
-    """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None)."""
-    a, ax = axis_or_flat(asarray(a), axis, "take")
-    idx = _normalize_index(indices, a.shape[ax])
+_TAKE_MODES = ("fill", "clip", "wrap", "promise_in_bounds")
+
+
+def _take_mode(mode, op):
+    mode = "fill" if mode is None else mode
+    if mode == "raise":
+        raise NotImplementedError(f"{op}: mode='raise' is not supported (jit cannot raise on a "
+                                  "traced index); use 'fill', 'clip' or 'wrap'")
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"{op}: invalid mode {mode!r}: expected one of {_TAKE_MODES}")
+    return mode
+
+
+def _take_index(indices, n, mode, wrap_negative_in_clip=False):
+    """(index, valid mask or None) for take and take_along_axis."""
     if mode == "wrap":
         from .ufuncs import remainder
-        idx = remainder(idx, a.shape[ax])
-    return lax.take(a, idx, ax)
+        return remainder(_normalize_index(indices, n), n), None
+    if mode == "fill" or wrap_negative_in_clip:
+        return _index_in_range(indices, n, check=mode == "fill")
+    # take's 'clip' clamps the index as given, as JAX's does: a negative one reads element 0
+    idx = asarray(indices if is_array(indices) else np.asarray(indices))
+    if not dtypes.is_int(idx.dtype):
+        raise IndexingError(f"indices must be integers, got dtype {idx.dtype}")
+    return idx, None
 
 
-def take_along_axis(arr, indices, axis):
-    """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics)."""
+def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
+         indices_are_sorted=False):
+    """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None).
+    Negative indices count from the end; out-of-range ones give ``fill_value`` (JAX's default
+    mode 'fill': NaN for inexact dtypes, the smallest signed / largest unsigned integer,
+    True). ``mode`` 'clip' or 'promise_in_bounds' clamps the indices as given (JAX's rule: a
+    negative one reads element 0), 'wrap' wraps them."""
+    mode = _take_mode(mode, "take")
+    a, ax = axis_or_flat(asarray(a), axis, "take")
+    idx, valid = _take_index(indices, a.shape[ax], mode)
+    return _filled(lax.take(a, idx, ax), valid, range(ax, ax + idx.ndim), fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics);
+    out-of-range indices as in ``take``."""
+    mode = _take_mode(mode, "take_along_axis")
     arr, ax = axis_or_flat(asarray(arr), axis, "take_along_axis")
-    idx = _normalize_index(indices, arr.shape[ax])
+    # JAX's take_along_axis counts negative indices from the end in every mode
+    idx, valid = _take_index(indices, arr.shape[ax], mode, wrap_negative_in_clip=True)
     if idx.ndim != arr.ndim:
         raise IndexingError(f"take_along_axis: indices of rank {idx.ndim} do not match array "
                             f"of rank {arr.ndim}")
     shape = [max(a, b) if i != ax else None for i, (a, b) in enumerate(zip(arr.shape, idx.shape))]
     arr = broadcast_to(arr, tuple(arr.shape[i] if i == ax else s for i, s in enumerate(shape)))
     idx = broadcast_to(idx, tuple(idx.shape[i] if i == ax else s for i, s in enumerate(shape)))
-    return lax.take_along_axis(arr, idx, ax)
+    out = lax.take_along_axis(arr, idx, ax)
+    if valid is not None:
+        valid = broadcast_to(valid, idx.shape)
+    return _filled(out, valid, range(out.ndim), fill_value)
 
 
 def nonzero(a, size=None, fill_value=0):

@@ -21,8 +21,13 @@ def reshape(a, newshape=None, order="C", *, shape=None):
     if isinstance(newshape, (int, np.integer)):
         newshape = (int(newshape),)
     newshape = [int(d) for d in newshape]
+    if order == "F":
+        # Fortran order: the reversed shapes in C order, between two transposes
+        flipped = reshape(lax.transpose(a, tuple(reversed(range(a.ndim)))),
+                          tuple(reversed(newshape)))
+        return lax.transpose(flipped, tuple(reversed(range(flipped.ndim))))
     if order != "C":
-        raise NotImplementedError("only order='C' is supported")
+        raise NotImplementedError(f"reshape: order={order!r} is not supported ('C' or 'F')")
     if newshape.count(-1) > 1:
         raise ShapeError(f"can only specify one unknown dimension, got {tuple(newshape)}")
     if -1 in newshape:
@@ -35,8 +40,9 @@ def reshape(a, newshape=None, order="C", *, shape=None):
 
 
 def ravel(a, order="C"):
+    """``a`` flattened, in C (row-major) or F (column-major) ``order``."""
     a = asarray(a)
-    return lax.reshape(a, (a.size,))
+    return reshape(a, (a.size,), order)
 
 
 def transpose(a, axes=None):

@@ -50,8 +50,20 @@ tanh = _unary_inexact(lax.tanh, "tanh")
 arcsinh = _unary_inexact(lax.asinh, "arcsinh")
 arccosh = _unary_inexact(lax.acosh, "arccosh")
 arctanh = _unary_inexact(lax.atanh, "arctanh")
-floor = _unary_inexact(lax.floor, "floor")
-ceil = _unary_inexact(lax.ceil, "ceil")
+def _rounding(prim_fn, name):
+    inexact = _unary_inexact(prim_fn, name)
+
+    def fn(x):
+        x = asarray(x)
+        # an integer (or boolean) is already whole: returned as it is, dtype kept (JAX's rule)
+        return x if dtypes.is_int(x.dtype) or x.dtype == dtypes.bool_ else inexact(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name}; integers and booleans are returned unchanged."
+    return fn
+
+
+floor = _rounding(lax.floor, "floor")
+ceil = _rounding(lax.ceil, "ceil")
 negative = _unary(lax.neg, "negative")
 sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign")
 isfinite = _unary_inexact(lax.is_finite, "isfinite")
