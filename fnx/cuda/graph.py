@@ -56,9 +56,10 @@ def _disjoint(arrays) -> bool:
 
 
 # references to a donated static buffer, during a call that passes it back, besides the graph's
-# own and _replay's: the caller's list of buffers, the tuple it builds for ``exe(*buffers)`` and
-# the ``*args`` tuple of ``__call__``
-_CALLER_REFS = 3
+# own and _replay's: the caller's list of buffers, the tuple it builds for ``exe(*buffers)``, the
+# ``*args`` tuple of ``__call__``, and the donated Array, which keeps its buffer until the call
+# has succeeded (fnx.core.jit)
+_CALLER_REFS = 4
 
 
 class GraphExecutable:
