@@ -491,17 +491,35 @@ def small_product(eqn) -> bool:
             and a.aval.shape[lc[0]] <= SMALL_PRODUCT_K)
 
 
+# data movement fused code does as index arithmetic on the operands it loads (a slice, a pad,
+# a transpose, ...): the moved operands must come from before the run, loaded from memory
+MOVEMENT = frozenset({lax.slice_p, lax.pad_p, lax.transpose_p, lax.reshape_p, lax.rev_p,
+                      lax.concatenate_p})
+
+
+def moved_operands(eqn):
+    """The operands a data-movement equation loads at moved indices (a pad's value is read as
+    any scalar is)."""
+    return eqn.invars[:1] if eqn.primitive is lax.pad_p else eqn.invars
+
+
 def joins_run(eqn, produced) -> bool:
     """Whether ``eqn`` can join an elementwise run that has made ``produced``: a small product
-    reads its operands whole, so they must come from before the run."""
+    reads its operands whole, and data movement reads its operands at other indices, so
+    their operands must come from before the run."""
     if small_product(eqn):
         return not any(v in produced for v in eqn.invars)
+    if eqn.primitive in MOVEMENT:
+        return bool(eqn.outvars[0].aval.shape) and all(
+            isinstance(v, Var) and v not in produced for v in moved_operands(eqn))
     return is_fusible(eqn)
 
 
 def products_only(eqns) -> bool:
-    """A run of small products alone gains nothing by fusing: they stay GEMMs."""
-    return all(small_product(e) for e in eqns)
+    """A run of small products alone gains nothing by fusing: they stay GEMMs; nor does a run
+    of reshapes, which stay views."""
+    return all(small_product(e) for e in eqns) or all(e.primitive is lax.reshape_p
+                                                      for e in eqns)
 
 
 def run_end(eqns, i) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
-from ..core.passes import small_product
+from ..core.passes import MOVEMENT, moved_operands, small_product
 from .compile import kernel as _compile
 
 C_TYPES = {
@@ -216,17 +216,22 @@ class FusedKernel:
         operand loads that depend on one of them can then leave a loop over the other)."""
         names = {}
         lines = []
-        # inputs reach the iteration shape directly, through a broadcast_in_dim, or as scalars
-        bcast_of = {}
+        # inputs reach the iteration shape directly, through a broadcast_in_dim or data
+        # movement (loads at other indices), or as scalars
+        bcast_of, moved = {}, {}
         for e in self.eqns:
             if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in self.inputs:
                 bcast_of[e.outvars[0]] = (e.invars[0], e.params["broadcast_dimensions"])
+            elif e.primitive in MOVEMENT and all(v in self.inputs for v in moved_operands(e)):
+                moved[e.outvars[0]] = e
+
         def load(k, v, index):
             return load_value(v.aval.dtype, f"in{k}[{index}]")
 
         # a small product reads its operands at the indices of its own sums
         direct = {v for e in self.eqns if e.outvars[0] not in bcast_of and not small_product(e)
-                  for v in e.invars}
+                  for v in (e.invars if e.outvars[0] not in moved else e.invars[1:]
+                            if e.primitive is lax.pad_p else ())}
         direct |= set(self.outputs) | set(self.also_read)
         for k, v in enumerate(self.inputs):
             if v not in direct:
@@ -247,6 +252,12 @@ class FusedKernel:
                 names[out] = f"t{counter}"
                 lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = "
                              f"{load(k, src, index)};")
+                counter += 1
+                continue
+            if out in moved:
+                names[out] = f"t{counter}"
+                lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = "
+                             f"{self._moved(e, load, names)};")
                 counter += 1
                 continue
             p = e.primitive
@@ -277,6 +288,52 @@ class FusedKernel:
                 lines.append(f"    if (i == 0) out{k}[0] = {val};")
         self.names = names
         return "\n".join(lines)
+
+    def _moved(self, e, load, names) -> str:
+        """Element ``i`` of data-movement equation ``e``'s result (the iteration shape), loaded
+        from its operands (kernel inputs) at the indices the movement maps it to."""
+        out_shape = e.outvars[0].aval.shape
+        coords = [f"((i / {st}LL) % {n}LL)" for st, n in zip(_strides(out_shape), out_shape)]
+
+        def fetch(v, at):
+            index = " + ".join(f"({c}) * {st}LL" for c, st in zip(at, _strides(v.aval.shape)))
+            return load(self.inputs.index(v), v, index or "0")
+        p, x = e.primitive, e.invars[0]
+        if p is lax.reshape_p:
+            return load(self.inputs.index(x), x, "i")
+        if p is lax.transpose_p:
+            at = [None] * len(coords)
+            for d, src in enumerate(e.params["permutation"]):
+                at[src] = coords[d]
+            return fetch(x, at)
+        if p is lax.rev_p:
+            return fetch(x, [f"({n - 1}LL - {c})" if d in e.params["dimensions"] else c
+                             for d, (c, n) in enumerate(zip(coords, x.aval.shape))])
+        if p is lax.slice_p:
+            return fetch(x, [f"({s}LL + {c} * {st}LL)" for c, s, st in zip(
+                coords, e.params["start_indices"], e.params["strides"])])
+        if p is lax.pad_p:
+            inside, at = [], []
+            for c, (lo, _, interior), n in zip(coords, e.params["padding_config"],
+                                               x.aval.shape):
+                r = f"({c} - {lo}LL)"
+                if interior:
+                    inside.append(f"{r} % {interior + 1}LL == 0")
+                    r = f"({r} / {interior + 1}LL)"
+                inside.append(f"{r} >= 0 && {r} < {n}LL")
+                at.append(r)
+            v = e.invars[1]
+            value = _literal(v) if isinstance(v, Literal) else names[v]
+            return f"(({' && '.join(inside)}) ? {fetch(x, at)} : {value})"
+        # concatenate: the operand whose span along the axis holds the coordinate
+        axis = e.params["dimension"]
+        starts = np.cumsum([0] + [v.aval.shape[axis] for v in e.invars])
+        expr = None
+        for v, start, end in reversed(list(zip(e.invars, starts[:-1], starts[1:]))):
+            at = [f"({c} - {start}LL)" if d == axis else c for d, c in enumerate(coords)]
+            expr = fetch(v, at) if expr is None else \
+                f"({coords[axis]} < {end}LL ? {fetch(v, at)} : {expr})"
+        return expr
 
     def _product(self, e, load, coords) -> str:
         """Element ``i`` of a small product: its few terms summed in order."""

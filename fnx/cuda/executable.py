@@ -14,8 +14,8 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table, scatter
-from ..core.passes import (is_fusible, leading_sum, recompute_residuals, row_group,
-                           run_end)
+from ..core.passes import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
+                           row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
 from .control import lowering as control_lowering, on_device
@@ -390,7 +390,9 @@ class GpuExecutable:
         for v in outputs:
             u = self._write_into.get(v)
             if u is not None and overwrite is not None and u in inputs \
-                    and tuple(u.aval.shape) == tuple(shape) and overwrite(u):
+                    and tuple(u.aval.shape) == tuple(shape) and overwrite(u) \
+                    and not any(e.primitive in MOVEMENT and u in e.invars for e in group):
+                # (data movement reads u at other elements than the thread writes)
                 self._written_in_place.add(v)
                 self.in_place += 1
             else:
