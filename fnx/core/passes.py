@@ -646,7 +646,9 @@ def recompute_residuals(eqns, outvars):
     result = []
     for k, e in enumerate(eqns):
         result += inserts.get(k, [])
-        result.append(_renamed(e, renames.get(stretch[k], {})))
+        # data movement and small products read whole values made before their kernel: the
+        # residual itself, not a copy recomputed inside
+        result.append(_renamed(e, renames.get(stretch[k], {})) if is_fusible(e) else e)
     return result
 
 
