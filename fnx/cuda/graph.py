@@ -24,6 +24,7 @@ capture fails, the launches keep running eagerly and ``reason`` says why.
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 from . import gemm_table
@@ -60,6 +61,19 @@ def _disjoint(arrays) -> bool:
 # ``*args`` tuple of ``__call__``, and the donated Array, which keeps its buffer until the call
 # has succeeded (fnx.core.jit)
 _CALLER_REFS = 4
+
+
+@functools.lru_cache(maxsize=None)
+def capture_stream(device: int):
+    """The stream every graph of ``device`` is captured on, with its cuBLAS handle and
+    workspace, made once: graphs replay one after another on the caller's stream, so they share
+    that workspace, and a program captured again makes no new handle (nor 32 MiB)."""
+    import cupy as cp
+    from .cublas import handle_for
+    with cp.cuda.Device(device):
+        stream = cp.cuda.Stream(non_blocking=True)
+    handle_for(stream.ptr)
+    return stream
 
 
 class GraphExecutable:
@@ -204,13 +218,13 @@ class GraphExecutable:
 
     def _record(self, static_in, sched, stream=None):
         """``(graph, outs, env, pool, stream)``: one run of the program on ``static_in``,
-        captured with schedule ``sched`` on ``stream`` (a new one if None), in a new pool."""
+        captured with schedule ``sched`` on ``stream`` (the device's capture stream if None),
+        in a new pool."""
         import cupy as cp
-        from . import control, cublas, solver
+        from . import control, solver
         if stream is None:
-            stream = cp.cuda.Stream(non_blocking=True)
-            cublas.handle_for(stream.ptr)   # its handle and workspace exist before capture
-            solver.prepare_stream(stream.ptr)
+            stream = capture_stream(cp.cuda.Device().id)
+        solver.prepare_stream(stream.ptr)
         control.prepare_body_streams()
         # Everything allocated while capturing comes from a private pool that lives as long as
         # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot
