@@ -451,8 +451,11 @@ class GpuExecutable:
         if j < len(eqns) and leading_sum(eqns[j], None):
             src = made_at.get(eqns[j].invars[0])
             shape = tuple(eqns[j].invars[0].aval.shape)
+            # (not over data movement: a column kernel has few threads, each running the
+            # whole chain for many rows, where index arithmetic costs more than a load)
             if src is not None and owner[src] == shape and shape in classes and \
-                    not any(shape in d for d in deps.values()):
+                    not any(shape in d for d in deps.values()) and \
+                    not any(eqns[k].primitive in MOVEMENT for k in classes[shape]):
                 column = shape
         last = max(level.values())
         for lvl in range(last + 1):
