@@ -21,8 +21,7 @@ from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gr
                                       custom_jvp, custom_vjp, remat)
 from .core.config import (config, default_matmul_precision, disable_jit, enable_x64,
                           numpy_dtype_promotion)
-from .core.jit import clear_caches
-from .core.eager_jit import jit
+from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402

@@ -233,7 +233,11 @@ class _LapackDevice:
     def solver(self, routine, dtype, *args):
         self.calls.append((routine, args))
         fn = lambda name: lapack.get_lapack_funcs(name, dtype=np.dtype(dtype))   # noqa: E731
-        if routine == "potrf":
+        if routine == "potrfBatched":
+            uplo, n, ptrs, lda, info, count = args
+            for b, a in enumerate(self._addresses(ptrs, count)):
+                self.solver("potrf", dtype, uplo, n, a, lda, None, None, info + 4 * b)
+        elif routine == "potrf":
             uplo, n, a, lda, _, _, info = args
             A = self._matrix(a, dtype, n, n, lda)
             c, inf = fn("potrf")(A.copy(), lower=uplo == solver.LOWER, clean=0)
@@ -287,6 +291,18 @@ class _LapackDevice:
             self._ints(info, 1)[0] = inf
         else:
             raise AssertionError(routine)
+
+    def pointers(self, base, stride, nb):
+        return self._register(base + stride * np.arange(nb, dtype=np.uint64))
+
+    def _addresses(self, ptrs, count):
+        return [int(a) for a in self._flat(ptrs, np.uint64, count)]
+
+    def trsm_batched(self, dtype, side, uplo, trans, diag, m, n, a_ptrs, lda, b_ptrs, ldb,
+                     count):
+        self.calls.append(("trsm_batched", (side, uplo, trans, diag, m, n, lda, ldb, count)))
+        for a, b in zip(self._addresses(a_ptrs, count), self._addresses(b_ptrs, count)):
+            self.trsm(dtype, side, uplo, trans, diag, m, n, a, lda, b, ldb)
 
     def trsm(self, dtype, side, uplo, trans, diag, m, n, a_ptr, lda, b_ptr, ldb):
         self.calls.append(("trsm", (side, uplo, trans, diag, m, n, lda, ldb)))

@@ -183,10 +183,13 @@ class _Traced:
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        donate_argnames: str | Sequence[str] = ()):
+        donate_argnames: str | Sequence[str] = (), in_shardings=None, out_shardings=None,
+        keep_unused=False, device=None, backend=None, inline=False, compiler_options=None):
     """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
-    compiled program on later calls.
+    compiled program on later calls. Inside ``fnx.disable_jit()`` a call runs ``fun`` as it is.
+    JAX's placement and sharding arguments (``device``, ``in_shardings``, ``keep_unused``, ...)
+    are accepted and ignored: fnx runs a program on one device.
 
     >>> @fnx.jit
     ... def f(x):
@@ -328,6 +331,8 @@ class Jitted:
         return _Traced(jaxpr, closed.consts, store["tree"])
 
     def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \
                 and not config.debug_nans:
             leaves: list = []

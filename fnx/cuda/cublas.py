@@ -36,7 +36,7 @@ def _lib():
     lib = ctypes.CDLL(sorted(paths)[0])
     for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasStrsm_v2",
-               "cublasDtrsm_v2"):
+               "cublasDtrsm_v2", "cublasStrsmBatched", "cublasDtrsmBatched"):
         getattr(lib, fn).restype = ctypes.c_int
     return lib
 
@@ -134,3 +134,21 @@ def trsm(dtype, side: int, uplo: int, trans: int, diag: int, m: int, n: int, a_p
     fn = getattr(_lib(), _TRSM[dtype])
     _check(fn(h.ptr, side, uplo, trans, diag, m, n, ctypes.byref(alpha), ctypes.c_void_p(a_ptr),
               lda, ctypes.c_void_p(b_ptr), ldb), _TRSM[dtype])
+
+
+_TRSM_BATCHED = {np.dtype(np.float32): "cublasStrsmBatched",
+                 np.dtype(np.float64): "cublasDtrsmBatched"}
+
+
+def trsm_batched(dtype, side: int, uplo: int, trans: int, diag: int, m: int, n: int,
+                 a_ptrs: int, lda: int, b_ptrs: int, ldb: int, count: int):
+    """:func:`trsm` over ``count`` problems in one call: ``a_ptrs`` and ``b_ptrs`` are device
+    arrays of the matrices' addresses."""
+    import cupy as cp
+    dtype = np.dtype(dtype)
+    h = handle_for(cp.cuda.get_current_stream().ptr)
+    alpha, _ = _scalars(dtype, 1.0)
+    fn = getattr(_lib(), _TRSM_BATCHED[dtype])
+    _check(fn(h.ptr, side, uplo, trans, diag, m, n, ctypes.byref(alpha),
+              ctypes.c_void_p(a_ptrs), lda, ctypes.c_void_p(b_ptrs), ldb, count),
+           _TRSM_BATCHED[dtype])

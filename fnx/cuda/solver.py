@@ -5,13 +5,16 @@ CuPy's cuSOLVER and cuBLAS wrappers refuse to run during stream capture, and its
 ``info`` back to the host. The impls here take CuPy arrays (any leading batch dims) and return
 new ones, exactly as fnx/backends/numpy_linalg.py does, using only
 
-- cuSOLVER Dn calls (potrf, getrf, geqrf, orgqr, syevd, gesvd) on a private handle bound once to
-  the current stream (:func:`handle_for`), and cuBLAS trsm on fnx's own handle (fnx.cuda.cublas);
-- ``cupy.empty``/``cupy.zeros`` allocations and CuPy kernel launches (three small RawKernels:
-  strided copies with triangle masks and NaN fills, a non-finite check, LU's permutation).
+- cuSOLVER Dn calls (potrf, potrfBatched, getrf, geqrf, orgqr, syevd, gesvd) on a private handle
+  bound once to the current stream (:func:`handle_for`), and cuBLAS trsm (batched too) on fnx's
+  own handle (fnx.cuda.cublas);
+- ``cupy.empty``/``cupy.zeros`` allocations and CuPy kernel launches (small RawKernels: strided
+  copies with triangle masks and NaN fills, a non-finite check, LU's permutation, the address
+  arrays of the batched calls).
 
-Nothing is copied between host and device and nothing synchronises: a batch is a loop over
-pointers computed on the host from the base pointer, workspace sizes come from the
+Nothing is copied between host and device and nothing synchronises: a batched Cholesky or
+triangular solve is one call over an array of addresses a kernel writes, other batches a loop
+over pointers computed on the host from the base pointer, workspace sizes come from the
 ``*_bufferSize`` host queries (cached per shape, so a capture repeats the eager call's sizes),
 and failures are reported as JAX does, by NaN factors (a kernel reads ``info`` on the device).
 
@@ -49,6 +52,7 @@ _P, _I = ctypes.c_void_p, ctypes.c_int
 _SIGNATURES = {
     "potrf_bufferSize": [_I, _I, _P, _I, _P],
     "potrf": [_I, _I, _P, _I, _P, _I, _P],
+    "potrfBatched": [_I, _I, _P, _I, _P, _I],
     "getrf_bufferSize": [_I, _I, _P, _I, _P],
     "getrf": [_I, _I, _P, _I, _P, _P, _P],
     "geqrf_bufferSize": [_I, _I, _P, _I, _P],
@@ -216,6 +220,13 @@ __global__ void fnx_gather(const T* src, T* dst, long long nb, long long rows, l
   }
 }
 
+// out[b] = base + b * stride: the matrices' addresses, for the batched library calls
+extern "C" __global__ void fnx_pointers(unsigned long long base, long long stride,
+                                        unsigned long long* out, long long nb) {
+  long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < nb) out[b] = base + (unsigned long long)(b * stride);
+}
+
 // flag[b] = 1 if matrix b (rows x cols, dense) holds a NaN or inf in its triangle tri
 template <typename T>
 __global__ void fnx_nonfinite(const T* src, int* flag, long long rows, long long cols, int tri) {
@@ -319,6 +330,20 @@ class _CudaDevice:
     def trsm(self, dtype, side, uplo, trans, diag, m, n, a_ptr, lda, b_ptr, ldb):
         from . import cublas
         cublas.trsm(dtype, side, uplo, trans, diag, m, n, a_ptr, lda, b_ptr, ldb)
+
+    def trsm_batched(self, dtype, side, uplo, trans, diag, m, n, a_ptrs, lda, b_ptrs, ldb,
+                     count):
+        from . import cublas
+        cublas.trsm_batched(dtype, side, uplo, trans, diag, m, n, a_ptrs, lda, b_ptrs, ldb,
+                            count)
+
+    def pointers(self, base: int, stride: int, nb: int):
+        """A device array of the ``nb`` addresses ``base + b * stride`` (written by a kernel:
+        no copy from the host, so a graph can capture it)."""
+        out = self.cp.empty((nb,), np.uint64)
+        _module().get_function("fnx_pointers")(((nb + 127) // 128,), (128,), (
+            np.uint64(base), np.int64(stride), out, np.int64(nb)))
+        return out
 
     def gather(self, src, dst, nb, rows, cols, src_strides, dst_strides=None, tri=TRI_ALL,
                bad=None, fill=FILL_NONE):
@@ -426,6 +451,12 @@ def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_d
     side, uplo, trans, diag, m, n, ldb = trsm_plan(left_side, lower, transpose_a,
                                                    unit_diagonal, r, c)
     pa, px = dev.ptr(a), dev.ptr(x)
+    if nb > 1:      # one call for the batch
+        a_ptrs = dev.pointers(pa, an * an * isz, nb)
+        x_ptrs = dev.pointers(px, r * c * isz, nb)
+        dev.trsm_batched(dtype, side, uplo, trans, diag, m, n, dev.ptr(a_ptrs), an,
+                         dev.ptr(x_ptrs), ldb, nb)
+        return x
     for i in range(nb):
         dev.trsm(dtype, side, uplo, trans, diag, m, n, pa + i * an * an * isz, an,
                  px + i * r * c * isz, ldb)
@@ -449,12 +480,17 @@ def cholesky(x, _dev=None):
     a = dev.empty(x.shape, dtype)
     dev.gather(dev.dense(x), a, nb, n, n, (n * n, n, 1))
     # row-major lower triangle = column-major upper: U^T U = x^T with U^T = L
-    lwork = dev.buffer_size("potrf", dtype, UPPER, n, dev.ptr(a), n)
-    work = dev.empty((max(lwork, 1),), dtype)
     info = dev.empty((nb,), np.int32)
-    pa, pw, pi = dev.ptr(a), dev.ptr(work), dev.ptr(info)
-    for i in range(nb):
-        dev.solver("potrf", dtype, UPPER, n, pa + i * n * n * isz, n, pw, lwork, pi + 4 * i)
+    pa, pi = dev.ptr(a), dev.ptr(info)
+    if nb > 1:      # one call for the batch
+        ptrs = dev.pointers(pa, n * n * isz, nb)
+        dev.solver("potrfBatched", dtype, UPPER, n, dev.ptr(ptrs), n, pi, nb)
+    else:
+        lwork = dev.buffer_size("potrf", dtype, UPPER, n, pa, n)
+        work = dev.empty((max(lwork, 1),), dtype)
+        for i in range(nb):
+            dev.solver("potrf", dtype, UPPER, n, pa + i * n * n * isz, n, dev.ptr(work),
+                       lwork, pi + 4 * i)
     out = dev.empty(x.shape, dtype)
     dev.gather(a, out, nb, n, n, (n * n, n, 1), tri=TRI_LOWER, bad=info, fill=FILL_NAN)
     return out
