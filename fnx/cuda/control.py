@@ -4,10 +4,11 @@ Every body (a scan's step, a loop's condition and body, each branch) is lowered 
 into a GpuExecutable of its own (fused kernels, capture-safe library calls, nested control flow),
 and runs on the stream of the step that holds it:
 
-- ``scan`` is unrolled: its steps launch one after another, each reading its slice of the
-  scanned operands in place (a view, no copy) and copying its outputs into its slice of the
-  stacked results; the carry passes from step to step without copies. A captured graph holds
-  ``length`` copies of the body's launches.
+- ``scan`` is unrolled where that makes few launches: its steps launch one after another, each
+  reading its slice of the scanned operands in place (a view, no copy) and copying its outputs
+  into its slice of the stacked results; the carry passes from step to step without copies. A
+  longer scan is one WHILE node (below) stepping a counter on the device, whose body copies its
+  rows in and out.
 - ``while_loop``, ``cond`` and ``switch`` become CUDA conditional graph nodes when captured. A
   WHILE node repeats the body, copies the new carry into the loop's fixed carry buffers and runs
   the condition, whose one-thread kernel sets the node's handle on the device; ``cond`` and
@@ -180,8 +181,54 @@ def _capturing():
     return cp.cuda.get_current_stream().is_capturing()
 
 
+# a scan whose unrolled launches would number more than this is one WHILE node instead
+UNROLL_LAUNCHES = 2048
+
+_SCAN_KERNELS = r"""
+typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(
+    cudaGraphConditionalHandle handle, unsigned int value);
+
+// row ``*step`` of a stacked operand to or from a body's fixed buffer, a word at a time
+extern "C" __global__ void fnx_scan_row(const unsigned int* src, unsigned int* dst,
+                                        const long long* step, long long words, int to_stack) {
+  long long at = *step * words;
+  for (long long w = blockIdx.x * (long long)blockDim.x + threadIdx.x; w < words;
+       w += (long long)gridDim.x * blockDim.x) {
+    if (to_stack) dst[at + w] = src[w]; else dst[w] = src[at + w];
+  }
+}
+
+// the next step, and whether the loop goes on
+extern "C" __global__ void fnx_scan_next(long long* step, cudaGraphConditionalHandle handle,
+                                         long long delta, long long length) {
+  long long next = *step + delta;
+  *step = next;
+  cudaGraphSetConditional(handle, next >= 0 && next < length);
+}
+"""
+
+
+def _scan_kernel(name):
+    return compiled(_SCAN_KERNELS, name)
+
+
+def _copy_back(fixed, new):
+    """The body's new carry into the loop's fixed buffers; a carry the body passes on to
+    another position is copied aside first, so it is read before it is overwritten."""
+    held = {f.data.ptr for f in fixed}
+    new = [n.copy() if n.data.ptr in held and n.data.ptr != f.data.ptr else n
+           for f, n in zip(fixed, new)]
+    for f, n in zip(fixed, new):
+        _copy(f, n)
+
+
 class Scan:
-    """``scan_p``: the body's launches once per step, unrolled."""
+    """``scan_p``: unrolled (the body's launches once per step, each step reading its slices
+    of the scanned operands in place) where that makes at most ``UNROLL_LAUNCHES`` launches;
+    otherwise, once captured, one WHILE node whose body copies its row of each scanned operand
+    into a fixed buffer, runs, writes its row of each stacked result and steps a device
+    counter."""
 
     def __init__(self, eqn, backend, depth):
         p = eqn.params
@@ -189,13 +236,32 @@ class Scan:
         self.nc, self.nk, self.length, self.reverse = (p["num_consts"], p["num_carry"],
                                                        p["length"], p["reverse"])
         self.y_avals = [v.aval for v in eqn.outvars[self.nk:]]
+        self.x_avals = [v.aval for v in p["jaxpr"].invars[self.nc + self.nk:]]
+        row_bytes = [np.dtype(a.dtype).itemsize * int(np.prod(shape, dtype=np.int64))
+                     for a, shape in [(a, a.shape) for a in self.x_avals]
+                     + [(a, a.shape[1:]) for a in self.y_avals]]
+        self.unrolled = self.length * max(1, self.body.exe.num_launches) <= UNROLL_LAUNCHES \
+            or any(b % 4 for b in row_bytes)     # (the loop copies rows a word at a time)
+        if not self.unrolled:
+            self.stream = body_stream(_device(), depth + 1)
+            compile_together([(_SCAN_KERNELS, "fnx_scan_row"), (_SCAN_KERNELS, "fnx_scan_next")])
         self.label = (f"scan[length={self.length}{', reverse' if self.reverse else ''}, "
-                      f"unrolled]: {self.body.exe.num_launches} launches a step")
+                      + ("unrolled" if self.unrolled else "one CUDA conditional WHILE node once "
+                         "captured") + f"]: {self.body.exe.num_launches} launches a step")
 
     def __call__(self, *args):
         import cupy as cp
-        consts, carry = list(args[:self.nc]), list(args[self.nc:self.nc + self.nk])
+        args = [on_device(a) for a in args]
+        consts, carry = args[:self.nc], args[self.nc:self.nc + self.nk]
         xs = args[self.nc + self.nk:]
+        if not self.length:
+            return carry + [cp.empty(a.shape, a.dtype) for a in self.y_avals]
+        if self.unrolled or not _capturing():
+            return self._unrolled(consts, carry, xs)
+        return self._looped(consts, carry, xs)
+
+    def _unrolled(self, consts, carry, xs):
+        import cupy as cp
         ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
         steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
         for i in steps:
@@ -204,6 +270,33 @@ class Scan:
             for y, out in zip(ys, outs[self.nk:]):
                 _copy(y[i], out)
         return carry + ys
+
+    def _looped(self, consts, carry, xs):
+        import cupy as cp
+        fixed = [cp.empty_like(c) for c in carry]
+        for f, c in zip(fixed, carry):
+            _copy(f, c)
+        rows = [cp.empty(a.shape, a.dtype) for a in self.x_avals]
+        ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
+        step = cp.full((), self.length - 1 if self.reverse else 0, np.int64)
+        handle, graph = _conditional_body(cp.cuda.get_current_stream(), "while",
+                                          cp.full((), True, np.bool_))
+        row_kernel = _scan_kernel("fnx_scan_row")
+
+        def move(src, dst, words, to_stack):
+            blocks = int(min(-(-words // 256), 1024))
+            row_kernel((blocks,), (256,), (src, dst, step, np.int64(words), np.int32(to_stack)))
+        with _Capturing(self.stream, graph):
+            for x, row in zip(xs, rows):
+                move(x, row, row.nbytes // 4, 0)
+            outs = self.body(*consts, *fixed, *rows)
+            for y, out in zip(ys, outs[self.nk:]):
+                move(out, y, out.nbytes // 4, 1)
+            _copy_back(fixed, outs[:self.nk])
+            _scan_kernel("fnx_scan_next")((1,), (1,), (
+                step, np.uint64(handle), np.int64(-1 if self.reverse else 1),
+                np.int64(self.length)))
+        return fixed + ys
 
     def describe(self):
         return self.body.describe(self.label)
@@ -235,13 +328,7 @@ class While:
         stream = cp.cuda.get_current_stream()
         handle, graph = _conditional_body(stream, "while", self.cond(*cc, *fixed)[0])
         with _Capturing(self.stream, graph):
-            new = self.body(*bc, *fixed)
-            # a carry the body passes on to another position is read before it is overwritten
-            held = {f.data.ptr for f in fixed}
-            new = [n.copy() if n.data.ptr in held and n.data.ptr != f.data.ptr else n
-                   for f, n in zip(fixed, new)]
-            for f, n in zip(fixed, new):
-                _copy(f, n)
+            _copy_back(fixed, self.body(*bc, *fixed))
             _set_condition(handle, self.cond(*cc, *fixed)[0])
         return fixed
 
