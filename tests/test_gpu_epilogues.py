@@ -172,7 +172,7 @@ def test_cublaslt_auxiliary_epilogues_match_float64(gpu, act):
 def test_gelu_backward_recomputes_from_the_pre_activation(gpu, act):
     """Training through a GELU layer followed by another product: the forward's activation
     kernel writes only its result, and the backward's kernel recomputes the activation's
-    intermediates from the pre-activation (fnx.core.passes.recompute_residuals); the gradients
+    intermediates from the pre-activation (fnx.cuda.fusion.recompute_residuals); the gradients
     match float64."""
     from fnx.cuda.executable import GpuExecutable
     rng = np.random.default_rng(zlib.crc32(f"{act}-recompute".encode()))

@@ -9,6 +9,7 @@ import fnx.nn as nn
 import fnx.numpy as jnp
 from fnx.core import lax as core_lax
 from fnx.core import passes
+from fnx.cuda import fusion
 from fnx.core.core import ShapedArray
 from fnx.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr,
                             jaxpr_with_consts_as_args, typecheck_jaxpr)
@@ -344,6 +345,27 @@ def test_every_pass_typechecks_and_keeps_results(spec):
 # jit runs the passes
 
 
+def gpu_groups(lowered):
+    """The fusion groups the GPU would run ``lowered``'s program as (on a CPU machine too)."""
+    return fusion.fusion_groups(lowered.traced.jaxpr)
+
+
+def gpu_text(lowered):
+    """``lowered.as_text()`` as the GPU backend prints it."""
+    from fnx.core.jaxpr import _Namer, pp_jaxpr
+    namer = _Namer()
+    jaxpr = lowered.traced.jaxpr
+    return pp_jaxpr(jaxpr, namer=namer) + "\n" + fusion.pp_fusion_groups(
+        jaxpr, gpu_groups(lowered), namer)
+
+
+def test_as_text_prints_the_fusion_groups_of_the_backend_it_runs_on():
+    lowered = fnx.jit(lambda x: jnp.exp(x) * 2.0).lower(jnp.ones(3))
+    # the CPU runs the jaxpr's operations as they are: no fusion groups to print
+    assert lowered.fusion_groups == [] and "fusion groups" not in lowered.as_text()
+    assert [g.kind for g in gpu_groups(lowered)] == ["elementwise"]
+
+
 def test_jit_lowers_the_optimized_jaxpr():
     f = lambda x: jnp.sin(x) * 1.0 + jnp.sin(x)  # noqa: E731
     x = jnp.ones(3)
@@ -424,7 +446,7 @@ def _check_partition(jaxpr, groups):
 def test_mlp_step_groups_have_dense_layers_and_rows():
     step, args = _mlp_step()
     lowered = step.lower(*args)
-    jaxpr, groups = lowered.traced.jaxpr, lowered.fusion_groups
+    jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
     _check_partition(jaxpr, groups)
     kinds = [g.kind for g in groups]
     dense = [g for g in groups if g.kind == "dot_epilogue"]
@@ -435,7 +457,7 @@ def test_mlp_step_groups_have_dense_layers_and_rows():
     picks = [jaxpr.eqns[k].primitive.name for g in rows for k in g.eqn_indices]
     assert "take_along_axis" in picks and "reduce_max" in picks
     # the loss, its mean over the batch and its gradient: one row group (sink_totals)
-    assert len(rows) == 1, passes.pp_fusion_groups(jaxpr, groups)
+    assert len(rows) == 1, fusion.pp_fusion_groups(jaxpr, groups)
     assert any(jaxpr.eqns[k].primitive.name == "reduce_sum"
                and jaxpr.eqns[k].outvars[0].aval.shape == () for k in rows[0].eqn_indices)
     assert any(v.aval.shape == (8, 5) for v in rows[0].outputs)     # the logits' gradient
@@ -444,7 +466,7 @@ def test_mlp_step_groups_have_dense_layers_and_rows():
     gt = next(jaxpr.eqns[k].outvars[0] for k in first.eqn_indices
               if jaxpr.eqns[k].primitive.name == "gt")
     assert gt in first.outputs
-    text = lowered.as_text()
+    text = gpu_text(lowered)
     assert "fusion groups" in text and "dot_epilogue[relu]" in text and ": rows [8,5]" in text
     assert text.index("fusion groups") > text.index("in (")
 
@@ -487,7 +509,7 @@ def test_dense_layer_epilogues(act, fn):
     b = jnp.asarray(rng.standard_normal(3).astype(F32))
     f = fnx.jit(lambda x, w, b: fn(x @ w + b) * 2.0)
     lowered = f.lower(x, w, b)
-    jaxpr, groups = lowered.traced.jaxpr, lowered.fusion_groups
+    jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
     _check_partition(jaxpr, groups)
     assert groups[0].kind == "dot_epilogue" and \
         groups[0].activation.split(":")[0] == act, lowered.as_text()
@@ -501,7 +523,7 @@ def test_elementwise_and_reduction_groups():
     f = fnx.jit(lambda x, y: (jnp.sum(jnp.exp(x) * y, axis=0), jnp.tanh(x) + 1.0))
     x = jnp.ones((5, 7))
     lowered = f.lower(x, x)
-    groups = lowered.fusion_groups
+    groups = gpu_groups(lowered)
     _check_partition(lowered.traced.jaxpr, groups)
     assert [g.kind for g in groups] == ["reduction", "elementwise"]
     red = groups[0]
@@ -512,15 +534,15 @@ def test_product_read_elsewhere_is_no_dense_layer():
     f = fnx.jit(lambda x, w, b: (x @ w + b, x @ w))
     x, w, b = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones(4)
     lowered = f.lower(x, w, b)
-    _check_partition(lowered.traced.jaxpr, lowered.fusion_groups)
-    assert "dot_epilogue" not in [g.kind for g in lowered.fusion_groups]
+    _check_partition(lowered.traced.jaxpr, gpu_groups(lowered))
+    assert "dot_epilogue" not in [g.kind for g in gpu_groups(lowered)]
 
 
 def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
     x, w, b = jnp.ones((4, 6)), jnp.full((6, 3), 0.1), jnp.ones(3)
     g = fnx.jit(fnx.grad(lambda w: jnp.sum(nn.gelu(x @ w + b) ** 2)))
     lowered = g.lower(w)
-    groups = lowered.fusion_groups
+    groups = gpu_groups(lowered)
     _check_partition(lowered.traced.jaxpr, groups)
     assert groups[0].kind == "dot_epilogue" and groups[0].activation == "gelu_tanh"
     assert len(groups[0].outputs) > 1      # values the backward pass reads again
@@ -610,19 +632,19 @@ def test_a_small_product_joins_the_elementwise_work_reading_it():
         gz = jnp.where(h > 0, lax.dot_general(g, w, (((1,), (1,)), ((), ()))), 0.0)
         return gz, gz.sum(0)
     jaxpr = fnx.make_jaxpr(backward)(g, w, h).jaxpr
-    groups = passes.fusion_groups(jaxpr)
-    assert [grp.kind for grp in groups] == ["reduction"], passes.pp_fusion_groups(jaxpr, groups)
+    groups = fusion.fusion_groups(jaxpr)
+    assert [grp.kind for grp in groups] == ["reduction"], fusion.pp_fusion_groups(jaxpr, groups)
 
     def made_inside(g, w):
         return lax.dot_general(jnp.exp(g), w, (((1,), (1,)), ((), ()))) + 1.0
     jaxpr = fnx.make_jaxpr(made_inside)(g, w).jaxpr
     names = [[jaxpr.eqns[k].primitive.name for k in grp.eqn_indices]
-             for grp in passes.fusion_groups(jaxpr)]
+             for grp in fusion.fusion_groups(jaxpr)]
     assert names == [["exp"], ["dot_general", "add"]], names     # a second kernel reads exp
 
     wide = jnp.asarray(rng.standard_normal((8, 17)).astype(F32))
     jaxpr = fnx.make_jaxpr(lambda a, b: jnp.tanh(a @ b))(wide, wide.T).jaxpr
-    assert [grp.kind for grp in passes.fusion_groups(jaxpr)] == ["single", "elementwise"]
+    assert [grp.kind for grp in fusion.fusion_groups(jaxpr)] == ["single", "elementwise"]
 
 
 @pytest.mark.parametrize("batch,classes,expected", [(128, 10, True), (1024, 10, False),
@@ -644,7 +666,7 @@ def test_a_narrow_product_joins_the_row_group_after_it(monkeypatch, batch, class
     jaxpr = fnx.make_jaxpr(fnx.grad(loss))(w, b, x).jaxpr
     eqns = fuse_dense_epilogues(decompose(fold_transposed_products(jaxpr)), jaxpr.outvars)
     k = next(k for k, e in enumerate(eqns) if e.primitive.name == "dense")
-    found = passes.row_group(eqns, k + 1)
+    found = fusion.row_group(eqns, k + 1)
     assert found is not None and found[1] == (batch, classes)
     assert rows.joins_rows(eqns[k], found[1]) == expected
     if expected:
@@ -715,7 +737,7 @@ def _gelu_mlp_grad(inputs):
 def _crossing(eqns):
     """(reading stretch, value) pairs: values a kernel reads from another elementwise kernel."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
-    stretch = passes.kernel_ids(eqns)
+    stretch = fusion.kernel_ids(eqns)
     return {(stretch[k], v) for k, e in enumerate(eqns) if passes.is_fusible(e)
             for v in e.invars if v in producer and stretch[producer[v]] != stretch[k]
             and passes.is_fusible(eqns[producer[v]])}
@@ -729,9 +751,9 @@ def test_recompute_residuals_gives_the_same_values_from_fewer_loads():
     closed, args = _gelu_mlp_grad(inputs=40)
     jaxpr = closed.jaxpr
     eqns = decompose(fold_transposed_products(jaxpr))
-    new = passes.recompute_residuals(eqns, jaxpr.outvars)
+    new = fusion.recompute_residuals(eqns, jaxpr.outvars)
     assert len(_crossing(new)) < len(_crossing(eqns))
-    assert passes.recompute_residuals(new, jaxpr.outvars) is new        # nothing left to do
+    assert fusion.recompute_residuals(new, jaxpr.outvars) is new        # nothing left to do
     ref = eval_jaxpr(jaxpr, closed.consts, *args)
     got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, new), closed.consts, *args)
     for r, g in zip(ref, got):
@@ -751,18 +773,18 @@ def test_recomputed_gelu_backward_reads_the_dense_layers_output_only():
 
     def lowered(eqns):
         return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
-    before, after = lowered(eqns), lowered(passes.recompute_residuals(eqns, jaxpr.outvars))
+    before, after = lowered(eqns), lowered(fusion.recompute_residuals(eqns, jaxpr.outvars))
     assert _crossing(after) == set()
     z = next(e for e in after if e.primitive is dense_p).outvars[0]
     backward = [e for e in after if e.primitive.name == "tanh"][-1]     # the recomputed one
-    stretch = passes.kernel_ids(after)
+    stretch = fusion.kernel_ids(after)
     reads = {v for k, e in enumerate(after) if stretch[k] == stretch[after.index(backward)]
              for v in e.invars if isinstance(v, Var)}
     made_elsewhere = {v for v in reads if not any(v in e.outvars for k, e in enumerate(after)
                                                   if stretch[k] == stretch[after.index(backward)])}
     assert z in made_elsewhere and len(made_elsewhere) == 2, made_elsewhere
     assert len(_crossing(before)) == 4       # four intermediates, besides h, went to memory
-    forward = [e.primitive.name for k, e in enumerate(after) if passes.kernel_ids(after)[k] == 2]
+    forward = [e.primitive.name for k, e in enumerate(after) if fusion.kernel_ids(after)[k] == 2]
     assert "sub" not in forward and forward.count("integer_pow") == 1, forward
 
 
@@ -778,7 +800,7 @@ def test_recompute_residuals_keeps_every_gradient_the_same(spec):
     closed, fargs = _grad_program(spec, spec.draw(np.random.default_rng(5)))
     j = closed.jaxpr
     eqns = decompose(fold_transposed_products(j))
-    new = passes.recompute_residuals(eqns, j.outvars)
+    new = fusion.recompute_residuals(eqns, j.outvars)
     ref = eval_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts, *fargs)
     got = eval_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars, new), closed.consts, *fargs)
     for r, g in zip(ref, got):
@@ -806,7 +828,7 @@ def test_gelu_backward_found_for_cublaslt(approximate, width, expected):
     eqns = decompose(fold_transposed_products(jaxpr))
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
     assert find_gelu(eqns, jaxpr.outvars) == []         # four intermediates read: no match
-    eqns = passes.recompute_residuals(eqns, jaxpr.outvars)
+    eqns = fusion.recompute_residuals(eqns, jaxpr.outvars)
     matches = find_gelu(eqns, jaxpr.outvars)
     assert len(matches) == expected
     for m in matches:

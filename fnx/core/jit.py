@@ -21,7 +21,7 @@ from .errors import DTypeError, user_frame
 from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
-from .passes import fusion_groups, optimize, pp_fusion_groups
+from .passes import optimize
 from .pytree import tree_flatten, tree_unflatten
 
 pjit_p = primitive("pjit", multiple_results=True)
@@ -482,24 +482,33 @@ class Lowered:
         self._groups = None
 
     @property
+    def backend(self):
+        """The backend the program runs on (that of its array arguments, or the default)."""
+        return next((x._backend for x in self._leaves if type(x) is Array), None) \
+            or get_backend()
+
+    @property
     def fusion_groups(self):
-        """The optimized jaxpr's fusion groups (``fnx.core.passes.FusionGroup`` records)."""
+        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
+        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
         if self._groups is None:
-            self._groups = fusion_groups(self.traced.jaxpr)
+            grouping = getattr(self.backend, "fusion_groups", None)
+            self._groups = grouping(self.traced.jaxpr) if grouping else []
         return self._groups
 
     def as_text(self) -> str:
-        """The optimized jaxpr, then its fusion groups in the jaxpr's variable names."""
+        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
         namer = _Namer()
         text = pp_jaxpr(self.traced.jaxpr, namer=namer)
-        return text + "\n" + pp_fusion_groups(self.traced.jaxpr, self.fusion_groups, namer)
+        if not self.fusion_groups:
+            return text
+        return text + "\n" + self.backend.pp_fusion_groups(self.traced.jaxpr, self.fusion_groups,
+                                                           namer)
 
     __str__ = as_text
 
     def compile(self):
-        backend = next((x._backend for x in self._leaves if type(x) is Array), None) \
-            or get_backend()
-        return _executable(self.traced.jaxpr, backend)
+        return _executable(self.traced.jaxpr, self.backend)
 
 
 class _Sig(tuple):

@@ -5,7 +5,7 @@ The backward pass of a dense layer is such a group: the activation's derivative 
 incoming gradient (needed whole, by the next products) and its sum over the batch (the bias
 gradient). One block covers 32 columns; its threads walk the rows, so each warp reads 128
 contiguous bytes per row, and the chain's values are written as they are computed. A product
-over a few terms (``fnx.core.passes.small_product``, the gradient back through a classifier
+over a few terms (``fnx.cuda.fusion.small_product``, the gradient back through a classifier
 head) may open the chain: each element is a short dot, and a thread's column stays fixed, so
 its loads of the second operand can leave the row loop.
 """

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
-from ..core.passes import MOVEMENT, moved_operands, small_product
+from .fusion import MOVEMENT, moved_operands, small_product
 from .compile import kernel as _compile
 
 C_TYPES = {

@@ -1,6 +1,6 @@
 """Dense layers as one GEMM with a fused epilogue: ``act(x @ w + b)``.
 
-``fuse_dense_epilogues`` replaces each dense layer ``fnx.core.passes.dense_layers`` finds (the
+``fuse_dense_epilogues`` replaces each dense layer ``fnx.cuda.fusion.dense_layers`` finds (the
 same layers a lowered program's fusion groups show) with one ``dense`` equation, its activation
 included when the kernels have it (none, relu, leaky relu, sigmoid, tanh, gelu) and nothing
 outside the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
@@ -17,7 +17,7 @@ import numpy as np
 from ..core import lax
 from ..core.core import Primitive, ShapedArray
 from ..core.jaxpr import Literal, Var
-from ..core.passes import dense_layers
+from .fusion import dense_layers
 
 dense_p = Primitive("dense")     # lowering-only: never appears in a user's jaxpr
 dense_p.abstract_eval = lambda x, w, b, **p: ShapedArray(p["shape"], x.dtype)
@@ -39,7 +39,7 @@ def product_layout(eqn):
     return ta, tb, m, n, k
 
 
-# the activations a dense kernel applies (fnx.core.passes names -> activation_c's)
+# the activations a dense kernel applies (fnx.cuda.fusion names -> activation_c's)
 _KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sigmoid",
                 "gelu_tanh": "gelu_tanh", "gelu_erf": "gelu_erf"}
 
@@ -152,7 +152,7 @@ def fuse_gradient_steps(eqns, outvars):
 
 _ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
                  "tanh": "tanh(v)",
-                 # fnx.nn.gelu's two forms (fnx.core.passes.GELU_FORMS)
+                 # fnx.nn.gelu's two forms (fnx.cuda.fusion.GELU_FORMS)
                  "gelu_tanh": "((decltype(v))0.5 * v * (1 + tanh((decltype(v))0.7978845608028654"
                               " * (v + (decltype(v))0.044715 * v * v * v))))",
                  "gelu_erf": "((decltype(v))0.5 * v"

@@ -14,7 +14,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table, scatter
-from ..core.passes import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
+from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together

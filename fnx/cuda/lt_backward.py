@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Var
-from ..core.passes import (GELU_SLOPES, is_constant, kernel_ids, probe_values,
+from .fusion import (GELU_SLOPES, is_constant, kernel_ids, probe_values,
                            small_product)
 from .epilogue import dense_p, product_layout
 
@@ -126,7 +126,7 @@ def find_gelu(eqns, outvars) -> list[GeluMatch]:
     """Every column kernel that computes ``gz = gh * gelu'(z)`` (tanh form, checked on probe
     values) and its sum over the batch, from a product ``gh`` nothing else reads and a dense
     layer's result ``z``: a GELU layer's backward once its intermediates are recomputed
-    (``fnx.core.passes.recompute_residuals``)."""
+    (``fnx.cuda.fusion.recompute_residuals``)."""
     producer, readers = _graph(eqns, outvars)
     ids = kernel_ids(eqns)
     found = []

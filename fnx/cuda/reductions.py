@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Var
-from ..core.passes import SMALL_TOTAL
+from .fusion import SMALL_TOTAL
 from .elementwise import C_TYPES, _compile, compute_type, headers, load_value, store_value
 
 THREADS = 256

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
-from ..core.passes import row_kind, row_total
+from .fusion import row_kind, row_total
 from .compile import compute_capability
 from .elementwise import C_TYPES, _literal, emit
 
@@ -154,7 +154,7 @@ def joins_rows(eqn, space) -> bool:
 class RowKernel:
     """``shape = (..., C)``; ``inputs``/``outputs`` as in FusedKernel. ``eqns`` may end with
     reductions of per-row values to single values and scalar arithmetic on those
-    (fnx.core.passes.row_total)."""
+    (fnx.cuda.fusion.row_total)."""
 
     def __init__(self, eqns, inputs, outputs, shape):
         self.eqns, self.inputs, self.outputs = eqns, inputs, outputs

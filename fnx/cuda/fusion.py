@@ -1,0 +1,751 @@
+"""How the GPU groups a jaxpr's equations into kernels: the rules its lowering
+(fnx/cuda/executable.py) follows, and ``fusion_groups``, the same rules as plain data that
+``jit(f).lower(...).as_text()`` prints.
+
+The groups: an elementwise chain over one iteration shape (with the data movement of values made
+before it, done as index arithmetic on its loads); a chain ending in a sum over leading axes; a
+row group (reductions over the last axis mixed with elementwise work, a pick of one element per
+row counting as a reduction); a 2-D product with a bias added along rows and an activation.
+``dense_layers`` is the one matcher of ``act(x @ w + b)``: the groups use it, and so does the
+lowering, which makes each layer one GEMM step. ``recompute_residuals`` lets a kernel redo
+cheap elementwise work instead of loading its results. Nothing here imports CuPy.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import dtypes, lax
+from ..core.core import Array, EvalTrace, get_backend, set_current_trace
+from ..core.jaxpr import Jaxpr, Literal, Var, _Namer, pp_jaxpr
+from ..core.passes import (ELEMENTWISE, ROW_REDUCTIONS, _literal_value, _renamed,
+                           _row_pick, is_constant, is_fusible, row_reduction_space)
+
+ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
+SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
+
+
+@dataclass(frozen=True)
+class FusionGroup:
+    """Equations a backend can run as one kernel.
+
+    ``kind``: "elementwise", "reduction", "rows", "dot_epilogue" or "single";
+    ``eqn_indices``: positions in ``jaxpr.eqns``, increasing; ``inputs``: the Vars the group
+    reads from outside; ``outputs``: the Vars it defines that are read after it (or returned);
+    ``shape``: the iteration shape; ``activation``: a dot epilogue's ("none", "relu", "tanh",
+    "logistic", "gelu_tanh", "gelu_erf"), else None.
+    """
+    kind: str
+    eqn_indices: tuple
+    inputs: tuple
+    outputs: tuple
+    shape: tuple
+    activation: str | None = None
+
+
+SMALL_PRODUCT_K = 16
+
+
+def small_product(eqn) -> bool:
+    """A float 2-D product summing at most ``SMALL_PRODUCT_K`` terms per element (a
+    classifier's few logits' gradient times its weights). Fused code computes each element
+    as a short dot where the elementwise work reading it runs, instead of a launch of its
+    own."""
+    if eqn.primitive is not lax.dot_general_p:
+        return False
+    (lc, _), (lb, rb) = eqn.params["dimension_numbers"]
+    a, b = eqn.invars
+    if lb or rb or len(lc) != 1 or not isinstance(a, Var) or not isinstance(b, Var):
+        return False
+    dtype = eqn.outvars[0].aval.dtype
+    return (len(a.aval.shape) == 2 and len(b.aval.shape) == 2
+            and a.aval.dtype == dtype == b.aval.dtype and dtype.name in ("float32", "float64")
+            and a.aval.shape[lc[0]] <= SMALL_PRODUCT_K)
+
+
+# data movement fused code does as index arithmetic on the operands it loads (a slice, a pad,
+# a transpose, ...): the moved operands must come from before the run, loaded from memory
+MOVEMENT = frozenset({lax.slice_p, lax.pad_p, lax.transpose_p, lax.reshape_p, lax.rev_p,
+                      lax.concatenate_p})
+
+
+def moved_operands(eqn):
+    """The operands a data-movement equation loads at moved indices (a pad's value is read as
+    any scalar is)."""
+    return eqn.invars[:1] if eqn.primitive is lax.pad_p else eqn.invars
+
+
+def joins_run(eqn, produced) -> bool:
+    """Whether ``eqn`` can join an elementwise run that has made ``produced``: a small product
+    reads its operands whole, and data movement reads its operands at other indices, so
+    their operands must come from before the run."""
+    if small_product(eqn):
+        return not any(v in produced for v in eqn.invars)
+    if eqn.primitive in MOVEMENT:
+        return bool(eqn.outvars[0].aval.shape) and all(
+            isinstance(v, Var) and v not in produced for v in moved_operands(eqn))
+    return is_fusible(eqn)
+
+
+def products_only(eqns) -> bool:
+    """A run of small products alone gains nothing by fusing: they stay GEMMs; nor does a run
+    of reshapes, which stay views."""
+    return all(small_product(e) for e in eqns) or all(e.primitive is lax.reshape_p
+                                                      for e in eqns)
+
+
+def run_end(eqns, i) -> int:
+    """Where the GPU lowering's elementwise run starting at ``eqns[i]`` ends (``i`` if none
+    does): before a row group that starts at a change of shape, which stays whole."""
+    end, produced = i, set()
+    while end < len(eqns) and joins_run(eqns[end], produced):
+        if end > i and eqns[end].outvars[0].aval.shape != eqns[end - 1].outvars[0].aval.shape \
+                and row_group(eqns, end) is not None:
+            break
+        produced.update(eqns[end].outvars)
+        end += 1
+    return i if products_only(eqns[i:end]) else end
+
+
+MAX_RECOMPUTED = 16     # elementwise equations a kernel may redo rather than read their results
+
+
+def kernel_ids(eqns, row_groups=None) -> list:
+    """Per equation, the number of the GPU kernel it joins, as the GPU lowering groups them: a
+    row group (whose numbers go into the set ``row_groups``, if given), an elementwise run
+    (with a sum over leading axes right after it), or an equation alone."""
+    ids, i, current = [0] * len(eqns), 0, 0
+    while i < len(eqns):
+        current += 1
+        found = row_group(eqns, i)
+        if found is not None:
+            end = found[0]
+            if row_groups is not None:
+                row_groups.add(current)
+        else:
+            end = run_end(eqns, i)
+            if end == i:
+                end = i + 1
+            elif end < len(eqns) and leading_sum(eqns[end], None):
+                end += 1
+        ids[i:end] = [current] * (end - i)
+        i = end
+    return ids
+
+
+def _recipe(v, eqns, producer, stretch):
+    """``(equation indices, leaves)``: the elementwise equations of ``v``'s stretch that compute
+    it, and the values they start from (made elsewhere); None if that takes more than
+    ``MAX_RECOMPUTED`` equations, or one of them broadcasts a value made among them (another
+    iteration shape)."""
+    home = stretch[producer[v]]
+    members, leaves, todo = set(), set(), [v]
+    while todo:
+        u = todo.pop()
+        k = producer.get(u)
+        if k is None or stretch[k] != home:
+            leaves.add(u)
+            continue
+        if k in members:
+            continue
+        e = eqns[k]
+        if e.primitive is lax.broadcast_in_dim_p and isinstance(e.invars[0], Var) \
+                and producer.get(e.invars[0]) is not None \
+                and stretch[producer[e.invars[0]]] == home:
+            return None
+        members.add(k)
+        if len(members) > MAX_RECOMPUTED:
+            return None
+        todo += [w for w in e.invars if isinstance(w, Var)]
+    return sorted(members), leaves
+
+
+def recompute_residuals(eqns, outvars):
+    """Elementwise values a later kernel reads (a backward pass reading an activation's
+    intermediates, say ``tanh(...)`` and ``1 - tanh(...)**2`` of a GELU) recomputed inside that
+    kernel from what they were made of, where that means fewer values to load (the GELU's input
+    instead of four intermediates). The kernel that made them then writes fewer results.
+
+    Stretches of fusible equations stand for kernels: a value made in one and read in another
+    is a residual; the equations making it are copied, with new variables, before its first
+    reader in the other stretch, whose reads are renamed to the copies."""
+    producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
+    row_groups: set = set()     # not read into: a copied broadcast could split the group
+    stretch = kernel_ids(eqns, row_groups)
+    inserts: dict = {}          # index -> equations copied in before it
+    renames: dict = {}          # stretch -> {residual: its copy}
+    first_reader: dict = {}     # (reading stretch, making stretch) -> [first index, residuals]
+    for k, e in enumerate(eqns):
+        if not is_fusible(e):
+            continue
+        for v in e.invars:
+            m = producer.get(v) if isinstance(v, Var) else None
+            if m is None or stretch[m] == stretch[k] or not is_fusible(eqns[m]) \
+                    or stretch[k] in row_groups:
+                continue
+            entry = first_reader.setdefault((stretch[k], stretch[m]), [k, []])
+            if v not in entry[1]:
+                entry[1].append(v)
+    readers: dict = {}          # value -> the other stretches reading it (0: the program)
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var) and v in producer and stretch[producer[v]] != stretch[k]:
+                readers.setdefault(v, set()).add(stretch[k])
+    for v in outvars:
+        if isinstance(v, Var):
+            readers.setdefault(v, set()).add(0)
+    for (reading, _), (first, residuals) in first_reader.items():
+        recipes = [_recipe(v, eqns, producer, stretch) for v in residuals]
+        if any(r is None for r in recipes):
+            continue
+        members = sorted(set().union(*(set(r[0]) for r in recipes)))
+        leaves = set().union(*(r[1] for r in recipes))
+        already = {w for j, e in enumerate(eqns) if stretch[j] == reading for w in e.invars}
+        # loads and writes saved (a residual only this stretch reads need not be written)
+        saved = len(residuals) + sum(readers[v] == {reading} for v in residuals)
+        if len(members) > MAX_RECOMPUTED or len(leaves - already) >= saved:
+            continue
+        copies, env = [], {}
+        for j in members:
+            e = eqns[j]
+            fresh = [Var(v.aval) for v in e.outvars]
+            env.update(zip(e.outvars, fresh))
+            copies.append(_renamed(e, env).replace(outvars=fresh))
+        inserts.setdefault(first, []).extend(copies)
+        renames.setdefault(reading, {}).update({v: env[v] for v in residuals})
+    if not inserts:
+        return eqns
+    result = []
+    for k, e in enumerate(eqns):
+        result += inserts.get(k, [])
+        # data movement and small products read whole values made before their kernel: the
+        # residual itself, not a copy recomputed inside
+        result.append(_renamed(e, renames.get(stretch[k], {})) if is_fusible(e) else e)
+    return result
+
+
+def row_kind(shape, space):
+    """'row' for the whole (rows, C) space, 'per_row' for one value per row, 'scalar' for one
+    value, else None."""
+    shape, space = tuple(shape), tuple(space)
+    if shape == space:
+        return "row"
+    if shape in (space[:-1], space[:-1] + (1,)):
+        return "per_row"
+    if int(np.prod(shape, dtype=np.int64)) == 1:
+        return "scalar"
+    return None
+
+
+def row_accepts(eqn, space) -> bool:
+    p = eqn.primitive
+    vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
+    if not all(v.aval.dtype.name in ROW_DTYPES for v in vs):
+        return False
+    if p in ROW_REDUCTIONS or _row_pick(eqn):
+        return (dtypes.kind(eqn.invars[0].aval.dtype) == "f"
+                and row_reduction_space(eqn) == tuple(space))
+    if p is lax.iota_p:
+        return tuple(eqn.params["shape"]) == tuple(space)
+    kinds = [row_kind(v.aval.shape, space) for v in eqn.outvars]
+    if any(k is None for k in kinds):
+        return False
+    if p is lax.reshape_p:
+        return kinds[0] == "per_row" and row_kind(eqn.invars[0].aval.shape, space) == "per_row"
+    if p is lax.broadcast_in_dim_p:
+        src = row_kind(eqn.invars[0].aval.shape, space)
+        nd = len(space)
+        return src == "scalar" or (src == "per_row" and kinds[0] == "row" and tuple(
+            eqn.params["broadcast_dimensions"])[:nd - 1] == tuple(range(nd - 1)))
+    return p in ELEMENTWISE
+
+
+def row_group(eqns, i, claimed=()):
+    """The longest row group starting at ``eqns[i]`` (and before any index in ``claimed``):
+    ``(end, space)`` or None."""
+    j, space = i, None
+    while j < len(eqns) and j not in claimed:
+        space = row_reduction_space(eqns[j])
+        if space is not None or eqns[j].primitive in ROW_REDUCTIONS:
+            break       # the first reduction decides the row space (none: no row group)
+        if not is_fusible(eqns[j]) and eqns[j].primitive is not lax.reshape_p:
+            return None
+        j += 1
+    if not space:
+        return None
+    k = i
+    while k < len(eqns) and k not in claimed and row_accepts(eqns[k], space):
+        k += 1
+    has_reduction = any(row_reduction_space(e) == space for e in eqns[i:k])
+    return (_total_tail(eqns, k, space, claimed), space) if has_reduction else None
+
+
+def row_total(eqn, space) -> bool:
+    """A float reduction of one value per row to a single value (a loss averaged over the batch):
+    it joins the row group, whose last block to finish combines the rows' values."""
+    if eqn.primitive not in ROW_REDUCTIONS or not isinstance(eqn.invars[0], Var):
+        return False
+    x, y = eqn.invars[0], eqn.outvars[0]
+    return (dtypes.kind(x.aval.dtype) == "f" and x.aval.dtype.name in ROW_DTYPES
+            and row_kind(x.aval.shape, space) == "per_row"
+            and row_kind(y.aval.shape, space) == "scalar")
+
+
+def _scalar_only(eqn, space) -> bool:
+    vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
+    return ((is_fusible(eqn) or eqn.primitive is lax.reshape_p) and eqn.primitive is not lax.iota_p
+            and all(v.aval.dtype.name in ROW_DTYPES and row_kind(v.aval.shape, space) == "scalar"
+                    for v in vs))
+
+
+def _total_tail(eqns, k, space, claimed):
+    """Where a row group ending at ``k`` ends once the reductions of its per-row values to single
+    values, and the scalar arithmetic after them, join it. Nothing per row may follow a total:
+    the rows are done by then."""
+    end, totals = k, False
+    while end < len(eqns) and end not in claimed:
+        if row_total(eqns[end], space):
+            totals = True
+        elif not (totals and _scalar_only(eqns[end], space)):
+            break
+        end += 1
+    return end
+
+
+def leading_sum(eqn, shape) -> bool:
+    """A float sum over one or more leading axes (of ``shape``, when given)."""
+    if eqn.primitive is not lax.reduce_sum_p or not isinstance(eqn.invars[0], Var):
+        return False
+    in_shape = tuple(eqn.invars[0].aval.shape)
+    axes = tuple(eqn.params["axes"])
+    if len(axes) == len(in_shape) and int(np.prod(in_shape, dtype=np.int64)) > SMALL_TOTAL:
+        return False
+    return ((shape is None or in_shape == tuple(shape)) and 0 < len(axes)
+            and axes == tuple(range(len(axes))) and dtypes.kind(eqn.invars[0].aval.dtype) == "f")
+
+
+def _elementwise_chain(eqns, i, claimed):
+    """The elementwise chain starting at ``eqns[i]``: ``(end, shape)``."""
+    shape, produced, j = None, set(), i
+    while j < len(eqns) and j not in claimed and joins_run(eqns[j], produced):
+        e = eqns[j]
+        if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in produced:
+            break       # broadcasting an intermediate needs another iteration shape
+        out_shape = tuple(e.outvars[0].aval.shape)
+        if shape is not None and out_shape not in (shape, ()):
+            break       # (a chain that starts with scalars stays scalar, as on the GPU)
+        if shape is None:
+            shape = out_shape
+        produced.update(e.outvars)
+        j += 1
+    if products_only(eqns[i:j]):
+        return i, None
+    return j, shape
+
+
+# -- dense layers: dot_general + bias + activation
+
+
+def _uses(eqns, outvars):
+    """var -> indices of the equations reading it (len(eqns) for a program output)."""
+    users: dict = {}
+    for k, e in enumerate(eqns):
+        for v in e.invars:
+            if isinstance(v, Var):
+                users.setdefault(v, []).append(k)
+    for v in outvars:
+        if isinstance(v, Var):
+            users.setdefault(v, []).append(len(eqns))
+    return users
+
+
+def _bias_add(add, producer, users):
+    """``(dot index, bias-broadcast index, bias)`` if ``add`` adds a bias along rows to a 2-D
+    product that nothing else reads, else None."""
+    out = add.outvars[0].aval
+    if len(out.shape) != 2 or dtypes.kind(out.dtype) != "f":
+        return None
+    for d, bb in (add.invars, add.invars[::-1]):
+        dot, bc = producer.get(d), producer.get(bb)
+        if dot is None or bc is None or dot[1].primitive is not lax.dot_general_p \
+                or bc[1].primitive is not lax.broadcast_in_dim_p:
+            continue
+        (lc, rc), (lb, rb) = dot[1].params["dimension_numbers"]
+        if lb or rb or len(lc) != 1 or len(rc) != 1 \
+                or not all(isinstance(v, Var) for v in dot[1].invars):
+            continue
+        b = bc[1].invars[0]
+        if not isinstance(b, Var) or b.aval.shape != out.shape[1:] \
+                or tuple(bc[1].params["broadcast_dimensions"]) != (1,):
+            continue
+        if len(users.get(d, ())) != 1 or len(users.get(bb, ())) != 1:
+            continue
+        return dot[0], bc[0], b
+    return None
+
+
+class DenseLayer(NamedTuple):
+    """One ``act(x @ w + b)`` of a program, as indices of its equations."""
+    dot: int
+    bias: int               # the broadcast of the bias vector along rows
+    add: int
+    act: str                # "none", "relu", "leaky_relu:<slope>", "tanh", "logistic",
+    #                         "gelu_tanh" or "gelu_erf" (GELU_FORMS)
+    act_eqns: tuple         # the activation's equations
+    out: Var                # the layer's result: the activation's, or the biased product
+    mask: int | None        # a ReLU's ``z > 0`` (``z >= 0`` if leaky), read by the backward
+    constants: tuple        # broadcast zeros that only the layer reads
+    escapes: bool           # a value inside the layer, besides ``out`` and the mask, is read
+    #                         outside it (``z`` kept for a backward pass, say)
+    mask_read: bool         # the mask is read outside the activation (by the backward pass)
+
+    def indices(self) -> set:
+        return {self.dot, self.bias, self.add, *self.act_eqns, *self.constants} | \
+            ({self.mask} if self.mask is not None else set())
+
+
+def dense_layers(eqns, outvars) -> list[DenseLayer]:
+    """Every dense layer in ``eqns``: a 2-D product, a bias added along rows, and the
+    activation its biased result ``z`` goes through (relu as ``max(z, 0)`` or
+    ``select_n(z > 0, 0, z)``, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
+    logistic, or gelu, tanh or erf form, checked on probe values). Both the fusion groups a
+    lowered program shows and the GPU's dense-layer kernels come from here."""
+    producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
+    users = _uses(eqns, outvars)
+    layers = []
+    for k, add in enumerate(eqns):
+        if add.primitive is not lax.add_p:
+            continue
+        match = _bias_add(add, producer, users)
+        if match is None:
+            continue
+        z = add.outvars[0]
+        act, act_eqns, out, mask, zeros = _activation(z, eqns, producer, users)
+        layer = DenseLayer(match[0], match[1], k, act, tuple(sorted(act_eqns)), out, mask, (),
+                           False, mask is not None and any(
+                               u not in act_eqns for u in users.get(eqns[mask].outvars[0], ())))
+        inside = layer.indices()
+        constants = tuple(c for c in zeros if set(users.get(eqns[c].outvars[0], ())) <= inside)
+        inside |= set(constants)
+        allowed = {out} | ({eqns[mask].outvars[0]} if mask is not None else set())
+        escapes = any(u not in inside for j in inside for v in eqns[j].outvars
+                      if v not in allowed for u in users.get(v, ()))
+        layers.append(layer._replace(constants=constants, escapes=escapes))
+    return layers
+
+
+def _zero(v, producer):
+    """``(is zero, [index of the broadcast making it])`` for an operand ``v``."""
+    if isinstance(v, Literal):
+        return is_constant(v, 0, {}), []
+    k = producer.get(v)
+    if k is None or not is_constant(v, 0, {v: k[1]}):
+        return False, []
+    return True, [k[0]]
+
+
+def _activation(z, eqns, producer, users):
+    """``(name, equations, result, mask, zero broadcasts)`` of the activation applied to
+    ``z`` (``("none", (), z, None, [])`` if none is)."""
+    for k in users.get(z, ()):
+        e = eqns[k] if k < len(eqns) else None
+        if e is None:
+            continue
+        if e.primitive is lax.max_p and z in e.invars:
+            is_zero, zeros = _zero(e.invars[1] if e.invars[0] is z else e.invars[0], producer)
+            if is_zero:
+                return "relu", (k,), e.outvars[0], None, zeros
+        if e.primitive in (lax.gt_p, lax.ge_p) and e.invars[0] is z:
+            is_zero, zeros = _zero(e.invars[1], producer)
+            relu = _relu_select(e, k, z, eqns, producer, users) if is_zero else None
+            if relu:
+                name, members, out, more = relu
+                return name, members, out, k, zeros + more
+        if e.primitive in (lax.tanh_p, lax.logistic_p):
+            return e.primitive.name, (k,), e.outvars[0], None, []
+    gelu = _gelu(z, eqns, producer)
+    form = _gelu_form(z, sorted(gelu), eqns) if gelu else None
+    if form:
+        return form, tuple(gelu), eqns[max(gelu)].outvars[0], None, []
+    return "none", (), z, None, []
+
+
+_GELU_PROBE = np.linspace(-6.0, 6.0, 61)
+GELU_FORMS = {   # name -> the float64 function, for the probe below
+    "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))),
+    "gelu_erf": lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / np.sqrt(2))),
+}
+
+
+def _gelu_tanh_slope(z):
+    t = np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))
+    return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * z * z)
+
+
+GELU_SLOPES = {"gelu_tanh": _gelu_tanh_slope}    # the derivatives cuBLASLt's DGELU computes
+
+
+def probe_values(eqns, indices, inputs, out):
+    """``out`` (float64 NumPy) as the equations at ``indices`` compute it on the CPU from
+    ``inputs = {var: 1-D probe values}``, broadcast constants taking the probes' shape; None
+    if anything is unusual."""
+    cpu = get_backend("cpu")
+    shape = np.shape(next(iter(inputs.values())))
+
+    def probe(value, dtype):
+        return Array(np.full(shape, value, dtype) if np.ndim(value) == 0 else
+                     np.asarray(value, dtype), cpu)
+    env = {v: probe(x, np.dtype(v.aval.dtype)) for v, x in inputs.items()}
+    try:
+        with set_current_trace(EvalTrace(None)), np.errstate(all="ignore"):
+            for k in indices:
+                e = eqns[k]
+                if e.primitive is lax.broadcast_in_dim_p:       # a constant, probe-shaped
+                    env[e.outvars[0]] = probe(_literal_value(e.invars[0]), e.outvars[0].aval.dtype)
+                    continue
+                args = [env[v] if isinstance(v, Var) else probe(_literal_value(v), v.aval.dtype)
+                        for v in e.invars]
+                env[e.outvars[0]] = e.primitive.bind(*args, **e.params)
+        return np.asarray(cpu.to_numpy(env[out]._value), np.float64)
+    except Exception:       # anything unusual: nothing a kernel may stand in for
+        return None
+
+
+def _gelu_form(z, indices, eqns):
+    """Which gelu (``GELU_FORMS``) the elementwise equations at ``indices`` compute from ``z``,
+    found by running them on probe values of ``z``; None if neither (a look-alike whose
+    constants differ)."""
+    out = probe_values(eqns, indices, {z: _GELU_PROBE}, eqns[indices[-1]].outvars[0])
+    if out is None:
+        return None
+    probe = _GELU_PROBE.astype(z.aval.dtype).astype(np.float64)
+    for name, ref in GELU_FORMS.items():
+        if np.allclose(out, ref(probe), rtol=1e-4, atol=1e-5):
+            return name
+    return None
+
+
+def _relu_select(cmp, k, z, eqns, producer, users):
+    """``(name, equations, result, zero broadcasts)`` of ``select_n(z > 0, 0, z)`` (a relu)
+    or ``select_n(z >= 0, slope * z, z)`` with a literal ``slope > 0`` (a leaky relu, whose
+    result is ``>= 0`` exactly where ``z`` is) reading the comparison ``cmp`` at index ``k``;
+    None if neither does."""
+    for s in users.get(cmp.outvars[0], ()):
+        sel = eqns[s] if s < len(eqns) else None
+        if sel is None or sel.primitive is not lax.select_n_p or len(sel.invars) != 3 \
+                or sel.invars[0] is not cmp.outvars[0] or sel.invars[2] is not z:
+            continue
+        low = sel.invars[1]
+        if cmp.primitive is lax.gt_p:
+            is_zero, zeros = _zero(low, producer)
+            if is_zero:
+                return "relu", (s,), sel.outvars[0], zeros
+            continue
+        scaled = producer.get(low)
+        if scaled is None or scaled[1].primitive is not lax.mul_p or z not in scaled[1].invars \
+                or users.get(low) != [s]:
+            continue
+        slope = [v for v in scaled[1].invars if v is not z]
+        if len(slope) == 1 and isinstance(slope[0], Literal) and np.ndim(slope[0].val) == 0 \
+                and float(slope[0].val) > 0:
+            return f"leaky_relu:{float(slope[0].val)!r}", (scaled[0], s), sel.outvars[0], []
+    return None
+
+
+def _gelu(z, eqns, producer):
+    """The indices of a gelu of ``z`` computed right after it: ``(c * z) * (1 + t)`` with ``t``
+    a tanh (the approximate form) or an erf of an elementwise function of ``z`` and constants;
+    empty if there is none."""
+    window = _elementwise_window(z, eqns, producer)
+    known = {v: k for k in window for v in eqns[k].outvars}
+
+    def op(v):
+        k = known.get(v)
+        return (k, eqns[k]) if k is not None else (None, None)
+
+    def is_literal(v):
+        _, e = op(v)
+        return isinstance(v, Literal) or (e is not None and e.primitive is
+                                          lax.broadcast_in_dim_p
+                                          and isinstance(e.invars[0], Literal))
+
+    def is_scaled_z(v):
+        if v is z:
+            return True
+        _, e = op(v)
+        return e is not None and e.primitive is lax.mul_p and z in e.invars and all(
+            is_literal(u) for u in e.invars if u is not z)
+
+    def is_one_plus_t(v):
+        _, e = op(v)
+        if e is None or e.primitive is not lax.add_p:
+            return False
+        for one, t in (e.invars, e.invars[::-1]):
+            _, te = op(t)
+            if te is not None and te.primitive in (lax.tanh_p, lax.erf_p) and \
+                    is_constant(one, 1, {u: eqns[k] for u, k in known.items()}):
+                return True
+        return False
+
+    for k in window:
+        e = eqns[k]
+        if e.primitive is lax.mul_p and len(e.invars) == 2:
+            a, b = e.invars
+            if (is_scaled_z(a) and is_one_plus_t(b)) or (is_scaled_z(b) and is_one_plus_t(a)):
+                return _slice_within(e.outvars[0], known, eqns)
+    return set()
+
+
+def _elementwise_window(z, eqns, producer):
+    """Indices of the equations right after ``z``'s definition computed from ``z`` and
+    constants alone (a broadcast literal counts as a constant)."""
+    known, members, k = {z}, [], producer[z][0] + 1
+    while k < len(eqns):
+        e = eqns[k]
+        reads = [v for v in e.invars if isinstance(v, Var)]
+        const = e.primitive is lax.broadcast_in_dim_p and not reads
+        if not const and not (e.primitive in ELEMENTWISE and reads
+                              and all(v in known for v in reads)
+                              and e.outvars[0].aval.shape == z.aval.shape):
+            break
+        known.update(e.outvars)
+        members.append(k)
+        k += 1
+    return members
+
+
+def _slice_within(v, known, eqns):
+    """The indices (among ``known``'s producers) of the equations ``v`` is computed from."""
+    needed, todo = set(), [v]
+    while todo:
+        k = known.get(todo.pop())
+        if k is None or k in needed:
+            continue
+        needed.add(k)
+        todo.extend(u for u in eqns[k].invars if isinstance(u, Var))
+    return needed
+
+
+def _convex(indices, eqns) -> bool:
+    """Whether no equation between the group's first and last defines one of its inputs, so
+    the group can run as one step at its first equation (equations between that read its
+    results run after it anyway: they belong to later groups)."""
+    lo, hi = min(indices), max(indices)
+    ins = {v for k in indices for v in eqns[k].invars if isinstance(v, Var)}
+    return not any(v in ins for k in range(lo, hi + 1) if k not in indices
+                   for v in eqns[k].outvars)
+
+
+def _dot_epilogues(jaxpr):
+    """``[(indices, activation, shape)]``: each dense layer ``act(x @ w + b)`` in ``jaxpr``."""
+    eqns = jaxpr.eqns
+    found, taken = [], set()
+    for layer in dense_layers(eqns, jaxpr.outvars):
+        act, indices = layer.act, layer.indices()
+        base = {layer.dot, layer.bias, layer.add}
+        if act != "none" and (indices & taken or not _convex(indices, eqns)):
+            act, indices = "none", base     # the product and its bias, at least
+        if indices & taken or not _convex(indices, eqns):
+            continue
+        taken |= indices
+        found.append((tuple(sorted(indices)), act, eqns[layer.add].outvars[0].aval.shape))
+    return found
+
+
+# -- grouping
+
+
+def _group(kind, indices, jaxpr, users, activation=None, shape=None) -> FusionGroup:
+    eqns = jaxpr.eqns
+    members = set(indices)
+    produced = [v for k in indices for v in eqns[k].outvars]
+    produced_set = set(produced)
+    inputs: list = []
+    for k in indices:
+        for v in eqns[k].invars:
+            if isinstance(v, Var) and v not in produced_set and v not in inputs:
+                inputs.append(v)
+    outputs = [v for v in produced if any(u not in members for u in users.get(v, ()))]
+    if shape is None:
+        shape = tuple(eqns[indices[-1]].outvars[0].aval.shape) if eqns[indices[-1]].outvars \
+            else ()
+    return FusionGroup(kind, tuple(indices), tuple(inputs), tuple(outputs), tuple(shape),
+                       activation)
+
+
+def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
+    """Partition ``jaxpr``'s equations into fusion groups, in an order that runs them correctly
+    (each group as one step at its first equation).
+
+    >>> [g.kind for g in fnx.jit(mlp_step).lower(params, x, y).fusion_groups][:4]
+    ['dot_epilogue', 'dot_epilogue', 'dot_epilogue', 'rows']
+    """
+    eqns = jaxpr.eqns
+    users = _uses(jaxpr.eqns, jaxpr.outvars)
+    claimed: dict = {}
+    for indices, act, shape in _dot_epilogues(jaxpr):
+        for k in indices:
+            claimed[k] = (indices, act, shape)
+    groups: list = []
+    i = 0
+    while i < len(eqns):
+        if i in claimed:
+            indices, act, shape = claimed[i]
+            if i == indices[0]:
+                groups.append(_group("dot_epilogue", indices, jaxpr, users, act, shape))
+            i += 1
+            continue
+        rows = row_group(eqns, i, claimed)
+        if rows is not None:
+            end, space = rows
+            groups.append(_group("rows", range(i, end), jaxpr, users, shape=space))
+            i = end
+            continue
+        end, shape = _elementwise_chain(eqns, i, claimed)
+        if end < len(eqns) and end not in claimed and \
+                leading_sum(eqns[end], shape if end > i else None):
+            space = eqns[end].invars[0].aval.shape
+            groups.append(_group("reduction", range(i, end + 1), jaxpr, users, shape=space))
+            i = end + 1
+        elif end > i:
+            groups.append(_group("elementwise", range(i, end), jaxpr, users, shape=shape))
+            i = end
+        else:
+            groups.append(_group("single", [i], jaxpr, users))
+            i += 1
+    return groups
+
+
+def _indices_str(indices) -> str:
+    """``0-3,7``: runs of consecutive equation indices."""
+    runs, start = [], indices[0]
+    for a, b in zip(indices, list(indices[1:]) + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return ",".join(runs)
+
+
+def pp_fusion_groups(jaxpr: Jaxpr, groups, namer=None) -> str:
+    """One line per group: kind, iteration shape, equations, inputs -> outputs, in the
+    variable names of ``pp_jaxpr(jaxpr, namer=namer)``.
+
+    >>> print(pp_fusion_groups(jaxpr, fusion_groups(jaxpr)))
+    fusion groups (1):
+      0: elementwise [3] eqns 0-1: (a) -> (c)  sin mul
+    """
+    if namer is None:
+        namer = _Namer()
+        pp_jaxpr(jaxpr, namer=namer)       # names in the order the printed jaxpr gives them
+    lines = [f"fusion groups ({len(groups)}):"]
+    for n, g in enumerate(groups):
+        kind = g.kind + (f"[{g.activation}]" if g.activation else "")
+        prims = " ".join(jaxpr.eqns[k].primitive.name for k in g.eqn_indices)
+        ins = " ".join(map(namer, g.inputs))
+        outs = " ".join(map(namer, g.outputs))
+        lines.append(f"  {n}: {kind} [{','.join(map(str, g.shape))}] "
+                     f"eqns {_indices_str(g.eqn_indices)}: ({ins}) -> ({outs})  {prims}")
+    return "\n".join(lines)
