@@ -222,3 +222,10 @@ def test_conv_net_training_step_is_one_graph(gpu, cpu):
     assert_one_graph(step, [fnx.device_put(params, gpu)] + _on(gpu, [x, labels]),
                      [fnx.device_put(params, cpu)] + _on(cpu, [x, labels]), rtol=1e-4,
                      atol=1e-5)
+
+
+def test_as_text_on_the_gpu_prints_its_fusion_groups(gpu):
+    x = fnx.device_put(np.ones(3, np.float32), gpu)
+    lowered = fnx.jit(lambda x: jnp.exp(x) * 2.0).lower(x)
+    assert [g.kind for g in lowered.fusion_groups] == ["elementwise"]
+    assert "fusion groups" in lowered.as_text()
