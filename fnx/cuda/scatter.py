@@ -3,7 +3,7 @@
 One thread per update element. ``add`` is one atomic add; ``mul``, ``min`` and ``max`` are an
 atomic compare-and-swap loop over the element's bits (NaN propagates, as NumPy's ``ufunc.at``);
 ``set`` keeps the last update of each index, as NumPy's fancy assignment does: a first kernel
-takes the largest update position per index with an atomic max, a second writes only those.
+takes the largest update position per index with an atomic max, and only those are written.
 An update whose index is out of range is dropped (XLA's rule, as the CPU backend does). Types
 without the atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not
 ``supported``: they run the eager implementation.
@@ -33,9 +33,10 @@ __device__ __forceinline__ long long target(const {I}* idx, long long j, long lo
 }}
 """
 
-_UPDATE = _INDEX + r"""
-extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out, long long pre,
-                                       long long n_idx, long long n_axis, long long post) {{
+_SCATTER = _INDEX + r"""
+extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, const long long* winner,
+                                       {T}* out, long long pre, long long n_idx,
+                                       long long n_axis, long long post) {{
     long long total = pre * n_idx * post;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
          e += (long long)gridDim.x * blockDim.x) {{
@@ -49,7 +50,9 @@ extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, {T}* out,
 }}
 """
 
-# the update of one element: an atomic add, or a compare-and-swap loop over its bits
+# the update of one element: the last update's write (set), an atomic add, or a
+# compare-and-swap loop over its bits
+_SET = "if (winner[t] == j) *dst = v;"
 _ATOMIC_ADD = "atomicAdd(({W}*)dst, ({W})v);"
 _CAS_LOOP = """{W}* word = ({W}*)dst;
         {W} seen = *word, assumed;
@@ -70,20 +73,6 @@ extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner
          j += (long long)gridDim.x * blockDim.x) {{
         long long t = target(idx, j, n_axis);
         if (t >= 0) atomicMax(winner + t, j);
-    }}
-}}
-"""
-
-_SET = _INDEX + r"""
-extern "C" __global__ void fnx_scatter_set(const {T}* upd, const {I}* idx,
-                                           const long long* winner, {T}* out, long long pre,
-                                           long long n_idx, long long n_axis, long long post) {{
-    long long total = pre * n_idx * post;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
-         e += (long long)gridDim.x * blockDim.x) {{
-        long long q = e % post, j = (e / post) % n_idx, p = e / (post * n_idx);
-        long long t = target(idx, j, n_axis);
-        if (t >= 0 && winner[t] == j) out[(p * n_axis + t) * post + q] = upd[e];
     }}
 }}
 """
@@ -113,17 +102,16 @@ def scatter(x, idx, upd, *, axis, mode):
     out = cp.ascontiguousarray(x).copy()
     idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
     dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
+    winner = idx     # (set's alone reads it)
     if mode == "set":
         winner = cp.full(n_axis, -1, np.int64)
         _launch("fnx_scatter_winners", _WINNERS.format(I=i), n_idx,
                 (idx, winner, np.int64(n_idx), np.int64(n_axis)))
-        _launch("fnx_scatter_set", _SET.format(T=t, I=i), pre * n_idx * post,
-                (upd, idx, winner, out) + dims)
+        apply = _SET
+    elif mode == "add":     # float and double add natively; integers in two's complement
+        apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
     else:
-        if mode == "add":      # float and double add natively; integers in two's complement
-            apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
-        else:
-            apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
-        _launch("fnx_scatter", _UPDATE.format(T=t, I=i, apply=apply), pre * n_idx * post,
-                (upd, idx, out) + dims)
+        apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
+    _launch("fnx_scatter", _SCATTER.format(T=t, I=i, apply=apply), pre * n_idx * post,
+            (upd, idx, winner, out) + dims)
     return out
