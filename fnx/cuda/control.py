@@ -235,6 +235,7 @@ class Scan:
         self.body = Body(p["jaxpr"], backend, depth + 1)
         self.nc, self.nk, self.length, self.reverse = (p["num_consts"], p["num_carry"],
                                                        p["length"], p["reverse"])
+        self.bodies = [self.body]
         self.y_avals = [v.aval for v in eqn.outvars[self.nk:]]
         self.x_avals = [v.aval for v in p["jaxpr"].invars[self.nc + self.nk:]]
         row_bytes = [np.dtype(a.dtype).itemsize * int(np.prod(shape, dtype=np.int64))
@@ -309,6 +310,7 @@ class While:
         p = eqn.params
         self.cond = Body(p["cond_jaxpr"], backend, depth + 1)
         self.body = Body(p["body_jaxpr"], backend, depth + 1)
+        self.bodies = [self.cond, self.body]
         self.ncc, self.nbc = p["cond_nconsts"], p["body_nconsts"]
         self.stream = body_stream(_device(), depth + 1)
         compile_together([_condition_unit(np.bool_)])
@@ -343,7 +345,8 @@ class Cond:
     the host reads off the index."""
 
     def __init__(self, eqn, backend, depth):
-        self.branches = [Body(b, backend, depth + 1) for b in eqn.params["branches"]]
+        self.branches = self.bodies = [Body(b, backend, depth + 1)
+                                       for b in eqn.params["branches"]]
         self.out_avals = [v.aval for v in eqn.outvars]
         self.stream = body_stream(_device(), depth + 1)
         compile_together([_condition_unit(eqn.invars[0].aval.dtype)])
@@ -383,6 +386,7 @@ class Call:
 
     def __init__(self, eqn, backend, depth):
         self.body = Body(eqn.params[CALLS[eqn.primitive.name]], backend, depth + 1)
+        self.bodies = [self.body]
 
     def __call__(self, *args):
         return self.body(*args)

@@ -309,6 +309,14 @@ class FusedKernel:
         if p is lax.rev_p:
             return fetch(x, [f"({n - 1}LL - {c})" if d in e.params["dimensions"] else c
                              for d, (c, n) in enumerate(zip(coords, x.aval.shape))])
+        if p is lax.take_p:     # an index clamped into the axis, as the CPU backend does
+            axis, idx = e.params["axis"], e.invars[1]
+            n_idx = len(idx.aval.shape)
+            j = fetch(idx, coords[axis:axis + n_idx])
+            n = x.aval.shape[axis]
+            at = (coords[:axis] + [f"min(max((long long)({j}), 0LL), {n - 1}LL)"]
+                  + coords[axis + n_idx:])
+            return fetch(x, at)
         if p is lax.slice_p:
             return fetch(x, [f"({s}LL + {c} * {st}LL)" for c, s, st in zip(
                 coords, e.params["start_indices"], e.params["strides"])])

@@ -172,6 +172,7 @@ class GpuExecutable:
         self.backend = backend
         self.depth = depth          # how deep inside control-flow bodies (fnx.cuda.control)
         self.nested: dict = {}      # step -> its control-flow lowering
+        self.units: list = []       # (source, name) of every generated kernel it launches
         self.jaxpr, self.const_values = jaxpr, consts
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.consts = [backend.to_buffer(c, np.dtype(v.aval.dtype))
@@ -248,7 +249,13 @@ class GpuExecutable:
         self.schedule, self.single = self._plan_streams(jaxpr)
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(self.schedule.n_events)]
-        compile_together([(k.source, k.name) for k in self.kernels] + fallback_units)
+        # the kernels of this program and of its control-flow bodies, compiled together by
+        # the outermost program (NVRTC's cost is mostly per program, not per kernel)
+        self.units += [(k.source, k.name) for k in self.kernels] + fallback_units
+        for lowering in self.nested.values():
+            self.units += [u for body in lowering.bodies for u in body.exe.units]
+        if not depth:
+            compile_together(self.units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
@@ -585,6 +592,8 @@ class GpuExecutable:
         elif p is lax.scatter_p and scatter.supported(eqn.invars[0].aval.dtype,
                                                       eqn.params["mode"]):
             fn = scatter.scatter
+            self.units += scatter.units(eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype,
+                                        eqn.params["mode"])
         elif p is lax.concatenate_p:
             from .copies import concatenate as fn
         elif p.impl is not None:

@@ -67,9 +67,10 @@ def small_product(eqn) -> bool:
 
 
 # data movement fused code does as index arithmetic on the operands it loads (a slice, a pad,
-# a transpose, ...): the moved operands must come from before the run, loaded from memory
+# a transpose, a gather along one axis, ...): the moved operands must come from before the run,
+# loaded from memory
 MOVEMENT = frozenset({lax.slice_p, lax.pad_p, lax.transpose_p, lax.reshape_p, lax.rev_p,
-                      lax.concatenate_p})
+                      lax.concatenate_p, lax.take_p})
 
 
 def moved_operands(eqn):

@@ -78,12 +78,26 @@ extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner
 """
 
 
-def _launch(name, source, total, args):
+def _launch(unit, total, args):
     import cupy as cp
     if total:
         blocks = int(min((total + 255) // 256, cp.cuda.Device().attributes[
             "MultiProcessorCount"] * 8))
-        compiled(source, name)((blocks,), (256,), args)
+        compiled(*unit)((blocks,), (256,), args)
+
+
+def units(dtype, idx_dtype, mode):
+    """``[(source, name)]`` of the kernels a scatter runs: its update, then for ``set`` the
+    kernel finding each index's last update (compiled with the program's other kernels)."""
+    t, i = C_TYPES[np.dtype(dtype).name], C_TYPES[np.dtype(idx_dtype).name]
+    if mode == "set":
+        apply = _SET
+    elif mode == "add":     # float and double add natively; integers in two's complement
+        apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
+    else:
+        apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
+    update = (_SCATTER.format(T=t, I=i, apply=apply), "fnx_scatter")
+    return [update] + ([(_WINNERS.format(I=i), "fnx_scatter_winners")] if mode == "set" else [])
 
 
 def supported(dtype, mode) -> bool:
@@ -95,23 +109,16 @@ def scatter(x, idx, upd, *, axis, mode):
     """``x`` with ``upd`` scattered into it along ``axis`` at ``idx`` (``mode``: set, add, mul,
     min, max); ``supported(x.dtype, mode)`` must hold."""
     import cupy as cp
-    t, i = C_TYPES[x.dtype.name], C_TYPES[idx.dtype.name]
     pre = int(np.prod(x.shape[:axis], dtype=np.int64))
     post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
     n_axis, n_idx = x.shape[axis], idx.size
     out = cp.ascontiguousarray(x).copy()
     idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
     dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
+    (update, name), *winners = units(x.dtype, idx.dtype, mode)
     winner = idx     # (set's alone reads it)
-    if mode == "set":
+    if winners:
         winner = cp.full(n_axis, -1, np.int64)
-        _launch("fnx_scatter_winners", _WINNERS.format(I=i), n_idx,
-                (idx, winner, np.int64(n_idx), np.int64(n_axis)))
-        apply = _SET
-    elif mode == "add":     # float and double add natively; integers in two's complement
-        apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
-    else:
-        apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
-    _launch("fnx_scatter", _SCATTER.format(T=t, I=i, apply=apply), pre * n_idx * post,
-            (upd, idx, winner, out) + dims)
+        _launch(winners[0], n_idx, (idx, winner, np.int64(n_idx), np.int64(n_axis)))
+    _launch((update, name), pre * n_idx * post, (upd, idx, winner, out) + dims)
     return out
