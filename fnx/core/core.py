@@ -406,10 +406,10 @@ class Array(metaclass=_ArrayMeta):
         return self.shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        """The host value: a read-only view of a CPU array's buffer (its owner is fnx, and fnx
-        arrays are immutable), or a copy where ``copy=True`` or ``dtype`` needs one."""
+        """The host value, read-only as in JAX (a view of a CPU array's buffer, whose owner is
+        fnx, or a GPU array's host copy), or the caller's own copy where ``copy=True`` or
+        ``dtype`` needs one."""
         host = self._backend.to_numpy(self._value)
-        shared = host is self._value
         if copy is False and dtype is not None and np.dtype(dtype) != host.dtype:
             raise ValueError(f"converting an fnx array of dtype {host.dtype} to {np.dtype(dtype)} "
                              "needs a copy, but copy=False was given")
@@ -417,9 +417,8 @@ class Array(metaclass=_ArrayMeta):
             return np.array(host, dtype=dtype, copy=True)
         if not isinstance(host, np.ndarray):      # a NumPy scalar: a fresh 0-d array
             return np.asarray(host)
-        if shared:
-            host = host.view()
-            host.flags.writeable = False
+        host = host.view()
+        host.flags.writeable = False
         return host
 
     def __bool__(self):
