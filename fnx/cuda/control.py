@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import control_flow
+from ..core.jaxpr import Jaxpr, Var
 from .compile import compile_together, kernel as compiled
 from .decompose import CALLS
 from .elementwise import C_TYPES
@@ -163,11 +164,12 @@ def _copy(dst, src):
 
 
 class Body:
-    """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``."""
+    """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``
+    (``outputs_into``: as GpuExecutable's)."""
 
-    def __init__(self, jaxpr, backend, depth):
+    def __init__(self, jaxpr, backend, depth, outputs_into=None):
         from .executable import GpuExecutable
-        self.exe = GpuExecutable(jaxpr, [], backend, depth=depth)
+        self.exe = GpuExecutable(jaxpr, [], backend, depth=depth, outputs_into=outputs_into)
 
     def __call__(self, *bufs):
         return self.exe.run(*map(on_device, bufs), sched=self.exe.single)[0]
@@ -232,9 +234,17 @@ class Scan:
 
     def __init__(self, eqn, backend, depth):
         p = eqn.params
-        self.body = Body(p["jaxpr"], backend, depth + 1)
         self.nc, self.nk, self.length, self.reverse = (p["num_consts"], p["num_carry"],
                                                        p["length"], p["reverse"])
+        # the step takes the rows its stacked results go into as arguments, and its kernels
+        # write them there (no copy a step), where a result is a value the step makes
+        jaxpr = p["jaxpr"]
+        outs, n_in = jaxpr.outvars, len(jaxpr.invars)
+        rows = [Var(v.aval) for v in outs[self.nk:]]
+        into = {self.nk + k: n_in + k for k, v in enumerate(outs[self.nk:])
+                if isinstance(v, Var) and v not in jaxpr.invars and outs.count(v) == 1}
+        self.body = Body(Jaxpr(jaxpr.constvars, jaxpr.invars + rows, outs, jaxpr.eqns), backend,
+                         depth + 1, outputs_into=into)
         self.bodies = [self.body]
         self.y_avals = [v.aval for v in eqn.outvars[self.nk:]]
         self.x_avals = [v.aval for v in p["jaxpr"].invars[self.nc + self.nk:]]
@@ -266,7 +276,7 @@ class Scan:
         ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
         steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
         for i in steps:
-            outs = self.body(*consts, *carry, *[x[i] for x in xs])
+            outs = self.body(*consts, *carry, *[x[i] for x in xs], *[y[i] for y in ys])
             carry = outs[:self.nk]
             for y, out in zip(ys, outs[self.nk:]):
                 _copy(y[i], out)
@@ -279,6 +289,7 @@ class Scan:
             _copy(f, c)
         rows = [cp.empty(a.shape, a.dtype) for a in self.x_avals]
         ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
+        y_rows = [cp.empty(a.shape[1:], a.dtype) for a in self.y_avals]
         step = cp.full((), self.length - 1 if self.reverse else 0, np.int64)
         handle, graph = _conditional_body(cp.cuda.get_current_stream(), "while",
                                           cp.full((), True, np.bool_))
@@ -290,7 +301,7 @@ class Scan:
         with _Capturing(self.stream, graph):
             for x, row in zip(xs, rows):
                 move(x, row, row.nbytes // 4, 0)
-            outs = self.body(*consts, *fixed, *rows)
+            outs = self.body(*consts, *fixed, *rows, *y_rows)
             for y, out in zip(ys, outs[self.nk:]):
                 move(out, y, out.nbytes // 4, 1)
             _copy_back(fixed, outs[:self.nk])

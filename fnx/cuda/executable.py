@@ -165,9 +165,11 @@ def _fallback_sources(e):
 
 
 class GpuExecutable:
-    """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``."""
+    """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``. Results paired with
+    ``donated`` arguments (JAX's rule), or as ``outputs_into`` says (``{output: argument}``),
+    are written into those arguments' buffers."""
 
-    def __init__(self, jaxpr: Jaxpr, consts, backend, donated=(), depth=0):
+    def __init__(self, jaxpr: Jaxpr, consts, backend, donated=(), depth=0, outputs_into=None):
         import cupy as cp
         self.backend = backend
         self.depth = depth          # how deep inside control-flow bodies (fnx.cuda.control)
@@ -192,7 +194,8 @@ class GpuExecutable:
         eqns = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)
-        self.alias = {j: i for j, i in pair_donations(jaxpr, donated).items()
+        pairs = pair_donations(jaxpr, donated) if outputs_into is None else outputs_into
+        self.alias = {j: i for j, i in pairs.items()
                       if not any(jaxpr.invars[i] in self._shares.get(w, ()) for w in
                                  jaxpr.outvars if isinstance(w, Var) and w is not jaxpr.invars[i])}
         self._write_into = {jaxpr.outvars[j]: jaxpr.invars[i] for j, i in self.alias.items()}
@@ -364,7 +367,10 @@ class GpuExecutable:
     def _may_overwrite(self, u, positions, start):
         """Whether a kernel made of the equations at ``positions`` (of a run starting at
         ``start``) may write into donated argument ``u``'s buffer: it is u's only reader from
-        ``start`` on, and no view of u is read from there on."""
+        ``start`` on, and no view of u is read from there on; or nothing reads u at all (a
+        buffer given for results only: a scan step's rows of its stacked results)."""
+        if not self._readers.get(u):
+            return True
         later = {r for r in self._readers.get(u, ()) if r >= start}
         if not later or not later <= positions:     # earlier readers have run by now
             return False
@@ -396,7 +402,8 @@ class GpuExecutable:
         out_meta = []
         for v in outputs:
             u = self._write_into.get(v)
-            if u is not None and overwrite is not None and u in inputs \
+            if u is not None and overwrite is not None \
+                    and (u in inputs or not self._readers.get(u)) \
                     and tuple(u.aval.shape) == tuple(shape) and overwrite(u) \
                     and not any(e.primitive in MOVEMENT and u in e.invars for e in group):
                 # (data movement reads u at other elements than the thread writes)
