@@ -67,6 +67,19 @@ _THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
 _pool = None
 
 
+def _compile_pool():
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
+    return _pool
+
+
+def in_background(build) -> None:
+    """Run ``build()`` (compiling a module that ``compile_together`` cannot batch, such as one
+    of templates) on a compiling thread, so a first call does not wait for it in line."""
+    _compile_pool().submit(build)
+
+
 def compile_together(units) -> None:
     """Compile the not yet compiled ``units = [(source, name)]``, split into up to ``_THREADS``
     NVRTC programs compiled in parallel.
@@ -75,7 +88,6 @@ def compile_together(units) -> None:
     its kernel is renamed (kernels have C linkage, which namespaces do not separate) and
     ``#include`` lines move to the top. If a combined program fails to build, nothing of it is
     cached and each of its kernels compiles alone when first launched."""
-    global _pool
     pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
     if not pending:
         return
@@ -89,10 +101,8 @@ def compile_together(units) -> None:
         sizes[k] += len(unit[0])
     import cupy as cp
     device = cp.cuda.Device().id
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="fnx-nvrtc")
     for chunk in chunks:
-        future = _pool.submit(_build, chunk, device)
+        future = _compile_pool().submit(_build, chunk, device)
         _PENDING.update((unit, future) for unit in chunk)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
-from . import gemm_table, scatter
+from . import gemm_table, scatter, solver
 from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
@@ -603,6 +603,9 @@ class GpuExecutable:
                                         eqn.params["mode"])
         elif p is lax.concatenate_p:
             from .copies import concatenate as fn
+        elif p in solver.impls():
+            solver.prepare_kernels()
+            fn = impls.get(p)
         elif p.impl is not None:
             fn = None
         else:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 
@@ -265,11 +266,28 @@ extern "C" __global__ void fnx_lu_perm(const int* ipiv, int* pivots, int* perm,
 """
 
 
+_MODULE_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=None)
-def _module():
+def _compiled_module():
     import cupy as cp
     names = [f"{k}<{t}>" for k in ("fnx_gather", "fnx_nonfinite") for t in ("float", "double")]
-    return cp.RawModule(code=_KERNELS, name_expressions=names)
+    module = cp.RawModule(code=_KERNELS, name_expressions=names)
+    module.get_function(names[0])        # compiles the module now
+    return module
+
+
+def _module():
+    with _MODULE_LOCK:        # a compile already under way (prepare_kernels) is waited for
+        return _compiled_module()
+
+
+def prepare_kernels() -> None:
+    """Compile the impls' kernels on a background thread: a jitted program with linear
+    algebra asks for this when it is lowered, so its first call finds them built."""
+    from .compile import in_background
+    in_background(lambda: (_module(), _lu_perm_kernel().kernel))
 
 
 @functools.lru_cache(maxsize=None)
