@@ -1,9 +1,10 @@
-"""fnx.scipy: jax.scipy's special functions and distributions, composed of fnx operations.
+"""fnx.scipy: jax.scipy's special functions, distributions, linear algebra (SciPy's
+conventions), optimizer and sparse iterative solvers, composed of fnx operations.
 
->>> from fnx.scipy import special, stats
+>>> from fnx.scipy import special, stats, linalg
 >>> special.gammaln(5.0), stats.norm.logpdf(0.3)
+>>> U = linalg.cholesky(a)   # upper, as scipy.linalg.cholesky
 """
-from . import special, stats  # noqa: F401
-from .. import linalg  # noqa: F401  (fnx.scipy.linalg, as jax.scipy.linalg)
+from . import linalg, optimize, sparse, special, stats  # noqa: F401
 
-__all__ = ["special", "stats", "linalg"]
+__all__ = ["special", "stats", "linalg", "optimize", "sparse"]

@@ -19,9 +19,9 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import numpy as jnp
-from .core import lax
-from .core.pytree import tree_leaves, tree_map
+from .. import numpy as jnp
+from ..core import lax
+from ..core.pytree import tree_leaves, tree_map
 
 Schedule = Callable[[Any], Any]
 
@@ -61,8 +61,11 @@ def _increment(count):
 
 def _const(value, like):
     """``value`` as a 0-d array of ``like``'s dtype, exactly: a weak Python float would pass
-    through float32 first."""
+    through float32 first. An array ``value`` (a hyperparameter that ``inject_hyperparams``
+    holds in the state, traced under jit) is cast."""
     dtype = np.dtype(like.dtype)
+    if not isinstance(value, (int, float, np.number, np.ndarray)):
+        return jnp.asarray(value).astype(dtype)
     return lax.convert_element_type_p.bind(np.asarray(value, dtype), new_dtype=dtype,
                                            weak_type=False)
 
@@ -473,6 +476,117 @@ def lamb(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6,
                  scale_by_trust_ratio(), scale_by_learning_rate(learning_rate))
 
 
+class ScaleByBeliefState(NamedTuple):
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def _nesterov_mu_hat(mu, updates, b1, count):
+    """Nadam's look-ahead first moment, bias-corrected, as optax computes it."""
+    return _tree_map(lambda m, g: _const(b1, m) * m / _bias_correction(b1, _increment(count), m)
+                     + _const(1 - b1, g) * g / _bias_correction(b1, count, g), mu, updates)
+
+
+def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+                   eps_root: float = 0.0, threshold: float = 5.0, *,
+                   nesterov: bool = False) -> GradientTransformation:
+    """RAdam's rescaling (Liu et al., 2020): Adam's step times the variance rectification
+    ``r``, once the length ``rho`` of the approximated simple moving average reaches
+    ``threshold``; before that, the bias-corrected momentum alone."""
+    rho_inf = 2.0 / (1.0 - b2) - 1.0
+
+    def init(params):
+        return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
+        nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, b2), updates, state.nu)
+        count = _increment(state.count)
+        t = count.astype(jnp.float32)
+        b2t = jnp.power(jnp.float32(b2), t)
+        rho = rho_inf - 2 * t * b2t / (1 - b2t)
+        r = jnp.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+        mu_hat = _nesterov_mu_hat(mu, updates, b1, count) if nesterov else \
+            _tree_map(lambda m: m / _bias_correction(b1, count, m), mu)
+
+        def step(m, v):
+            v_hat = v / _bias_correction(b2, count, v)
+            rectified = r.astype(m.dtype) * m / (jnp.sqrt(v_hat + _const(eps_root, v))
+                                                 + _const(eps, v))
+            return jnp.where(rho >= threshold, rectified, m)
+        return _tree_map(step, mu_hat, nu), ScaleByAdamState(count, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def scale_by_belief(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16,
+                    eps_root: float = 1e-16, *, nesterov: bool = False) -> GradientTransformation:
+    """AdaBelief's rescaling (Zhuang et al., 2020): Adam's, with the second moment of the
+    gradient's deviation from its running mean (the "belief") instead of the gradient's."""
+    def init(params):
+        return ScaleByBeliefState(_count0(), _zeros_like(params), _zeros_like(params))
+
+    def update(updates, state, params=None):
+        mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
+        nu = _tree_map(lambda g, m, v: _moment(jnp.square(g - m), v, b2) + _const(eps_root, v),
+                       updates, mu, state.nu)
+        count = _increment(state.count)
+        mu_hat = _nesterov_mu_hat(mu, updates, b1, count) if nesterov else \
+            _tree_map(lambda m: m / _bias_correction(b1, count, m), mu)
+        out = _tree_map(lambda m, v: m / (jnp.sqrt(v / _bias_correction(b2, count, v))
+                                          + _const(eps, v)), mu_hat, nu)
+        return out, ScaleByBeliefState(count, mu, nu)
+    return GradientTransformation(init, update)
+
+
+def radam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          eps_root: float = 0.0, threshold: float = 5.0, *,
+          nesterov: bool = False) -> GradientTransformation:
+    """Rectified Adam (Liu et al., 2020).
+
+    >>> opt = radam(1e-3)
+    """
+    return chain(scale_by_radam(b1, b2, eps, eps_root, threshold, nesterov=nesterov),
+                 scale_by_learning_rate(learning_rate))
+
+
+def adabelief(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16,
+              eps_root: float = 1e-16, *, nesterov: bool = False) -> GradientTransformation:
+    """AdaBelief (Zhuang et al., 2020).
+
+    >>> opt = adabelief(1e-3)
+    """
+    return chain(scale_by_belief(b1, b2, eps, eps_root, nesterov=nesterov),
+                 scale_by_learning_rate(learning_rate))
+
+
+class EmaState(NamedTuple):
+    count: Any
+    ema: Any
+
+
+def ema(decay: float, debias: bool = True, accumulator_dtype=None) -> GradientTransformation:
+    """The updates' exponential moving average (bias-corrected with ``debias``), kept in
+    ``accumulator_dtype`` if given.
+
+    >>> opt = chain(ema(0.9), sgd(0.1))
+    """
+    def init(params):
+        zeros = _zeros_like(params)
+        if accumulator_dtype is not None:
+            zeros = _tree_map(lambda z: z.astype(accumulator_dtype), zeros)
+        return EmaState(_count0(), zeros)
+
+    def update(updates, state, params=None):
+        new = _tree_map(lambda g, e: _moment(g, e.astype(g.dtype), decay), updates, state.ema)
+        count = _increment(state.count)
+        out = _tree_map(lambda e: e / _bias_correction(decay, count, e), new) if debias else new
+        if accumulator_dtype is not None:
+            new = _tree_map(lambda e: e.astype(accumulator_dtype), new)
+        return out, EmaState(count, new)
+    return GradientTransformation(init, update)
+
+
 # ---------------------------------------------------------------------------------------------
 # Wrappers: which parameters a transformation sees, which steps it applies
 
@@ -503,6 +617,106 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         merged = _tree_map(lambda u, keep, new: new if keep else u, updates, m, inner_updates)
         return merged, MaskedState(inner_state)
     return GradientTransformation(init, update)
+
+
+class MultiTransformState(NamedTuple):
+    inner_states: Any
+
+
+def multi_transform(transforms: dict, param_labels) -> GradientTransformation:
+    """A different transformation per group of parameters: ``param_labels`` (a pytree of
+    labels like params, or a function of params giving one) names each parameter's key in
+    ``transforms``.
+
+    >>> opt = multi_transform({"adam": adam(1e-3), "sgd": sgd(1e-2)},
+    ...                       {"w": "adam", "b": "sgd"})
+    """
+    def labels_of(params):
+        return param_labels(params) if callable(param_labels) else param_labels
+
+    def mask_for(label):
+        return lambda params: tree_map(lambda lab: lab == label, labels_of(params))
+
+    parts = {label: masked(t, mask_for(label)) for label, t in transforms.items()}
+
+    def init(params):
+        missing = set(tree_leaves(labels_of(params))) - set(transforms)
+        if missing:
+            raise ValueError(f"multi_transform: no transformation for the labels "
+                             f"{sorted(map(str, missing))}; transforms has "
+                             f"{sorted(map(str, transforms))}")
+        return MultiTransformState({label: t.init(params) for label, t in parts.items()})
+
+    def update(updates, state, params=None):
+        # the groups are disjoint: each masked part changes only its own parameters
+        new_states = {}
+        for label, t in parts.items():
+            updates, new_states[label] = t.update(updates, state.inner_states[label], params)
+        return updates, MultiTransformState(new_states)
+    return GradientTransformation(init, update)
+
+
+class InjectHyperparamsState(NamedTuple):
+    count: Any
+    hyperparams: Any
+    inner_state: Any
+
+
+def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype=None):
+    """Wrap an optimizer factory so that its numeric hyperparameters live in the state
+    (``state.hyperparams["learning_rate"]``, which a training loop may change) and
+    schedules given for them are evaluated at each step. ``static_args`` name arguments
+    kept as they are.
+
+    >>> opt = inject_hyperparams(adam)(learning_rate=linear_schedule(0.0, 1e-3, 100))
+    >>> state = opt.init(params)
+    >>> state.hyperparams["learning_rate"]
+    """
+    import functools
+    import inspect
+    static_args = {static_args} if isinstance(static_args, str) else set(static_args)
+    signature = inspect.signature(inner_factory)
+
+    @functools.wraps(inner_factory)
+    def wrapped(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        schedules = {k: v for k, v in given.items() if k not in static_args and callable(v)}
+        numeric = {k: v for k, v in given.items() if k not in static_args
+                   and not callable(v) and not isinstance(v, bool)
+                   and isinstance(v, (int, float, np.number, np.ndarray, jnp.ndarray))}
+        other = {k: v for k, v in given.items() if k not in schedules and k not in numeric}
+
+        def dtype_of(tree):
+            if hyperparam_dtype is not None:
+                return hyperparam_dtype
+            leaves = [x for x in tree_leaves(tree) if x is not None]
+            return jnp.asarray(leaves[0]).dtype if leaves else jnp.float32
+
+        def convert(v, dtype):
+            # floats take the parameters' dtype; integers (step counts) stay integers
+            v = jnp.asarray(v)
+            return v.astype(dtype) if jnp.issubdtype(v.dtype, jnp.floating) else v
+
+        def hyperparams(held, count, dtype):
+            out = {k: convert(v, dtype) for k, v in held.items()}
+            out.update({k: convert(f(count), dtype) for k, f in schedules.items()})
+            return out
+
+        def init(params):
+            count = _count0()
+            hp = hyperparams(numeric, count, dtype_of(params))
+            return InjectHyperparamsState(count, hp, inner_factory(**other, **hp).init(params))
+
+        def update(updates, state, params=None):
+            held = {k: state.hyperparams[k] for k in numeric}
+            hp = hyperparams(held, state.count, dtype_of(updates))
+            updates, inner_state = inner_factory(**other, **hp).update(
+                updates, state.inner_state, params)
+            return updates, InjectHyperparamsState(_increment(state.count), hp, inner_state)
+        return GradientTransformation(init, update)
+    return wrapped
 
 
 class ApplyIfFiniteState(NamedTuple):
@@ -682,6 +896,72 @@ def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_st
                           [warmup_steps])
 
 
+def piecewise_interpolate_schedule(interpolate_type: str, init_value: float,
+                                   boundaries_and_scales: dict | None = None) -> Schedule:
+    """From ``init_value``, each ``{boundary: scale}`` pair multiplies the value by ``scale``
+    at step ``boundary``, reached by ``interpolate_type`` ("linear" or "cosine")
+    interpolation from the previous boundary.
+
+    >>> lr = piecewise_interpolate_schedule("cosine", 1e-3, {100: 10.0, 1000: 0.01})
+    """
+    if interpolate_type not in ("linear", "cosine"):
+        raise ValueError("`interpolate_type` must be either 'cosine' or 'linear'")
+    pairs = sorted((boundaries_and_scales or {}).items())
+    if any(scale < 0 for _, scale in pairs):
+        raise ValueError("`piecewise_interpolate_schedule` expects non-negative scale factors")
+    bounds = [0] + [b for b, _ in pairs]
+    values = list(np.cumprod([init_value] + [s for _, s in pairs]))
+
+    def schedule(count):
+        count = jnp.asarray(count)
+        out = jnp.asarray(values[-1], jnp.float32)
+        # from the last interval back, so that the first one containing count wins
+        for lo, hi, start, end in reversed(list(zip(bounds, bounds[1:], values, values[1:]))):
+            pct = (count - lo).astype(jnp.float32) / max(hi - lo, 1)
+            if interpolate_type == "linear":
+                value = start + pct * (end - start)
+            else:
+                value = end + (start - end) / 2.0 * (jnp.cos(np.pi * pct) + 1)
+            out = jnp.where((lo <= count) & (count < hi), value, out)
+        return out
+    return schedule
+
+
+def linear_onecycle_schedule(transition_steps: int, peak_value: float, pct_start: float = 0.3,
+                             pct_final: float = 0.85, div_factor: float = 25.0,
+                             final_div_factor: float = 1e4) -> Schedule:
+    """One cycle (Smith, 2017), linearly: up from ``peak_value / div_factor`` to
+    ``peak_value`` over ``pct_start`` of ``transition_steps``, back down by ``pct_final``,
+    then on down to ``peak_value / div_factor / final_div_factor``, as optax.
+
+    >>> lr = linear_onecycle_schedule(10_000, 1e-2)
+    """
+    if transition_steps <= 0:
+        raise ValueError("A linear onecycle schedule was set with a non-positive "
+                         "`transition_steps`")
+    return piecewise_interpolate_schedule("linear", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor,
+        int(pct_final * transition_steps): 1.0 / div_factor,
+        transition_steps: 1.0 / final_div_factor})
+
+
+def cosine_onecycle_schedule(transition_steps: int, peak_value: float, pct_start: float = 0.3,
+                             div_factor: float = 25.0,
+                             final_div_factor: float = 1e4) -> Schedule:
+    """One cycle (Smith, 2017) with cosine phases: up from ``peak_value / div_factor`` to
+    ``peak_value`` over ``pct_start`` of ``transition_steps``, then down to
+    ``peak_value / div_factor / final_div_factor``, as optax.
+
+    >>> lr = cosine_onecycle_schedule(10_000, 1e-2)
+    """
+    if transition_steps <= 0:
+        raise ValueError("A cosine onecycle schedule was set with a non-positive "
+                         "`transition_steps`")
+    return piecewise_interpolate_schedule("cosine", peak_value / div_factor, {
+        int(pct_start * transition_steps): div_factor,
+        int(transition_steps): 1.0 / (div_factor * final_div_factor)})
+
+
 def piecewise_constant_schedule(init_value: float,
                                 boundaries_and_scales: dict | None = None) -> Schedule:
     """``init_value``, multiplied by ``scale`` from each step ``boundary`` on, for the
@@ -708,4 +988,9 @@ __all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm
            "warmup_cosine_decay_schedule", "scale_by_adamax", "scale_by_amsgrad", "scale_by_rss",
            "scale_by_lion", "scale_by_trust_ratio", "nadam", "adamax", "amsgrad", "adagrad",
            "lion", "lamb", "masked", "apply_if_finite", "MultiSteps", "MultiStepsState",
-           "piecewise_constant_schedule"]
+           "piecewise_constant_schedule", "scale_by_radam", "scale_by_belief", "radam",
+           "adabelief", "ema", "EmaState", "multi_transform", "MultiTransformState",
+           "inject_hyperparams", "InjectHyperparamsState", "piecewise_interpolate_schedule",
+           "linear_onecycle_schedule", "cosine_onecycle_schedule", "losses"]
+
+from . import losses  # noqa: E402  (optax.losses' names)

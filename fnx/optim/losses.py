@@ -1,0 +1,141 @@
+"""fnx.optim.losses: optax.losses' functions, with its names and signatures. Each returns one
+loss per example (no reduction: take ``.mean()``), as optax.
+
+>>> from fnx.optim import losses
+>>> losses.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import numpy as jnp
+from ..core.api import stop_gradient
+from ..nn.functions import log_sigmoid, log_softmax
+from ..numpy._core import promote_dtypes_inexact
+
+
+def _inexact(*xs):
+    return promote_dtypes_inexact(*(jnp.asarray(x) for x in xs))
+
+
+def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+    """``-sum(labels * log_softmax(logits))`` over ``axis``, for ``labels`` a distribution
+    over classes (one-hot or soft); ``where`` masks out classes.
+
+    >>> softmax_cross_entropy(jnp.array([[2.0, 0.0]]), jnp.array([[1.0, 0.0]]))
+    Array([0.12692805], dtype=float32)
+    """
+    logits, labels = _inexact(logits, labels)
+    if where is not None:
+        # masked classes take no part in the normalizer either
+        logits = jnp.where(where, logits, -jnp.inf)
+    logp = log_softmax(logits, axis=axis)
+    terms = labels * logp
+    if where is not None:
+        terms = jnp.where(where, terms, 0)
+    return -jnp.sum(terms, axis=axis)
+
+
+def softmax_cross_entropy_with_integer_labels(logits, labels, axis=-1, where=None):
+    """Cross-entropy with integer class ids ``labels`` (``logits``' shape without ``axis``):
+    ``logsumexp(logits) - logits[label]``.
+
+    >>> softmax_cross_entropy_with_integer_labels(jnp.array([[2.0, 0.0]]), jnp.array([0]))
+    Array([0.12692805], dtype=float32)
+    """
+    (logits,) = _inexact(logits)
+    labels = jnp.asarray(labels)
+    if not jnp.issubdtype(labels.dtype, jnp.integer):
+        raise TypeError(f"labels must be integers, got {labels.dtype}")
+    axis = axis % logits.ndim
+    if where is not None:
+        logits = jnp.where(where, logits, -jnp.inf)
+    # the max is a constant shift: it keeps exp in range without changing the gradient
+    shifted = logits - stop_gradient(jnp.max(logits, axis=axis, keepdims=True))
+    label_logits = jnp.take_along_axis(shifted, jnp.expand_dims(labels.astype(jnp.int32), axis),
+                                       axis=axis)
+    label_logits = jnp.squeeze(label_logits, axis)
+    return jnp.log(jnp.sum(jnp.exp(shifted), axis=axis)) - label_logits
+
+
+def sigmoid_binary_cross_entropy(logits, labels):
+    """Elementwise cross-entropy of ``sigmoid(logits)`` against ``labels`` in [0, 1].
+
+    >>> sigmoid_binary_cross_entropy(jnp.array([0.0]), jnp.array([1.0]))
+    Array([0.6931472], dtype=float32)
+    """
+    logits, labels = _inexact(logits, labels)
+    return -labels * log_sigmoid(logits) - (1.0 - labels) * log_sigmoid(-logits)
+
+
+def squared_error(predictions, targets=None):
+    """``(predictions - targets) ** 2`` elementwise (``targets`` default 0)."""
+    (predictions,) = _inexact(predictions)
+    errors = predictions if targets is None else predictions - targets
+    return jnp.square(errors)
+
+
+def l2_loss(predictions, targets=None):
+    """Half the squared error, ``0.5 * (predictions - targets) ** 2``, as optax.
+
+    >>> l2_loss(jnp.array([3.0]), jnp.array([1.0]))
+    Array([2.], dtype=float32)
+    """
+    return 0.5 * squared_error(predictions, targets)
+
+
+def huber_loss(predictions, targets=None, *, delta: float = 1.0):
+    """Quadratic for errors up to ``delta``, linear beyond: ``0.5 * e**2`` or
+    ``delta * (|e| - 0.5 * delta)``.
+
+    >>> huber_loss(jnp.array([0.5, 3.0]))
+    Array([0.125, 2.5  ], dtype=float32)
+    """
+    (predictions,) = _inexact(predictions)
+    errors = predictions if targets is None else predictions - targets
+    abs_errors = jnp.abs(errors)
+    quadratic = jnp.minimum(abs_errors, delta)
+    return 0.5 * quadratic ** 2 + delta * (abs_errors - quadratic)
+
+
+def log_cosh(predictions, targets=None):
+    """``log(cosh(predictions - targets))``, computed without overflow."""
+    (predictions,) = _inexact(predictions)
+    errors = predictions if targets is None else predictions - targets
+    return jnp.logaddexp(errors, -errors) - np.log(2.0).astype(errors.dtype)
+
+
+def cosine_similarity(predictions, targets, *, epsilon: float = 0.0, axis=-1, where=None):
+    """The cosine of the angle between ``predictions`` and ``targets`` along ``axis``, each
+    norm at least ``sqrt(epsilon)``.
+
+    >>> cosine_similarity(jnp.array([1.0, 0.0]), jnp.array([1.0, 1.0]))
+    Array(0.70710677, dtype=float32)
+    """
+    a, b = _inexact(predictions, targets)
+    a_norm = jnp.sqrt(jnp.clip(jnp.sum(jnp.square(a), axis=axis, where=where, keepdims=True),
+                               epsilon))
+    b_norm = jnp.sqrt(jnp.clip(jnp.sum(jnp.square(b), axis=axis, where=where, keepdims=True),
+                               epsilon))
+    return jnp.sum((a / a_norm) * (b / b_norm), axis=axis, where=where)
+
+
+def cosine_distance(predictions, targets, *, epsilon: float = 0.0, axis=-1, where=None):
+    """``1 - cosine_similarity(predictions, targets)``.
+
+    >>> cosine_distance(jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0]))
+    Array(1., dtype=float32)
+    """
+    return 1.0 - cosine_similarity(predictions, targets, epsilon=epsilon, axis=axis,
+                                   where=where)
+
+
+def hinge_loss(predictor_outputs, targets):
+    """``max(0, 1 - predictor_outputs * targets)`` for targets in {-1, 1}."""
+    (predictor_outputs,) = _inexact(predictor_outputs)
+    return jnp.maximum(0, 1 - predictor_outputs * targets)
+
+
+__all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
+           "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss", "log_cosh",
+           "cosine_similarity", "cosine_distance", "hinge_loss"]
