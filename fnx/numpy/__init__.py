@@ -39,6 +39,7 @@ from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
 from . import array_methods as _array_methods  # noqa: F401  (installs operators)
 from . import linalg  # noqa: E402,F401
+from . import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
 from .vectorize import vectorize  # noqa: E402,F401
 
 pi = _np.pi
