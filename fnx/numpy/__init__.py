@@ -36,6 +36,7 @@ from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edge
                       lexsort, searchsorted, sort, unique)
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
+from .ufunc_objects import *  # noqa: F401,F403  (add, multiply, ...: with ufunc methods)
 from . import array_methods as _array_methods  # noqa: F401  (installs operators)
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
