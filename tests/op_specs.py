@@ -298,4 +298,17 @@ SPECS += [
                *np.linalg.svd(x, full_matrices=False)), shape=(4, 3)),
 ]
 
+# -- the fft primitive (every kind), real in and out: a spectrum times a spectrum is nonlinear
+
+SPECS += [
+    _unary("rfft_irfft", lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * jnp.fft.rfft(x[::-1]), n=5),
+           lambda x: np.fft.irfft(np.fft.rfft(x) * np.fft.rfft(x[::-1]), n=5), shape=(3, 5)),
+    _unary("fft_ifft_hfft",
+           lambda x: jnp.fft.hfft(jnp.fft.ifft(jnp.fft.fft(x, axis=0) * x, axis=0), n=6),
+           lambda x: np.fft.hfft(np.fft.ifft(np.fft.fft(x, axis=0) * x, axis=0), n=6)),
+    _unary("rfft2_ortho",
+           lambda x: jnp.fft.irfft2(jnp.fft.rfft2(x, norm="ortho") ** 2, s=(3, 4), norm="ortho"),
+           lambda x: np.fft.irfft2(np.fft.rfft2(x, norm="ortho") ** 2, s=(3, 4), norm="ortho")),
+]
+
 SPEC_IDS = [s.name for s in SPECS]

@@ -92,7 +92,8 @@ def _check_op(name, device, seed):
 
 
 def test_bfloat16_is_ml_dtypes_type():
-    assert jnp.bfloat16 is ml_dtypes.bfloat16
+    # as in JAX, jnp.bfloat16 is a scalar type standing for (and equal to) ml_dtypes' type
+    assert jnp.bfloat16 == ml_dtypes.bfloat16 and jnp.bfloat16.dtype == BF16
     assert fnx.dtypes.bfloat16 == BF16 == jnp.dtype("bfloat16")
     assert jnp.finfo(jnp.bfloat16).eps == ULP
     assert jnp.issubdtype(jnp.bfloat16, jnp.floating)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core import fft as fft_prims
 from ..core.core import Array
 from . import numpy_linalg
 
@@ -163,6 +164,34 @@ def _cumsum(x, *, axis, reverse):
     return np.cumsum(x, axis=axis, dtype=x.dtype)
 
 
+def _convert_element_type(x, *, new_dtype, weak_type):
+    # complex to real keeps the real part, as lax.convert_element_type does (no ComplexWarning)
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = x.real
+    return x.astype(new_dtype)
+
+
+def _fft(x, *, fft_type, fft_lengths):
+    """The ``fft`` primitive on NumPy or CuPy arrays (whichever ``x`` is), in ``x``'s
+    precision: single-precision transforms give complex64 / float32, as in JAX."""
+    xp = numpy_linalg.array_module(x)
+    T = fft_prims.FftType
+    axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
+    if fft_type == T.FFT:
+        out, dtype = xp.fft.fftn(x, axes=axes), x.dtype
+    elif fft_type == T.IFFT:
+        out, dtype = xp.fft.ifftn(x, axes=axes), x.dtype
+    elif fft_type == T.RFFT:
+        out, dtype = xp.fft.rfftn(x, axes=axes), fft_prims.complex_dtype(x.dtype)
+    else:
+        # a complex inverse over the leading axes, then a real one over the last: only the last
+        # axis is read as a half spectrum (cuFFT's multi-axis C2R would assume symmetry on all)
+        if len(axes) > 1:
+            x = xp.fft.ifftn(x, axes=axes[:-1])
+        out, dtype = xp.fft.irfft(x, n=fft_lengths[-1], axis=-1), fft_prims.real_dtype(x.dtype)
+    return out.astype(dtype, copy=False)
+
+
 L = lax
 impls = {
     L.neg_p: np.negative, L.sign_p: np.sign, L.floor_p: np.floor, L.ceil_p: np.ceil,
@@ -180,7 +209,7 @@ impls = {
     L.or_p: np.bitwise_or, L.xor_p: np.bitwise_xor, L.eq_p: np.equal, L.ne_p: np.not_equal,
     L.lt_p: np.less, L.le_p: np.less_equal, L.gt_p: np.greater, L.ge_p: np.greater_equal,
     L.select_n_p: _select_n,
-    L.convert_element_type_p: lambda x, *, new_dtype, weak_type: x.astype(new_dtype),
+    L.convert_element_type_p: _convert_element_type,
     L.broadcast_in_dim_p: _broadcast_in_dim,
     L.reshape_p: lambda x, *, new_sizes: x.reshape(new_sizes),
     L.transpose_p: lambda x, *, permutation: np.transpose(x, permutation),
@@ -194,6 +223,7 @@ impls = {
     L.argmax_p: lambda x, *, axis, index_dtype: np.argmax(x, axis=axis).astype(index_dtype),
     L.argmin_p: lambda x, *, axis, index_dtype: np.argmin(x, axis=axis).astype(index_dtype),
     L.cumsum_p: _cumsum, L.dot_general_p: _dot_general, L.sort_p: _sort,
+    fft_prims.fft_p: _fft,
 }
 
 

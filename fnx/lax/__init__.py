@@ -17,3 +17,4 @@ from .associative import associative_scan  # noqa: E402,F401
 from .extras import (reduce, sort_key_val, population_count, clz, reduce_precision,  # noqa
                      broadcast_shapes, conv_general_shape_tuple, conv_shape_tuple, split,
                      optimization_barrier)
+from ..core.fft import fft, FftType  # noqa: E402,F401

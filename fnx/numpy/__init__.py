@@ -7,9 +7,8 @@ Array(14., dtype=float32)
 import numpy as _np
 
 from ..core.core import Array as ndarray
-from numpy import (bool_, complex64, complex128, float16, float32, float64, int8, int16,  # noqa
-                   int32, int64, uint8, uint16, uint32, uint64)
-from ml_dtypes import bfloat16  # noqa: F401  (a scalar type, as float32 is NumPy's)
+from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, float32,  # noqa
+                           float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
 from ..core.dtypes import canonicalize as dtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
@@ -37,8 +36,10 @@ from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edge
                       lexsort, searchsorted, sort, unique)
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
+from .ufunc_objects import *  # noqa: F401,F403  (add, multiply, ...: with ufunc methods)
 from . import array_methods as _array_methods  # noqa: F401  (installs operators)
 from . import linalg  # noqa: E402,F401
+from . import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
 from .vectorize import vectorize  # noqa: E402,F401
 
 pi = _np.pi

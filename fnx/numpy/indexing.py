@@ -33,7 +33,7 @@ def _expand_index(idx, ndim):
         idx = (idx,)
     out = []
     for i in idx:
-        if isinstance(i, list):
+        if isinstance(i, (list, tuple)):    # a sequence inside the index is an array index
             i = np.asarray(i)
         if isinstance(i, np.ndarray) and i.dtype == np.bool_ or \
                 (is_array(i) and i.dtype == dtypes.bool_):
@@ -56,7 +56,8 @@ def _expand_index(idx, ndim):
         raise IndexingError(f"too many indices for array: array is {ndim}-dimensional, but "
                             f"{used} were indexed")
     if n_ell:
-        k = out.index(Ellipsis)
+        # found by identity: list.index would compare the arrays before it with ==
+        k = next(j for j, i in enumerate(out) if i is Ellipsis)
         out[k:k + 1] = [slice(None)] * (ndim - used)
     else:
         out.extend([slice(None)] * (ndim - used))

@@ -1,0 +1,60 @@
+"""fnx.numpy's scalar types (``jnp.float32``, ``jnp.int32``, ...), as JAX's: each is a callable
+that makes an array of its dtype (from a number, a list, an array, or a tracer under jit) and
+also stands for the dtype wherever one is expected (``np.dtype(jnp.float32)``,
+``jnp.zeros(3, jnp.float32)``, ``x.astype(jnp.int8)``, ``jnp.float32.dtype``,
+``x.dtype == jnp.float32``), as NumPy's own ``np.float32`` does.
+
+>>> jnp.float32(2)
+Array(2., dtype=float32)
+>>> fnx.jit(lambda x: jnp.int32(x * 2))(1.7)
+Array(3, dtype=int32)
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+
+class _ScalarMeta(type):
+    """The metaclass of the scalar types: calling one converts, and it equals (and hashes as)
+    NumPy's scalar type of its dtype."""
+    dtype: np.dtype
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __call__(cls, x):
+        from ._core import asarray
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'fnx.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(np_type, name=None):
+    name = name or np.dtype(np_type).name
+    cls = _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type)})
+    cls.__module__ = "fnx.numpy"
+    cls.__doc__ = (f"An array of dtype {np.dtype(np_type).name} from ``x`` (a number, a "
+                   f"sequence, an array or a tracer); also usable as that dtype.")
+    return cls
+
+
+bool_ = _scalar_type(np.bool_, "bool_")
+int8, int16, int32, int64 = map(_scalar_type, (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = map(_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = map(_scalar_type, (np.float16, np.float32, np.float64))
+bfloat16 = _scalar_type(ml_dtypes.bfloat16, "bfloat16")
+complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
+
+__all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
