@@ -157,6 +157,21 @@ def _sort(*operands, dimension, num_keys):
     return [np.take_along_axis(o, perm, axis=dimension) for o in operands]
 
 
+def _convert_element_type(x, *, new_dtype, weak_type):
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = x.real          # a complex value converts through its real part, as in XLA
+    return x.astype(new_dtype)
+
+
+def _complex(x, y):
+    """``x + 1j * y`` exactly (multiplying by 1j would turn an infinite ``y`` into NaN)."""
+    xp = numpy_linalg.array_module(x, y)
+    out = xp.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), lax.complex_dtype(x.dtype))
+    out.real = x
+    out.imag = y
+    return out
+
+
 def _cumsum(x, *, axis, reverse):
     if reverse:
         return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
@@ -180,7 +195,8 @@ impls = {
     L.or_p: np.bitwise_or, L.xor_p: np.bitwise_xor, L.eq_p: np.equal, L.ne_p: np.not_equal,
     L.lt_p: np.less, L.le_p: np.less_equal, L.gt_p: np.greater, L.ge_p: np.greater_equal,
     L.select_n_p: _select_n,
-    L.convert_element_type_p: lambda x, *, new_dtype, weak_type: x.astype(new_dtype),
+    L.convert_element_type_p: _convert_element_type,
+    L.real_p: np.real, L.imag_p: np.imag, L.conj_p: np.conjugate, L.complex_p: _complex,
     L.broadcast_in_dim_p: _broadcast_in_dim,
     L.reshape_p: lambda x, *, new_sizes: x.reshape(new_sizes),
     L.transpose_p: lambda x, *, permutation: np.transpose(x, permutation),
