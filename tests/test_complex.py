@@ -368,3 +368,27 @@ def test_eager_program_of_the_gpu_backend_runs_complex_jaxprs():
         _close(got, want)
     assert "eager" in prog.describe() and prog.graph is None
     assert isinstance(closed.jaxpr, Jaxpr)
+
+
+def test_check_grads_on_complex_functions():
+    """fnx.test_util.check_grads with complex inputs and outputs: finite differences in
+    complex128, JAX's bilinear pairing of cotangents with tangents, to second order."""
+    from fnx.test_util import check_grads
+    rng = _rng(10)
+    z = _cplx(rng, 4, dtype=np.complex128) * 0.5
+    w = _cplx(rng, 4, dtype=np.complex128) * 0.5 + 2.0
+    x = rng.standard_normal(4)
+    check_grads(lambda z, w: jnp.sin(z) * jnp.conj(w) + jnp.abs(z) * z, (z, w), order=2,
+                rng=rng)
+    check_grads(lambda z, x: jnp.real(z * x) + jnp.imag(z) ** 2 + jnp.angle(w * z), (z, x),
+                order=2, rng=rng)
+    check_grads(lambda x: lax.complex(x, x ** 2) / (x * 1j + 3.0), (x,), order=2, rng=rng)
+
+
+def test_round_and_nan_to_num_of_complex_match_jax():
+    z = np.array([1.4 + 2.6j, -0.5 - 1.5j, complex("nan+infj"), complex("-inf-nanj")],
+                 np.complex64)
+    for name in ("round", "nan_to_num"):
+        got, want = getattr(jnp, name)(z), getattr(jjnp, name)(z)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -251,6 +251,8 @@ def round(x, decimals: int = 0):  # noqa: A001
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
+    if _is_complex(x):      # each part on its own, as in JAX
+        return lax.complex_(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals:
         scale = lax.full(x.shape, 10.0 ** decimals, x.dtype)
         return lax.div(_round_half_even(lax.mul(x, scale)), scale)
@@ -299,6 +301,9 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
+    if _is_complex(x):      # each part on its own, as in JAX
+        return lax.complex_(nan_to_num(lax.real(x), nan, posinf, neginf),
+                           nan_to_num(lax.imag(x), nan, posinf, neginf))
     info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
