@@ -1,4 +1,8 @@
-"""Testing helpers: numerical gradient checks in float64, as JAX's ``check_grads``."""
+"""Testing helpers: numerical gradient checks in float64 (complex128 for complex values), as
+JAX's ``check_grads``.
+
+Complex values pair with their cotangents bilinearly, ``<ct, t> = Re(sum(ct * t))``, the pairing
+fnx's (and JAX's) transpose rules are written for."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,18 +12,28 @@ from .core.jaxpr import subjaxprs
 from .core.pytree import tree_flatten, tree_map
 
 
+def _wide(x):
+    """``x`` as a float64 array, or complex128 if it is complex."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
 def _f64(tree):
-    return tree_map(lambda x: np.asarray(x, dtype=np.float64), tree)
+    return tree_map(_wide, tree)
 
 
 def _random_like(tree, rng):
-    return tree_map(lambda x: rng.standard_normal(np.shape(x)).astype(np.float64), tree)
+    def draw(x):
+        r = rng.standard_normal(np.shape(x))
+        if np.iscomplexobj(np.asarray(x)):
+            r = r + 1j * rng.standard_normal(np.shape(x))
+        return r
+    return tree_map(draw, tree)
 
 
 def _inner(a, b):
     la, lb = tree_flatten(a)[0], tree_flatten(b)[0]
-    return sum(float(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64)))
-               for x, y in zip(la, lb))
+    return sum(float(np.real(np.sum(_wide(x) * _wide(y)))) for x, y in zip(la, lb))
 
 
 def _add(tree, direction, eps):
@@ -29,15 +43,13 @@ def _add(tree, direction, eps):
 def _numerical_jvp(f, args, tangents, eps):
     plus = f(*_add(args, tangents, eps))
     minus = f(*_add(args, tangents, -eps))
-    return tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64))
-                    / (2 * eps), plus, minus)
+    return tree_map(lambda p, m: (_wide(p) - _wide(m)) / (2 * eps), plus, minus)
 
 
 def _assert_close(actual, expected, atol, rtol, what):
     la, lb = tree_flatten(actual)[0], tree_flatten(expected)[0]
     for a, b in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
-                                   atol=atol, rtol=rtol, err_msg=what)
+        np.testing.assert_allclose(_wide(a), _wide(b), atol=atol, rtol=rtol, err_msg=what)
 
 
 def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
@@ -47,8 +59,7 @@ def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
     """
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
-                               rtol=rtol, atol=atol)
+    np.testing.assert_allclose(_wide(actual), _wide(expected), rtol=rtol, atol=atol)
 
 
 def check_jvp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
@@ -80,7 +91,8 @@ def check_vjp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
 
 def check_grads(f, args, order: int = 2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5,
                 eps=1e-6, rng=None):
-    """Check ``f``'s derivatives up to ``order`` in float64 against finite differences.
+    """Check ``f``'s derivatives up to ``order`` in float64 (complex128 for complex arguments)
+    against finite differences.
 
     >>> check_grads(fnx.numpy.sin, (np.float64(0.3),), order=2)
     """

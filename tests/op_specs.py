@@ -312,3 +312,43 @@ SPECS += [
 ]
 
 SPEC_IDS = [s.name for s in SPECS]
+
+
+# Complex numbers inside real functions of real inputs: each spec builds z = x + iy with
+# lax.complex and returns a real array, so the real-input machinery (finite differences, vmap,
+# jit) checks the complex rules. Tagged "complex": the GPU runs these programs through its
+# eager CuPy path, not generated kernels.
+def _z(x, y):
+    return lax.complex(x, y)
+
+
+def _complex_spec(name, fn, ref, d1="any", d2="any", grad=True):
+    return OpSpec(name, fn, ref, [((3, 4), d1), ((3, 4), d2)], grad, tags=("complex",))
+
+
+SPECS += [
+    _complex_spec("complex_abs", lambda x, y: jnp.abs(_z(x, y)),
+                  lambda x, y: np.abs(x + 1j * y), "away0", "away0"),
+    _complex_spec("complex_real_imag",
+                  lambda x, y: jnp.real(_z(x, y) * _z(y, x)) + jnp.imag(jnp.exp(_z(x, y))),
+                  lambda x, y: np.real((x + 1j * y) * (y + 1j * x)) + np.imag(np.exp(x + 1j * y))),
+    _complex_spec("complex_conj",
+                  lambda x, y: jnp.imag(jnp.conj(_z(x, y)) * _z(y, x * x))
+                  + jnp.real(lax.conj(x) * _z(y, x)),
+                  lambda x, y: np.imag(np.conj(x + 1j * y) * (y + 1j * x * x))
+                  + np.real(x * (y + 1j * x))),
+    _complex_spec("complex_angle", lambda x, y: jnp.angle(_z(x, y)),
+                  lambda x, y: np.angle(x + 1j * y), "away0", "away0"),
+    _complex_spec("complex_holomorphic",
+                  lambda x, y: jnp.real(jnp.sin(_z(x, y)) * jnp.exp(_z(y, x)) + _z(x, y) ** 3
+                                        + jnp.cosh(_z(y, x)) / (jnp.abs(_z(x, y)) ** 2 + 1)),
+                  lambda x, y: np.real(np.sin(x + 1j * y) * np.exp(y + 1j * x) + (x + 1j * y) ** 3
+                                       + np.cosh(y + 1j * x) / (x * x + y * y + 1))),
+    _complex_spec("complex_vdot_norm",
+                  lambda x, y: jnp.abs(jnp.vdot(_z(x, y), _z(y, x)))
+                  + jnp.linalg.norm(_z(x, y), axis=1).sum() + jnp.var(_z(x, y), axis=0).sum(),
+                  lambda x, y: np.abs(np.vdot(x + 1j * y, y + 1j * x))
+                  + np.linalg.norm(x + 1j * y, axis=1).sum() + np.var(x + 1j * y, axis=0).sum()),
+]
+
+SPEC_IDS = [s.name for s in SPECS]

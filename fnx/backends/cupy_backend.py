@@ -152,7 +152,13 @@ class CupyBackend:
     def compile(self, jaxpr, consts, donated=()):
         """Lower ``jaxpr`` to fused kernels and cuBLAS calls, replayed as one CUDA graph from
         the second call on: ``executable(*buffers) -> list of buffers``. Results paired with
-        ``donated`` argument positions are written into those arguments' buffers."""
+        ``donated`` argument positions are written into those arguments' buffers.
+
+        Generated kernels have no complex types: a program with complex values runs each
+        equation as an eager CuPy call instead (fnx.backends.eager), donating nothing."""
+        from .eager import EagerProgram, uses_complex
+        if uses_complex(jaxpr):
+            return EagerProgram(jaxpr, consts, self, "complex values: eager CuPy calls")
         from ..cuda.executable import GpuExecutable
         from ..cuda.graph import GraphExecutable
         return GraphExecutable(GpuExecutable(jaxpr, consts, self, donated))

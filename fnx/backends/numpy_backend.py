@@ -158,17 +158,25 @@ def _sort(*operands, dimension, num_keys):
     return [np.take_along_axis(o, perm, axis=dimension) for o in operands]
 
 
+def _convert_element_type(x, *, new_dtype, weak_type):
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = x.real          # a complex value converts through its real part, as in XLA
+    return x.astype(new_dtype)
+
+
+def _complex(x, y):
+    """``x + 1j * y`` exactly (multiplying by 1j would turn an infinite ``y`` into NaN)."""
+    xp = numpy_linalg.array_module(x, y)
+    out = xp.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), lax.complex_dtype(x.dtype))
+    out.real = x
+    out.imag = y
+    return out
+
+
 def _cumsum(x, *, axis, reverse):
     if reverse:
         return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
     return np.cumsum(x, axis=axis, dtype=x.dtype)
-
-
-def _convert_element_type(x, *, new_dtype, weak_type):
-    # complex to real keeps the real part, as lax.convert_element_type does (no ComplexWarning)
-    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
-        x = x.real
-    return x.astype(new_dtype)
 
 
 def _fft(x, *, fft_type, fft_lengths):
@@ -210,6 +218,7 @@ impls = {
     L.lt_p: np.less, L.le_p: np.less_equal, L.gt_p: np.greater, L.ge_p: np.greater_equal,
     L.select_n_p: _select_n,
     L.convert_element_type_p: _convert_element_type,
+    L.real_p: np.real, L.imag_p: np.imag, L.conj_p: np.conjugate, L.complex_p: _complex,
     L.broadcast_in_dim_p: _broadcast_in_dim,
     L.reshape_p: lambda x, *, new_sizes: x.reshape(new_sizes),
     L.transpose_p: lambda x, *, permutation: np.transpose(x, permutation),

@@ -175,8 +175,19 @@ def _materialize_ct(ct, aval):
     return ct
 
 
-def _check_grad_input(x, argnum, name):
+def _check_grad_input(x, argnum, name, holomorphic=False, real_only=False):
+    """JAX's input checks: float or complex inputs (real ones only for ``real_only``, jacfwd's
+    rule), complex ones for ``holomorphic``."""
     aval = get_aval(x)
+    if holomorphic and dtypes.kind(aval.dtype) != "c":
+        raise GradError(f"{name} with holomorphic=True requires inputs with complex dtype, but "
+                        f"got {aval.dtype.name}.")
+    if real_only and not holomorphic and dtypes.kind(aval.dtype) == "c":
+        raise GradError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype "
+                        f"of np.floating), but got {aval.dtype.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex inputs or integer inputs, "
+                        "use jvp directly.")
     if not dtypes.is_float(aval.dtype):
         raise GradError(f"{name} requires real- or complex-valued inputs (a float dtype), but "
                         f"argument {argnum} has dtype {aval.dtype} (shape {aval.shape}). Convert "
@@ -184,9 +195,15 @@ def _check_grad_input(x, argnum, name):
                         "argument (argnums).")
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False):
     """A function returning ``(fun(*args), gradient)`` (``((value, aux), gradient)`` with
     ``has_aux``).
+
+    The output must be a real scalar, unless ``holomorphic=True`` promises a holomorphic
+    function of complex inputs with a complex output (the gradient is then f'(z)). For a real
+    function of complex ``z`` the gradient is, as in JAX, the conjugate of
+    ``df/dRe(z) + 1j * df/dIm(z)``: ``grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)``.
 
     >>> value_and_grad(lambda x: (x ** 2).sum())(fnx.numpy.ones(3))
     """
@@ -198,7 +215,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         dyn, rebuild = _split_args(args, nums)
         for i, d in zip(nums, dyn):
             for leaf in tree_flatten(d)[0]:
-                _check_grad_input(leaf, i, "grad")
+                _check_grad_input(leaf, i, "grad", holomorphic)
 
         def partial_fun(*dyn_vals):
             return fun(*rebuild(dyn_vals), **kwargs)
@@ -207,14 +224,14 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             out, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
         else:
             out, pullback = vjp(partial_fun, *dyn)
-        out_aval = _scalar_output_aval(out, name)
+        out_aval = _scalar_output_aval(out, name, holomorphic)
         g = pullback(_ones_like_aval(out_aval))
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
 
 
-def _scalar_output_aval(out, name):
+def _scalar_output_aval(out, name, holomorphic=False):
     leaves, tree = tree_flatten(out)
     if len(leaves) != 1:
         raise GradError(f"grad requires {name} to return one scalar, got a {tree} "
@@ -224,9 +241,27 @@ def _scalar_output_aval(out, name):
         raise GradError(f"grad requires real-valued scalar outputs, but {name} returned shape "
                         f"{aval.shape} ({aval.str_short()}); reduce it (e.g. .sum()) or use "
                         "jacrev / vjp for non-scalar outputs")
-    if not dtypes.is_float(aval.dtype):
-        raise GradError(f"grad requires a float output, but {name} returned {aval.dtype}")
+    _check_output_dtype(aval, "grad", holomorphic)
     return aval
+
+
+def _check_output_dtype(aval, name, holomorphic):
+    """JAX's output checks of grad and jacrev: real outputs, complex ones for holomorphic."""
+    kind = dtypes.kind(aval.dtype)
+    if holomorphic:
+        if kind != "c":
+            raise GradError(f"{name} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {aval.dtype.name}.")
+    elif kind == "c":
+        raise GradError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {aval.dtype.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex outputs, use vjp "
+                        "directly.")
+    elif kind != "f":
+        raise GradError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {aval.dtype.name}. For "
+                        "differentiation of functions with integer outputs, use vjp directly.")
 
 
 def _ones_like_aval(aval):
@@ -234,12 +269,14 @@ def _ones_like_aval(aval):
     return lax.full((), 1, aval.dtype)
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """The gradient of a scalar function.
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False):
+    """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
+    ``holomorphic``).
 
     >>> grad(lambda x: fnx.numpy.sin(x))(0.0)   # Array(1., dtype=float32)
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -286,14 +323,16 @@ def _split_jac(y, y_shape, in_leaves, sizes, leading_first):
     return blocks
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """Jacobian by forward mode (one JVP per input element, vectorised with vmap)."""
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
+    """Jacobian by forward mode (one JVP per input element, vectorised with vmap). Inputs are
+    real, or complex with ``holomorphic=True`` (outputs then complex too)."""
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
         dyn, rebuild = _split_args(args, nums)
         in_leaves, in_tree = tree_flatten(dyn)
         for i, leaf in enumerate(in_leaves):
-            _check_grad_input(leaf, i, "jacfwd")
+            _check_grad_input(leaf, i, "jacfwd", holomorphic, real_only=True)
         basis, sizes = _std_basis(in_leaves)
 
         def partial_fun(*dyn_vals):
@@ -312,6 +351,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             y = partial_fun(*dyn)
             tans = vmap(push)(*basis)
         y_leaves, y_tree = tree_flatten(y)
+        if holomorphic:
+            for yl in y_leaves:
+                if dtypes.kind(get_aval(yl).dtype) != "c":
+                    raise GradError("jacfwd with holomorphic=True requires outputs with "
+                                    f"complex dtype, but got {get_aval(yl).dtype.name}.")
         t_leaves = tree_flatten(tans)[0]
         jac = [_assemble(_split_jac(t, get_aval(yl).shape, in_leaves, sizes, True), in_tree,
                          single) for t, yl in zip(t_leaves, y_leaves)]
@@ -325,14 +369,16 @@ def _assemble(blocks, in_tree, single):
     return tree[0] if single else tree
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """Jacobian by reverse mode (one VJP per output element, vectorised with vmap)."""
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
+    """Jacobian by reverse mode (one VJP per output element, vectorised with vmap). Outputs
+    are real, or complex with ``holomorphic=True`` (inputs then complex too)."""
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
         dyn, rebuild = _split_args(args, nums)
         in_leaves, in_tree = tree_flatten(dyn)
         for i, leaf in enumerate(in_leaves):
-            _check_grad_input(leaf, i, "jacrev")
+            _check_grad_input(leaf, i, "jacrev", holomorphic)
 
         def partial_fun(*dyn_vals):
             return fun(*rebuild(dyn_vals), **kwargs)
@@ -342,6 +388,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         else:
             y, pullback = vjp(partial_fun, *dyn)
         y_leaves, y_tree = tree_flatten(y)
+        for yl in y_leaves:
+            _check_output_dtype(get_aval(yl), "jacrev", holomorphic)
         basis, sizes = _std_basis(y_leaves)
         cts = vmap(lambda *b: tree_flatten(pullback(tree_unflatten(y_tree, b)))[0])(*basis)
         # cts[i]: (M, *x_i.shape), M = total output size; split M per output leaf
@@ -359,9 +407,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jacfun
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False):
     """``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 jacobian = jacrev   # as in JAX

@@ -207,7 +207,30 @@ def square(x):
 deflinear(neg_p, lambda ct, x: [neg(ct)])
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p):
     zero_jvp(_p)
-defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+
+
+def _abs_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = abs_p.bind(x)
+    if isinstance(t, Zero):
+        return out, Zero(get_aval(out))
+    if dtypes.kind(get_aval(x).dtype) == "c":
+        # d|z| = Re(t * conj(z) / |z|), with |z| = 0 read as 1 (JAX's rule)
+        mag = convert_element_type_p.bind(out, new_dtype=get_aval(x).dtype,
+                                          weak_type=get_aval(out).weak_type)
+        return out, real(mul(t, div(conj(x), _replace_zero(mag))))
+    return out, mul(t, sign(x))
+
+
+def _abs_aval(x):
+    shape = _check_same("abs", [x])
+    if dtypes.kind(x.dtype) not in _FLOAT + _INT:
+        raise DTypeError(f"abs does not accept dtype {x.dtype}")
+    return ShapedArray(shape, complex_basetype(x.dtype), x.weak_type)
+
+
+abs_p.abstract_eval = _abs_aval
+abs_p.jvp = _abs_jvp
 defjvp_with_output(exp_p, lambda t, x, out: mul(t, out))
 defjvp(log_p, lambda t, x: div(t, x))
 defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
@@ -424,6 +447,100 @@ def convert_element_type(x, dtype, weak_type: bool = False):
         return x
     return convert_element_type_p.bind(exact_scalar(x, dtype), new_dtype=dtype,
                                        weak_type=weak_type)
+
+
+# =============================================================================================
+# Complex numbers: real, imag, conj, complex
+#
+# As in JAX, tangents of complex values are complex and every transpose rule is the transpose
+# for the bilinear pairing <ct, t> = Re(ct * t) (no conjugation anywhere): the transpose of
+# multiplying by c is multiplying by c, conj's is conj, real's makes a complex cotangent with
+# a zero imaginary part and imag's one with -ct as its imaginary part. ``grad`` of a real
+# function of z therefore returns the conjugate of the (real, imag) gradient: 2*conj(z) for
+# |z|**2, as JAX.
+
+
+def complex_basetype(dtype) -> np.dtype:
+    """The real dtype of a complex dtype's parts (float32 for complex64); others as they are."""
+    d = np.dtype(dtype)
+    return np.dtype(d.type(0).real.dtype) if d.kind == "c" else d
+
+
+def complex_dtype(dtype) -> np.dtype:
+    """The complex dtype holding values of ``dtype`` (complex64 up to float32, else
+    complex128)."""
+    d = np.dtype(dtype)
+    if d.kind == "c":
+        return d
+    return dtypes.complex128 if d == dtypes.float64 else dtypes.complex64
+
+
+def _complex_unary_aval(name, accept, out):
+    def rule(x):
+        if dtypes.kind(x.dtype) not in accept:
+            raise DTypeError(f"{name} does not accept dtype {x.dtype}")
+        return ShapedArray(x.shape, out(x.dtype), x.weak_type)
+    return rule
+
+
+def _complex_aval(x, y):
+    shape = _check_same("complex", [x, y])
+    if dtypes.kind(x.dtype) != "f":
+        raise DTypeError(f"complex takes real floating-point parts, got {x.dtype}")
+    return ShapedArray(shape, complex_dtype(x.dtype), x.weak_type and y.weak_type)
+
+
+real_p = primitive("real")
+imag_p = primitive("imag")
+conj_p = primitive("conj")
+complex_p = primitive("complex")
+real_p.abstract_eval = _complex_unary_aval("real", "c", complex_basetype)
+imag_p.abstract_eval = _complex_unary_aval("imag", "c", complex_basetype)
+conj_p.abstract_eval = _complex_unary_aval("conj", "fc", complex_dtype)
+complex_p.abstract_eval = _complex_aval
+for _p in (real_p, imag_p, conj_p, complex_p):
+    _p.batch = _elementwise_batch(_p)
+
+
+def real(x):
+    """The real part of a complex array (float32 for complex64)."""
+    return real_p.bind(x)
+
+
+def imag(x):
+    """The imaginary part of a complex array (float32 for complex64)."""
+    return imag_p.bind(x)
+
+
+def conj(x):
+    """The complex conjugate; a real ``x`` becomes complex with a zero imaginary part."""
+    return conj_p.bind(x)
+
+
+def complex_(x, y):
+    """``x + 1j * y`` from two real arrays of one dtype (lax.complex)."""
+    return complex_p.bind(x, y)
+
+
+def _zeros_of(ct):
+    return full((), 0, get_aval(ct).dtype)
+
+
+def _conj_transpose(ct, x):
+    if dtypes.kind(x.aval.dtype) == "c":
+        return [conj(ct)]
+    return [real(ct)]
+
+
+def _complex_transpose(ct, x, y):
+    return [_unbroadcast(real(ct), x) if is_undefined(x) else None,
+            _unbroadcast(neg(imag(ct)), y) if is_undefined(y) else None]
+
+
+deflinear(real_p, lambda ct, x: [complex_(ct, _zeros_of(ct))])
+deflinear(imag_p, lambda ct, x: [complex_(_zeros_of(ct), neg(ct))])
+deflinear(conj_p, _conj_transpose)
+deflinear(complex_p, _complex_transpose)
 
 
 # =============================================================================================

@@ -6,6 +6,7 @@
 """
 from ..core.lax import *  # noqa: F401,F403
 from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
+from ..core.lax import complex_ as complex  # noqa: F401
 from ..core.lax import select, select_n  # noqa: F401
 from ..core.api import stop_gradient  # noqa: F401
 from ..core.control_flow import (cond, switch, while_loop, fori_loop, scan, map,  # noqa: F401

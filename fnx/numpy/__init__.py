@@ -50,6 +50,7 @@ euler_gamma = _np.euler_gamma
 newaxis = None
 bool = bool_  # noqa: A001
 integer, floating, inexact, number = _np.integer, _np.floating, _np.inexact, _np.number
+complexfloating = _np.complexfloating
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 
 

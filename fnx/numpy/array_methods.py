@@ -97,7 +97,7 @@ _NUMPY_CALLED = {"sum", "mean", "var", "std", "prod", "max", "min", "argmax", "a
 _PROPERTIES = {
     "T": lambda a: shapes.transpose(a), "mT": shapes.matrix_transpose,
     "at": indexing._IndexUpdateHelper, "real": ufuncs.real,
-    "imag": lambda a: ufuncs.multiply(a, 0), "itemsize": lambda a: a.dtype.itemsize,
+    "imag": ufuncs.imag, "itemsize": lambda a: a.dtype.itemsize,
     "nbytes": lambda a: a.size * a.dtype.itemsize, "flat": lambda a: iter(shapes.ravel(a)),
 }
 

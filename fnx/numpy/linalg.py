@@ -43,7 +43,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def _abs2(x):
-    return lax.mul(x, x) if dtypes.kind(x.dtype) != "c" else ufuncs.square(ufuncs.absolute(x))
+    return lax.mul(x, x) if dtypes.kind(x.dtype) != "c" else lax.real(lax.mul(x, lax.conj(x)))
 
 
 def _vector_norm(x, ord, axes, keepdims):

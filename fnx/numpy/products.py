@@ -5,7 +5,7 @@ import string
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.errors import ShapeError
 from ._core import broadcast_shapes, broadcast_to, promote_dtypes
 
@@ -52,9 +52,13 @@ def broadcast_both(a, b):
     return broadcast_to(a, shape), broadcast_to(b, shape)
 
 
-def vdot(a, b):
+def vdot(a, b, precision=None, preferred_element_type=None):
+    """The dot product of ``a`` and ``b`` flattened, conjugating ``a`` when complex."""
     a, b = promote_dtypes(a, b)
-    return dot(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)))
+    if dtypes.kind(a.dtype) == "c":
+        a = lax.conj(a)
+    return dot(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)), precision,
+               preferred_element_type)
 
 
 def inner(a, b):

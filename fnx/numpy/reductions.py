@@ -75,7 +75,9 @@ def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
     from ._core import broadcast_to
     centered = lax.sub(af, broadcast_to(mean(af, axes, keepdims=True), af.shape))
-    ss = sum(lax.mul(centered, centered), axes, keepdims=keepdims)
+    sq = lax.mul(centered, centered) if dtypes.kind(centered.dtype) != "c" else \
+        lax.real(lax.mul(centered, lax.conj(centered)))       # |x - mean|**2, real
+    ss = sum(sq, axes, keepdims=keepdims)
     n = _size(a.shape, axes) - ddof
     return lax.div(ss, lax.full(ss.shape, n, ss.dtype))
 

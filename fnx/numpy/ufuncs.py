@@ -251,6 +251,8 @@ def round(x, decimals: int = 0):  # noqa: A001
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
+    if _is_complex(x):      # each part on its own, as in JAX
+        return lax.complex_(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals:
         scale = lax.full(x.shape, 10.0 ** decimals, x.dtype)
         return lax.div(_round_half_even(lax.mul(x, scale)), scale)
@@ -290,6 +292,8 @@ def isinf(x):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
+    if _is_complex(x):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs_(x), lax.full(x.shape, np.inf, x.dtype))
 
 
@@ -297,6 +301,9 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
+    if _is_complex(x):      # each part on its own, as in JAX
+        return lax.complex_(nan_to_num(lax.real(x), nan, posinf, neginf),
+                           nan_to_num(lax.imag(x), nan, posinf, neginf))
     info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
@@ -425,15 +432,46 @@ def array_equal(a, b):
     return all_(equal(a, b))
 
 
+def _is_complex(x) -> bool:
+    return dtypes.kind(x.dtype) == "c"
+
+
 def conjugate(x):
-    return asarray(x)
+    """The complex conjugate; a real array is returned as it is.
+
+    >>> conjugate(asarray([1 + 2j, 3 - 1j]))
+    Array([1.-2.j, 3.+1.j], dtype=complex64)
+    """
+    x = asarray(x)
+    return lax.conj(x) if _is_complex(x) else x
 
 
 conj = conjugate
 
 
 def real(x):
-    return asarray(x)
+    """The real part (float32 for complex64); a real array is returned as it is."""
+    x = asarray(x)
+    return lax.real(x) if _is_complex(x) else x
+
+
+def imag(x):
+    """The imaginary part (float32 for complex64); zeros of ``x``'s dtype for a real array."""
+    x = asarray(x)
+    return lax.imag(x) if _is_complex(x) else lax.full(x.shape, 0, x.dtype, x.weak_type)
+
+
+def angle(z, deg=False):
+    """The counterclockwise angle of each element from the positive real axis,
+    ``arctan2(imag(z), real(z))``, in radians (degrees with ``deg``)."""
+    z = asarray(z)
+    re, im = real(z), imag(z)
+    if not dtypes.is_float(re.dtype) or (dtypes.kind(z.dtype) == "f" and z.ndim == 0):
+        # integers (and, as in JAX, real 0-d arrays) take the default float
+        re = lax.convert_element_type(re, dtypes.default_float, re.weak_type)
+        im = lax.convert_element_type(im, dtypes.default_float, im.weak_type)
+    out = lax.atan2(im, re)
+    return rad2deg(out) if deg else out
 
 
 def left_shift(x, y):
@@ -642,23 +680,32 @@ def isneginf(x):
 
 
 def isreal(x):
-    """Elementwise "has no imaginary part": always true, as fnx has no complex dtypes."""
-    return lax.full(asarray(x).shape, True, dtypes.bool_)
+    """Elementwise "has no (nonzero) imaginary part"."""
+    i = imag(x)
+    return lax.eq(i, lax.full(i.shape, 0, i.dtype))
 
 
 def iscomplex(x):
-    """Elementwise "has a non-zero imaginary part": always false (fnx has no complex)."""
-    return lax.full(asarray(x).shape, False, dtypes.bool_)
+    """Elementwise "has a nonzero imaginary part"."""
+    i = imag(x)
+    return lax.ne(i, lax.full(i.shape, 0, i.dtype))
 
 
 def isrealobj(x):
-    """Whether ``x`` has a real dtype: always true in fnx."""
-    return True
+    """Whether ``x`` has a real (not complex) dtype."""
+    return not iscomplexobj(x)
 
 
 def iscomplexobj(x):
-    """Whether ``x`` has a complex dtype: always false in fnx."""
-    return False
+    """Whether ``x`` has a complex dtype (decided by its type, not its values)."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = asarray(x).dtype
+    return np.issubdtype(dt, np.complexfloating)
 
 
 def array_equiv(a1, a2):
