@@ -5,7 +5,7 @@ Each spec is a function over fnx arrays, its float64 NumPy reference, and how to
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -298,9 +298,10 @@ SPECS += [
                *np.linalg.svd(x, full_matrices=False)), shape=(4, 3)),
 ]
 
-# -- the fft primitive (every kind), real in and out: a spectrum times a spectrum is nonlinear
+# -- the fft primitive (every kind), real in and out: a spectrum times a spectrum is nonlinear.
+# Tagged "complex": the spectra are complex values, which the GPU runs as eager CuPy calls
 
-SPECS += [
+SPECS += [replace(spec, tags=("complex",)) for spec in [
     _unary("rfft_irfft", lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * jnp.fft.rfft(x[::-1]), n=5),
            lambda x: np.fft.irfft(np.fft.rfft(x) * np.fft.rfft(x[::-1]), n=5), shape=(3, 5)),
     _unary("fft_ifft_hfft",
@@ -309,7 +310,7 @@ SPECS += [
     _unary("rfft2_ortho",
            lambda x: jnp.fft.irfft2(jnp.fft.rfft2(x, norm="ortho") ** 2, s=(3, 4), norm="ortho"),
            lambda x: np.fft.irfft2(np.fft.rfft2(x, norm="ortho") ** 2, s=(3, 4), norm="ortho")),
-]
+]]
 
 SPEC_IDS = [s.name for s in SPECS]
 
