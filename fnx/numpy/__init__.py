@@ -11,9 +11,8 @@ from numpy import (bool_, complex64, complex128, float16, float32, float64, int8
                    int32, int64, uint8, uint16, uint32, uint64)
 from ml_dtypes import bfloat16  # noqa: F401  (a scalar type, as float32 is NumPy's)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
-from ..core.dtypes import canonicalize as dtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
-                    broadcast_to, result_type)
+                    broadcast_to, promote_types, result_type)
 from .creation import *  # noqa: F401,F403
 from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
     logspace, ones, ones_like, tri, zeros, zeros_like
@@ -50,6 +49,11 @@ newaxis = None
 bool = bool_  # noqa: A001
 integer, floating, inexact, number = _np.integer, _np.floating, _np.inexact, _np.number
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+
+
+def dtype(obj, align=False, copy=False):
+    """``np.dtype`` (``jnp.dtype`` is NumPy's, as in JAX: it canonicalizes nothing)."""
+    return _np.dtype(obj, align, copy)
 
 
 def isscalar(x):
