@@ -210,7 +210,7 @@ def bits(key, shape=(), dtype=None):
     >>> bits(key(0), (2,))
     """
     _check_key(key, "bits")
-    dtype = dtypes.canonicalize(dtype or _U32)
+    dtype = dtypes.canonicalize(dtype or _U32, "bits")
     if dtype.kind != "u":
         raise TypeError(f"random.bits needs an unsigned integer dtype, got {dtype}")
     return _random_bits(key, 8 * dtype.itemsize, _shape(shape, "bits"))
@@ -221,7 +221,7 @@ def bits(key, shape=(), dtype=None):
 
 
 def _float_dtype(dtype, name):
-    dtype = dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float)
+    dtype = dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float, name)
     if dtypes.kind(dtype) != "f":
         raise TypeError(f"random.{name} needs a floating-point dtype, got {dtype}")
     return dtype
@@ -548,7 +548,12 @@ def _gamma_dlog_sample(a, log_z):
     -(S (log z - psi(a + 1)) - T) / a. The sums run until their terms are negligible, in float64
     because they cancel when z lies far above a.
     """
-    dtype = a.dtype
+    from .core.config import enable_x64
+    with enable_x64():      # the series needs float64 even when x64 is off
+        return _gamma_dlog_sample_f64(a, log_z).astype(a.dtype)
+
+
+def _gamma_dlog_sample_f64(a, log_z):
     a, log_z = a.astype(dtypes.float64), log_z.astype(dtypes.float64)
     z = jnp.exp(log_z)
     one = _c(1, dtypes.float64)
@@ -566,7 +571,7 @@ def _gamma_dlog_sample(a, log_z):
 
     ones, zeros = jnp.ones_like(a), jnp.zeros_like(a)
     _, _, _, s, t_sum = while_loop(cond, body, (_c(0, dtypes.float64), ones, zeros, ones, zeros))
-    return (-(s * (log_z - digamma(a + one)) - t_sum) / a).astype(dtype)
+    return -(s * (log_z - digamma(a + one)) - t_sum) / a
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
@@ -770,7 +775,7 @@ def rademacher(key, shape=(), dtype=None):
     >>> rademacher(key(0), (4,))
     """
     _check_key(key, "rademacher")
-    dtype = dtypes.canonicalize(dtype or dtypes.default_int)
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int, "rademacher")
     b = bernoulli(key, 0.5, _shape(shape, "rademacher"))
     return jnp.where(b, jnp.asarray(1, dtype), jnp.asarray(-1, dtype))
 
@@ -779,7 +784,7 @@ def _int_params(name, key, shape, dtype, *params):
     """The checked key, an integer ``dtype``, the sample shape and the float parameters
     broadcast to it, for the counting distributions."""
     _check_key(key, name)
-    dtype = dtypes.canonicalize(dtype or dtypes.default_int)
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int, name)
     if dtype.kind not in "iu":
         raise TypeError(f"random.{name} needs an integer dtype, got {dtype}")
     params = [jnp.asarray(p) for p in params]
@@ -1018,7 +1023,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     >>> randint(key(0), (3,), 0, 10)
     """
     _check_key(key, "randint")
-    dtype = dtypes.canonicalize(dtype or dtypes.default_int)
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int, "randint")
     if dtype.kind not in "iu":
         raise TypeError(f"random.randint needs an integer dtype, got {dtype}")
     shape = _shape(shape, "randint")

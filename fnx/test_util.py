@@ -92,13 +92,15 @@ def check_vjp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
 def check_grads(f, args, order: int = 2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5,
                 eps=1e-6, rng=None):
     """Check ``f``'s derivatives up to ``order`` in float64 (complex128 for complex arguments)
-    against finite differences.
+    against finite differences (x64 is on while it runs).
 
     >>> check_grads(fnx.numpy.sin, (np.float64(0.3),), order=2)
     """
-    args = tuple(_f64(a) for a in args)
-    rng = rng or np.random.default_rng(0)
-    _check(f, args, order, tuple(modes), atol, rtol, eps, rng)
+    from .core.config import enable_x64
+    with enable_x64():      # float64 needs x64 on, as in JAX's tests
+        args = tuple(_f64(a) for a in args)
+        rng = rng or np.random.default_rng(0)
+        _check(f, args, order, tuple(modes), atol, rtol, eps, rng)
 
 
 def _check(f, args, order, modes, atol, rtol, eps, rng):

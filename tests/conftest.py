@@ -3,6 +3,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import fnx  # noqa: E402
+
+# The tests compare against float64 references, so they run with 64-bit types on, as JAX's own
+# test suite does; the tests of the default (x64 off) switch it off themselves.
+fnx.config.update("jax_enable_x64", os.environ.get("FNX_TEST_X64", "1") == "1")
+
 
 def pytest_collection_modifyitems(config, items):
     import pytest
@@ -20,6 +26,18 @@ def pytest_collection_modifyitems(config, items):
 
 
 import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _x64_mode(request):
+    """Tests marked ``x32`` run with x64 off (the user's default): they check fnx's default
+    dtypes (float32, int32) and JAX's canonicalization of 64-bit values."""
+    if request.node.get_closest_marker("x32") is None:
+        yield
+        return
+    import fnx
+    with fnx.enable_x64(False):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,7 @@ def test_promotion_table(other, expected):
     assert (jnp.ones(2, BF16) + jnp.ones(2, other)).dtype == expected
 
 
+@pytest.mark.x32
 def test_weak_scalars_keep_bfloat16():
     x = jnp.ones(3, BF16)
     assert (x * 2.5).dtype == BF16 and (x + 1).dtype == BF16 and (3.0 - x).dtype == BF16

@@ -212,6 +212,7 @@ def test_grad_of_non_scalar_output():
     _assert_names_this_file(e.value)
 
 
+@pytest.mark.x32
 def test_grad_of_integer_input():
     with pytest.raises(fnx.GradError, match="int32") as e:
         fnx.grad(lambda x: x * 2.0)(3)
@@ -273,6 +274,7 @@ def test_matmul_shape_error_names_shapes():
 # Arrays and dtypes
 
 
+@pytest.mark.x32
 def test_array_repr_and_methods():
     x = jnp.array([1.0, 2.0])
     assert repr(x) == "Array([1., 2.], dtype=float32)"
@@ -288,21 +290,26 @@ def test_array_repr_and_methods():
     (np.ones(2, np.int32), 2.5, np.float32),
     (np.ones(2, np.float16), 2.0, np.float16),
     (np.ones(2, np.int8), np.ones(2, np.uint8), np.int16),
-    (np.ones(2, np.float64), 1.0, np.float64),
-    (np.ones(2, np.float32), np.ones(2, np.float64), np.float64),
+    (np.ones(2, np.float64), 1.0, np.float32),     # float64 is float32 without x64
+    (np.ones(2, np.float32), np.ones(2, np.float64), np.float32),
     (np.ones(2, np.int32), np.ones(2, np.float16), np.float16),
     (np.ones(2, np.bool_), 1, np.int32),
     (np.ones(2, np.uint8), 3, np.uint8),
 ])
+@pytest.mark.x32
 def test_dtype_promotion(a, b, expected):
     assert (jnp.asarray(a) + b).dtype == expected
 
 
+@pytest.mark.x32
 def test_weak_scalars_default():
     assert jnp.asarray(2.0).weak_type
     assert (jnp.asarray(2.0) * 3).dtype == np.float32
     assert jnp.array([1.0, 2.0]).dtype == np.float32     # Python floats -> float32
-    assert jnp.array(np.array([1.0])).dtype == np.float64  # explicit float64 stays
+    assert jnp.array(np.array([1.0])).dtype == np.float32  # float64 canonicalized (x64 off)
+    with fnx.enable_x64():
+        assert jnp.array(np.array([1.0])).dtype == np.float64
+        assert (jnp.asarray(2.0) * 3).dtype == np.float64
 
 
 # ---------------------------------------------------------------------------------------------

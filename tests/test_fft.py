@@ -67,6 +67,7 @@ def test_single_precision_stays_single(fft_type):
         jax.lax.fft(x, fft_type, (8,)).dtype
 
 
+@pytest.mark.x32     # JAX's default dtypes (x64 off), here and in JAX
 def test_real_input_to_a_complex_fft_is_converted():
     x = np.arange(4.0, dtype=np.float32)
     _close(jnp.fft.fft(x), jjnp.fft.fft(x), atol=1e-6)
@@ -183,6 +184,7 @@ def test_errors_match_jax():
         jnp.fft.fft(x, norm="bad")
 
 
+@pytest.mark.x32     # JAX's default dtypes (x64 off), here and in JAX
 @pytest.mark.parametrize("n", [1, 4, 7])
 def test_frequencies_and_shifts_match_jax(n):
     for d in (1.0, 0.1):

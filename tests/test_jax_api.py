@@ -18,6 +18,7 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     _assert_close(actual, expected, rtol, atol)
 
 
+@pytest.mark.x32
 def test_jax_prefixed_config_names():
     assert fnx.config.jax_enable_x64 is False and fnx.config.jax_debug_nans is False
     fnx.config.update("jax_debug_nans", True)
@@ -34,6 +35,7 @@ def test_jax_prefixed_config_names():
         fnx.config.jax_no_such_option
 
 
+@pytest.mark.x32
 def test_enable_x64_defaults_to_64_bits():
     with fnx.enable_x64():
         assert fnx.config.jax_enable_x64

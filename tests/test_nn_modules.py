@@ -85,6 +85,7 @@ def test_linear_matches_numpy():
     assert nn.Linear(random.key(0), 5, 3, use_bias=False)(x.astype(np.float32)).shape == (4, 3)
 
 
+@pytest.mark.x32
 def test_linear_default_init():
     layer = nn.Linear(random.key(0), 400, 300)
     w = _np(layer.weight)

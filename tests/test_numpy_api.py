@@ -49,10 +49,12 @@ def test_array_and_asarray(rng):
     a = jnp.array(x)
     assert a.dtype == jnp.float64
     assert_equal(a, x)
-    assert jnp.array([1.5, 2.0]).dtype == jnp.float32
-    assert jnp.array([1, 2]).dtype == jnp.int32
-    assert jnp.array([True, False]).dtype == jnp.bool_
-    assert jnp.array([1, 2.5]).dtype == jnp.float32
+    with fnx.enable_x64(False):
+        assert jnp.array(x).dtype == jnp.float32      # canonicalized without x64
+        assert jnp.array([1.5, 2.0]).dtype == jnp.float32
+        assert jnp.array([1, 2]).dtype == jnp.int32
+        assert jnp.array([True, False]).dtype == jnp.bool_
+        assert jnp.array([1, 2.5]).dtype == jnp.float32
     assert_equal(jnp.array([[1, 2], [3, 4]], dtype=jnp.float16),
                  np.array([[1, 2], [3, 4]], np.float16))
     assert jnp.array([[1, 2], [3, 4]], dtype=jnp.float16).dtype == jnp.float16
@@ -68,16 +70,18 @@ def test_array_and_asarray(rng):
 def test_zeros_ones_full(rng):
     shape = tuple(rng.integers(1, 4, size=2))
     for f, v in ((jnp.zeros, 0.0), (jnp.ones, 1.0)):
-        out = f(shape)
+        with fnx.enable_x64(False):
+            out = f(shape)
         assert out.dtype == jnp.float32
         assert_equal(out, np.full(shape, v, np.float32))
         assert f(shape, dtype=jnp.int32).dtype == jnp.int32
         assert f(3).shape == (3,)
     val = float(rng.standard_normal())
     assert_close(jnp.full(shape, val, dtype=jnp.float64), np.full(shape, val))
-    assert jnp.full((2,), 3).dtype == jnp.int32
-    assert jnp.full((2,), 2.0).dtype == jnp.float32
-    assert jnp.full((2,), True).dtype == jnp.bool_
+    with fnx.enable_x64(False):
+        assert jnp.full((2,), 3).dtype == jnp.int32
+        assert jnp.full((2,), 2.0).dtype == jnp.float32
+        assert jnp.full((2,), True).dtype == jnp.bool_
     row = rng.standard_normal(3)
     assert_close(jnp.full((2, 3), jnp.asarray(row)), np.full((2, 3), row))
 
@@ -96,16 +100,18 @@ def test_like_functions(rng):
     ia = jnp.asarray(rng.integers(0, 5, size=3))
     assert_equal(jnp.full_like(ia, 2.7), np.full_like(np.asarray(ia), 2.7))
     assert jnp.empty_like(a).shape == x.shape
-    assert jnp.ones_like([1, 2]).dtype == jnp.int32
+    with fnx.enable_x64(False):
+        assert jnp.ones_like([1, 2]).dtype == jnp.int32
 
 
 def test_arange():
     assert_equal(jnp.arange(5), np.arange(5))
-    assert jnp.arange(5).dtype == jnp.int32
     assert_equal(jnp.arange(2, 11, 3), np.arange(2, 11, 3))
     assert_equal(jnp.arange(5, -4, -2), np.arange(5, -4, -2))
     assert_close(jnp.arange(0.5, 3.0, 0.5), np.arange(0.5, 3.0, 0.5))
-    assert jnp.arange(0.5, 3.0, 0.5).dtype == jnp.float32
+    with fnx.enable_x64(False):
+        assert jnp.arange(5).dtype == jnp.int32
+        assert jnp.arange(0.5, 3.0, 0.5).dtype == jnp.float32
     assert jnp.arange(4, dtype=jnp.float64).dtype == jnp.float64
     assert jnp.arange(0).shape == (0,)
 
@@ -121,7 +127,8 @@ def test_linspace(rng):
     ref, ref_step = np.linspace(lo, hi, 5, retstep=True)
     assert_close(out, ref)
     assert_close(step, ref_step)
-    assert jnp.linspace(0, 1, 4).dtype == jnp.float32
+    with fnx.enable_x64(False):
+        assert jnp.linspace(0, 1, 4).dtype == jnp.float32
     starts, stops = rng.standard_normal(2), rng.standard_normal(2)
     assert_close(jnp.linspace(jnp.asarray(starts), jnp.asarray(stops), 4, axis=1),
                  np.linspace(starts, stops, 4, axis=1), atol=1e-14)
@@ -132,7 +139,8 @@ def test_linspace(rng):
 def test_eye_identity():
     for n, m, k in ((3, None, 0), (3, 5, 1), (4, 2, -1), (3, 3, 4)):
         assert_equal(jnp.eye(n, m, k), np.eye(n, m, k, dtype=np.float32))
-    assert jnp.eye(2).dtype == jnp.float32
+    with fnx.enable_x64(False):
+        assert jnp.eye(2).dtype == jnp.float32
     assert jnp.eye(2, dtype=jnp.int32).dtype == jnp.int32
     assert_equal(jnp.identity(4), np.identity(4))
     assert jnp.identity(3, dtype=jnp.float64).dtype == jnp.float64
@@ -194,6 +202,7 @@ def test_unary_tiny_arguments_keep_precision():
     assert_close(jnp.log1p(jnp.asarray(tiny.astype(np.float32))), np.log1p(tiny), rtol=1e-6)
 
 
+@pytest.mark.x32
 def test_integer_inputs_promote_to_default_float(rng):
     i = rng.integers(1, 9, size=5)
     for name in ("exp", "log", "sqrt", "sin"):     # floor keeps integers (as JAX)
@@ -479,12 +488,13 @@ def test_cumulative_hypothesis(sa, seed):
 
 def test_reduction_dtypes(rng):
     i = rng.integers(-5, 5, size=(3, 4)).astype(np.int32)
-    assert jnp.sum(jnp.asarray(i)).dtype == jnp.int32
-    assert jnp.mean(jnp.asarray(i)).dtype == jnp.float32
-    assert_close(jnp.mean(jnp.asarray(i), axis=0), np.mean(i, axis=0), rtol=1e-6)
     b = rng.standard_normal(7) > 0
+    with fnx.enable_x64(False):
+        assert jnp.sum(jnp.asarray(i)).dtype == jnp.int32
+        assert jnp.mean(jnp.asarray(i)).dtype == jnp.float32
+        assert_close(jnp.mean(jnp.asarray(i), axis=0), np.mean(i, axis=0), rtol=1e-6)
+        assert jnp.sum(jnp.asarray(b)).dtype == jnp.int32
     assert_equal(jnp.sum(jnp.asarray(b)), b.sum())
-    assert jnp.sum(jnp.asarray(b)).dtype == jnp.int32
     assert_equal(jnp.cumsum(jnp.asarray(b)), np.cumsum(b))
     i8 = np.array([100, 100, 100], np.int8)
     assert_equal(jnp.sum(jnp.asarray(i8)), 300)
@@ -637,7 +647,8 @@ def test_concatenate_stack_hstack_vstack(rng):
     assert_equal(jnp.hstack([jnp.asarray(v), jnp.asarray(w)]), np.hstack([v, w]))
     assert_equal(jnp.vstack([jnp.asarray(v), jnp.asarray(v)]), np.vstack([v, v]))
     # mixed dtypes promote
-    out = jnp.concatenate([jnp.asarray(np.array([1, 2])), jnp.ones(2)])
+    with fnx.enable_x64(False):
+        out = jnp.concatenate([jnp.asarray(np.array([1, 2])), jnp.ones(2)])
     assert out.dtype == jnp.float32
 
 
@@ -805,7 +816,8 @@ def test_matmul(rng):
                               J(rng.standard_normal((5, 4))))
     with pytest.raises(Exception):
         jnp.matmul(J(rng.standard_normal((3, 4))), J(rng.standard_normal((3, 4))))
-    i = jnp.array([[1, 2], [3, 4]])
+    with fnx.enable_x64(False):
+        i = jnp.array([[1, 2], [3, 4]])
     assert (i @ i).dtype == jnp.int32
     assert_equal(i @ i, np.array([[7, 10], [15, 22]]))
 
@@ -1036,6 +1048,7 @@ def test_at_grads_and_vmap(rng):
 # dtype promotion
 
 
+@pytest.mark.x32
 def test_dtype_promotion():
     i32 = jnp.asarray(np.array([1, 2], np.int32))
     f16 = jnp.asarray(np.array([1, 2], np.float16))
@@ -1053,14 +1066,19 @@ def test_dtype_promotion():
     assert_equal(i8 + u8, np.array([2, 198], np.int16))
     assert (u8 + 1).dtype == jnp.uint8
     assert (i8 * 3).dtype == jnp.int8
-    assert (f64 + 1.0).dtype == jnp.float64
-    assert (f64 * f32).dtype == jnp.float64
+    assert f64.dtype == jnp.float32        # without x64, float64 values become float32
+    with fnx.enable_x64():
+        f64 = jnp.asarray(np.array([1.0, 2.0]))
+        assert (f64 + 1.0).dtype == jnp.float64
+        assert (f64 * f32).dtype == jnp.float64
+        assert jnp.exp(f64).dtype == jnp.float64
+        assert jnp.sum(f64).dtype == jnp.float64
+        assert (f64 @ f64).dtype == jnp.float64
+        # a float64 array times a Python float keeps the float exact
+        assert_equal(f64 * 0.1, np.array([1.0, 2.0]) * 0.1)
     assert (f32 * f16).dtype == jnp.float32
     assert (i32 + f16).dtype == jnp.float16
     assert (i32 / i32).dtype == jnp.float32
-    assert jnp.exp(f64).dtype == jnp.float64
-    assert jnp.sum(f64).dtype == jnp.float64
-    assert (f64 @ f64).dtype == jnp.float64
     assert (b + b).dtype == jnp.bool_
     assert_equal(b + b, [True, False])
     assert_equal(b + jnp.asarray(np.array([False, True])), [True, True])
@@ -1069,25 +1087,31 @@ def test_dtype_promotion():
     assert (b + 1.0).dtype == jnp.float32
     assert jnp.result_type(i32, 1.0) == jnp.float32
     assert jnp.result_type(i8, u8) == jnp.int16
-    # a float64 array times a Python float keeps the float exact
-    assert_equal(f64 * 0.1, np.array([1.0, 2.0]) * 0.1)
     # weak types: a Python scalar alone is weak and yields to any array
     s = jnp.asarray(2.0)
     assert (s * f16).dtype == jnp.float16
     assert (jnp.asarray(3) + i8).dtype == jnp.int8
 
 
+@pytest.mark.x32
 def test_more_promotion_entries():
     """Entries of JAX's promotion table beyond the headline cases."""
     def arr(dt):
         return jnp.asarray(np.array([1, 2], dtype=dt))
     table = [("bool", "int8", jnp.int8), ("uint8", "int8", jnp.int16),
              ("uint16", "int8", jnp.int32), ("uint32", "int8", jnp.int64),
-             ("uint64", "int8", jnp.float32), ("int32", "float16", jnp.float16),
+             ("uint64", "int8", jnp.float64), ("int32", "float16", jnp.float16),
              ("uint8", "float16", jnp.float16), ("int64", "float16", jnp.float16),
              ("uint32", "int32", jnp.int64), ("float16", "float32", jnp.float32),
              ("float64", "complex64", jnp.complex128)]
-    for a, b, want in table:
+    with fnx.enable_x64():
+        for a, b, want in table:
+            assert (arr(a) * arr(b)).dtype == want, (a, b)
+            assert (arr(b) * arr(a)).dtype == want, (b, a)
+    # without x64, 64-bit inputs are 32-bit and uint32 with int32 stays int32
+    table32 = [("uint32", "int8", jnp.int32), ("uint64", "int8", jnp.int32),
+               ("uint32", "int32", jnp.int32), ("float64", "complex64", jnp.complex64)]
+    for a, b, want in table32:
         assert (arr(a) * arr(b)).dtype == want, (a, b)
         assert (arr(b) * arr(a)).dtype == want, (b, a)
     assert (arr("int8") + 1.5).dtype == jnp.float32
@@ -1527,6 +1551,7 @@ def test_quantile_hypothesis(sa, method, keepdims, nan, seed):
                          atol=1e-12)
 
 
+@pytest.mark.x32
 def test_quantile_grads_vmap_jit_and_errors(rng):
     J = jnp.asarray
     x = rng.standard_normal((4, 5))
@@ -1649,7 +1674,8 @@ def test_new_elementwise(rng):
     i = rng.integers(-5, 5, (3, 4))
     assert_close(jnp.fabs(J(x)), np.fabs(x))
     assert_close(jnp.fabs(J(i)), np.fabs(i))
-    assert jnp.fabs(J(i.astype(np.int32))).dtype == jnp.float32
+    with fnx.enable_x64(False):
+        assert jnp.fabs(J(i.astype(np.int32))).dtype == jnp.float32
     s = np.array([-0.0, 0.0, -np.inf, np.inf, -np.nan, np.nan, -1e-310, 2.0])
     for a in (s, s.astype(np.float32), s.astype(np.float16)):
         assert_equal(jnp.signbit(J(a)), np.signbit(a))

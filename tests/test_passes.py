@@ -234,6 +234,7 @@ def test_simplify_merges_reshapes_and_transposes():
 # Inlining, DCE, the driver
 
 
+@pytest.mark.x32
 def test_inline_nested_jit_calls():
     inner = fnx.jit(lambda x: jnp.sin(x) * 2.0)
     j = fnx.make_jaxpr(lambda x: inner(x) + inner(x + 1.0))(jnp.ones(3)).jaxpr
@@ -443,6 +444,7 @@ def _check_partition(jaxpr, groups):
             assert v in inside and v not in jaxpr.outvars
 
 
+@pytest.mark.x32
 def test_mlp_step_groups_have_dense_layers_and_rows():
     step, args = _mlp_step()
     lowered = step.lower(*args)
@@ -596,6 +598,7 @@ def test_gpu_dense_layers_take_their_activation(act, fn):
         assert not {"select_n", "tanh", "logistic"} & set(names), names
 
 
+@pytest.mark.x32
 def test_gpu_dense_layers_under_grad_keep_the_mask_the_backward_reads():
     """A ReLU layer's ``z > 0`` is recomputed from its output, next to the backward pass that
     reads it; the gradient steps become GEMMs that update the weights."""
@@ -680,6 +683,7 @@ def test_a_narrow_product_joins_the_row_group_after_it(monkeypatch, batch, class
         assert eqns[k].outvars[0] not in inputs
 
 
+@pytest.mark.x32
 def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
     """fnx.cuda.lt_backward.find: on the GPU lowering's equations of a train step, each ReLU
     layer whose backward is a product masked by h > 0 and summed over the batch (a product

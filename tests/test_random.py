@@ -164,6 +164,7 @@ def test_bernoulli_array_p():
     assert random.bernoulli(random.key(0), jnp.asarray(p)).shape == (2,)
 
 
+@pytest.mark.x32
 def test_randint_range_and_frequencies():
     r = _np(random.randint(random.key(4), (N,), 3, 10))
     assert r.dtype == np.int32 and r.min() == 3 and r.max() == 9
@@ -272,6 +273,7 @@ def _jax():
     return jax
 
 
+@pytest.mark.x32
 def test_same_numbers_as_jax():
     jax = _jax()
     k, fk = jax.random.key(0), random.key(0)
@@ -296,6 +298,7 @@ def test_same_numbers_as_jax():
                                np.asarray(jax.random.normal(k, (1000,))), atol=5e-5)
 
 
+@pytest.mark.x32
 def test_closed_form_samplers_follow_jax():
     jax = _jax()
     k, fk = jax.random.key(3), random.key(3)
@@ -389,6 +392,7 @@ def test_ks_check_has_power():
         _ks_below(_np(random.beta(K, 0.5, 2.0, (M,), F64)), "beta", 0.55, 2.0)
 
 
+@pytest.mark.x32
 @pytest.mark.parametrize("lam", [0.7, 4.0, 9.9, 10.0, 35.0, 2000.0])
 def test_poisson(lam):
     x = _np(random.poisson(K, lam, (M,)))
@@ -411,6 +415,7 @@ def test_poisson_edge_rates_and_dtype():
     _within(x[:, 2].mean(), 1e6, 1e3 / math.sqrt(1000))
 
 
+@pytest.mark.x32
 def test_geometric_and_rademacher():
     p = 0.3
     g = _np(random.geometric(K, p, (M,)))
@@ -515,6 +520,7 @@ DISTS = {"lognormal": ("lognorm", lambda v: (v,)), "weibull_min": ("weibull_min"
          "beta": ("beta", lambda v: (v, 2.0)), "generalized_normal": ("gennorm", lambda v: (v,))}
 
 
+@pytest.mark.x32
 @pytest.mark.parametrize("name", sorted(PARAMETRISED))
 def test_parameters_broadcast_against_shape(name):
     sampler, values = PARAMETRISED[name]
@@ -558,6 +564,7 @@ def test_jit_and_vmap_match_eager(name):
                                   np.stack([_np(g(v[i])) for i in (1, 2)]))
 
 
+@pytest.mark.x32
 def test_other_samplers_jit_and_vmap_match_eager():
     fs = [lambda k: random.laplace(k, (3,)), lambda k: random.logistic(k, (3,)),
           lambda k: random.cauchy(k, (3,)), lambda k: random.maxwell(k, (3,)),
@@ -634,6 +641,7 @@ def test_binomial(n, p):
     assert chi2 < stats.chi2.ppf(0.9999, len(values)), chi2
 
 
+@pytest.mark.x32
 def test_binomial_edges_broadcast_and_vmap():
     n, p = jnp.asarray([0.0, 5.0, 5.0, 7.0]), jnp.asarray([0.5, 0.0, 1.0, 1.5])
     x = _np(random.binomial(K, n, p))

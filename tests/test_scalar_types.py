@@ -29,6 +29,7 @@ def test_scalar_type_converts_under_jit_and_is_a_dtype(name):
     assert isinstance(expected.dtype.type(0), t)
 
 
+@pytest.mark.x32     # JAX's default dtypes (x64 off), here and in JAX
 def test_scalar_types_in_dtype_tests():
     x = jnp.arange(3.0)
     assert jnp.issubdtype(x.dtype, jnp.floating) and jnp.issubdtype(x.dtype, jnp.float32)

@@ -486,11 +486,12 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, (Array, Tracer)):
         return x.aval
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        return ShapedArray((), dtypes.scalar_dtype(x), weak_type=True)
+        # Python bools are not weak (bool is the lattice's bottom), as in JAX
+        return ShapedArray((), dtypes.scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
+        return ShapedArray(np.shape(x), dtypes.canonical(x.dtype))
     if hasattr(x, "__cuda_array_interface__"):
-        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+        return ShapedArray(x.shape, dtypes.canonical(x.dtype))
     if isinstance(getattr(x, "aval", None), ShapedArray):   # a ShapeDtypeStruct (jit().lower)
         return x.aval
     raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "

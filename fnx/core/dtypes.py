@@ -2,7 +2,13 @@
 
 A Python scalar (``2``, ``2.0``) is *weak*: it takes the dtype of the array it meets
 (``f16_array * 2.0`` stays float16). Alone, weak ints default to int32 and weak floats to
-float32. Unlike JAX, an explicit float64 array stays float64.
+float32.
+
+As in JAX, 64-bit types exist only with ``enable_x64`` (``jax_enable_x64``) on. Off (the
+default), every dtype entering fnx is *canonicalized*: float64 -> float32, int64 -> int32,
+uint64 -> uint32, complex128 -> complex64 (NumPy arrays, NumPy scalars, requested dtypes; a
+requested 64-bit dtype warns that it is truncated), and the promotion lattice never forms a
+64-bit type from 32-bit ones (uint32 with int32 gives int32).
 
 bfloat16 is ``ml_dtypes.bfloat16``, the type JAX uses. NumPy files it under kind "V" (a type
 defined outside NumPy), so ask ``kind``, ``is_float``, ``issubdtype`` and ``finfo`` here: they
@@ -24,14 +30,18 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 default_float = float32
 default_int = int32
+default_uint = uint32
 default_complex = complex64
+x64_enabled = False
 
 
 def set_x64(on: bool) -> None:
-    """Python scalars and dtype-less creation default to 64 bits (config ``enable_x64``)."""
-    global default_float, default_int, default_complex
-    default_float, default_int, default_complex = \
-        (float64, int64, complex128) if on else (float32, int32, complex64)
+    """64-bit types on or off (config ``enable_x64``): Python scalars and dtype-less creation
+    default to 64 bits, and 64-bit dtypes are kept instead of canonicalized to 32 bits."""
+    global default_float, default_int, default_uint, default_complex, x64_enabled
+    x64_enabled = bool(on)
+    default_float, default_int, default_uint, default_complex = \
+        (float64, int64, uint64, complex128) if on else (float32, int32, uint32, complex64)
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128}
@@ -49,10 +59,10 @@ _EDGES = {
 }
 
 
-def _upper_bounds(node):
+def _upper_bounds(node, edges=_EDGES):
     seen, stack = {node}, [node]
     while stack:
-        for nxt in _EDGES[stack.pop()]:
+        for nxt in edges[stack.pop()]:
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
@@ -60,10 +70,40 @@ def _upper_bounds(node):
 
 
 _UB = {n: frozenset(_upper_bounds(n)) for n in _EDGES}
+# Without x64, no promotion forms a 64-bit type from narrower ones: the lattice's only such
+# edge, uint32 -> int64, becomes uint32 -> int32 (as in JAX)
+_EDGES_X32 = {**_EDGES, uint32: [int32, uint64]}
+_UB_X32 = {n: frozenset(_upper_bounds(n, _EDGES_X32)) for n in _EDGES}
+
+_TO_32 = {float64: float32, int64: int32, uint64: uint32, complex128: complex64}
 
 
-def canonicalize(dtype) -> np.dtype:
-    """The numpy dtype fnx uses for ``dtype`` (Python types map to fnx's defaults)."""
+def _supported(dtype) -> np.dtype:
+    if dtype is float:
+        return float64
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    if dtype is complex:
+        return complex128
+    d = np.dtype(dtype)
+    if d not in _SUPPORTED:
+        raise TypeError(f"fnx does not support dtype {d}")
+    return d
+
+
+def canonical(dtype) -> np.dtype:
+    """The dtype fnx holds a value of ``dtype`` in (a NumPy array's, a NumPy scalar's): 64-bit
+    types become 32-bit ones unless x64 is on, silently (JAX's ``canonicalize_dtype``)."""
+    d = _supported(dtype)
+    return d if x64_enabled else _TO_32.get(d, d)
+
+
+def canonicalize(dtype, fun_name: str | None = None) -> np.dtype:
+    """The dtype fnx uses for a *requested* ``dtype`` (a ``dtype=`` argument, ``astype``):
+    Python types map to fnx's defaults, and a 64-bit dtype without x64 is truncated to 32 bits
+    with a warning (once per place), as in JAX."""
     if dtype is float:
         return default_float
     if dtype is int:
@@ -72,27 +112,56 @@ def canonicalize(dtype) -> np.dtype:
         return bool_
     if dtype is complex:
         return default_complex
-    d = np.dtype(dtype)
-    if d not in _SUPPORTED:
-        raise TypeError(f"fnx does not support dtype {d}")
-    return d
+    d = _supported(dtype)
+    if x64_enabled or d not in _TO_32:
+        return d
+    _warn_truncated(d, fun_name)
+    return _TO_32[d]
 
 
+def _warn_truncated(d, fun_name):
+    import warnings
+    where = f" requested in {fun_name}" if fun_name else ""
+    warnings.warn(f"Explicitly requested dtype {d}{where} is not available, and will be "
+                  f"truncated to dtype {_TO_32[d]}. To enable more dtypes, set the "
+                  "jax_enable_x64 configuration option (fnx.config.update(\"jax_enable_x64\", "
+                  "True)) or use fnx.enable_x64().", UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the first frame outside fnx (so the warning names the user's line)."""
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# Lattice nodes of (dtype, weak_type): a weak value is its kind's Python type (JAX's _jax_type)
 def _node(dtype, weak):
-    if not weak:
+    if not weak or dtype == bool_:
         return dtype
-    return {"b": bool_, "i": _WEAK_INT, "u": _WEAK_INT, "f": _WEAK_FLOAT,
-            "c": _WEAK_COMPLEX}[kind(dtype)]
+    return {"i": _WEAK_INT, "u": _WEAK_INT, "f": _WEAK_FLOAT, "c": _WEAK_COMPLEX}[kind(dtype)]
 
 
 @functools.lru_cache(maxsize=None)
-def _join(nodes):
-    common = frozenset.intersection(*(_UB[n] for n in nodes))
+def _join(nodes, x64):
+    ub = _UB if x64 else _UB_X32
+    common = frozenset.intersection(*(ub[n] for n in nodes))
+    inside = common & set(nodes)
+    if inside:
+        return next(iter(inside))
     # the least upper bound is the common bound that all other common bounds lie above
     for cand in common:
-        if common <= _UB[cand]:
+        if common <= ub[cand]:
             return cand
     raise TypeError(f"no common dtype for {nodes}")
+
+
+def _lub(nodes):
+    return _join(tuple(sorted(set(nodes), key=str)), x64_enabled)
 
 
 def _node_to_dtype(node):
@@ -100,19 +169,44 @@ def _node_to_dtype(node):
             _WEAK_COMPLEX: default_complex}.get(node, node)
 
 
+def lattice_result_type(*typed) -> tuple[np.dtype, bool]:
+    """JAX's ``lattice_result_type`` on ``(dtype, weak_type)`` pairs: the common dtype of the
+    operands (a weak result takes its kind's default dtype unless every operand was weak, when
+    it keeps the join of their dtypes), and whether it is weak."""
+    dts = [np.dtype(d) for d, _ in typed]
+    weaks = [bool(w) for _, w in typed]
+    if len(typed) == 1:
+        out, weak = dts[0], weaks[0]
+    elif len(set(dts)) == 1 and not all(weaks):
+        out, weak = dts[0], False
+    elif all(weaks):
+        # every operand weak: join their dtypes as if strong, and keep the result weak
+        out, weak = _node_to_dtype(_lub(dts)), True
+    else:
+        joined = _lub(_node(d, w) for d, w in typed)
+        out, weak = _node_to_dtype(joined), isinstance(joined, str)
+    return out, out != bool_ and weak
+
+
 def result_type(*typed) -> tuple[np.dtype, bool]:
-    """Promote ``(dtype, weak_type)`` pairs; returns ``(dtype, weak_type)`` of the result.
+    """Promote ``(dtype, weak_type)`` pairs as fnx.numpy's operations do (JAX's
+    ``promote_dtypes``): returns the canonical ``(dtype, weak_type)`` of the result.
 
     >>> result_type((int32, False), (float32, True))
     (dtype('float32'), False)
     """
-    nodes = tuple(_node(d, w) for d, w in typed)
-    joined = _join(tuple(sorted(set(nodes), key=str)))
-    if isinstance(joined, str):
-        return _node_to_dtype(joined), True
-    # a weak scalar never widens a strong array's dtype
-    weak = all(w for _, w in typed)
-    return joined, weak
+    out, weak = lattice_result_type(*typed)
+    return canonical(out), weak
+
+
+def promote_types(a, b) -> np.dtype:
+    """``jnp.promote_types``: the join of two dtypes on the lattice (Python's ``int``,
+    ``float``, ``complex`` count as weak), not canonicalized, as in JAX."""
+    weak = {int: _WEAK_INT, float: _WEAK_FLOAT, complex: _WEAK_COMPLEX}
+    na = weak[a] if any(a is t for t in weak) else _supported(np.dtype(a))
+    nb = weak[b] if any(b is t for t in weak) else _supported(np.dtype(b))
+    joined = _lub((na, nb))
+    return {_WEAK_INT: int64, _WEAK_FLOAT: float64, _WEAK_COMPLEX: complex128}.get(joined, joined)
 
 
 def scalar_dtype(x) -> np.dtype:

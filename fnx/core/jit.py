@@ -303,7 +303,7 @@ class Jitted:
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_leaf_sig(x) for x in leaves)
         key = (tree, avals, static, static_args, static_kwargs,
-               config.default_matmul_precision)
+               config.default_matmul_precision, config.enable_x64)
         return key, leaves, static
 
     def _trace_for(self, key, args, kwargs, static):
@@ -341,7 +341,8 @@ class Jitted:
             except _NotFast:
                 sig = None
             run = self._fast.get(sig) if sig is not None else None
-            if run is not None and config.default_matmul_precision == run[0]:
+            if run is not None and run[0] == (config.default_matmul_precision,
+                                               config.enable_x64):
                 return run[1](leaves)
         key, leaves, static = self._key(args, kwargs)
         traced = self._cache.get(key)
@@ -411,7 +412,7 @@ class Jitted:
             for i in donated_leaves:     # after the call, which may raise
                 leaves[i].delete(by)
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
-        self._fast[sig] = (config.default_matmul_precision, run)
+        self._fast[sig] = ((config.default_matmul_precision, config.enable_x64), run)
 
     def lower(self, *args, **kwargs):
         """The traced program for these arguments (the one calls run, once traced):
@@ -529,7 +530,7 @@ def _leaf_sig(x):
             # object, strings, records, datetimes (bfloat16 is a 'V' kind NumPy knows of)
             raise DTypeError(f"jit: an argument of shape {x.shape} has dtype {x.dtype}, which "
                              "fnx arrays cannot hold (numbers and booleans only)")
-        return _Sig((x.shape, x.dtype, False))
+        return _Sig((x.shape, dtypes.canonical(x.dtype), False))
     aval = get_aval(x)
     return _Sig((aval.shape, aval.dtype, aval.weak_type))
 
@@ -554,6 +555,8 @@ def explain_miss(name, old, new) -> str:
         reasons.append(f"static arguments changed from {old[3:5]} to {new[3:5]}")
     if old[5] != new[5]:
         reasons.append(f"default_matmul_precision changed from {old[5]} to {new[5]}")
+    if old[6:7] != new[6:7]:
+        reasons.append(f"enable_x64 changed from {old[6]} to {new[6]}")
     where = user_frame()
     at = f" (called at {where})" if where else ""
     return f"fnx.jit: retracing {name}{at} because " + ("; ".join(reasons) or "it was not cached")

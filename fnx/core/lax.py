@@ -441,7 +441,7 @@ def exact_scalar(x, dtype):
 
 
 def convert_element_type(x, dtype, weak_type: bool = False):
-    dtype = dtypes.canonicalize(dtype)
+    dtype = dtypes.canonical(dtype)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type and not isinstance(x, (int, float, bool)):
         return x
@@ -598,7 +598,7 @@ def full(shape, value, dtype=None, weak_type: bool | None = None):
         aval = get_aval(value)
         dtype, weak = aval.dtype, aval.weak_type if weak_type is None else weak_type
     else:
-        dtype, weak = dtypes.canonicalize(dtype), bool(weak_type)
+        dtype, weak = dtypes.canonical(dtype), bool(weak_type)
     scalar = convert_element_type_p.bind(exact_scalar(value, dtype), new_dtype=dtype,
                                          weak_type=weak)
     if tuple(shape) == ():
@@ -838,11 +838,11 @@ zero_jvp(iota_p)
 
 
 def iota(dtype, size: int):
-    return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=(int(size),), dimension=0)
+    return iota_p.bind(dtype=dtypes.canonical(dtype), shape=(int(size),), dimension=0)
 
 
 def broadcasted_iota(dtype, shape, dimension):
-    return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=tuple(shape),
+    return iota_p.bind(dtype=dtypes.canonical(dtype), shape=tuple(shape),
                        dimension=int(dimension))
 
 
@@ -1742,7 +1742,7 @@ bitcast_convert_type_p.batch = lambda vals, dims, **p: (
 
 def bitcast_convert_type(x, new_dtype):
     """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32."""
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonical(new_dtype))
 
 
 erf_inv_p = elementwise("erf_inv", _FLOAT)

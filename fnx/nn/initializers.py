@@ -16,7 +16,8 @@ from ..core import dtypes
 
 
 def _dtype(dtype):
-    return dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float)
+    return dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float,
+                              "initializer")
 
 
 def zeros(key, shape, dtype=None):

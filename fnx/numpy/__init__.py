@@ -10,9 +10,8 @@ from ..core.core import Array as ndarray
 from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, float32,  # noqa
                            float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
-from ..core.dtypes import canonicalize as dtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
-                    broadcast_to, result_type)
+                    broadcast_to, promote_types, result_type)
 from .creation import *  # noqa: F401,F403
 from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
     logspace, ones, ones_like, tri, zeros, zeros_like
@@ -52,6 +51,11 @@ bool = bool_  # noqa: A001
 integer, floating, inexact, number = _np.integer, _np.floating, _np.inexact, _np.number
 complexfloating = _np.complexfloating
 signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+
+
+def dtype(obj, align=False, copy=False):
+    """``np.dtype`` (``jnp.dtype`` is NumPy's, as in JAX: it canonicalizes nothing)."""
+    return _np.dtype(obj, align, copy)
 
 
 def isscalar(x):

@@ -28,8 +28,8 @@ def asarray(x, dtype=None):
     if _is_scalar(x):
         if dtype is None:
             return lax.convert_element_type_p.bind(x, new_dtype=dtypes.scalar_dtype(x),
-                                                   weak_type=True)
-        dt = dtypes.canonicalize(dtype)
+                                                   weak_type=not isinstance(x, bool))
+        dt = dtypes.canonicalize(dtype, "asarray")
         return lax.convert_element_type_p.bind(lax.exact_scalar(x, dt), new_dtype=dt,
                                                weak_type=False)
     if isinstance(x, (list, tuple)) and _contains_traced(x):
@@ -50,7 +50,7 @@ def asarray(x, dtype=None):
                 arr = arr.astype(dtypes.default_int)
             elif arr.dtype.kind == "c":
                 arr = arr.astype(dtypes.default_complex)
-    dt = dtypes.canonicalize(dtype if dtype is not None else arr.dtype)
+    dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else dtypes.canonical(arr.dtype)
     from ..core.core import get_backend
     backend = get_backend()
     buf = (backend.from_numpy(np.asarray(arr, dtype=dt, order="C")) if private
@@ -75,7 +75,7 @@ def _contains_traced(x) -> bool:
 
 def astype(x, dtype):
     x = asarray(x)
-    dt = dtypes.canonicalize(dtype)
+    dt = dtypes.canonicalize(dtype, "astype")
     if x.dtype == dt and not x.weak_type:
         return x
     if dt == dtypes.bool_ and x.dtype != dtypes.bool_:
@@ -84,13 +84,38 @@ def astype(x, dtype):
 
 
 def result_type(*args):
-    """The dtype fnx.numpy promotes ``args`` to (JAX's lattice, weak scalars)."""
-    return dtypes.result_type(*(_typed(a) for a in args))[0]
+    """The dtype fnx.numpy promotes ``args`` to (JAX's lattice and weak types: Python scalars
+    and the types ``int``, ``float``, ``complex`` are weak; ``None`` is the default float).
+
+    >>> result_type(jnp.float16, 2.0), result_type(jnp.int8, jnp.uint8)
+    (dtype('float16'), dtype('int16'))
+    """
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    dtype, weak = dtypes.lattice_result_type(*(_typed(a) for a in args))
+    if weak:
+        return {"b": dtypes.bool_, "i": dtypes.default_int, "u": dtypes.default_int,
+                "f": dtypes.default_float, "c": dtypes.default_complex}[dtypes.kind(dtype)]
+    return dtypes.canonical(dtype)
+
+
+def promote_types(a, b):
+    """The dtype a binary operation on dtypes ``a`` and ``b`` computes in (JAX's lattice; the
+    Python types ``int``, ``float``, ``complex`` are weak and never widen the other dtype).
+
+    >>> promote_types(jnp.float16, float), promote_types(jnp.int32, jnp.float16)
+    (dtype('float16'), dtype('float16'))
+    """
+    return dtypes.promote_types(a, b)
 
 
 def _typed(a):
-    if isinstance(a, (np.dtype, type)) or (isinstance(a, str)):
-        return dtypes.canonicalize(a), False
+    if a is None:
+        return dtypes.default_float, False
+    if a is int or a is float or a is complex:
+        return dtypes.canonicalize(a), True
+    if isinstance(a, (np.dtype, type, str)):
+        return dtypes.canonicalize(a, "dtype"), False
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
     return aval.dtype, aval.weak_type
 

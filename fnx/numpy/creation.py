@@ -21,8 +21,8 @@ def _shape(shape):
         raise DTypeError(f"shapes must be sequences of integers, got {shape!r}") from None
 
 
-def _dtype(dtype, default=None):
-    return dtypes.canonicalize(dtype) if dtype is not None else (default or dtypes.default_float)
+def _dtype(dtype, default=None, fun_name=None):
+    return dtypes.canonicalize(dtype, fun_name) if dtype is not None else (default or dtypes.default_float)
 
 
 def zeros(shape, dtype=None):
@@ -31,11 +31,11 @@ def zeros(shape, dtype=None):
     >>> zeros((2, 3)).shape
     (2, 3)
     """
-    return lax.full(_shape(shape), 0, _dtype(dtype))
+    return lax.full(_shape(shape), 0, _dtype(dtype, fun_name="zeros"))
 
 
 def ones(shape, dtype=None):
-    return lax.full(_shape(shape), 1, _dtype(dtype))
+    return lax.full(_shape(shape), 1, _dtype(dtype, fun_name="ones"))
 
 
 def empty(shape, dtype=None):
@@ -44,8 +44,9 @@ def empty(shape, dtype=None):
 
 def full(shape, fill_value, dtype=None):
     # a Python number goes straight to ``dtype`` (no rounding through the default float)
-    fill = asarray(fill_value, dtype if _is_scalar(fill_value) else None)
-    dt = fill.dtype if dtype is None else dtypes.canonicalize(dtype)
+    dt = None if dtype is None else dtypes.canonicalize(dtype, "full")
+    fill = asarray(fill_value, dt if _is_scalar(fill_value) else None)
+    dt = fill.dtype if dt is None else dt
     if fill.ndim:
         from ._core import broadcast_to
         return broadcast_to(lax.convert_element_type(fill, dt), _shape(shape))
@@ -55,7 +56,7 @@ def full(shape, fill_value, dtype=None):
 def _like(a, dtype, shape):
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
     return (_shape(shape) if shape is not None else aval.shape,
-            dtypes.canonicalize(dtype) if dtype is not None else aval.dtype)
+            dtypes.canonicalize(dtype, "zeros_like") if dtype is not None else aval.dtype)
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -92,7 +93,7 @@ def arange(start, stop=None, step=None, dtype=None):
         is_int = all(v is None or np.asarray(v).dtype.kind in "iub" for v in vals)
         dt = dtypes.default_int if is_int else dtypes.default_float
     else:
-        dt = dtypes.canonicalize(dtype)
+        dt = dtypes.canonicalize(dtype, "arange")
     return asarray(out.astype(dt))
 
 
@@ -100,7 +101,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
     num = int(num)
     from ._core import promote_dtypes_inexact
-    if dtype is not None and dtypes.is_float(dtypes.canonicalize(dtype)):
+    if dtype is not None:
+        dtype = dtypes.canonicalize(dtype, "linspace")
+    if dtype is not None and dtypes.is_float(dtype):
         # Python bounds are taken exactly in the requested float dtype
         start, stop = (asarray(v, dtype) if _is_scalar(v) else v for v in (start, stop))
     start, stop = promote_dtypes_inexact(start, stop)

@@ -609,7 +609,7 @@ def indices(dimensions, dtype=None, sparse=False):
            [0, 1, 2]], dtype=int32)
     """
     dims = _dims(dimensions, "indices")
-    dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_int
+    dt = dtypes.canonicalize(dtype, "indices") if dtype is not None else dtypes.default_int
     if sparse:
         return tuple(lax.reshape(lax.iota(dt, d), tuple(d if j == i else 1
                                                         for j in range(len(dims))))

@@ -577,7 +577,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
     """
     out = products.tensordot(x1, x2, axes, precision)
     if preferred_element_type is not None:
-        out = lax.convert_element_type(out, dtypes.canonicalize(preferred_element_type))
+        out = lax.convert_element_type(out, dtypes.canonicalize(preferred_element_type, "matmul"))
     return out
 
 

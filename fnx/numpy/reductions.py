@@ -19,7 +19,7 @@ def _keepdims(out, in_shape, axes, keepdims):
 
 def _sum_dtype(x, dtype):
     if dtype is not None:
-        return dtypes.canonicalize(dtype)
+        return dtypes.canonicalize(dtype, "sum")
     if x.dtype == dtypes.bool_ or (dtypes.is_int(x.dtype) and x.dtype.itemsize < 4):
         return dtypes.default_int if x.dtype.kind != "u" else dtypes.uint32
     return x.dtype
