@@ -9,7 +9,7 @@ import fnx
 import fnx.nn as nn
 import fnx.numpy as jnp
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, pytest.mark.x32]   # float32 programs, as users run them
 
 
 
