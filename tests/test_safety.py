@@ -429,3 +429,14 @@ def test_singular_inv_and_solve_give_inf_nan_not_an_exception(rng):
                                                         regular])))
     assert not np.isfinite(out[0]).any()
     np.testing.assert_allclose(out[1], np.linalg.inv(regular), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_transpose_of_a_nonlinear_function_raises(rng):
+    x = rng.standard_normal(3).astype(np.float32)
+    with pytest.raises(NotImplementedError, match="sin"):
+        fnx.linear_transpose(jnp.sin, x)(x)
+    with pytest.raises(ValueError, match="linear"):
+        fnx.linear_transpose(lambda v: v * v, x)(x)
+    c = rng.standard_normal(3).astype(np.float32)
+    (got,) = fnx.linear_transpose(lambda v: v * c - 2.0 * v, x)(x)
+    np.testing.assert_allclose(np.asarray(got), x * c - 2.0 * x, rtol=1e-6)

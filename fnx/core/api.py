@@ -424,17 +424,33 @@ def linear_transpose(fun: Callable, *primals):
     >>> t = linear_transpose(lambda x: 2 * x, fnx.ShapeDtypeStruct((3,), "float32"))
     >>> t(fnx.numpy.ones(3))   # (Array([2., 2., 2.], dtype=float32),)
 
-    ``fun`` is not checked for linearity (JAX rejects some nonlinear functions): for a
-    nonlinear ``fun`` the result is the transpose of its derivative at zero.
+    As in JAX, ``fun`` is transposed as traced: a nonlinear operation on its inputs (``sin``, a
+    product of two of them) raises instead of giving the transpose of some derivative.
     """
     from . import lax
     leaves, tree = tree_flatten(primals)
-    # the derivative of a linear function is the function itself, wherever it is taken
-    zeros = [lax.full(a.shape, 0, a.dtype) for a in map(_aval_of, leaves)]
-    for i, z in enumerate(zeros):
-        _check_grad_input(z, i, "linear_transpose")
-    _, pullback = vjp(fun, *tree_unflatten(tree, zeros))
-    return pullback
+    avals = [_aval_of(a) for a in leaves]
+    for i, a in enumerate(avals):
+        _check_grad_input(lax.full(a.shape, 0, a.dtype), i, "linear_transpose")
+    out_tree = []
+
+    def flat_fun(*xs):
+        outs, tree_out = tree_flatten(fun(*tree_unflatten(tree, list(xs))))
+        out_tree.append(tree_out)
+        return outs
+    closed = trace_to_jaxpr(flat_fun, [ShapedArray(a.shape, a.dtype) for a in avals])
+    out_avals = [v.aval for v in closed.jaxpr.outvars]
+
+    def transposed(out_ct):
+        cts, ct_tree = tree_flatten(out_ct)
+        if ct_tree != out_tree[0]:
+            raise TypeError(f"linear_transpose: the cotangent has structure {ct_tree}, the "
+                            f"function's output {out_tree[0]}")
+        cts = [_ct_like(ct, a) for ct, a in zip(cts, out_avals)]
+        ins = ad.backward_pass(closed.jaxpr, closed.consts,
+                               [ad.UndefinedPrimal(a) for a in closed.jaxpr.in_avals], cts)
+        return tree_unflatten(tree, [_materialize_ct(c, a) for c, a in zip(ins, avals)])
+    return transposed
 
 
 def block_until_ready(x):
