@@ -91,7 +91,10 @@ def test_gradients_match_jax_and_finite_differences():
                 rtol=1e-3, rng=rng)
     g = fnx.grad(lambda v: jnp.sum(jnp.sin(_loss_through_every_kind(v, w, jnp))))(x)
     gj = jax.grad(lambda v: jjnp.sum(jjnp.sin(_loss_through_every_kind(v, w, jjnp))))(x)
-    _close(g, gj, atol=1e-4)
+    # float32 through six transforms and a sine: agreement to float32's accuracy at this scale
+    assert np.asarray(g).dtype == np.asarray(gj).dtype
+    np.testing.assert_allclose(np.asarray(g), np.asarray(gj), rtol=2e-3,
+                               atol=2e-4 * float(np.abs(np.asarray(gj)).max()))
 
 
 @_x64
