@@ -439,3 +439,43 @@ def test_new_optimizers_same_as_optax():
         for k in params:
             np.testing.assert_allclose(out[k], np.asarray(p1[k]), rtol=1e-5, atol=1e-6,
                                        err_msg=name)
+
+
+INT_PARAM_OPTIMIZERS = ["sgd", "adam", "adamw", "nadam", "adamax", "amsgrad", "adagrad",
+                        "rmsprop", "lion", "lamb", "radam", "adabelief"]
+
+
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+@pytest.mark.parametrize("name", INT_PARAM_OPTIMIZERS)
+def test_integer_parameters_as_optax(name, x64):
+    """int32 parameters and gradients: the updates, the new parameters and the state's dtypes
+    are optax's (the moments become floats where JAX's weak typing makes them so)."""
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    optax = pytest.importorskip("optax")
+    import jax
+    with fnx.enable_x64(x64), jax.enable_x64(x64):
+        _integer_parameters_as_optax(name, optax, jax)
+
+
+def _integer_parameters_as_optax(name, optax, jax):
+    rng = np.random.default_rng()
+    params = {"w": rng.integers(-5, 6, (3, 2)).astype(np.int32),
+              "b": rng.integers(-5, 6, 4).astype(np.int32)}
+    grads = [{k: rng.integers(-3, 4, v.shape).astype(np.int32) for k, v in params.items()}
+             for _ in range(3)]
+    theirs, ours = getattr(optax, name)(0.1), getattr(optim, name)(0.1)
+    as_jax = jax.tree.map(jax.numpy.asarray, params)
+    p0, s0, p1, s1 = params, ours.init(params), as_jax, theirs.init(as_jax)
+    for g in grads:
+        u0, s0 = ours.update(g, s0, p0)
+        u1, s1 = theirs.update(jax.tree.map(jax.numpy.asarray, g), s1, p1)
+        p0, p1 = optim.apply_updates(p0, u0), optax.apply_updates(p1, u1)
+        for k in params:
+            assert u0[k].dtype == u1[k].dtype and p0[k].dtype == p1[k].dtype == np.int32
+            np.testing.assert_allclose(np.asarray(u0[k]), np.asarray(u1[k]), rtol=1e-6,
+                                       err_msg=k)
+            np.testing.assert_array_equal(np.asarray(p0[k]), np.asarray(p1[k]), err_msg=k)
+        ours_dt = [np.asarray(x).dtype for x in tree_util.tree_leaves(s0)]
+        theirs_dt = [np.asarray(x).dtype for x in tree_util.tree_leaves(s1)]
+        assert ours_dt == theirs_dt

@@ -440,3 +440,19 @@ def test_linear_transpose_of_a_nonlinear_function_raises(rng):
     c = rng.standard_normal(3).astype(np.float32)
     (got,) = fnx.linear_transpose(lambda v: v * c - 2.0 * v, x)(x)
     np.testing.assert_allclose(np.asarray(got), x * c - 2.0 * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("to", ["int8", "uint8", "int16", "int32", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float32", "float64"])
+def test_float_to_int_conversion_saturates_as_jax(src, to, rng):
+    """Out-of-range floats clamp to the integer type's bounds and NaN becomes 0, as XLA
+    converts (NumPy's cast is undefined there: +inf became INT_MIN)."""
+    jax = _jax()
+    special = [np.inf, -np.inf, np.nan, 3e38, -3e38, 1e5, -1e5, 2.0 ** 31, -2.0 ** 31, 255.5]
+    with np.errstate(over="ignore"):        # float16 holds 3e38 as inf
+        x = np.concatenate([special, rng.standard_normal(6) * 300]).astype(jnp.dtype(src))
+    with jax.enable_x64(True):
+        expected = np.asarray(jax.numpy.asarray(x).astype(to))
+    for got in (jnp.asarray(x).astype(to), fnx.jit(lambda x: x.astype(to))(x)):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(np.asarray(got), expected)

@@ -159,9 +159,26 @@ def _sort(*operands, dimension, num_keys):
 
 
 def _convert_element_type(x, *, new_dtype, weak_type):
-    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+    new_dtype = np.dtype(new_dtype)
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real          # a complex value converts through its real part, as in XLA
+    if new_dtype.kind in "iu" and dtypes.kind(x.dtype) == "f":
+        return _float_to_int(x, new_dtype)
     return x.astype(new_dtype)
+
+
+def _float_to_int(x, new_dtype):
+    """XLA's conversion: truncation toward zero that saturates at the integer type's bounds,
+    NaN to 0 (NumPy's cast leaves out-of-range values undefined: +inf became INT_MIN)."""
+    xp = numpy_linalg.array_module(x)
+    info = np.iinfo(new_dtype)
+    out = x.astype(new_dtype)
+    # 2**bits and -2**(bits-1) are exact in every float type (or overflow to inf, which no
+    # finite value of that type reaches)
+    too_big, too_small = x >= float(info.max) + 1.0, x < float(info.min)
+    return xp.where(too_big, new_dtype.type(info.max),
+                    xp.where(too_small, new_dtype.type(info.min),
+                             xp.where(x != x, new_dtype.type(0), out)))
 
 
 def _complex(x, y):

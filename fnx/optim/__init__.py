@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .. import numpy as jnp
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.pytree import tree_leaves, tree_map
 
 Schedule = Callable[[Any], Any]
@@ -62,8 +62,12 @@ def _increment(count):
 def _const(value, like):
     """``value`` as a 0-d array of ``like``'s dtype, exactly: a weak Python float would pass
     through float32 first. An array ``value`` (a hyperparameter that ``inject_hyperparams``
-    holds in the state, traced under jit) is cast."""
+    holds in the state, traced under jit) is cast. A float ``value`` meeting an integer
+    ``like`` is of the default float dtype, where JAX's weak typing puts ``0.1 * int_array``
+    (optax's moments of integer parameters are floats)."""
     dtype = np.dtype(like.dtype)
+    if isinstance(value, (float, np.floating)) and not dtypes.is_float(dtype):
+        dtype = dtypes.default_float
     if not isinstance(value, (int, float, np.number, np.ndarray)):
         return jnp.asarray(value).astype(dtype)
     return lax.convert_element_type_p.bind(np.asarray(value, dtype), new_dtype=dtype,
@@ -190,6 +194,8 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
             v_hat = v / _bias_correction(b2, count, v)
             return m_hat / (jnp.sqrt(v_hat + _const(eps_root, v)) + _const(eps, v))
         out = _tree_map(step, updates, mu, nu)
+        # the second moment keeps its dtype (an integer one holds truncated floats), as optax
+        nu = _tree_map(lambda v, old: v.astype(old.dtype), nu, state.nu)
         return out, ScaleByAdamState(count, mu, nu)
     return GradientTransformation(init, update)
 
