@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from . import reductions, ufuncs
 from ._core import asarray, canonicalize_axis
 
@@ -60,6 +60,8 @@ class ufunc:
             a = a.astype(dtype)
         if self._reduce is not None:
             kw = {} if where is None else {"where": where}
+            if dtypes.is_int(a.dtype) and self._reduce in (reductions.sum, reductions.prod):
+                kw["dtype"] = a.dtype     # JAX's ufunc.reduce keeps the operand's integer type
             out = self._reduce(a, axis=axis, keepdims=keepdims, **kw)
             # the known reductions are associative: the initial value joins at the end
             return out if initial is None else self._fn(out, initial).astype(out.dtype)
