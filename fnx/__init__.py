@@ -47,3 +47,7 @@ def named_call(fun, *, name: str | None = None):
 
 
 __version__ = "0.1.0"
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

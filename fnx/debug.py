@@ -8,3 +8,7 @@
 from .core.debugging import NaNError, debug_callback as callback, debug_print as print  # noqa
 
 __all__ = ["print", "callback", "NaNError"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -38,3 +38,7 @@ def ravel_pytree(pytree):
 
 
 __all__ = ["ravel_pytree"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -178,3 +178,7 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "triangular_solve", "solve_tri
            "vector_norm", "cond", "trace", "diagonal", "outer", "tensordot", "matmul",
            "matrix_transpose", "vecdot", "cross", "tensorinv", "tensorsolve", "cg",
            "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

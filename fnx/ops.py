@@ -95,3 +95,7 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
 
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

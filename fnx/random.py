@@ -1155,3 +1155,7 @@ __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "b
            "generalized_normal", "ball", "multivariate_normal", "orthogonal", "bernoulli",
            "rademacher", "geometric", "poisson", "binomial", "multinomial", "randint",
            "categorical", "permutation", "choice", "threefry_2x32"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -114,3 +114,7 @@ def broadcast(prefix_tree, full_tree, is_leaf=None):
     {'a': (0, 0), 'b': 1}
     """
     return _pt.tree_broadcast(prefix_tree, full_tree, is_leaf)
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -9,6 +9,7 @@ import numpy as np
 from . import ad, batching, dtypes, lax
 from .core import ShapedArray, get_aval
 from .errors import BatchingError, GradError
+from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
 from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
@@ -109,6 +110,7 @@ def linearize(fun: Callable, *primals):
     out_p, lin = ad.linearize_flat(flat, p_leaves)
     out_tree = store["tree"]
 
+    @api_boundary
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
@@ -140,6 +142,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     else:
         out_tree = tree
 
+    @api_boundary
     def vjp_fun(cotangent):
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != out_tree:
@@ -210,6 +213,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     name = getattr(fun, "__name__", "function")
 
     @functools.wraps(fun)
+    @api_boundary
     def value_and_grad_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "grad")
         dyn, rebuild = _split_args(args, nums)
@@ -279,6 +283,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
+    @api_boundary
     def grad_f(*args, **kwargs):
         out, g = vg(*args, **kwargs)
         return (g, out[1]) if has_aux else g
@@ -327,6 +332,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            holomorphic: bool = False):
     """Jacobian by forward mode (one JVP per input element, vectorised with vmap). Inputs are
     real, or complex with ``holomorphic=True`` (outputs then complex too)."""
+    @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
         dyn, rebuild = _split_args(args, nums)
@@ -373,6 +379,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            holomorphic: bool = False):
     """Jacobian by reverse mode (one VJP per output element, vectorised with vmap). Outputs
     are real, or complex with ``holomorphic=True`` (inputs then complex too)."""
+    @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
         dyn, rebuild = _split_args(args, nums)
@@ -441,6 +448,7 @@ def linear_transpose(fun: Callable, *primals):
     closed = trace_to_jaxpr(flat_fun, [ShapedArray(a.shape, a.dtype) for a in avals])
     out_avals = [v.aval for v in closed.jaxpr.outvars]
 
+    @api_boundary
     def transposed(out_ct):
         cts, ct_tree = tree_flatten(out_ct)
         if ct_tree != out_tree[0]:
@@ -479,6 +487,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
     fname = getattr(fun, "__name__", "function")
 
     @functools.wraps(fun)
+    @api_boundary
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise BatchingError(f"vmap in_axes has {len(in_axes)} entries but {fname} was "

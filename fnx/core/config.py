@@ -9,6 +9,7 @@ JAX's ``jax_``-prefixed names work too (``config.update("jax_debug_nans", True)`
 from __future__ import annotations
 
 import contextlib
+import os
 
 _OPTIONS = {
     # "highest" (full float32) or "tensorfloat32" (TF32 tensor cores) for float32 products on
@@ -38,16 +39,23 @@ _OPTIONS = {
     "numpy_dtype_promotion": "standard",
     # the backend new arrays go to ("cpu" or "gpu"); None: the GPU when CuPy finds one
     "platform_name": None,
+    # which frames the traceback of an error fnx raises shows (fnx/core/traceback_util.py):
+    # "auto", "quiet_remove_frames", "remove_frames" (fnx's frames hidden, the user's line
+    # last), "tracebackhide" (marked for IPython/pytest to hide) or "off" (all frames)
+    "traceback_filtering": os.environ.get("JAX_TRACEBACK_FILTERING", "auto"),
 }
 
-# JAX options that name no behaviour of fnx (compilation caches, traceback filtering, PRNG
+# JAX options that name no behaviour of fnx (compilation caches, PRNG
 # implementation choices): accepted and remembered, so configuration code runs unchanged
 _ACCEPTED_JAX_OPTIONS = {
-    "traceback_filtering", "compilation_cache_dir", "persistent_cache_min_compile_time_secs",
+    "compilation_cache_dir", "persistent_cache_min_compile_time_secs",
     "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
 }
+
+
+_TRACEBACK_MODES = ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto")
 
 
 class Config:
@@ -111,6 +119,8 @@ def _check(name, value):
         raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
     if name == "numpy_dtype_promotion" and value not in ("standard", "strict"):
         raise ValueError(f"numpy_dtype_promotion must be 'standard' or 'strict', got {value!r}")
+    if name == "traceback_filtering" and value not in _TRACEBACK_MODES:
+        raise ValueError(f"traceback_filtering must be one of {_TRACEBACK_MODES}, got {value!r}")
     if name in ("enable_x64", "disable_jit"):
         value = bool(value)
     return value

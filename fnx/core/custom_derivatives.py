@@ -33,6 +33,7 @@ from .errors import FnxError, TracerLeakError
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .traceback_util import api_boundary
 
 
 class CustomJVPException(FnxError):
@@ -239,6 +240,7 @@ class custom_jvp:
             return primal_out, tree_unflatten(out_tree, acc)
         self.defjvp(jvp)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         name = _name(self.fun)
         if self.jvp is None:
@@ -390,6 +392,7 @@ class custom_vjp:
             raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not supported")
         self.fwd, self.bwd = fwd, bwd
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         name = _name(self.fun)
         if self.fwd is None:

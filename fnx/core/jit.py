@@ -23,6 +23,7 @@ from .lax import primitive
 from .partial_eval import trace_to_jaxpr
 from .passes import optimize
 from .pytree import tree_flatten, tree_unflatten
+from .traceback_util import api_boundary
 
 pjit_p = primitive("pjit", multiple_results=True)
 
@@ -330,6 +331,7 @@ class Jitted:
             jaxpr = optimize(jaxpr)
         return _Traced(jaxpr, closed.consts, store["tree"])
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
@@ -414,6 +416,7 @@ class Jitted:
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = ((config.default_matmul_precision, config.enable_x64), run)
 
+    @api_boundary
     def lower(self, *args, **kwargs):
         """The traced program for these arguments (the one calls run, once traced):
         ``.as_text()`` prints its jaxpr; ``.compile()`` returns the backend executable."""
@@ -421,6 +424,7 @@ class Jitted:
         traced = self._cache.get(key) or self._trace_for(key, args, kwargs, static)
         return Lowered(traced, leaves)
 
+    @api_boundary
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
         traced = self._trace_for(key, args, kwargs, static)

@@ -19,3 +19,7 @@ from .extras import (reduce, sort_key_val, population_count, clz, reduce_precisi
                      broadcast_shapes, conv_general_shape_tuple, conv_shape_tuple, split,
                      optimization_barrier)
 from ..core.fft import fft, FftType  # noqa: E402,F401
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

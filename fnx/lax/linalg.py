@@ -7,3 +7,7 @@
 from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
 
 __all__ = ["cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -15,3 +15,7 @@ from .losses import (binary_cross_entropy, mse, sigmoid_binary_cross_entropy,  #
                      squared_error)
 from .modules import (MLP, Conv2d, Dropout, Embedding, LayerNorm, Linear, Module,  # noqa: E402
                       MultiHeadAttention, conv2d)
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

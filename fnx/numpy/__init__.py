@@ -72,3 +72,7 @@ def ndim(a):
 
 def size(a):
     return int(_np.prod(shape(a), dtype=_np.int64))
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

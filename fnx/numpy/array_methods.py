@@ -5,6 +5,7 @@ Core defines the array types; this module (above core) gives them NumPy's behavi
 from __future__ import annotations
 
 from ..core.core import Array, Tracer
+from ..core.traceback_util import api_boundary, boundary_methods
 from . import indexing, products, reductions, shapes, sorting, ufuncs
 from ._core import astype
 
@@ -102,16 +103,26 @@ _PROPERTIES = {
 }
 
 
+# the array types' own methods that raise for users (a traced value where Python needs one)
+_CORE_METHODS = ("__bool__", "__int__", "__float__", "__complex__", "__index__", "__len__",
+                 "__array__", "__hash__")
+
+
 def install(cls):
+    # every operator and method is an API boundary: its errors end at the user's line
     for name, f in _OPERATORS.items():
-        setattr(cls, name, _defer(f))
+        setattr(cls, name, api_boundary(_defer(f)))
     for name, f in _REVERSED.items():
-        setattr(cls, name, _defer(_swap(f)))
+        setattr(cls, name, api_boundary(_defer(_swap(f))))
     for name, f in _METHODS.items():
-        setattr(cls, name, _numpy_method(f) if name in _NUMPY_CALLED else f)
+        setattr(cls, name, api_boundary(_numpy_method(f) if name in _NUMPY_CALLED else f))
     for name, f in _PROPERTIES.items():
-        setattr(cls, name, property(f))
+        setattr(cls, name, property(api_boundary(f)))
+    boundary_methods(cls, _CORE_METHODS)
 
 
 install(Array)
 install(Tracer)
+boundary_methods(indexing._IndexUpdateRef, ("get", "set", "add", "subtract", "multiply",
+                                             "divide", "min", "max", "apply"))
+boundary_methods(indexing._IndexUpdateHelper, ("__getitem__",))

@@ -320,3 +320,7 @@ def ifftshift(x, axes=None):
     x = asarray(x)
     shift, axes = _shifts(x, axes, -1)
     return roll(x, shift, axes)
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

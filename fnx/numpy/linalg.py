@@ -661,3 +661,7 @@ def tensorsolve(a, b, axes=None):
                          f" and the rest must hold as many elements")
     x = solve(lax.reshape(a, (size, size)), lax.reshape(b, (size,)))
     return lax.reshape(x, out_shape)
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from . import reductions, ufuncs
+from ..core.traceback_util import boundary_methods
 from ._core import asarray, canonicalize_axis
 
 
@@ -140,6 +141,9 @@ class ufunc:
         if self._at is not None:
             return getattr(a.at[indices], self._at)(b)
         return a.at[indices].set(self._fn(a[indices], b).astype(a.dtype))
+
+
+boundary_methods(ufunc, ("__call__", "reduce", "accumulate", "outer", "at"))
 
 
 def _make(fn, identity=None, reduce=None, accumulate=None, at=None):

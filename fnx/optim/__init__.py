@@ -1000,3 +1000,7 @@ __all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm
            "linear_onecycle_schedule", "cosine_onecycle_schedule", "losses"]
 
 from . import losses  # noqa: E402  (optax.losses' names)
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

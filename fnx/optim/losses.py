@@ -139,3 +139,7 @@ def hinge_loss(predictor_outputs, targets):
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss", "log_cosh",
            "cosine_similarity", "cosine_distance", "hinge_loss"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -523,3 +523,7 @@ def hilbert(n: int):
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm",
            "expm_frechet", "hilbert", "inv", "lu", "lu_factor", "lu_pivots_to_permutation",
            "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -334,3 +334,7 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str = "BFGS", tol=N
 
 
 __all__ = ["OptimizeResults", "minimize", "minimize_bfgs", "line_search"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -195,3 +195,7 @@ def _float(x):
 __all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln", "factorial",
            "erf", "erfc", "erfinv", "expit", "logit", "logsumexp", "softmax", "log_softmax",
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -177,3 +177,7 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
 
 
 __all__ = ["cg", "gmres", "bicgstab"]
+
+from ...core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line
