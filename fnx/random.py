@@ -20,6 +20,7 @@ differentiable in their parameters by implicit reparameterisation.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ from .core.api import stop_gradient
 from .core.control_flow import while_loop
 from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
+from .core.errors import ArgumentTypeError, DTypeError
 from .numpy._core import canonicalize_axis
 from .lax.special import digamma, lgamma
 
@@ -77,9 +79,9 @@ def threefry_2x32(k1, k2, x1, x2):
 def _check_key(key, name: str):
     aval = get_aval(key)
     if aval.shape != (2,) or aval.dtype != _U32:
-        raise TypeError(f"random.{name} expects one key, a uint32[2] array from random.key or "
-                        f"random.split, got {aval.str_short()}; for a batch of keys use "
-                        "fnx.vmap")
+        raise ArgumentTypeError(f"random.{name} expects one key, a uint32[2] array from "
+                                f"random.key or random.split, got {aval.str_short()}; for a "
+                                "batch of keys use fnx.vmap")
     return key
 
 
@@ -91,7 +93,7 @@ def _key_words(key):
 def _seed_words(seed):
     """The (high, low) uint32 words of an integer seed."""
     if isinstance(seed, (bool, float, complex)):
-        raise TypeError(f"a PRNG seed must be an integer, got {seed!r}")
+        raise ArgumentTypeError(f"a PRNG seed must be an integer, got {seed!r}")
     if isinstance(seed, int):
         if not -2 ** 63 <= seed < 2 ** 63:      # JAX converts the seed to int64 first
             raise OverflowError(f"PRNG seed {seed} does not fit in a 64-bit signed integer")
@@ -188,9 +190,9 @@ def _shape(shape, name):
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     try:
-        return tuple(int(s) for s in shape)
+        return tuple(operator.index(s) for s in shape)     # 2.5 is an error, not 2
     except TypeError:
-        raise TypeError(f"random.{name}: shape must be a tuple of ints, got {shape!r}") from None
+        raise DTypeError(f"random.{name}: shape must be a tuple of ints, got {shape!r}") from None
 
 
 def _random_bits(key, bit_width: int, shape):

@@ -61,10 +61,14 @@ def _iota(*, dtype, shape, dimension):
 
 
 def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    # a real allocation, as in JAX: a zero-strided view would make jnp.zeros((10**6, 10**6))
+    # "succeed" and fail later, far from the line that asked for it
     view = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         view[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(view), shape)
+    out = np.empty(shape, x.dtype)
+    out[...] = x.reshape(view)
+    return out
 
 
 def _slice(x, *, start_indices, limit_indices, strides):

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import Array
+from ..core.errors import OutOfMemoryError
 from ..core.jaxpr import Jaxpr, Literal, Var
 from .numpy_backend import COMPUTED_IN_FLOAT32
 
@@ -56,8 +57,12 @@ class NumpyExecutable:
         for k, a in zip(self.in_slots, args):
             env[k] = a
         with np.errstate(all="ignore"):     # IEEE results without warnings, as in eager
-            for step in self.steps:
-                step(env)
+            try:
+                for step in self.steps:
+                    step(env)
+            except MemoryError:
+                raise OutOfMemoryError(f"RESOURCE_EXHAUSTED: out of memory in the jitted step "
+                                       f"{self.labels[self.steps.index(step)]}") from None
         outs = [env[k] for k in self.out_slots]
         if self.any_literal_out:      # a fresh 0-d array, not the executable's scalar
             outs = [np.array(o) if lit else o for o, lit in zip(outs, self.literal_outs)]

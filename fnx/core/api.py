@@ -8,7 +8,8 @@ import numpy as np
 
 from . import ad, batching, dtypes, lax
 from .core import ShapedArray, get_aval
-from .errors import BatchingError, GradError
+from .errors import (ArgumentTypeError, BatchingError, DTypeError, GradError, ShapeError,
+                     TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
 from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
@@ -31,8 +32,8 @@ def _argnums_tuple(argnums, nargs, name):
     nums = (argnums,) if single else tuple(argnums)
     for a in nums:
         if not -nargs <= a < nargs:
-            raise ValueError(f"{name}: argnums {argnums} out of range for {nargs} positional "
-                             "arguments")
+            raise GradError(f"{name}: argnums {argnums} out of range for {nargs} positional "
+                            "arguments")
     return single, tuple(a % nargs for a in nums)
 
 
@@ -57,20 +58,21 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     >>> y, t = jvp(fnx.numpy.sin, (0.5,), (1.0,))   # t == cos(0.5)
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
+        raise ArgumentTypeError("jvp: primals and tangents must be tuples or lists, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError(f"jvp: primal and tangent structures differ: {p_tree} vs {t_tree}")
+        raise TreeStructureError(f"jvp: primal and tangent structures differ: {p_tree} vs "
+                                 f"{t_tree}")
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         pa, ta = get_aval(p), get_aval(t)
         if pa.shape != ta.shape:
-            raise ValueError(f"jvp: primal shape {pa.shape} and tangent shape {ta.shape} differ")
+            raise ShapeError(f"jvp: primal shape {pa.shape} and tangent shape {ta.shape} differ")
         if dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype:
             if not ta.weak_type:
-                raise TypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} "
-                                "differ")
+                raise DTypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} "
+                                 "differ")
             # a Python number as the tangent takes the primal's dtype
             t_leaves[k] = lax.convert_element_type(t, pa.dtype)
     flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
@@ -85,7 +87,8 @@ def _aux_wrapper(fun, has_aux):
     def wrapped(*args):
         out = fun(*args)
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("has_aux=True requires the function to return a pair (out, aux)")
+            raise GradError("has_aux=True requires the function to return a pair (out, aux), "
+                            f"got {type(out).__name__}")
         return out
     return wrapped
 
@@ -114,8 +117,8 @@ def linearize(fun: Callable, *primals):
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
         if t_tree != p_tree:
-            raise TypeError(f"linearized function expects tangents shaped like {p_tree}, got "
-                            f"{t_tree}")
+            raise TreeStructureError(f"linearized function expects tangents shaped like "
+                                     f"{p_tree}, got {t_tree}")
         return tree_unflatten(out_tree, lin.jvp(t_leaves))
     return tree_unflatten(out_tree, out_p), f_jvp
 
@@ -146,12 +149,12 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     def vjp_fun(cotangent):
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != out_tree:
-            raise TypeError(f"vjp: cotangent structure {ct_tree} does not match the output "
-                            f"structure {out_tree}")
+            raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
+                                     f"output structure {out_tree}")
         for c, a in zip(ct_leaves, lin.out_avals):
             ca = get_aval(c)
             if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent shape {ca.shape} does not match the output "
+                raise ShapeError(f"vjp: cotangent shape {ca.shape} does not match the output "
                                  f"shape {a.shape}")
         cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, lin.out_avals)])
         cts = [_materialize_ct(c, get_aval(p)) for c, p in zip(cts, p_leaves)]
@@ -452,8 +455,12 @@ def linear_transpose(fun: Callable, *primals):
     def transposed(out_ct):
         cts, ct_tree = tree_flatten(out_ct)
         if ct_tree != out_tree[0]:
-            raise TypeError(f"linear_transpose: the cotangent has structure {ct_tree}, the "
-                            f"function's output {out_tree[0]}")
+            raise TreeStructureError(f"linear_transpose: the cotangent has structure {ct_tree},"
+                                     f" the function's output {out_tree[0]}")
+        for ct, a in zip(cts, out_avals):
+            if get_aval(ct).shape != a.shape:
+                raise ShapeError(f"linear_transpose: cotangent of shape {get_aval(ct).shape} "
+                                 f"for an output of shape {a.shape}")
         cts = [_ct_like(ct, a) for ct, a in zip(cts, out_avals)]
         ins = ad.backward_pass(closed.jaxpr, closed.consts,
                                [ad.UndefinedPrimal(a) for a in closed.jaxpr.in_avals], cts)
@@ -621,6 +628,7 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
+    @api_boundary
     def make(*args, **kwargs):
         dyn, rebuild = _static_split(args, static_argnums)
         leaves, tree = tree_flatten((tuple(dyn), kwargs))

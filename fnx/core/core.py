@@ -15,7 +15,10 @@ import numpy as np
 
 from . import dtypes
 from .config import config as _config
-from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
+from .errors import (ArgumentTypeError, ConcretizationTypeError, DTypeError, MissingRuleError,
+                     OutOfMemoryError, ShapeError, TracerArrayConversionError,
+                     TracerBoolConversionError, TracerIntegerConversionError, TracerLeakError,
+                     user_frame)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,11 +196,13 @@ class Tracer:
     def __bool__(self):
         return bool(self._concrete_for("bool()", "Python `if`/`while`/`and`/`or` on a traced "
                     "value cannot be traced: use fnx.numpy.where, fnx.lax.cond or "
-                    "fnx.lax.while_loop, or mark the argument static (static_argnums)."))
+                    "fnx.lax.while_loop, or mark the argument static (static_argnums).",
+                    TracerBoolConversionError))
 
     def __int__(self):
         return int(self._concrete_for("int()", "Use .astype(int) to keep it traced, or mark the "
-                                      "argument static (static_argnums)."))
+                                      "argument static (static_argnums).",
+                                      TracerIntegerConversionError))
 
     def __float__(self):
         return float(self._concrete_for("float()", "Use .astype(float) to keep it traced."))
@@ -207,19 +212,21 @@ class Tracer:
 
     def __index__(self):
         return int(self._concrete_for("an integer index (__index__)", "Use fnx.lax.dynamic_slice"
-                   " or index with the array itself, or mark the argument static."))
+                   " or index with the array itself, or mark the argument static.",
+                   TracerIntegerConversionError))
 
-    def _concrete_for(self, what: str, instead: str):
+    def _concrete_for(self, what: str, instead: str, error=ConcretizationTypeError):
         try:
             concrete = self.to_concrete()
         except ConcretizationTypeError:
-            raise ConcretizationTypeError(self._concretization_message(
-                f"A concrete value for {what}", instead)) from None
+            raise error(self._concretization_message(f"A concrete value for {what}",
+                                                     instead)) from None
         return concrete
 
     def __array__(self, dtype=None, copy=None):
         arr = self._concrete_for("conversion to a NumPy array", "Only concrete arrays can be "
-                                 "converted; return the value from the transformed function.")
+                                 "converted; return the value from the transformed function.",
+                                 TracerArrayConversionError)
         return arr.__array__(dtype=dtype, copy=copy)
 
     def __hash__(self):
@@ -422,20 +429,29 @@ class Array(metaclass=_ArrayMeta):
         return host
 
     def __bool__(self):
+        if self.size != 1:
+            raise ShapeError(f"the truth value of an array of shape {self.shape} with more than "
+                             "one element is ambiguous; use a.any() or a.all()")
         return bool(self._backend.to_numpy(self._value))
 
+    def _scalar(self, to: str):
+        if self.ndim:
+            raise ShapeError(f"only 0-d arrays convert to a Python {to}, got shape {self.shape}")
+        return self._backend.to_numpy(self._value)
+
     def __int__(self):
-        return int(self._backend.to_numpy(self._value))
+        return int(self._scalar("int"))
 
     def __float__(self):
-        return float(self._backend.to_numpy(self._value))
+        return float(self._scalar("float"))
 
     def __complex__(self):
-        return complex(self._backend.to_numpy(self._value))
+        return complex(self._scalar("complex"))
 
     def __index__(self):
         if not dtypes.is_int(self.dtype) or self.ndim:
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+            raise DTypeError("only integer scalar arrays can be converted to a scalar index, got "
+                             f"{self.aval.str_short()}")
         return int(self._backend.to_numpy(self._value))
 
     def __hash__(self):
@@ -494,7 +510,7 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(x.shape, dtypes.canonical(x.dtype))
     if isinstance(getattr(x, "aval", None), ShapedArray):   # a ShapeDtypeStruct (jit().lower)
         return x.aval
-    raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
+    raise ArgumentTypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
                     f"Python scalar, got {x!r:.80}")
 
 
@@ -545,7 +561,10 @@ class EvalTrace(Trace):
         # like XLA, backends give IEEE results (inf, nan) without warnings: a select often
         # discards them (a vmapped cond's untaken branch), and debug_nans reports the rest
         with np.errstate(all="ignore"):
-            out = impl(*vals, **params)
+            try:
+                out = impl(*vals, **params)
+            except MemoryError:
+                raise OutOfMemoryError.allocating(primitive.name, out_aval) from None
         if _config.debug_nans:
             from .debugging import check_nans
             check_nans(primitive, out if primitive.multiple_results else [out])

@@ -21,6 +21,8 @@ import functools
 import ml_dtypes
 import numpy as np
 
+from .errors import DTypeError
+
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
@@ -87,9 +89,12 @@ def _supported(dtype) -> np.dtype:
         return bool_
     if dtype is complex:
         return complex128
-    d = np.dtype(dtype)
+    try:
+        d = np.dtype(dtype)
+    except TypeError as e:
+        raise DTypeError(f"{e}") from None
     if d not in _SUPPORTED:
-        raise TypeError(f"fnx does not support dtype {d}")
+        raise DTypeError(f"fnx does not support dtype {d}")
     return d
 
 

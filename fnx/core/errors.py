@@ -55,8 +55,11 @@ class FnxError(Exception):
         super().__init__(message + _where(self.source))
 
 
-class ShapeError(FnxError, ValueError):
-    """Operands have shapes that do not fit together."""
+class ShapeError(FnxError, ValueError, TypeError):
+    """Operands have shapes that do not fit together. JAX raises TypeError from its
+    primitives' shape rules (``x @ y``, ``lax.add``, ``reshape``) and ValueError from
+    ``jnp``'s argument checks (``stack``, ``squeeze``, ``broadcast_to``); a ShapeError is
+    both, so either ``except`` clause of a ported program catches it."""
 
 
 class DTypeError(FnxError, TypeError):
@@ -67,12 +70,55 @@ class TypePromotionError(DTypeError, ValueError):
     """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``."""
 
 
+class ArgumentTypeError(FnxError, TypeError):
+    """An argument is not an array, a Python scalar or a pytree of them (a string, an
+    arbitrary object)."""
+
+
 class ConcretizationTypeError(FnxError, TypeError):
     """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``)."""
 
 
-class TracerLeakError(FnxError, RuntimeError):
-    """A traced value escaped the transformation that created it."""
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (an ``if``, ``while``, ``and``) of a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """``int()`` or ``__index__`` (a shape, a slice bound, ``range``) of a traced value."""
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """A traced value converted to a NumPy array (``np.asarray``, a NumPy function)."""
+
+
+class TracerLeakError(FnxError, TypeError, RuntimeError):
+    """A traced value escaped the transformation that created it (JAX's
+    ``UnexpectedTracerError``, a TypeError)."""
+
+
+UnexpectedTracerError = TracerLeakError
+
+
+class TreeStructureError(FnxError, ValueError):
+    """Pytrees that must have one structure differ (``tree_map`` over several trees, a
+    cotangent shaped unlike the output)."""
+
+
+class StaticArgumentError(FnxError, ValueError, TypeError):
+    """A static argument of ``jit`` cannot be hashed (JAX raises ValueError, Python's
+    ``hash`` TypeError)."""
+
+
+class OutOfMemoryError(FnxError, MemoryError, RuntimeError):
+    """An array could not be allocated (JAX raises a RuntimeError, RESOURCE_EXHAUSTED)."""
+
+    @classmethod
+    def allocating(cls, what: str, avals) -> "OutOfMemoryError":
+        avals = avals if isinstance(avals, (list, tuple)) else [avals]
+        size = sum(a.size * a.dtype.itemsize for a in avals)
+        shown = ", ".join(a.str_short() for a in avals)
+        return cls(f"RESOURCE_EXHAUSTED: out of memory allocating {size} bytes for the result "
+                   f"of {what} ({shown})")
 
 
 class GradError(FnxError, TypeError):
@@ -92,7 +138,3 @@ class MissingRuleError(FnxError, NotImplementedError):
 
 class DeletedArrayError(FnxError, RuntimeError):
     """An array was used after it was donated to a jitted call."""
-
-
-class FloatingPointError_(FnxError, FloatingPointError):
-    """debug_nans found a NaN."""

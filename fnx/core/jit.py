@@ -17,7 +17,7 @@ import numpy as np
 from . import ad, batching, dtypes
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
-from .errors import DTypeError, user_frame
+from .errors import DTypeError, StaticArgumentError, user_frame
 from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
@@ -168,7 +168,7 @@ def _static_key(v):
     try:
         hash(v)
     except TypeError:
-        raise TypeError(f"static arguments of jit must be hashable, got {type(v).__name__} "
+        raise StaticArgumentError(f"static arguments of jit must be hashable, got {type(v).__name__} "
                         f"{v!r:.60}") from None
     return v
 

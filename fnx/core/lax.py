@@ -550,6 +550,8 @@ broadcast_in_dim_p = primitive("broadcast_in_dim")
 
 
 def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"broadcast_in_dim: shape {_shp(shape)} has a negative dimension")
     if len(broadcast_dimensions) != x.ndim:
         raise ShapeError(f"broadcast_in_dim: operand of shape {_shp(x.shape)} needs "
                          f"{x.ndim} broadcast_dimensions, got {broadcast_dimensions}")

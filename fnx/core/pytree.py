@@ -9,6 +9,8 @@ import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple
 
+from .errors import TreeStructureError
+
 
 class _NodeType(NamedTuple):
     to_iterable: Callable      # node -> (children, aux_data)
@@ -329,11 +331,11 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
         nt = _node_type(x)
         if nt is None or type(x) is not td.node and not (td.node is tuple and
                                                           isinstance(x, tuple)):
-            raise ValueError(f"{what}: expected a {getattr(td.node, '__name__', td.node)} at "
+            raise TreeStructureError(f"{what}: expected a {getattr(td.node, '__name__', td.node)} at "
                              f"{path or 'the root'}, got {type(x).__name__}")
         children, aux = nt.to_iterable(x)
         if len(children) != len(td.children) or (td.node is dict and aux != td.aux):
-            raise ValueError(f"{what}: structures differ at {path or 'the root'}: "
+            raise TreeStructureError(f"{what}: structures differ at {path or 'the root'}: "
                              f"{td} vs {tree_structure(x)}")
         for i, (c_td, c) in enumerate(zip(td.children, children)):
             go(c_td, c, f"{path}[{td.aux[i]!r}]" if td.node is dict else f"{path}[{i}]")

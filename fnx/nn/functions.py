@@ -5,12 +5,14 @@ maximum so they neither overflow nor produce NaN gradients."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from .. import numpy as jnp
 from ..core import lax
 from ..core.api import stop_gradient
+from ..core.errors import DTypeError
 from ..numpy._core import promote_dtypes_inexact
 
 
@@ -148,6 +150,10 @@ def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
            [0., 0., 1.]], dtype=float32)
     """
     x = jnp.asarray(x)
+    try:
+        num_classes = operator.index(num_classes)
+    except TypeError:
+        raise DTypeError(f"one_hot: num_classes must be an int, got {num_classes!r}") from None
     classes = lax.broadcasted_iota(x.dtype, x.shape + (num_classes,), x.ndim)
     hot = jnp.expand_dims(x, -1) == classes
     out = hot.astype(dtype)

@@ -41,7 +41,10 @@ def asarray(x, dtype=None):
     if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
         arr, private = np.asarray(x.get()), True
     else:
-        arr = np.asarray(x)
+        try:
+            arr = np.asarray(x)
+        except ValueError as e:     # a ragged list
+            raise ShapeError(f"asarray: {e}") from None
         if isinstance(x, (list, tuple)) and dtype is None:
             # Python numbers in a list take fnx's defaults, as in JAX
             if arr.dtype.kind == "f":

@@ -1,11 +1,13 @@
 """Array creation: zeros, ones, full, arange, linspace, eye, ..."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import get_aval
-from ..core.errors import DTypeError
+from ..core.errors import DTypeError, ShapeError
 from ._core import _is_scalar, asarray
 
 
@@ -99,7 +101,9 @@ def arange(start, stop=None, step=None, dtype=None):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
-    num = int(num)
+    num = operator.index(num)
+    if num < 0:
+        raise ShapeError(f"linspace: number of samples, {num}, must be non-negative")
     from ._core import promote_dtypes_inexact
     if dtype is not None:
         dtype = dtypes.canonicalize(dtype, "linspace")

@@ -19,8 +19,10 @@ from ..core.errors import FnxError
 from ._core import _is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array
 
 
-class IndexingError(FnxError, IndexError):
-    """An index does not fit the array it indexes."""
+class IndexingError(FnxError, IndexError, TypeError):
+    """An index does not fit the array it indexes. JAX raises IndexError for most (too many
+    indices, a traced boolean mask) and TypeError for a float index; an IndexingError is
+    both."""
 
 
 def _is_advanced(i) -> bool:

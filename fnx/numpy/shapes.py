@@ -212,6 +212,8 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
         b = lax.broadcast_in_dim(a, shape, tuple(i for i in range(a.ndim + 1) if i != ax + 1))
         return lax.reshape(b, a.shape[:ax] + (a.shape[ax] * r,) + a.shape[ax + 1:])
     reps = np.asarray(repeats)
+    if reps.shape not in ((1,), (a.shape[ax],)):
+        raise ShapeError(f"repeat: {reps.shape[0]} repeats for an axis of size {a.shape[ax]}")
     idx = np.repeat(np.arange(a.shape[ax]), reps)
     return lax.take(a, asarray(idx.astype(np.int32)), ax)
 
@@ -256,8 +258,14 @@ def _pad_pairs(value, ndim, what):
     v = np.asarray(value, dtype=object if what == "constant_values" else np.int64)
     if v.ndim == 0:
         v = np.asarray([[value, value]], dtype=v.dtype)
-    return np.broadcast_to(v.reshape(-1, 2) if v.size != 1 else v.reshape(1, 1),
-                           (ndim, 2)) if ndim else np.zeros((0, 2), v.dtype)
+    if not ndim:
+        return np.zeros((0, 2), v.dtype)
+    try:
+        return np.broadcast_to(v.reshape(-1, 2) if v.size != 1 else v.reshape(1, 1), (ndim, 2))
+    except ValueError:
+        raise ShapeError(f"pad: {what} of shape {v.shape} does not fit an array of {ndim} "
+                         "dimensions (give a scalar, a (before, after) pair or one pair per "
+                         "axis)") from None
 
 
 # modes whose padding repeats elements of the array: NumPy's own pad of the positions
