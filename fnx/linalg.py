@@ -84,9 +84,11 @@ def cho_solve(c_and_lower, b):
         raise ShapeError(f"cho_solve: factor of shape {c.shape} does not fit b of shape "
                          f"{b.shape}")
     c, b = _broadcast_batch(c, b)
-    # a = L L^T: solve L y = b, then L^T x = y (with L = c.T when c is upper)
-    y = _lp.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
-    x = _lp.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower)
+    # a = L L^H: solve L y = b, then L^H x = y (with L = c^H when c is upper)
+    y = _lp.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower,
+                             conjugate_a=not lower)
+    x = _lp.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                             conjugate_a=lower)
     return x[..., 0] if vector else x
 
 

@@ -909,3 +909,80 @@ def test_numpy_fallbacks_match(monkeypatch):
     unit = linalg.triangular_solve(t, b, left_side=True, lower=True, unit_diagonal=True)
     np.testing.assert_allclose(_np(unit), np.linalg.solve(np.tril(t, -1) + np.eye(4), b),
                                rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Complex matrices: JAX's results and JAX's gradient convention
+
+
+def _complex_cases(n=3):
+    """Functions of a complex (n, n) matrix whose outputs do not depend on the arbitrary
+    phases of eigenvectors and singular vectors; m is jnp or jax.numpy, sl its scipy.linalg."""
+    def herm(m, a):
+        return a @ m.conj(a).T + n * m.eye(n)
+
+    def eig_mix(m, sl, a, b):
+        w, v = m.linalg.eigh(herm(m, a))
+        return w, (v * m.sqrt(w)) @ m.conj(v).T
+
+    def svd_mix(m, sl, a, b):
+        u, s, vh = m.linalg.svd(a, full_matrices=False)
+        return s, (u * m.log(s)) @ vh
+
+    return {
+        "cholesky": lambda m, sl, a, b: m.linalg.cholesky(herm(m, a)),
+        "solve": lambda m, sl, a, b: m.linalg.solve(a, b),
+        "inv": lambda m, sl, a, b: m.linalg.inv(a),
+        "det": lambda m, sl, a, b: m.linalg.det(a),
+        "slogdet": lambda m, sl, a, b: tuple(m.linalg.slogdet(a)),
+        "qr": lambda m, sl, a, b: tuple(m.linalg.qr(a)),
+        "qr_tall": lambda m, sl, a, b: tuple(m.linalg.qr(m.concatenate([a, b.T]))),
+        "eigh": eig_mix,
+        "svd": svd_mix,
+        "svd_wide": lambda m, sl, a, b: svd_mix(m, sl, m.concatenate([a, b], axis=1), b),
+        "svdvals": lambda m, sl, a, b: m.linalg.svd(a, compute_uv=False),
+        "triangular_solve": lambda m, sl, a, b: sl.solve_triangular(m.tril(a) + 3 * m.eye(n),
+                                                                     b, lower=True),
+        "triangular_solve_upper_h": lambda m, sl, a, b: sl.solve_triangular(
+            m.triu(a) + 3 * m.eye(n), b, lower=False, trans="C"),
+        "lstsq": lambda m, sl, a, b: m.linalg.lstsq(m.concatenate([a, b.T]),
+                                                    m.concatenate([b, b[:2]]))[0],
+        "pinv": lambda m, sl, a, b: m.linalg.pinv(a),
+        "cho_solve": lambda m, sl, a, b: sl.cho_solve(sl.cho_factor(herm(m, a)), b),
+    }
+
+
+@pytest.mark.parametrize("name", list(_complex_cases()))
+def test_complex_linalg_values_and_gradients_as_jax(name):
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jax = pytest.importorskip("jax")
+    import jax.scipy.linalg as jsl
+    rng = np.random.default_rng()
+    n = 3
+    a = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)) + 2 * np.eye(n)
+    b = rng.standard_normal((n, 2)) + 1j * rng.standard_normal((n, 2))
+    f = _complex_cases(n)[name]
+
+    def loss(m, sl, weights):
+        # a real function of every output: the gradient is JAX's conjugate convention
+        def value(a, b):
+            outs = f(m, sl, a, b)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            return sum(m.sum(m.real(o * w)) for o, w in zip(outs, weights))
+        return value
+
+    with jax.enable_x64(True):
+        want = f(jax.numpy, jsl, a, b)
+        want = want if isinstance(want, tuple) else (want,)
+        weights = [rng.standard_normal(np.shape(o)) + 1j * rng.standard_normal(np.shape(o))
+                   for o in want]
+        want_grads = jax.grad(loss(jax.numpy, jsl, weights), argnums=(0, 1))(a, b)
+    got = f(jnp, fnx.scipy.linalg, a, b)
+    got = got if isinstance(got, tuple) else (got,)
+    for g, w in zip(got, want):
+        assert g.dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9)
+    got_grads = fnx.grad(loss(jnp, fnx.scipy.linalg, weights), argnums=(0, 1))(a, b)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-7, atol=1e-9)

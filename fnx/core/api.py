@@ -8,8 +8,8 @@ import numpy as np
 
 from . import ad, batching, dtypes, lax
 from .core import ShapedArray, get_aval
-from .errors import (ArgumentTypeError, BatchingError, DTypeError, GradError, ShapeError,
-                     TreeStructureError)
+from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DTypeError, GradError,
+                     ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
 from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
@@ -156,6 +156,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             if ca.shape != a.shape:
                 raise ShapeError(f"vjp: cotangent shape {ca.shape} does not match the output "
                                  f"shape {a.shape}")
+            if dtypes.kind(ca.dtype) == "c" and dtypes.kind(a.dtype) != "c":
+                raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the real "
+                                         f"output {a.str_short()}; a real output takes a real "
+                                         "cotangent")
         cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, lin.out_avals)])
         cts = [_materialize_ct(c, get_aval(p)) for c, p in zip(cts, p_leaves)]
         return tree_unflatten(p_tree, cts)

@@ -75,6 +75,11 @@ class ArgumentTypeError(FnxError, TypeError):
     arbitrary object)."""
 
 
+class CotangentTypeError(DTypeError, ValueError):
+    """A cotangent given to a VJP function has a dtype its output cannot take (a complex
+    cotangent for a real output); JAX raises ValueError."""
+
+
 class ConcretizationTypeError(FnxError, TypeError):
     """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``)."""
 
@@ -105,8 +110,8 @@ class TreeStructureError(FnxError, ValueError):
 
 
 class StaticArgumentError(FnxError, ValueError, TypeError):
-    """A static argument of ``jit`` cannot be hashed (JAX raises ValueError, Python's
-    ``hash`` TypeError)."""
+    """``jit``'s static or donated arguments are misnamed, or a static argument cannot be
+    hashed (JAX raises ValueError, Python's ``hash`` TypeError)."""
 
 
 class OutOfMemoryError(FnxError, MemoryError, RuntimeError):

@@ -168,8 +168,8 @@ def _static_key(v):
     try:
         hash(v)
     except TypeError:
-        raise StaticArgumentError(f"static arguments of jit must be hashable, got {type(v).__name__} "
-                        f"{v!r:.60}") from None
+        raise StaticArgumentError(f"static arguments of jit must be hashable, got "
+                                  f"{type(v).__name__} {v!r:.60}") from None
     return v
 
 
@@ -226,16 +226,16 @@ def _resolve_argnums(fun, what, argnums, argnames):
     if not varargs:
         bad = [i for i in argnums if not -n <= i < n]
         if bad:
-            raise ValueError(f"jitted function {getattr(fun, '__name__', fun)!r} has "
-                             f"{what}_argnums={argnums}, but only accepts {n} positional "
-                             f"argument{'s' if n != 1 else ''}")
+            raise StaticArgumentError(
+                f"jitted function {getattr(fun, '__name__', fun)!r} has {what}_argnums="
+                f"{argnums}, but only accepts {n} positional argument{'s' if n != 1 else ''}")
         argnums = tuple(i % n for i in argnums)
     named = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
     unknown = set(argnames) - named - {p.name for p in positional}
     if unknown and not varkw:
-        raise ValueError(f"jitted function {getattr(fun, '__name__', fun)!r} has invalid "
-                         f"argnames {sorted(unknown)} in {what}_argnames: it takes no such "
-                         "arguments")
+        raise StaticArgumentError(
+            f"jitted function {getattr(fun, '__name__', fun)!r} has invalid argnames "
+            f"{sorted(unknown)} in {what}_argnames: it takes no such arguments")
     names = tuple(argnames) + tuple(positional[i].name for i in argnums
                                     if 0 <= i < n and positional[i].name in named
                                     and positional[i].name not in argnames)
@@ -278,8 +278,8 @@ class Jitted:
         both = (set(self.static_argnames) & set(self.donate_argnames)) | \
             (set(self.static_argnums) & set(self.donate_argnums))
         if both:
-            raise ValueError(f"jit: arguments {sorted(both, key=str)} are both static and "
-                             "donated; static arguments have no buffers to donate")
+            raise StaticArgumentError(f"jit: arguments {sorted(both, key=str)} are both static "
+                                      "and donated; static arguments have no buffers to donate")
         self.name = getattr(fun, "__name__", "fun")
         _all_jitted.add(self)
         self._cache: dict = {}

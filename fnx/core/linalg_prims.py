@@ -3,8 +3,9 @@ its rules.
 
 Operands may carry leading batch dimensions (``(..., m, n)``), so a batching rule only moves the
 mapped axis to the front. fnx.numpy.linalg and fnx.linalg build solve, inv, det, slogdet and
-cho_solve on ``lu`` and ``triangular_solve``. The derivative rules follow JAX's
-(jax/_src/lax/linalg.py) for real dtypes.
+cho_solve on ``lu`` and ``triangular_solve``. Complex matrices are Hermitian where real ones
+are symmetric; the derivative rules are JAX's (jax/_src/lax/linalg.py), with its conjugate
+transposes, so gradients follow JAX's convention for complex inputs too.
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def _check_matrix(name, x, square=False):
         raise ShapeError(f"{name} needs a matrix (or a batch of them), got shape {_shp(x.shape)}")
     if square and x.shape[-1] != x.shape[-2]:
         raise ShapeError(f"{name} needs square matrices, got shape {_shp(x.shape)}")
-    if not dtypes.is_float(x.dtype) or x.dtype.kind == "c":
-        raise DTypeError(f"{name} supports real floating-point matrices, got {x.dtype}")
+    if not dtypes.is_float(x.dtype):
+        raise DTypeError(f"{name} supports floating-point and complex matrices, got {x.dtype}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,6 +71,26 @@ def swap_last(x):
     return lax.transpose(x, perm)
 
 
+def adjoint(x):
+    """The conjugate transpose over the last two axes (the transpose of a real ``x``)."""
+    x = swap_last(x)
+    return lax.conj(x) if _is_complex(x) else x
+
+
+def _is_complex(x) -> bool:
+    return dtypes.kind(get_aval(x).dtype) == "c"
+
+
+def _real_part(x):
+    return lax.real(x) if _is_complex(x) else x
+
+
+def _as_dtype_of(x, like):
+    """Real ``x`` in ``like``'s (maybe complex) dtype."""
+    dtype = get_aval(like).dtype
+    return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)
+
+
 def matmul(a, b):
     """``a @ b`` for operands with the same leading batch dims."""
     nd = get_aval(a).ndim
@@ -78,8 +99,8 @@ def matmul(a, b):
 
 
 def _symmetrize(x):
-    """``(x + x.T) / 2``: a decomposition of it has the symmetric derivative."""
-    return lax.mul(lax.add(x, swap_last(x)), lax.full((), 0.5, get_aval(x).dtype))
+    """``(x + x^H) / 2``: a decomposition of it has the symmetric (Hermitian) derivative."""
+    return lax.mul(lax.add(x, adjoint(x)), lax.full((), 0.5, get_aval(x).dtype))
 
 
 def _diagonal(x):
@@ -134,6 +155,7 @@ def _triangular_solve_jvp_a(g_a, ans, a, *, left_side, lower, transpose_a, conju
     g_a = tril(g_a, -k) if lower else triu(g_a, k)
     g_a = lax.neg(g_a)
     g_a = swap_last(g_a) if transpose_a else g_a
+    g_a = lax.conj(g_a) if conjugate_a and _is_complex(g_a) else g_a
 
     def a_inverse(rhs):
         return triangular_solve(a, rhs, left_side=left_side, lower=lower,
@@ -212,12 +234,13 @@ def _phi(x):
 
 
 def _cholesky_jvp(primals, tangents):
-    # L_dot = L phi(L^-1 x_dot L^-T), Murray (2016), arXiv:1602.07527
+    # L_dot = L phi(L^-1 x_dot L^-H), Murray (2016), arXiv:1602.07527
     (x,), (t,) = primals, tangents
     L = cholesky_p.bind(x)
     if isinstance(t, Zero):
         return L, Zero(tangent_aval(get_aval(L)))
-    tmp = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True)
+    tmp = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True,
+                           conjugate_a=True)
     inner = triangular_solve(L, tmp, left_side=True, lower=True)
     return L, matmul(L, _phi(inner))
 
@@ -229,11 +252,11 @@ cholesky_p.batch = lambda vals, dims: (cholesky_p.bind(bdim_at_front(vals[0], di
 
 
 def cholesky(x, symmetrize_input: bool = True):
-    """Lower Cholesky factor of symmetric positive-definite ``x`` (NaNs where it is not
-    positive definite, as in JAX). ``symmetrize_input`` uses ``(x + x.T) / 2``, which makes the
-    derivative the symmetric one.
+    """Lower Cholesky factor of symmetric (Hermitian) positive-definite ``x`` (NaNs where it
+    is not positive definite, as in JAX). ``symmetrize_input`` uses ``(x + x^H) / 2``, which
+    makes the derivative the symmetric one.
 
-    >>> L = cholesky(a); L @ L.T   # == a
+    >>> L = cholesky(a); L @ L.conj().T   # == a
     """
     if symmetrize_input:
         x = _symmetrize(x)
@@ -329,9 +352,12 @@ def _qr_jvp(primals, tangents, *, full_matrices):
         raise NotImplementedError("the derivative of qr is defined for m >= n and reduced "
                                   "(full_matrices=False) factors only, as in JAX")
     dx_rinv = triangular_solve(r, dx)     # dx @ r^-1
-    qt_dx_rinv = matmul(swap_last(q), dx_rinv)
+    qt_dx_rinv = matmul(adjoint(q), dx_rinv)
     lower = tril(qt_dx_rinv, -1)
-    do = lax.sub(lower, swap_last(lower))   # skew-symmetric
+    do = lax.sub(lower, adjoint(lower))   # skew-Hermitian
+    if _is_complex(qt_dx_rinv):     # and the imaginary part of the diagonal, as JAX
+        imag_part = lax.sub(qt_dx_rinv, _as_dtype_of(lax.real(qt_dx_rinv), qt_dx_rinv))
+        do = lax.add(do, lax.mul(eye_like(do), imag_part))
     dq = lax.add(matmul(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
     dr = matmul(lax.sub(qt_dx_rinv, do), r)
     return [q, r], [dq, dr]
@@ -362,7 +388,7 @@ eigh_p = primitive("eigh", multiple_results=True)
 def _eigh_aval(x, *, lower):
     _check_matrix("eigh", x, square=True)
     return [ShapedArray(x.shape, x.dtype, x.weak_type),
-            ShapedArray(x.shape[:-1], x.dtype, x.weak_type)]
+            ShapedArray(x.shape[:-1], lax.complex_basetype(x.dtype), x.weak_type)]
 
 
 def _reciprocal_off_diagonal(d, eye):
@@ -383,10 +409,11 @@ def _eigh_jvp(primals, tangents, *, lower):
         return [v, w], [Zero(tangent_aval(get_aval(v))), Zero(tangent_aval(get_aval(w)))]
     shape = get_aval(v).shape
     eye = eye_like(v)
-    gaps = lax.sub(_along_rows(w, shape), _along_cols(w, shape))    # w_j - w_i
-    s = matmul(matmul(swap_last(v), x_dot), v)
+    wc = _as_dtype_of(w, v)
+    gaps = lax.sub(_along_rows(wc, shape), _along_cols(wc, shape))    # w_j - w_i
+    s = matmul(matmul(adjoint(v), x_dot), v)
     v_dot = matmul(v, lax.mul(_reciprocal_off_diagonal(gaps, eye), s))
-    return [v, w], [v_dot, _diagonal(s)]
+    return [v, w], [v_dot, _real_part(_diagonal(s))]
 
 
 eigh_p.abstract_eval = _eigh_aval
@@ -397,7 +424,8 @@ eigh_p.batch = lambda vals, dims, *, lower: (
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
          sort_eigenvalues: bool = True):
-    """Eigendecomposition of symmetric ``x``: ``(v, w)`` with ``x @ v == v * w``, the eigenvalues
+    """Eigendecomposition of symmetric (Hermitian) ``x``: ``(v, w)`` with ``x @ v == v * w``,
+    the (real) eigenvalues
     ``w`` ascending (always, so ``sort_eigenvalues`` changes nothing) and the eigenvectors in the
     columns of ``v``. Only the ``lower`` or upper triangle is read; ``symmetrize_input`` uses
     ``(x + x.T) / 2``, which makes the derivative the symmetric one (lax.linalg.eigh: note the
@@ -423,7 +451,7 @@ def _svd_aval(x, *, full_matrices, compute_uv):
     _check_matrix("svd", x)
     m, n = x.shape[-2:]
     batch, k = x.shape[:-2], min(m, n)
-    s = ShapedArray(batch + (k,), x.dtype, x.weak_type)
+    s = ShapedArray(batch + (k,), lax.complex_basetype(x.dtype), x.weak_type)
     if not compute_uv:
         return [s]
     return [s, ShapedArray(batch + (m, m if full_matrices else k), x.dtype, x.weak_type),
@@ -449,27 +477,37 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
             f"use full_matrices=False")
     # square full factors are the reduced ones; without u and vh they are computed here
     s, u, vh = outs if compute_uv else svd_p.bind(x, full_matrices=False, compute_uv=True)
-    v = swap_last(vh)
-    ds_mat = matmul(matmul(swap_last(u), x_dot), v)
-    s_dot = _diagonal(ds_mat)
+    v = adjoint(vh)
+    ds_mat = matmul(matmul(adjoint(u), x_dot), v)
+    s_dot = _real_part(_diagonal(ds_mat))
     if not compute_uv:
         return outs, [s_dot]
     shape = get_aval(ds_mat).shape
-    s_j, s_i = _along_rows(s, shape), _along_cols(s, shape)
+    sc = _as_dtype_of(s, ds_mat)
+    s_j, s_i = _along_rows(sc, shape), _along_cols(sc, shape)
     f = _reciprocal_off_diagonal(lax.mul(lax.add(s_j, s_i), lax.sub(s_j, s_i)), eye_like(ds_mat))
     ds_s, s_ds = lax.mul(ds_mat, s_j), lax.mul(s_i, ds_mat)
-    # the diagonal of U^T U_dot (imaginary for complex dtypes) is zero for real ones
-    u_dot = matmul(u, lax.mul(f, lax.add(ds_s, swap_last(ds_s))))
-    v_dot = matmul(v, lax.mul(f, lax.add(s_ds, swap_last(s_ds))))
+    u_dot = matmul(u, lax.mul(f, lax.add(ds_s, adjoint(ds_s))))
+    v_dot = matmul(v, lax.mul(f, lax.add(s_ds, adjoint(s_ds))))
+    if _is_complex(ds_mat):
+        # the diagonal of U^H U_dot is imaginary for complex dtypes (zero for real ones):
+        # (dS - dS^H) / 2 over s there, as JAX (a zero singular value contributes nothing)
+        eye = eye_like(ds_mat)
+        zero_s = lax.convert_element_type(lax.eq(s_i, lax.full((), 0, get_aval(s_i).dtype)),
+                                          get_aval(sc).dtype)
+        s_inv = lax.sub(lax.div(eye, lax.add(s_i, zero_s)), lax.mul(zero_s, eye))
+        half = lax.full((), 0.5, get_aval(ds_mat).dtype)
+        u_dot = lax.add(u_dot, matmul(u, lax.mul(lax.mul(half, lax.sub(ds_mat, adjoint(ds_mat))),
+                                                 s_inv)))
     if m > n:
         x_dot_v = matmul(x_dot, v)
-        outside = lax.sub(x_dot_v, matmul(u, matmul(swap_last(u), x_dot_v)))
-        u_dot = lax.add(u_dot, lax.div(outside, _along_rows(s, get_aval(outside).shape)))
+        outside = lax.sub(x_dot_v, matmul(u, matmul(adjoint(u), x_dot_v)))
+        u_dot = lax.add(u_dot, lax.div(outside, _along_rows(sc, get_aval(outside).shape)))
     if n > m:
-        x_dot_t_u = matmul(swap_last(x_dot), u)
-        outside = lax.sub(x_dot_t_u, matmul(v, matmul(vh, x_dot_t_u)))
-        v_dot = lax.add(v_dot, lax.div(outside, _along_rows(s, get_aval(outside).shape)))
-    return outs, [s_dot, u_dot, swap_last(v_dot)]
+        x_dot_h_u = matmul(adjoint(x_dot), u)
+        outside = lax.sub(x_dot_h_u, matmul(v, matmul(vh, x_dot_h_u)))
+        v_dot = lax.add(v_dot, lax.div(outside, _along_rows(sc, get_aval(outside).shape)))
+    return outs, [s_dot, u_dot, adjoint(v_dot)]
 
 
 def _svd_batch(vals, dims, *, full_matrices, compute_uv):
@@ -499,4 +537,4 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
 
 __all__ = ["cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "qr", "qr_p", "svd",
            "svd_p", "triangular_solve", "triangular_solve_p", "tril", "triu", "matmul",
-           "swap_last", "eye_like"]
+           "swap_last", "adjoint", "eye_like"]

@@ -331,12 +331,12 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
         nt = _node_type(x)
         if nt is None or type(x) is not td.node and not (td.node is tuple and
                                                           isinstance(x, tuple)):
-            raise TreeStructureError(f"{what}: expected a {getattr(td.node, '__name__', td.node)} at "
-                             f"{path or 'the root'}, got {type(x).__name__}")
+            raise TreeStructureError(f"{what}: expected a {getattr(td.node, '__name__', td.node)}"
+                                     f" at {path or 'the root'}, got {type(x).__name__}")
         children, aux = nt.to_iterable(x)
         if len(children) != len(td.children) or (td.node is dict and aux != td.aux):
             raise TreeStructureError(f"{what}: structures differ at {path or 'the root'}: "
-                             f"{td} vs {tree_structure(x)}")
+                                     f"{td} vs {tree_structure(x)}")
         for i, (c_td, c) in enumerate(zip(td.children, children)):
             go(c_td, c, f"{path}[{td.aux[i]!r}]" if td.node is dict else f"{path}[{i}]")
     go(treedef, tree, "")

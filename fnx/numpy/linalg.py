@@ -134,7 +134,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     (a,) = promote_dtypes_inexact(asarray(a))
     _square("cholesky", a)
     L = _lp.cholesky(a, symmetrize_input=symmetrize_input)
-    return _lp.swap_last(L) if upper else L
+    return _lp.adjoint(L) if upper else L
 
 
 def _lu_solve(lu, perm, b):
@@ -220,9 +220,28 @@ def slogdet(a):
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     _square("slogdet", a)
+    return SlogdetResult(*_slogdet(a))
+
+
+@custom_jvp
+def _slogdet(a):
     sign, diag, _ = _lu_sign_and_diag(a)
     sign = lax.mul(sign, reductions.prod(lax.sign(diag), -1))
-    return SlogdetResult(sign, reductions.sum(lax.log(lax.abs_(diag)), -1))
+    return sign, reductions.sum(lax.log(lax.abs_(diag)), -1)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals, tangents):
+    # d log det a = tr(a^-1 da): its real part is d log|det a|, its imaginary part turns the
+    # sign (lax.sign itself has a zero derivative, as in JAX)
+    (a,), (da,) = primals, tangents
+    sign, logabsdet = _slogdet(a)
+    d = shapes.trace(solve(a, da), axis1=-2, axis2=-1)
+    if dtypes.kind(sign.dtype) != "c":
+        return (sign, logabsdet), (lax.full(sign.shape, 0, sign.dtype), d)
+    d_abs = lax.real(d)
+    return (sign, logabsdet), (lax.mul(lax.sub(d, lax.convert_element_type(d_abs, d.dtype)),
+                                       sign), d_abs)
 
 
 def qr(a, mode: str = "reduced"):
@@ -280,7 +299,8 @@ def _svd_of_symmetric(a, compute_uv):
                       lax.sort([s, order, lax.sign(w)], dimension=last, num_keys=1))
     columns = tuple(range(last)) + (last + 1,)    # a vector per matrix, one entry per column
     u = lax.take_along_axis(v, lax.broadcast_in_dim(order, v.shape, columns), last + 1)
-    vh = _lp.swap_last(lax.mul(u, lax.broadcast_in_dim(sign, u.shape, columns)))
+    sign = lax.convert_element_type(lax.broadcast_in_dim(sign, u.shape, columns), u.dtype)
+    vh = _lp.adjoint(lax.mul(u, sign))
     return SVDResult(u, s, vh)
 
 
@@ -334,7 +354,7 @@ def _pinv_value(a, rtol, hermitian):
     cutoff = rtol[..., None] * s[..., :1]
     # 1 / inf = 0 drops the negligible singular values
     s = ufuncs.where(s > cutoff, s, float("inf"))
-    return _lp.swap_last(vh) @ (_lp.swap_last(u) / s[..., None])
+    return _lp.adjoint(vh) @ (_lp.adjoint(u) / s[..., None].astype(u.dtype))
 
 
 _pinv = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
@@ -342,11 +362,11 @@ _pinv = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
 
 @_pinv.defjvp
 def _pinv_jvp(rtol, hermitian, primals, tangents):
-    # d pinv = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, for P = pinv(A) of
+    # d pinv = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P, for P = pinv(A) of
     # locally constant rank (Golub & Pereyra 1973); written without the identities
     (a,), (da,) = primals, tangents
     p = _pinv(a, rtol, hermitian)
-    t = _lp.swap_last
+    t = _lp.adjoint
     da_t = t(da)
     dp = -(p @ da @ p) + (p @ t(p)) @ (da_t - (da_t @ a) @ p) \
         + (da_t - p @ (a @ da_t)) @ (t(p) @ p)
@@ -380,7 +400,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     keep = s >= asarray(rcond, s.dtype) * s[:1]
     rank = reductions.sum(keep, None)
     s_inv = ufuncs.where(keep, 1 / ufuncs.where(keep, s, 1.0), 0.0)
-    x = _lp.swap_last(vh) @ (s_inv[:, None] * (_lp.swap_last(u) @ b))
+    x = _lp.adjoint(vh) @ (s_inv[:, None].astype(u.dtype) * (_lp.adjoint(u) @ b))
     if numpy_resid and (int(rank) < n or m <= n):
         residuals = lax.full((0,), 0, a.dtype)
     else:

@@ -72,8 +72,8 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
     (a,) = _inexact(a)
     _square("cholesky", a)
     # only the asked-for triangle is read (not symmetrized, as jax.scipy.linalg.cholesky)
-    L = _lp.cholesky(a if lower else _lp.swap_last(a), symmetrize_input=False)
-    return L if lower else _lp.swap_last(L)
+    L = _lp.cholesky(a if lower else _lp.adjoint(a), symmetrize_input=False)
+    return L if lower else _lp.adjoint(L)
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -231,7 +231,8 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     a, b = _inexact(a, b)
     _square("solve_triangular", a)
     return _solve_vectors(a, b, lambda a, b: _lp.triangular_solve(
-        a, b, left_side=True, lower=lower, transpose_a=transpose, unit_diagonal=unit_diagonal))
+        a, b, left_side=True, lower=lower, transpose_a=transpose, conjugate_a=trans in (2, "C"),
+        unit_diagonal=unit_diagonal))
 
 
 def _symmetric_from(a, lower):

@@ -1,0 +1,21 @@
+"""fnx.errors: the errors fnx raises for mistakes in user code, under JAX's names where JAX has
+them (``jax.errors``). Each subclasses the builtin exception JAX raises in the same place.
+
+>>> try:
+...     fnx.jit(lambda x: 1 if x > 0 else 2)(1.0)
+... except fnx.errors.TracerBoolConversionError:
+...     pass
+"""
+from .core.control_flow import ControlFlowTypeError, ReverseModeWhileLoopError  # noqa: F401
+from .core.errors import (ArgumentTypeError, BatchingError, ConcretizationTypeError,  # noqa: F401
+                          CotangentTypeError,
+                          DeletedArrayError, DTypeError, FnxError, GradError, MissingRuleError,
+                          OutOfMemoryError, ShapeError, StaticArgumentError,
+                          TracerArrayConversionError, TracerBoolConversionError,
+                          TracerIntegerConversionError, TracerLeakError, TreeStructureError,
+                          TypePromotionError, UnexpectedTracerError)
+from .core.traceback_util import UnfilteredStackTrace  # noqa: F401
+from .numpy._core import AxisError  # noqa: F401
+from .numpy.indexing import IndexingError  # noqa: F401
+
+NonConcreteBooleanIndexError = IndexingError
