@@ -20,7 +20,9 @@ def test_scalar_type_converts_under_jit_and_is_a_dtype(name):
         expected = np.asarray(tj(x))
     for out in (t(x), fnx.jit(lambda v: t(v))(x), fnx.jit(lambda v: t(v[0, 0]))(x)):
         assert out.dtype == expected.dtype
-    np.testing.assert_array_equal(np.asarray(fnx.jit(lambda v: t(v))(x)), expected)
+    with jax.enable_x64(name == "float64"):     # traced, the conversion is XLA's (saturating)
+        expected_traced = np.asarray(jax.jit(tj)(x))
+    np.testing.assert_array_equal(np.asarray(fnx.jit(lambda v: t(v))(x)), expected_traced)
     assert t(1).shape == () and t([1, 2]).shape == (2,)
     assert np.dtype(t) == t.dtype == expected.dtype
     assert jnp.zeros(3, t).dtype == jnp.asarray(x).astype(t).dtype == expected.dtype

@@ -400,7 +400,8 @@ def _identity(name, dtype):
 
 def _monoid(computation):
     ops = {lax.add: "add", lax.mul: "mul", lax.max_: "max", lax.min_: "min"}
-    name = ops.get(computation)
+    # fnx.lax's functions are API boundaries around these (traceback_util)
+    name = ops.get(getattr(computation, "__wrapped__", computation))
     if name is None:
         raise TypeError(f"reduce_window: computation must be lax.add, lax.mul, lax.max or "
                         f"lax.min, got {computation!r}")

@@ -325,3 +325,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 
 def _and(a, b):
     return b if a is None else a & b
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # modules.py's defaults are the public functions
