@@ -116,7 +116,7 @@ def test_lower_shows_the_program():
     x = jnp.ones(3)
     lowered = fnx.jit(lambda x: jnp.exp(x) * 2.0).lower(x)
     assert "exp" in lowered.as_text() and "mul" in lowered.as_text()
-    exe = lowered.compile()     # buffers in, buffers out, on the arrays' backend
+    exe = lowered.compile().executable     # buffers in, buffers out, on the arrays' backend
     out = x._backend.to_numpy(exe(x._value)[0])
     np.testing.assert_allclose(out, np.exp(1.0) * 2, rtol=1e-6)
 

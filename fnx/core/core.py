@@ -57,6 +57,11 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
+    def str_long(self):
+        """``float32[3,4]``, with a leading ``~`` for a weak type (as JAX prints tracers)."""
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}" \
+            f"[{','.join(map(str, self.shape))}]"
+
 
 def shape_str(shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
@@ -226,7 +231,7 @@ class Tracer:
         raise TypeError("traced arrays are unhashable")
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+        return f"Tracer({self.aval.str_long()})"
 
 
 # ---------------------------------------------------------------------------------------------

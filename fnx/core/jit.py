@@ -18,7 +18,7 @@ from . import ad, batching, dtypes
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
-from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
+from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
 from .passes import optimize
@@ -174,10 +174,10 @@ def _static_key(v):
 
 class _Traced:
     """One traced signature: the jaxpr (consts as leading args), its consts, the output tree."""
-    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts")
+    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts", "closed")
 
-    def __init__(self, jaxpr, consts, out_tree):
-        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+    def __init__(self, jaxpr, consts, out_tree, closed=None):
+        self.jaxpr, self.consts, self.out_tree, self.closed = jaxpr, consts, out_tree, closed
         self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
 
 
@@ -264,6 +264,19 @@ def clear_caches():
     _executables.clear()
 
 
+# traced signatures per function, shared by every ``jit`` of it: as in JAX, ``jit(f)(x)`` twice
+# traces ``f`` once
+_trace_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun, options) -> dict:
+    try:
+        per_fun = _trace_caches.setdefault(fun, {})
+    except TypeError:           # not weakly referenceable or not hashable: a cache of its own
+        return {}
+    return per_fun.setdefault(options, {})
+
+
 class Jitted:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
                  donate_argnames=()):
@@ -281,7 +294,8 @@ class Jitted:
                              "donated; static arguments have no buffers to donate")
         self.name = getattr(fun, "__name__", "fun")
         _all_jitted.add(self)
-        self._cache: dict = {}
+        self._cache: dict = _shared_cache(fun, (self.static_argnums, self.static_argnames,
+                                                self.donate_argnums, self.donate_argnames))
         self._last_key = None
         # calls with positional Array arguments only skip pytree flattening: signature -> run
         self._fast: dict = {}
@@ -328,7 +342,7 @@ class Jitted:
         jaxpr, _ = dce_jaxpr(jaxpr)
         if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
             jaxpr = optimize(jaxpr)
-        return _Traced(jaxpr, closed.consts, store["tree"])
+        return _Traced(jaxpr, closed.consts, store["tree"], closed)
 
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
@@ -414,12 +428,22 @@ class Jitted:
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = ((config.default_matmul_precision, config.enable_x64), run)
 
-    def lower(self, *args, **kwargs):
-        """The traced program for these arguments (the one calls run, once traced):
-        ``.as_text()`` prints its jaxpr; ``.compile()`` returns the backend executable."""
+    def trace(self, *args, **kwargs):
+        """The program traced for these arguments (arrays or ``ShapeDtypeStruct``s), as a
+        ``Traced`` stage: ``.jaxpr``, ``.lower()``, then ``.compile()`` (see fnx.core.stages).
+
+        >>> fnx.jit(lambda x, y: 2 * x + y).trace(3, 4).lower().compile()(3, 4)
+        Array(10, dtype=int32, weak_type=True)
+        """
+        from .stages import Traced
         key, leaves, static = self._key(args, kwargs)
         traced = self._cache.get(key) or self._trace_for(key, args, kwargs, static)
-        return Lowered(traced, leaves)
+        return Traced(self, traced, key, leaves)
+
+    def lower(self, *args, **kwargs):
+        """``trace(*args, **kwargs).lower()``: ``.as_text()`` prints the optimized jaxpr;
+        ``.compile()`` returns the program compiled for these arguments' signature."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
@@ -474,42 +498,6 @@ def _builder(treedef):
         keys = treedef.aux
         return lambda it: {key: k(it) for key, k in zip(keys, kids)}
     return lambda it: tree_unflatten(treedef, [next(it) for _ in range(treedef.num_leaves)])
-
-
-class Lowered:
-    def __init__(self, traced: _Traced, leaves):
-        self.traced = traced
-        self._leaves = leaves
-        self._groups = None
-
-    @property
-    def backend(self):
-        """The backend the program runs on (that of its array arguments, or the default)."""
-        return next((x._backend for x in self._leaves if type(x) is Array), None) \
-            or get_backend()
-
-    @property
-    def fusion_groups(self):
-        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
-        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
-        if self._groups is None:
-            grouping = getattr(self.backend, "fusion_groups", None)
-            self._groups = grouping(self.traced.jaxpr) if grouping else []
-        return self._groups
-
-    def as_text(self) -> str:
-        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
-        namer = _Namer()
-        text = pp_jaxpr(self.traced.jaxpr, namer=namer)
-        if not self.fusion_groups:
-            return text
-        return text + "\n" + self.backend.pp_fusion_groups(self.traced.jaxpr, self.fusion_groups,
-                                                           namer)
-
-    __str__ = as_text
-
-    def compile(self):
-        return _executable(self.traced.jaxpr, self.backend)
 
 
 class _Sig(tuple):
