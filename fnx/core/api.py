@@ -162,16 +162,21 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def _ct_like(ct, aval):
     from . import lax
-    return lax.convert_element_type(ct, aval.dtype) if get_aval(ct).dtype != aval.dtype \
-        or get_aval(ct).weak_type else ct
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype or ca.weak_type != aval.weak_type:
+        return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
+    return ct
 
 
 def _materialize_ct(ct, aval):
+    """A primal's cotangent has the primal's type, weak type included (as in JAX: the gradient
+    at a Python float is weakly typed)."""
     from . import lax
     if isinstance(ct, ad.Zero):
-        return lax.full(aval.shape, 0, aval.dtype)
-    if get_aval(ct).dtype != aval.dtype:
-        return lax.convert_element_type(ct, aval.dtype)
+        return lax.full(aval.shape, 0, aval.dtype, aval.weak_type)
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype or ca.weak_type != aval.weak_type:
+        return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
     return ct
 
 
@@ -266,7 +271,7 @@ def _check_output_dtype(aval, name, holomorphic):
 
 def _ones_like_aval(aval):
     from . import lax
-    return lax.full((), 1, aval.dtype)
+    return lax.full((), 1, aval.dtype, aval.weak_type)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -262,13 +262,8 @@ class custom_jvp:
 
         leaves, in_tree = tree_flatten(diff_args)
         n_nd = len(nd_dyn)
-
-        def flat_fun(*xs):
-            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
-        jaxpr, consts, out_tree = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
-                                                    f"the custom_jvp function {name}")
-        out_avals = jaxpr.out_avals
         user_jvp = self.jvp
+        out: dict = {}      # the output tree and avals, from tracing fun or else from the rule
 
         def flat_jvp(primals, tangents):
             now = full_args(primals[:n_nd], diff_args)
@@ -276,20 +271,55 @@ class custom_jvp:
             py_p = tree_unflatten(in_tree, primals[n_nd:])
             py_t = tree_unflatten(in_tree, tangents[n_nd:])
             pair = user_jvp(*static, py_p, py_t)
-            return _check_jvp_output(pair, out_tree, out_avals, name, _name(user_jvp))
+            return _check_jvp_output(pair, out, name, _name(user_jvp))
         flat_jvp.__name__ = _name(user_jvp)
+        if _differentiated_here(nd_dyn + leaves, nondiff_too=n_nd):
+            # as in JAX, forward mode runs only the rule: fun itself is not traced
+            outs = custom_jvp_call_p.bind(*nd_dyn, *leaves, call_jaxpr=None, jvp=flat_jvp,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+
+        def flat_fun(*xs):
+            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
+                                                       f"the custom_jvp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_jvp_call_p.bind(*consts, *nd_dyn, *leaves, call_jaxpr=jaxpr,
                                       jvp=flat_jvp, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
-def _check_jvp_output(pair, out_tree, out_avals, name, jvp_name):
+def _differentiated_here(leaves, nondiff_too=0) -> bool:
+    """Whether the innermost transformation of ``leaves`` is forward-mode differentiation (of
+    none of the first ``nondiff_too``, whose tangents must stay zero): then a custom rule
+    replaces the function, which need not be traced at all."""
+    levels = [x._trace.level if isinstance(x, Tracer) else -1 for x in leaves]
+    if not levels or max(levels) < 0:
+        return False
+    top = max(levels)
+    trace = next(x._trace for x in leaves if isinstance(x, Tracer) and x._trace.level == top)
+    if not isinstance(trace, ad.JVPTrace) or top in levels[:nondiff_too]:
+        return False
+    above = current_trace()     # traces above it must hand the call down to it unstaged
+    while above is not trace and above is not None:
+        if isinstance(above, JaxprTrace) and above.stage_all:
+            return False
+        above = above.parent
+    return above is trace
+
+
+def _check_jvp_output(pair, out, name, jvp_name):
+    """The rule's primal and tangent outputs as flat lists, checked against the function's
+    output (``out``: its tree and avals; when the function was not traced, the rule's primal
+    output sets them)."""
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a pair "
                         f"(list or tuple of length two) representing primal and tangent "
                         f"outputs, but got {pair!r:.200}.")
     p_leaves, p_tree = tree_flatten(pair[0])
     t_leaves, t_tree = tree_flatten(pair[1])
+    out_tree = out.setdefault("tree", p_tree)
+    out_avals = out.get("avals") or [get_aval(p) for p in p_leaves]
     if p_tree != out_tree:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a primal "
                         f"output with the structure of {name}'s output {out_tree}, got "
@@ -412,13 +442,10 @@ class custom_vjp:
             return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
 
         leaves, in_tree = tree_flatten(diff_args)
-        jaxpr, consts, out_tree = _trace_pytree_fun(
-            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
-            f"the custom_vjp function {name}")
-        out_avals = jaxpr.out_avals
         in_avals = [tangent_aval(get_aval(x)) for x in leaves]
         fwd, bwd = self.fwd, self.bwd
         res_tree: dict = {}
+        out: dict = {}      # the output tree and avals, from tracing fun or else from fwd
 
         def flat_fwd(primals):
             pair = fwd(*full_args(tree_unflatten(in_tree, primals)))
@@ -428,10 +455,12 @@ class custom_vjp:
                                 "element represents the primal output and the second element "
                                 f"represents residuals, but got {pair!r:.200}.")
             out_leaves, tree = tree_flatten(pair[0])
+            out_tree = out.setdefault("tree", tree)
             if tree != out_tree:
                 raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
                                 f"produce a primal output with the structure of {name}'s "
                                 f"output {out_tree}, got {tree}.")
+            out_avals = out.get("avals") or [get_aval(o) for o in out_leaves]
             out_leaves = [_match_aval(o, a, f"Custom VJP fwd rule {_name(fwd)} for function "
                                       f"{name}: primal output") for o, a in zip(out_leaves,
                                                                                  out_avals)]
@@ -440,12 +469,21 @@ class custom_vjp:
 
         def flat_bwd(res, cts):
             py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
-                         tree_unflatten(out_tree, cts))
+                         tree_unflatten(out["tree"], cts))
             return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
         flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
+        if _differentiated_here(leaves):
+            # as in JAX, differentiation runs fwd (and later bwd): fun itself is not traced
+            outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=None, fwd=flat_fwd, bwd=flat_bwd,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(
+            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
+            f"the custom_vjp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
 def _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, bwd_name):
@@ -500,7 +538,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts)
     with _closure_hint("custom_vjp", _name(fwd)):
         outs, res = fwd(list(primals[num_consts:]))
     tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
-    out_avals = tuple(tangent_aval(a) for a in call_jaxpr.out_avals)
+    out_avals = tuple(tangent_aval(get_aval(o)) for o in outs)
     tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
                                      out_avals=out_avals)
     return outs, tangents_out
