@@ -580,6 +580,16 @@ class ShapeDtypeStruct:
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of array (or tracer, or scalar) ``x``.
+
+        >>> ShapeDtypeStruct.like(fnx.numpy.ones((2, 3)))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        aval = _aval_of(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
@@ -651,3 +661,17 @@ def stop_gradient(x):
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
            "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient", "jacobian",
            "linear_transpose", "block_until_ready"]
+
+
+def typeof(x) -> ShapedArray:
+    """The abstract type of ``x``: its shape, dtype and weak type (printed ``float32[3]``).
+
+    >>> print(typeof(fnx.numpy.ones(3)))
+    float32[3]
+    """
+    return _aval_of(x)
+
+
+def effects_barrier() -> None:
+    """Wait for pending callbacks (``debug.print``, ``io_callback``): fnx runs them as the
+    program reaches them, so there is nothing to wait for."""

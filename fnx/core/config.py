@@ -47,6 +47,7 @@ _ACCEPTED_JAX_OPTIONS = {
     "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
+    "remat3", "num_cpu_devices",
 }
 
 
@@ -165,3 +166,21 @@ def numpy_dtype_promotion(mode: str):
     ...     jnp.ones(2, jnp.float32) + 1.0          # fine; + jnp.ones(2, jnp.int32) raises
     """
     return config.option("numpy_dtype_promotion", mode)
+
+
+@contextlib.contextmanager
+def debug_nans(enable: bool = True):
+    """Context manager: ``config.debug_nans`` set to ``enable`` inside the block.
+
+    >>> with fnx.debug_nans(True):
+    ...     fnx.numpy.log(-1.0)      # raises, naming log
+    """
+    with config.option("debug_nans", enable):
+        yield
+
+
+@contextlib.contextmanager
+def log_compiles(enable: bool = True):
+    """Context manager: ``config.log_compiles`` set to ``enable`` inside the block."""
+    with config.option("log_compiles", enable):
+        yield
