@@ -312,3 +312,27 @@ def test_configuration_context_managers_and_jax_option_names():
     assert fnx.config.debug_nans == before
     fnx.config.update("jax_remat3", True)           # JAX options with no fnx behaviour
     fnx.config.update("jax_num_cpu_devices", 1)
+
+
+def test_custom_functions_run_as_python_on_concrete_values():
+    x = float(rng.uniform(0.5, 2.0))
+
+    def program(lib, jnp):
+        @lib.custom_jvp
+        def f(v):                           # Python control flow on the value
+            return jnp.sin(v) if v > 0 else jnp.cos(v)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (v,), (t,) = primals, tangents
+            return f(v), (2 * t if v > 0 else 3 * t)
+
+        @lib.custom_vjp
+        def g(pair):
+            return {"a": pair[0], "b": jnp.sin(pair[1])}
+        g.defvjp(lambda pair: (g(pair), pair[1]), lambda y, ct: ((ct["a"], ct["b"] * y),))
+        eager = g((x, x))
+        return ([float(lib.grad(f)(x)), float(lib.grad(f)(-x))], type(eager["a"]),
+                float(lib.grad(lambda v: g((v, v))["b"])(x)))
+    got, want = both(program)
+    assert got == want

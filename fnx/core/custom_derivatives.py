@@ -28,7 +28,7 @@ import inspect
 from . import ad, batching
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
-from .core import Tracer, current_trace, get_aval, set_current_trace
+from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import FnxError, TracerLeakError
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr
@@ -245,6 +245,8 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         args = _resolve_kwargs(self.fun, args, kwargs)
         nondiff = _check_argnums(self.nondiff_argnums, len(args), f"custom_jvp {name}")
+        if _runs_as_python(args):
+            return self.fun(*args)
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
         # Traced values inside nondiff args travel as explicit (never differentiated) operands,
         # so every transformation sees them; everything else in them stays static Python.
@@ -287,6 +289,18 @@ class custom_jvp:
         outs = custom_jvp_call_p.bind(*consts, *nd_dyn, *leaves, call_jaxpr=jaxpr,
                                       jvp=flat_jvp, num_consts=len(consts))
         return tree_unflatten(out["tree"], outs)
+
+
+def _runs_as_python(args) -> bool:
+    """Concrete arguments, with no transformation (or only grad's split of known values) in
+    force: the function runs as Python on them, as in JAX, so Python control flow on their
+    values works (as inside a rule). Under jvp, vmap or jit it is traced, so a value it closes
+    over is found."""
+    if any(isinstance(x, Tracer) for x in tree_flatten(args)[0]):
+        return False
+    trace = current_trace()
+    return isinstance(trace, EvalTrace) or (isinstance(trace, JaxprTrace)
+                                            and not trace.stage_all)
 
 
 def _differentiated_here(leaves, nondiff_too=0) -> bool:
@@ -434,6 +448,8 @@ class custom_vjp:
                     "nondiff_argnums as non-differentiable. Tracers cannot be passed as "
                     "non-differentiable arguments to custom_vjp functions; pass array-valued "
                     "arguments normally and return None as their cotangent from bwd.")
+        if _runs_as_python(args):
+            return self.fun(*args)
         static = [args[i] for i in nondiff]
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
 
