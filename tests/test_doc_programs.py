@@ -332,7 +332,7 @@ def test_custom_functions_run_as_python_on_concrete_values():
             return {"a": pair[0], "b": jnp.sin(pair[1])}
         g.defvjp(lambda pair: (g(pair), pair[1]), lambda y, ct: ((ct["a"], ct["b"] * y),))
         eager = g((x, x))
-        return ([float(lib.grad(f)(x)), float(lib.grad(f)(-x))], type(eager["a"]),
+        return ([float(lib.grad(f)(x)), float(lib.grad(f)(-x))], isinstance(eager["a"], float),
                 float(lib.grad(lambda v: g((v, v))["b"])(x)))
     got, want = both(program)
     assert got == want
