@@ -336,3 +336,35 @@ def test_custom_functions_run_as_python_on_concrete_values():
                 float(lib.grad(lambda v: g((v, v))["b"])(x)))
     got, want = both(program)
     assert got == want
+
+
+# ---------------------------------------------------------------------------------------------
+# Jaxprs print as JAX prints them (for programs both trace to the same equations)
+
+
+def _jaxpr_programs(lib, jnp, c):
+    lax = lib.lax
+    return [
+        (lambda x, y: 2 * x + y, (3, 4)),
+        (lambda x: jnp.sin(x) * 2.0, (1.0,)),
+        (lambda x: jnp.sin(x) * c + jnp.cos(x) / c - x, (np.ones(3, np.float32),)),
+        (lambda: 1, ()),
+        (lib.grad(lambda x: jnp.log(1.0 + jnp.exp(x))), (100.0,)),
+        (lambda a: lax.cond(a >= 0.0, lambda t: t + c, lambda f: f - c, a), (5.0,)),
+        (lambda a, p: lax.cond(a >= 0.0, lambda t: t[0], lambda f: jnp.array([1]) + f[1], p),
+         (5.0, (np.zeros(1, np.float32), 2.0))),
+    ]
+
+
+def test_jaxprs_print_as_in_jax():
+    c = float(np.float32(rng.uniform(1.0, 4.0)))     # a float32 value: branches keep those
+    got, want = both(lambda lib, jnp: [str(lib.make_jaxpr(f)(*args))
+                                       for f, args in _jaxpr_programs(lib, jnp, c)])
+    for g, w in zip(got, want):
+        assert g == w
+    assert "\n" not in got[1] and "\n" in got[0]       # one line only when it fits
+
+
+def test_traced_jaxpr_prints_as_in_jax():
+    got, want = both(lambda lib, jnp: str(lib.jit(lambda x, y: 2 * x + y).trace(3, 4).jaxpr))
+    assert got == want
