@@ -170,7 +170,9 @@ def test_derivatives_and_loops_keep_weak_types():
     def program(lib, jnp):
         outs = [lib.grad(jnp.sin)(x), lib.grad(jnp.sin)(jnp.float32(x)),
                 lib.vjp(lambda v: jnp.pi * v, x)[1](1.0)[0],
-                lib.jit(lib.vjp(lambda v: v ** 2, x)[1])(1.0)[0],
+                lib.jit(lib.vjp(lambda v: jnp.pi * v, x)[1])(1.0)[0],
+                lib.vjp(lambda v: v * 2, x)[1](jnp.float32(1.0))[0],
+                lib.grad(lambda z: jnp.real(z) ** 2 + jnp.imag(z) ** 2)(x + 2j),
                 lib.grad(jnp.sin, holomorphic=True)(x + 1j),
                 lib.lax.fori_loop(0, 10, lambda i, v: v + i, 0),
                 lib.lax.fori_loop(0, 3, lambda i, v: v * 1.5, x),

@@ -106,7 +106,7 @@ def test_explain_cache_misses(capsys):
         f(np.ones(3, np.float32), np.ones(3, np.float32))
         f(np.ones(4, np.float32), np.ones(3, np.float32) if False else np.ones(4, np.float32))
         f(np.ones(4, np.float64), np.ones(4, np.float32))
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err
     assert "argument leaf 0: shape (3,) -> (4,)" in text
     assert "dtype float32 -> float64" in text
     assert "test_jit.py" in text

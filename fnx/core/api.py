@@ -163,20 +163,20 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 def _ct_like(ct, aval):
     from . import lax
     ca = get_aval(ct)
-    if ca.dtype != aval.dtype or ca.weak_type != aval.weak_type:
-        return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
     return ct
 
 
 def _materialize_ct(ct, aval):
-    """A primal's cotangent has the primal's type, weak type included (as in JAX: the gradient
-    at a Python float is weakly typed)."""
+    """A primal's cotangent in the primal's dtype; its weak type is what the backward pass
+    made of the output's (as in JAX: the gradient at a Python float is weakly typed)."""
     from . import lax
     if isinstance(ct, ad.Zero):
         return lax.full(aval.shape, 0, aval.dtype, aval.weak_type)
     ca = get_aval(ct)
-    if ca.dtype != aval.dtype or ca.weak_type != aval.weak_type:
-        return lax.convert_element_type(ct, aval.dtype, aval.weak_type)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
     return ct
 
 

@@ -13,7 +13,6 @@ import numpy as np
 
 from .batching import bdim_at_front, not_mapped
 from .core import Array, ShapedArray, Tracer, device_put, get_aval
-from .errors import GradError
 from .lax import primitive
 from .pytree import tree_flatten, tree_unflatten
 
@@ -34,8 +33,8 @@ def _impl(*args, callback, result_avals, vmap_method):
 
 
 def _jvp(primals, tangents, **params):
-    raise GradError("pure_callback has no derivative: wrap it in fnx.custom_jvp or "
-                    "fnx.custom_vjp to give it one")
+    raise ValueError("Pure callbacks do not support JVP. Please use `fnx.custom_jvp` to use "
+                     "callbacks while taking gradients.")
 
 
 def _io_jvp(primals, tangents, **params):

@@ -8,6 +8,7 @@ the primitive machinery: flatten, look up, run.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import weakref
 from typing import Callable, Sequence
@@ -323,9 +324,10 @@ class Jitted:
     def _trace_for(self, key, args, kwargs, static):
         tree, avals_sig = key[0], key[1]
         if config.explain_cache_misses and self._last_key is not None:
-            print(explain_miss(self.name, self._last_key, key))
+            # on stderr, as JAX logs it (a warning), so a program's printed output is unchanged
+            print(explain_miss(self.name, self._last_key, key), file=sys.stderr)
         if config.log_compiles:
-            print(f"fnx.jit: tracing {self.name} for {avals_sig}")
+            print(f"fnx.jit: tracing {self.name} for {avals_sig}", file=sys.stderr)
 
         def flat_fun(*leaves):
             dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
