@@ -370,3 +370,20 @@ def test_jaxprs_print_as_in_jax():
 def test_traced_jaxpr_prints_as_in_jax():
     got, want = both(lambda lib, jnp: str(lib.jit(lambda x, y: 2 * x + y).trace(3, 4).jaxpr))
     assert got == want
+
+
+def test_fori_loop_types_and_jaxpr_as_in_jax():
+    n = int(rng.integers(2, 9))
+    x = rng.standard_normal(16).astype(np.float32)
+
+    def program(lib, jnp):
+        lax = lib.lax
+        outs = [lax.fori_loop(0, n, lambda i, v: v + i, 0),
+                lax.fori_loop(jnp.int32(0), n, lambda i, v: v + i, 0),
+                lax.fori_loop(0, jnp.int32(n), lambda i, v: v * 0.5 + i, 1.0)]
+        ones = jnp.ones(x.shape)
+        text = str(lib.make_jaxpr(lambda a, m: lax.fori_loop(
+            0, m, lambda i, c: c + ones * 3.0 + a, a + ones))(x, n))
+        return [(float(o), o.dtype, o.weak_type) for o in outs], text
+    got, want = both(program)
+    assert got == want

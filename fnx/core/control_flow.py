@@ -1214,19 +1214,19 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         lo, hi = int(lower), int(upper)
     except ConcretizationTypeError:
         lo = hi = None
-    dt, weak = dtypes.result_type((l_aval.dtype, l_aval.weak_type),
-                                  (u_aval.dtype, u_aval.weak_type))
     if lo is not None:
         def step(carry, _):
             i, x = carry
             return (_lax.add(i, 1), body_fun(i, x)), None
-        # the counter has the bounds' type: weakly typed for Python ints, as in JAX
-        start = _lax.full((), lo, dt, weak)
-        (_, out), _ = _scan(step, (start, init_val), None, max(hi - lo, 0), False,
+        # the counter starts as the Python int lo (a weakly typed int), as in JAX
+        (_, out), _ = _scan(step, (lo, init_val), None, max(hi - lo, 0), False,
                             "fori_loop body", _fori_paths(1))
         return out
-    lower = _lax.convert_element_type(lower, dt)
-    upper = _lax.convert_element_type(upper, dt)
+    dt, _ = dtypes.result_type((l_aval.dtype, l_aval.weak_type),
+                               (u_aval.dtype, u_aval.weak_type))
+    if l_aval.dtype != u_aval.dtype:     # bounds of one dtype keep their types, as in JAX
+        lower = _lax.convert_element_type(lower, dt)
+        upper = _lax.convert_element_type(upper, dt)
 
     def body(carry):
         i, n, x = carry

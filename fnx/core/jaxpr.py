@@ -241,8 +241,9 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
     return " " * indent + _pp_jaxpr(jaxpr, indent, namer or _Namer())
 
 
-def _pp_jaxpr(jaxpr, indent, namer) -> str:
-    """The jaxpr's text, its first line unindented and later lines indented from ``indent``."""
+def _pp_jaxpr(jaxpr, indent, namer, lead: int = 0) -> str:
+    """The jaxpr's text, its first line unindented (after ``lead`` characters of the line it
+    continues) and later lines indented from ``indent``."""
     jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
     read = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
     read.update(v for v in jaxpr.outvars if isinstance(v, Var))
@@ -260,7 +261,7 @@ def _pp_jaxpr(jaxpr, indent, namer) -> str:
     eqns = [_pp_eqn(e, l, indent + 4, namer) for e, l in zip(jaxpr.eqns, lhs)]
     outs = ", ".join(map(namer, jaxpr.outvars)) + ("," if len(jaxpr.outvars) == 1 else "")
     one_line = f"{head} {'; '.join(eqns)} in ({outs}) }}"
-    if "\n" not in one_line and indent + len(one_line) <= _WIDTH:
+    if "\n" not in one_line and indent + lead + len(one_line) <= _WIDTH:
         return one_line
     pad = " " * indent
     body = "".join(f"\n{pad}    {e}" for e in eqns)
@@ -274,22 +275,22 @@ def _pp_eqn(eqn, lhs, indent, namer) -> str:
     args = " ".join(map(namer, eqn.invars))
     name = eqn.primitive.name
 
-    def value(v, at):
+    def value(k, v, at):
         if isinstance(v, (tuple, list)) and _is_jaxpr_param(v):
             inner = [_pp_jaxpr(j, at + 2, namer) for j in v]
             return "(\n" + "".join(" " * (at + 2) + j + "\n" for j in inner) + " " * at + ")"
         if _is_jaxpr_param(v):
-            return _pp_jaxpr(v, at, namer)
+            return _pp_jaxpr(v, at, namer, lead=len(k) + 1)
         return _pp_param(v)
     if not params:
         return f"{lhs} = {name} {args}".rstrip()
     keys = sorted(params)
-    flat = [f"{k}={value(params[k], indent)}" for k in keys]
+    flat = [f"{k}={value(k, params[k], indent)}" for k in keys]
     line = f"{lhs} = {name}[{' '.join(flat)}] {args}".rstrip()
     if "\n" not in line and indent + len(line) <= _WIDTH:
         return line
     pad = " " * (indent + 2)
-    broken = [f"{k}={value(params[k], indent + 2)}" for k in keys]
+    broken = [f"{k}={value(k, params[k], indent + 2)}" for k in keys]
     return f"{lhs} = {name}[" + "".join(f"\n{pad}{b}" for b in broken) + \
         f"\n{' ' * indent}] {args}".rstrip()
 
