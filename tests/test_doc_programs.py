@@ -387,3 +387,33 @@ def test_fori_loop_types_and_jaxpr_as_in_jax():
         return [(float(o), o.dtype, o.weak_type) for o in outs], text
     got, want = both(program)
     assert got == want
+
+
+def test_named_checkpoint_policies_give_jax_values():
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    ws = [rng.standard_normal((3, 3)).astype(np.float32) * 0.5 for _ in range(3)]
+
+    def program(lib, jnp):
+        from importlib import import_module
+        adc = import_module(f"{lib.__name__}.ad_checkpoint")
+        policies = [lib.checkpoint_policies.save_only_these_names("pre"),
+                    lib.checkpoint_policies.save_any_names_but_these("pre"),
+                    lib.checkpoint_policies.save_from_both_policies(
+                        lib.checkpoint_policies.dots_saveable,
+                        lib.checkpoint_policies.save_only_these_names("pre"))]
+        grads = []
+        for policy in policies:
+            def layer(v, w):
+                return jnp.tanh(adc.checkpoint_name(v @ w, "pre"))
+
+            def loss(params):
+                v = x
+                for w in params:
+                    v = lib.checkpoint(layer, policy=policy)(v, w)
+                return jnp.sum(v ** 2)
+            grads.append([np.asarray(g) for g in lib.grad(loss)(ws)])
+        return grads
+    got, want = both(program)
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -722,6 +722,45 @@ class checkpoint_policies:
 
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
+    # Policies by name (checkpoint_name): fnx's jaxprs carry no names, so these save no named
+    # value; every such value is recomputed, which gives the same results with more work.
+    @staticmethod
+    def save_only_these_names(*names):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_any_names_but_these(*names):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved=(),
+                                          names_which_can_be_offloaded=(), offload_src=None,
+                                          offload_dst=None):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src=None, offload_dst=None):
+        # one memory space: offloading a value is saving it
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        def policy(prim, *avals, **params):
+            return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+        return policy
+
+
+def checkpoint_name(x, name: str):
+    """``x``, named for ``checkpoint`` policies (``save_only_these_names``); fnx's jaxprs carry
+    no names, so such policies recompute it rather than save it (same values).
+
+    >>> checkpoint_name(fnx.numpy.ones(2), "h")
+    Array([1., 1.], dtype=float32)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {name!r}")
+    return x
+
 
 remat_p = _lax.primitive("remat", multiple_results=True)
 
