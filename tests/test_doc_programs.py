@@ -417,3 +417,55 @@ def test_named_checkpoint_policies_give_jax_values():
     for g, w in zip(got, want):
         for a, b in zip(g, w):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutable references
+
+
+def test_references_read_write_and_discharge_through_jit():
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    s = float(rng.uniform(0.5, 2.0))
+
+    def program(lib, jnp):
+        seen = []
+        counter = lib.new_ref(jnp.zeros(3))
+
+        @lib.jit
+        def bump():
+            counter[1] += 1.0
+        bump()
+        bump()
+        seen.append(repr(counter))
+        r = lib.new_ref(jnp.asarray(x))
+        r[1] = r[0]
+        r[2, 3] = r[1, 2]
+        r[0, :3] = r[:, 1]
+        r[jnp.array([1, 2]), jnp.array([0, 1])] = r[jnp.array([0, 0]), jnp.array([2, 3])]
+        seen.append(np.asarray(lib.freeze(r)).tolist())
+
+        @lib.jit
+        def scale(v):
+            r[...] = r[...] * v
+            return r[0, 0] + 1.0
+        seen += [float(scale(s)), float(scale(s)), np.asarray(r[...]).tolist()]
+
+        def inner(v):           # a reference inside a differentiated function
+            acc = lib.new_ref(0.0)
+            acc[...] = jnp.sin(v) * v
+            return acc[...]
+        seen += [float(lib.grad(inner)(s)), float(lib.jit(lib.grad(inner))(s))]
+        for bad in (lambda: jnp.sin(lib.new_ref(1.0)),
+                    lambda: lib.grad(lambda v: scale(v))(s),
+                    lambda: lib.vmap(lambda v: r.__setitem__((0, 0), v))(jnp.ones(2))):
+            try:
+                bad()
+                seen.append(None)
+            except Exception as e:  # noqa: BLE001 (JAX raises a plain Exception for two)
+                seen.append("TypeError" if isinstance(e, TypeError) else "error")
+        seen.append(np.asarray(r[...]).tolist())     # failed writes leave it unchanged
+        return seen
+    got, want = both(program)
+    assert got[0] == want[0] and got[-4:] == want[-4:]
+    for g, w in zip(got[1:-4], want[1:-4]):
+        np.testing.assert_allclose(g, w, rtol=1e-5)

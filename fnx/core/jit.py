@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import ad, batching, dtypes
+from . import ad, batching, dtypes, state
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
@@ -175,10 +175,12 @@ def _static_key(v):
 
 class _Traced:
     """One traced signature: the jaxpr (consts as leading args), its consts, the output tree."""
-    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts", "closed")
+    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts", "closed", "refs")
 
-    def __init__(self, jaxpr, consts, out_tree, closed=None):
+    def __init__(self, jaxpr, consts, out_tree, closed=None, refs=()):
         self.jaxpr, self.consts, self.out_tree, self.closed = jaxpr, consts, out_tree, closed
+        # references the program reads and writes: extra trailing inputs and outputs
+        self.refs = list(refs)
         self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
 
 
@@ -329,22 +331,39 @@ class Jitted:
         if config.log_compiles:
             print(f"fnx.jit: tracing {self.name} for {avals_sig}", file=sys.stderr)
 
-        def flat_fun(*leaves):
-            dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
+        refs: list = []     # mutable references made outside fun that it touches
+
+        def flat_fun(*vals):
+            n = len(vals) - len(refs)
+            for r, v in zip(refs, vals[n:]):
+                r._value = v
+            dyn_args, dyn_kwargs = tree_unflatten(tree, vals[:n])
             it = iter(dyn_args)
             full = [args[i] if i in static else next(it) for i in range(len(args))]
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
             out = self.fun(*full, **kw)
             out_leaves, store["tree"] = tree_flatten(out)
-            return out_leaves
+            return out_leaves + [r._value for r in refs]
         store: dict = {}
-        closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig],
-                                description=f"jit({self.name})")
+        while True:     # trace again while it finds references: they become inputs and outputs
+            before = [r._value for r in refs]
+            with state.tracking() as tracker:
+                try:
+                    closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig] +
+                                            [get_aval(v) for v in before],
+                                            description=f"jit({self.name})")
+                finally:        # the trace's writes are undone: calls write them back
+                    for r, v in [*tracker.outside_refs(), *zip(refs, before)]:
+                        r._value = v
+            new = [r for r, _ in tracker.outside_refs() if not any(r is q for q in refs)]
+            if not new:
+                break
+            refs.extend(new)
         jaxpr = jaxpr_with_consts_as_args(closed)
         jaxpr, _ = dce_jaxpr(jaxpr)
         if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
             jaxpr = optimize(jaxpr)
-        return _Traced(jaxpr, closed.consts, store["tree"], closed)
+        return _Traced(jaxpr, closed.consts, store["tree"], closed, refs)
 
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
@@ -367,14 +386,17 @@ class Jitted:
             if traced.concrete_consts:
                 self._cache[key] = traced
         self._last_key = key
+        ref_vals = [r._value for r in traced.refs]
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
             donated = self._donated_leaves(args, kwargs, static, len(traced.consts))
-            if self._fast_ok and not kwargs:    # before the call takes donated arguments
+            if self._fast_ok and not kwargs and not traced.refs:   # before donation
                 self._remember_fast(args, traced, donated)
-            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
+            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves, *ref_vals], self.name,
+                                  donated)
         else:
-            outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
-        return tree_unflatten(traced.out_tree, outs)
+            outs = pjit_p.bind(*traced.consts, *leaves, *ref_vals, jaxpr=traced.jaxpr,
+                               name=self.name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
 
     def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
@@ -451,8 +473,9 @@ class Jitted:
         key, _, static = self._key(args, kwargs)
         traced = self._trace_for(key, args, kwargs, static)
         from .api import ShapeDtypeStruct
+        outvars = traced.jaxpr.outvars[:len(traced.jaxpr.outvars) - len(traced.refs)]
         return tree_unflatten(traced.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
-                                                for v in traced.jaxpr.outvars])
+                                                for v in outvars])
 
     def clear_cache(self):
         self._cache.clear()
@@ -461,6 +484,17 @@ class Jitted:
     @property
     def cache_size(self):
         return len(self._cache)
+
+
+def write_refs(refs, outs):
+    """Store the trailing outputs (the references' new values) into ``refs``; the rest."""
+    if not refs:
+        return outs
+    k = len(outs) - len(refs)
+    for r, v in zip(refs, outs[k:]):
+        state.check_write(r, v)
+        r._value = v
+    return outs[:k]
 
 
 class _NotFast(Exception):

@@ -31,9 +31,11 @@ class Traced:
     def out_info(self):
         """The output pytree of ``ShapeDtypeStruct``s."""
         from .api import ShapeDtypeStruct
+        outvars = self._traced.jaxpr.outvars
+        outvars = outvars[:len(outvars) - len(self._traced.refs)]
         return tree_unflatten(self._traced.out_tree,
                               [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, v.aval.weak_type)
-                               for v in self._traced.jaxpr.outvars])
+                               for v in outvars])
 
     def lower(self) -> "Lowered":
         return Lowered(self._traced, self._leaves, self._jitted, self._key)
@@ -92,7 +94,7 @@ class Compiled:
         self.executable = executable
 
     def __call__(self, *args, **kwargs):
-        from .jit import _call_compiled, _leaf_sig
+        from .jit import _call_compiled, _leaf_sig, write_refs
         traced, key = self._lowered.traced, self._lowered._key
         leaves, tree = tree_flatten((list(args), kwargs))
         tracer = next((x for x in leaves if isinstance(x, Tracer)), None)
@@ -107,8 +109,9 @@ class Compiled:
             raise TypeError("argument types differ from those the computation was compiled "
                             f"for: compiled for ({fmt(want)}), called with ({fmt(got)})")
         name = self._lowered._jitted.name if self._lowered._jitted else "compiled"
-        outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], name)
-        return tree_unflatten(traced.out_tree, outs)
+        outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves,
+                                             *[r._value for r in traced.refs]], name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
 
     def __getattr__(self, name):
         return getattr(self.__dict__["executable"], name)
