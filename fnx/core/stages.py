@@ -78,8 +78,7 @@ class Lowered:
     __str__ = as_text
 
     def compile(self) -> "Compiled":
-        from .jit import _executable
-        return Compiled(self, _executable(self.traced.jaxpr, self.backend))
+        return Compiled(self, self._jitted.executable_for(self.traced, self.backend))
 
 
 class Compiled:
@@ -94,7 +93,7 @@ class Compiled:
         self.executable = executable
 
     def __call__(self, *args, **kwargs):
-        from .jit import _call_compiled, _leaf_sig, write_refs
+        jitted = self._lowered._jitted
         traced, key = self._lowered.traced, self._lowered._key
         leaves, tree = tree_flatten((list(args), kwargs))
         tracer = next((x for x in leaves if isinstance(x, Tracer)), None)
@@ -102,16 +101,13 @@ class Compiled:
             raise TypeError("a compiled function cannot be transformed (it was compiled for one "
                             f"signature), got a tracer {tracer.aval.str_short()}; transform "
                             "the jitted function instead")
-        got = tuple(_leaf_sig(x)[:2] for x in leaves)
+        got = tuple(jitted.leaf_signature(x)[:2] for x in leaves)
         want = tuple(s[:2] for s in key[1]) if key is not None else got
         if (key is not None and tree != key[0]) or got != want:
             fmt = lambda sigs: ", ".join(f"{np.dtype(d).name}{list(s)}" for s, d in sigs)  # noqa
             raise TypeError("argument types differ from those the computation was compiled "
                             f"for: compiled for ({fmt(want)}), called with ({fmt(got)})")
-        name = self._lowered._jitted.name if self._lowered._jitted else "compiled"
-        outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves,
-                                             *[r._value for r in traced.refs]], name)
-        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
+        return jitted.run_traced(traced, leaves)
 
     def __getattr__(self, name):
         return getattr(self.__dict__["executable"], name)
