@@ -115,7 +115,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     primal.
 
     >>> y, pullback = vjp(lambda x: x * x, 3.0); pullback(1.0)
-    (Array(6., dtype=float32),)
+    (Array(6., dtype=float32, weak_type=True),)
     """
     p_leaves, p_tree = tree_flatten(primals)
     flat, out_tree_thunk = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
@@ -266,8 +266,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
     ``holomorphic``).
 
-    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)
-    Array(1., dtype=float32)
+    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)     # weakly typed, as a Python float
+    Array(1., dtype=float32, weak_type=True)
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
@@ -598,10 +598,7 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
     """A function returning the ClosedJaxpr that ``fun`` traces to for the given arguments.
 
     >>> print(make_jaxpr(lambda x: fnx.numpy.sin(x) * 2)(1.0))
-    { lambda ; a:f32[]. let
-        b:f32[] = sin a
-        c:f32[] = mul b 2.0
-      in (c,) }
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)

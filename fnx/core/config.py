@@ -186,7 +186,10 @@ def debug_nans(enable: bool = True):
     """Context manager: ``config.debug_nans`` set to ``enable`` inside the block.
 
     >>> with fnx.debug_nans(True):
-    ...     fnx.numpy.log(-1.0)      # raises, naming log
+    ...     fnx.numpy.log(-1.0)
+    Traceback (most recent call last):
+    ...
+    fnx.core.nan_checks.NaNError: debug_nans: primitive 'log' produced a NaN ...
     """
     with config.option("debug_nans", enable):
         yield

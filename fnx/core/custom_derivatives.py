@@ -176,7 +176,7 @@ class custom_jvp:
     ...     x_dot, = tangents
     ...     return log1pexp(x), x_dot * (1 - 1 / (1 + fnx.numpy.exp(x)))
     >>> fnx.grad(log1pexp)(100.0)   # autodiff of the formula gives nan
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
 
     Arguments in ``nondiff_argnums`` are passed first to the rule, outside the primals/tangents
     tuples: ``jvp(*nondiff_args, primals, tangents)``.

@@ -56,9 +56,7 @@ class Jaxpr:
     ``{ lambda constvars ; invars . let eqns in outvars }``.
 
     >>> print(fnx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr)
-    { lambda ; a:f32[]. let
-        b:f32[] = mul a 2.0
-      in (b,) }
+    { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
     """
 
     def __init__(self, constvars, invars, outvars, eqns):
