@@ -8,9 +8,9 @@ import contextlib as _contextlib
 
 from . import backends as _backends  # registers the CPU backend
 from .core import dtypes
-from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, hessian, jacfwd,
-                       jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr,
-                       value_and_grad, vjp, vmap)
+from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eval_shape, grad,
+                       hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
+                       make_jaxpr, typeof, value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
                         device_put, devices, local_device_count, local_devices, process_count,
                         process_index)
@@ -19,13 +19,14 @@ from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, Fn
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
                                       custom_jvp, custom_vjp, remat)
-from .core.config import (config, default_matmul_precision, disable_jit, enable_x64,
-                          numpy_dtype_promotion)
+from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
+                          enable_x64, log_compiles, numpy_dtype_promotion)
 from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import flatten_util, ops, typing  # noqa: E402
+from . import ad_checkpoint, experimental, flatten_util, ops, typing  # noqa: E402
+from .ref import Ref, freeze, new_ref  # noqa: E402
 
 
 @_contextlib.contextmanager

@@ -34,6 +34,15 @@ class JVPTracer(Tracer):
     def aval(self):
         return get_aval(self.primal)
 
+    def __repr__(self):
+        from .partial_eval import JaxprTracer
+        primal = repr(self.primal) if isinstance(self.primal, Tracer) else str(self.primal)
+        if isinstance(self.tangent, JaxprTracer):   # reverse mode: the tangent is being staged
+            return f"GradTracer(primal={primal}, " \
+                f"typeof(tangent)={self.tangent.aval.str_short()})"
+        tangent = self.tangent.aval.str_short() if isinstance(self.tangent, Zero) else self.tangent
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
     def to_concrete(self):
         p = self.primal
         if isinstance(p, Tracer):

@@ -115,7 +115,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     primal.
 
     >>> y, pullback = vjp(lambda x: x * x, 3.0); pullback(1.0)
-    (Array(6., dtype=float32),)
+    (Array(6., dtype=float32, weak_type=True),)
     """
     p_leaves, p_tree = tree_flatten(primals)
     flat, out_tree_thunk = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
@@ -150,15 +150,20 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 
 def _ct_like(ct, aval):
-    return lax.convert_element_type(ct, aval.dtype) if get_aval(ct).dtype != aval.dtype \
-        or get_aval(ct).weak_type else ct
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
+    return ct
 
 
 def _materialize_ct(ct, aval):
+    """A primal's cotangent in the primal's dtype; its weak type is what the backward pass
+    made of the output's (as in JAX: the gradient at a Python float is weakly typed)."""
     if isinstance(ct, ad.Zero):
-        return lax.full(aval.shape, 0, aval.dtype)
-    if get_aval(ct).dtype != aval.dtype:
-        return lax.convert_element_type(ct, aval.dtype)
+        return lax.full(aval.shape, 0, aval.dtype, aval.weak_type)
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
     return ct
 
 
@@ -253,7 +258,7 @@ def _check_output_dtype(aval, name, holomorphic):
 
 
 def _ones_like_aval(aval):
-    return lax.full((), 1, aval.dtype)
+    return lax.full((), 1, aval.dtype, aval.weak_type)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -261,8 +266,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
     ``holomorphic``).
 
-    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)
-    Array(1., dtype=float32)
+    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)     # weakly typed, as a Python float
+    Array(1., dtype=float32, weak_type=True)
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
@@ -551,6 +556,16 @@ class ShapeDtypeStruct:
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of array (or tracer, or scalar) ``x``.
+
+        >>> ShapeDtypeStruct.like(fnx.numpy.ones((2, 3)))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        aval = _aval_of(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
@@ -583,10 +598,7 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
     """A function returning the ClosedJaxpr that ``fun`` traces to for the given arguments.
 
     >>> print(make_jaxpr(lambda x: fnx.numpy.sin(x) * 2)(1.0))
-    { lambda ; a:f32[]. let
-        b:f32[] = sin a
-        c:f32[] = mul b 2.0
-      in (c,) }
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -618,3 +630,17 @@ def stop_gradient(x):
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
            "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient", "jacobian",
            "linear_transpose", "block_until_ready"]
+
+
+def typeof(x) -> ShapedArray:
+    """The abstract type of ``x``: its shape, dtype and weak type (printed ``float32[3]``).
+
+    >>> print(typeof(fnx.numpy.ones(3)))
+    float32[3]
+    """
+    return _aval_of(x)
+
+
+def effects_barrier() -> None:
+    """Wait for pending callbacks (``debug.print``, ``io_callback``): fnx runs them as the
+    program reaches them, so there is nothing to wait for."""

@@ -30,6 +30,9 @@ class BatchTracer(Tracer):
     def _trace_description(self):
         return "vmap"
 
+    def __repr__(self):
+        return f"VmapTracer(aval={self.aval.str_long()}, batched={get_aval(self.val).str_long()})"
+
     def to_concrete(self):
         if self.bdim is None and not isinstance(self.val, Tracer):
             return full_lower_to_array(self.val)

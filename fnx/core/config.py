@@ -50,6 +50,7 @@ _ACCEPTED_JAX_OPTIONS = {
     "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
+    "remat3", "num_cpu_devices",
 }
 
 
@@ -178,3 +179,24 @@ def numpy_dtype_promotion(mode: str):
     Array([2., 2.], dtype=float32)
     """
     return config.option("numpy_dtype_promotion", mode)
+
+
+@contextlib.contextmanager
+def debug_nans(enable: bool = True):
+    """Context manager: ``config.debug_nans`` set to ``enable`` inside the block.
+
+    >>> with fnx.debug_nans(True):
+    ...     fnx.numpy.log(-1.0)
+    Traceback (most recent call last):
+    ...
+    fnx.core.nan_checks.NaNError: debug_nans: primitive 'log' produced a NaN ...
+    """
+    with config.option("debug_nans", enable):
+        yield
+
+
+@contextlib.contextmanager
+def log_compiles(enable: bool = True):
+    """Context manager: ``config.log_compiles`` set to ``enable`` inside the block."""
+    with config.option("log_compiles", enable):
+        yield

@@ -60,6 +60,14 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
+    def __str__(self):
+        return self.str_long()
+
+    def str_long(self):
+        """``float32[3,4]``, with a leading ``~`` for a weak type (as JAX prints tracers)."""
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}" \
+            f"[{','.join(map(str, self.shape))}]"
+
 
 def shape_str(shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
@@ -231,7 +239,7 @@ class Tracer:
         raise TypeError("traced arrays are unhashable")
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+        return f"Tracer({self.aval.str_long()})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,6 +415,12 @@ class Array(metaclass=_ArrayMeta):
         """Give up this array's buffer (jit does this to donated arguments); later uses raise
         DeletedArrayError."""
         self._value = _Donated(by)
+
+    def devices(self) -> set:
+        """The devices holding this array: one, its backend's."""
+        return {self._backend}
+
+    device = property(lambda self: self._backend)
 
     def is_deleted(self) -> bool:
         return type(self._value) is _Donated

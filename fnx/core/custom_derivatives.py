@@ -28,7 +28,7 @@ import inspect
 from . import ad, batching
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
-from .core import Tracer, current_trace, get_aval, set_current_trace
+from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import FnxError, TracerLeakError
 from .api_util import flatten_fun
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
@@ -176,7 +176,7 @@ class custom_jvp:
     ...     x_dot, = tangents
     ...     return log1pexp(x), x_dot * (1 - 1 / (1 + fnx.numpy.exp(x)))
     >>> fnx.grad(log1pexp)(100.0)   # autodiff of the formula gives nan
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
 
     Arguments in ``nondiff_argnums`` are passed first to the rule, outside the primals/tangents
     tuples: ``jvp(*nondiff_args, primals, tangents)``.
@@ -231,6 +231,8 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         args = _resolve_kwargs(self.fun, args, kwargs)
         nondiff = _check_argnums(self.nondiff_argnums, len(args), f"custom_jvp {name}")
+        if _runs_as_python(args):
+            return self.fun(*args)
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
         # Traced values inside nondiff args travel as explicit (never differentiated) operands,
         # so every transformation sees them; everything else in them stays static Python.
@@ -248,13 +250,8 @@ class custom_jvp:
 
         leaves, in_tree = tree_flatten(diff_args)
         n_nd = len(nd_dyn)
-
-        def flat_fun(*xs):
-            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
-        jaxpr, consts, out_tree = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
-                                                    f"the custom_jvp function {name}")
-        out_avals = jaxpr.out_avals
         user_jvp = self.jvp
+        out: dict = {}      # the output tree and avals, from tracing fun or else from the rule
 
         def flat_jvp(primals, tangents):
             now = full_args(primals[:n_nd], diff_args)
@@ -262,20 +259,67 @@ class custom_jvp:
             py_p = tree_unflatten(in_tree, primals[n_nd:])
             py_t = tree_unflatten(in_tree, tangents[n_nd:])
             pair = user_jvp(*static, py_p, py_t)
-            return _check_jvp_output(pair, out_tree, out_avals, name, _name(user_jvp))
+            return _check_jvp_output(pair, out, name, _name(user_jvp))
         flat_jvp.__name__ = _name(user_jvp)
+        if _differentiated_here(nd_dyn + leaves, nondiff_too=n_nd):
+            # as in JAX, forward mode runs only the rule: fun itself is not traced
+            outs = custom_jvp_call_p.bind(*nd_dyn, *leaves, call_jaxpr=None, jvp=flat_jvp,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+
+        def flat_fun(*xs):
+            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
+                                                       f"the custom_jvp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_jvp_call_p.bind(*consts, *nd_dyn, *leaves, call_jaxpr=jaxpr,
                                       jvp=flat_jvp, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
-def _check_jvp_output(pair, out_tree, out_avals, name, jvp_name):
+def _runs_as_python(args) -> bool:
+    """Concrete arguments, with no transformation (or only grad's split of known values) in
+    force: the function runs as Python on them, as in JAX, so Python control flow on their
+    values works (as inside a rule). Under jvp, vmap or jit it is traced, so a value it closes
+    over is found."""
+    if any(isinstance(x, Tracer) for x in tree_flatten(args)[0]):
+        return False
+    trace = current_trace()
+    return isinstance(trace, EvalTrace) or (isinstance(trace, JaxprTrace)
+                                            and not trace.stage_all)
+
+
+def _differentiated_here(leaves, nondiff_too=0) -> bool:
+    """Whether the innermost transformation of ``leaves`` is forward-mode differentiation (of
+    none of the first ``nondiff_too``, whose tangents must stay zero): then a custom rule
+    replaces the function, which need not be traced at all."""
+    levels = [x._trace.level if isinstance(x, Tracer) else -1 for x in leaves]
+    if not levels or max(levels) < 0:
+        return False
+    top = max(levels)
+    trace = next(x._trace for x in leaves if isinstance(x, Tracer) and x._trace.level == top)
+    if not isinstance(trace, ad.JVPTrace) or top in levels[:nondiff_too]:
+        return False
+    above = current_trace()     # traces above it must hand the call down to it unstaged
+    while above is not trace and above is not None:
+        if isinstance(above, JaxprTrace) and above.stage_all:
+            return False
+        above = above.parent
+    return above is trace
+
+
+def _check_jvp_output(pair, out, name, jvp_name):
+    """The rule's primal and tangent outputs as flat lists, checked against the function's
+    output (``out``: its tree and avals; when the function was not traced, the rule's primal
+    output sets them)."""
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a pair "
                         f"(list or tuple of length two) representing primal and tangent "
                         f"outputs, but got {pair!r:.200}.")
     p_leaves, p_tree = tree_flatten(pair[0])
     t_leaves, t_tree = tree_flatten(pair[1])
+    out_tree = out.setdefault("tree", p_tree)
+    out_avals = out.get("avals") or [get_aval(p) for p in p_leaves]
     if p_tree != out_tree:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a primal "
                         f"output with the structure of {name}'s output {out_tree}, got "
@@ -390,6 +434,8 @@ class custom_vjp:
                     "nondiff_argnums as non-differentiable. Tracers cannot be passed as "
                     "non-differentiable arguments to custom_vjp functions; pass array-valued "
                     "arguments normally and return None as their cotangent from bwd.")
+        if _runs_as_python(args):
+            return self.fun(*args)
         static = [args[i] for i in nondiff]
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
 
@@ -398,13 +444,10 @@ class custom_vjp:
             return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
 
         leaves, in_tree = tree_flatten(diff_args)
-        jaxpr, consts, out_tree = _trace_pytree_fun(
-            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
-            f"the custom_vjp function {name}")
-        out_avals = jaxpr.out_avals
         in_avals = [tangent_aval(get_aval(x)) for x in leaves]
         fwd, bwd = self.fwd, self.bwd
         res_tree: dict = {}
+        out: dict = {}      # the output tree and avals, from tracing fun or else from fwd
 
         def flat_fwd(primals):
             pair = fwd(*full_args(tree_unflatten(in_tree, primals)))
@@ -414,10 +457,12 @@ class custom_vjp:
                                 "element represents the primal output and the second element "
                                 f"represents residuals, but got {pair!r:.200}.")
             out_leaves, tree = tree_flatten(pair[0])
+            out_tree = out.setdefault("tree", tree)
             if tree != out_tree:
                 raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
                                 f"produce a primal output with the structure of {name}'s "
                                 f"output {out_tree}, got {tree}.")
+            out_avals = out.get("avals") or [get_aval(o) for o in out_leaves]
             out_leaves = [_match_aval(o, a, f"Custom VJP fwd rule {_name(fwd)} for function "
                                       f"{name}: primal output") for o, a in zip(out_leaves,
                                                                                  out_avals)]
@@ -426,12 +471,21 @@ class custom_vjp:
 
         def flat_bwd(res, cts):
             py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
-                         tree_unflatten(out_tree, cts))
+                         tree_unflatten(out["tree"], cts))
             return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
         flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
+        if _differentiated_here(leaves):
+            # as in JAX, differentiation runs fwd (and later bwd): fun itself is not traced
+            outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=None, fwd=flat_fwd, bwd=flat_bwd,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(
+            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
+            f"the custom_vjp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
 def _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, bwd_name):
@@ -486,7 +540,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts)
     with _closure_hint("custom_vjp", _name(fwd)):
         outs, res = fwd(list(primals[num_consts:]))
     tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
-    out_avals = tuple(tangent_aval(a) for a in call_jaxpr.out_avals)
+    out_avals = tuple(tangent_aval(get_aval(o)) for o in outs)
     tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
                                      out_avals=out_avals)
     return outs, tangents_out
@@ -653,6 +707,45 @@ class checkpoint_policies:
         return not lhs_batch
 
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+    # Policies by name (checkpoint_name): fnx's jaxprs carry no names, so these save no named
+    # value; every such value is recomputed, which gives the same results with more work.
+    @staticmethod
+    def save_only_these_names(*names):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_any_names_but_these(*names):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved=(),
+                                          names_which_can_be_offloaded=(), offload_src=None,
+                                          offload_dst=None):
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src=None, offload_dst=None):
+        # one memory space: offloading a value is saving it
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        def policy(prim, *avals, **params):
+            return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+        return policy
+
+
+def checkpoint_name(x, name: str):
+    """``x``, named for ``checkpoint`` policies (``save_only_these_names``); fnx's jaxprs carry
+    no names, so such policies recompute it rather than save it (same values).
+
+    >>> checkpoint_name(fnx.numpy.ones(2), "h")
+    Array([1., 1.], dtype=float32)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {name!r}")
+    return x
 
 
 remat_p = _lax.primitive("remat", multiple_results=True)

@@ -15,16 +15,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import ad, batching, dtypes
+from . import ad, batching, dtypes, state
 from .api import ShapeDtypeStruct
-from .api_util import flatten_fun
 from .config import config
 from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
-from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, pp_jaxpr
+from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
 from .nan_checks import check_nans
-from .partial_eval import trace_to_jaxpr_dynamic
+from .partial_eval import trace_to_jaxpr
 from .passes import optimize
 from .pytree import tree_flatten, tree_unflatten
 
@@ -164,10 +163,12 @@ def _static_key(v):
 
 class _Traced:
     """One traced signature: the jaxpr (consts as leading args), its consts, the output tree."""
-    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts")
+    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts", "closed", "refs")
 
-    def __init__(self, jaxpr, consts, out_tree):
-        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+    def __init__(self, jaxpr, consts, out_tree, closed=None, refs=()):
+        self.jaxpr, self.consts, self.out_tree, self.closed = jaxpr, consts, out_tree, closed
+        # references the program reads and writes: extra trailing inputs and outputs
+        self.refs = list(refs)
         self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
 
 
@@ -254,6 +255,19 @@ def clear_caches():
     _executables.clear()
 
 
+# traced signatures per function, shared by every ``jit`` of it: as in JAX, ``jit(f)(x)`` twice
+# traces ``f`` once
+_trace_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun, options) -> dict:
+    try:
+        per_fun = _trace_caches.setdefault(fun, {})
+    except TypeError:           # not weakly referenceable or not hashable: a cache of its own
+        return {}
+    return per_fun.setdefault(options, {})
+
+
 class Jitted:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
                  donate_argnames=()):
@@ -271,7 +285,8 @@ class Jitted:
                              "donated; static arguments have no buffers to donate")
         self.name = getattr(fun, "__name__", "fun")
         _all_jitted.add(self)
-        self._cache: dict = {}
+        self._cache: dict = _shared_cache(fun, (self.static_argnums, self.static_argnames,
+                                                self.donate_argnums, self.donate_argnames))
         self._last_key = None
         # calls with positional Array arguments only skip pytree flattening: signature -> run
         self._fast: dict = {}
@@ -303,18 +318,39 @@ class Jitted:
         if config.log_compiles:
             logger.warning("fnx.jit: tracing %s for %s", self.name, avals_sig)
 
-        def call(dyn_args, dyn_kwargs):
+        refs: list = []     # mutable references made outside fun that it touches
+
+        def flat_fun(*vals):
+            n = len(vals) - len(refs)
+            for r, v in zip(refs, vals[n:]):
+                r._value = v
+            dyn_args, dyn_kwargs = tree_unflatten(tree, vals[:n])
             it = iter(dyn_args)
             full = [args[i] if i in static else next(it) for i in range(len(args))]
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
-            return self.fun(*full, **kw)
-        flat_fun, out_tree = flatten_fun(call, tree)
-        jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [sig.aval for sig in avals_sig],
-                                               description=f"jit({self.name})")
+            out = self.fun(*full, **kw)
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves + [r._value for r in refs]
+        store: dict = {}
+        while True:     # trace again while it finds references: they become inputs and outputs
+            before = [r._value for r in refs]
+            with state.tracking() as tracker:
+                try:
+                    closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig] +
+                                            [get_aval(v) for v in before],
+                                            description=f"jit({self.name})")
+                finally:        # the trace's writes are undone: calls write them back
+                    for r, v in [*tracker.outside_refs(), *zip(refs, before)]:
+                        r._value = v
+            new = [r for r, _ in tracker.outside_refs() if not any(r is q for q in refs)]
+            if not new:
+                break
+            refs.extend(new)
+        jaxpr = jaxpr_with_consts_as_args(closed)
         jaxpr, _ = dce_jaxpr(jaxpr)
         if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
             jaxpr = optimize(jaxpr)
-        return _Traced(jaxpr, consts, out_tree())
+        return _Traced(jaxpr, closed.consts, store["tree"], closed, refs)
 
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
@@ -337,14 +373,17 @@ class Jitted:
             if traced.concrete_consts:
                 self._cache[key] = traced
         self._last_key = key
+        ref_vals = [r._value for r in traced.refs]
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
             donated = self._donated_leaves(args, kwargs, static, len(traced.consts))
-            if self._fast_ok and not kwargs:    # before the call takes donated arguments
+            if self._fast_ok and not kwargs and not traced.refs:   # before donation
                 self._remember_fast(args, traced, donated)
-            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
+            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves, *ref_vals], self.name,
+                                  donated)
         else:
-            outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
-        return tree_unflatten(traced.out_tree, outs)
+            outs = pjit_p.bind(*traced.consts, *leaves, *ref_vals, jaxpr=traced.jaxpr,
+                               name=self.name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
 
     def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
@@ -400,18 +439,41 @@ class Jitted:
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = ((config.default_matmul_precision, config.enable_x64), run)
 
-    def lower(self, *args, **kwargs):
-        """The traced program for these arguments (the one calls run, once traced):
-        ``.as_text()`` prints its jaxpr; ``.compile()`` returns the backend executable."""
+    def trace(self, *args, **kwargs):
+        """The program traced for these arguments (arrays or ``ShapeDtypeStruct``s), as a
+        ``Traced`` stage: ``.jaxpr``, ``.lower()``, then ``.compile()`` (see fnx.core.stages).
+
+        >>> fnx.jit(lambda x, y: 2 * x + y).trace(3, 4).lower().compile()(3, 4)
+        Array(10, dtype=int32, weak_type=True)
+        """
+        from .stages import Traced
         key, leaves, static = self._key(args, kwargs)
         traced = self._cache.get(key) or self._trace_for(key, args, kwargs, static)
-        return Lowered(traced, leaves)
+        return Traced(self, traced, key, leaves)
+
+    # what the stages (fnx.core.stages) ask of the function they came from
+    leaf_signature = staticmethod(lambda x: _leaf_sig(x))
+
+    def executable_for(self, traced, backend):
+        return _executable(traced.jaxpr, backend)
+
+    def run_traced(self, traced, leaves):
+        """Run a traced signature's program on ``leaves`` (its references' values added)."""
+        outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves,
+                                             *[r._value for r in traced.refs]], self.name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
+
+    def lower(self, *args, **kwargs):
+        """``trace(*args, **kwargs).lower()``: ``.as_text()`` prints the optimized jaxpr;
+        ``.compile()`` returns the program compiled for these arguments' signature."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
         traced = self._trace_for(key, args, kwargs, static)
+        outvars = traced.jaxpr.outvars[:len(traced.jaxpr.outvars) - len(traced.refs)]
         return tree_unflatten(traced.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
-                                                for v in traced.jaxpr.outvars])
+                                                for v in outvars])
 
     def clear_cache(self):
         self._cache.clear()
@@ -420,6 +482,17 @@ class Jitted:
     @property
     def cache_size(self):
         return len(self._cache)
+
+
+def write_refs(refs, outs):
+    """Store the trailing outputs (the references' new values) into ``refs``; the rest."""
+    if not refs:
+        return outs
+    k = len(outs) - len(refs)
+    for r, v in zip(refs, outs[k:]):
+        state.check_write(r, v)
+        r._value = v
+    return outs[:k]
 
 
 class _NotFast(Exception):
@@ -459,42 +532,6 @@ def _builder(treedef):
         keys = treedef.aux
         return lambda it: {key: k(it) for key, k in zip(keys, kids)}
     return lambda it: tree_unflatten(treedef, [next(it) for _ in range(treedef.num_leaves)])
-
-
-class Lowered:
-    def __init__(self, traced: _Traced, leaves):
-        self.traced = traced
-        self._leaves = leaves
-        self._groups = None
-
-    @property
-    def backend(self):
-        """The backend the program runs on (that of its array arguments, or the default)."""
-        return next((x._backend for x in self._leaves if type(x) is Array), None) \
-            or get_backend()
-
-    @property
-    def fusion_groups(self):
-        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
-        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
-        if self._groups is None:
-            grouping = getattr(self.backend, "fusion_groups", None)
-            self._groups = grouping(self.traced.jaxpr) if grouping else []
-        return self._groups
-
-    def as_text(self) -> str:
-        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
-        namer = _Namer()
-        text = pp_jaxpr(self.traced.jaxpr, namer=namer)
-        if not self.fusion_groups:
-            return text
-        return text + "\n" + self.backend.pp_fusion_groups(self.traced.jaxpr, self.fusion_groups,
-                                                           namer)
-
-    __str__ = as_text
-
-    def compile(self):
-        return _executable(self.traced.jaxpr, self.backend)
 
 
 class _Sig(tuple):

@@ -37,6 +37,9 @@ class JaxprTracer(Tracer):
     def to_concrete(self):
         raise ConcretizationTypeError(self._concretization_message("A concrete value"))
 
+    def __repr__(self):
+        return f"JitTracer({self._aval.str_long()})"
+
 
 class JaxprTrace(Trace):
     """Records unknown operations as equations; runs known ones on the parent trace."""

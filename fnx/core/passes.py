@@ -230,6 +230,12 @@ def _integer_pow(eqn, producer):
     return eqn.invars[0] if eqn.params["y"] == 1 else None
 
 
+def _log(eqn, producer):
+    # log(exp(x)) -> x, as XLA's simplifier rewrites it (jit(f)(100.0) is 100, not inf)
+    e = producer.get(eqn.invars[0])
+    return e.invars[0] if e is not None and e.primitive is lax.exp_p else None
+
+
 # primitive -> rule(eqn, producer) -> an atom that replaces the result, a rewritten equation,
 # or None. ``x + 0 -> x`` turns -0.0 + 0.0 (= +0.0) into -0.0, as XLA's simplifier does.
 # stop_gradient stays: the jaxpr may still be differentiated (grad of a jitted function).
@@ -245,12 +251,13 @@ _SIMPLIFY = {
     lax.broadcast_in_dim_p: _broadcast,
     lax.select_n_p: _select,
     lax.integer_pow_p: _integer_pow,
+    lax.log_p: _log,
 }
 
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Remove algebraic identities: ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1``, ``neg(neg(x))``,
-    conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
+    ``log(exp(x))``, conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
     merge a reshape of a reshape and a transpose of a transpose. A result is replaced only by a
     value of exactly its type (shape, dtype and weak_type).
 

@@ -29,7 +29,6 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
     """
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func)
     _key_registry.pop(nodetype, None)   # a re-registration without keys drops the old ones
-    return nodetype
 
 
 def register_pytree_node_class(cls):
@@ -115,15 +114,15 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
             return [c for _, c in keyed], aux
     register_pytree_node(nodetype, flatten_func, unflatten_func)
     _key_registry[nodetype] = flatten_with_keys
-    return nodetype
 
 
 def register_pytree_with_keys_class(cls):
     """Decorator: ``cls`` has ``tree_flatten_with_keys(self)``, classmethod ``tree_unflatten``
     and optionally ``tree_flatten(self)``."""
     flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
-    return register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
-                                     cls.tree_unflatten, flatten)
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              flatten)
+    return cls
 
 
 def register_static(cls):
@@ -173,7 +172,11 @@ register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
 
 
 def _dict_flatten(d):
-    keys = sorted(d.keys(), key=lambda k: (type(k).__name__, k))
+    try:
+        keys = sorted(d.keys())
+    except TypeError:       # keys of types that do not compare (1 and "y"): as JAX
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys: "
+                         f"{list(d.keys())!r:.200}") from None
     return [d[k] for k in keys], tuple(keys)
 
 
@@ -245,7 +248,11 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {c._pp()}" for k, c in zip(self.aux, self.children)) + "}"
         if self.node is type(None):
             return "None"
-        return f"{getattr(self.node, '__name__', self.node)}({kids})"
+        name = getattr(self.node, "__name__", self.node)
+        if isinstance(self.node, type) and issubclass(self.node, tuple) and \
+                hasattr(self.node, "_fields"):
+            return f"CustomNode(namedtuple[{name}], [{kids}])"
+        return f"CustomNode({name}[{self.aux!r}], [{kids}])"
 
 
 def _hashable(aux):

@@ -60,6 +60,8 @@ def asarray(x, dtype=None):
 def array(x, dtype=None, copy=True, ndmin: int = 0):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
     it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
+    if x is None:
+        raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)

@@ -10,6 +10,15 @@ from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_t
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
 
 
+def _array_like(a, name):
+    """``a`` as an array; a list or tuple is refused, as in JAX (``jnp.sum([1, 2])`` would
+    otherwise trace one value per element): TypeError."""
+    if isinstance(a, (list, tuple)):
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                        "position 0.")
+    return asarray(a)
+
+
 def _keepdims(out, in_shape, axes, keepdims):
     if not keepdims:
         return out
@@ -37,7 +46,7 @@ def sum(a, axis=None, dtype=None, keepdims=False, where=None):  # noqa: A001
     >>> jnp.sum(jnp.arange(6).reshape(2, 3), axis=0)
     Array([3, 5, 7], dtype=int32)
     """
-    a = asarray(a)
+    a = _array_like(a, "sum")
     axes = canonicalize_axes(axis, a.ndim, "sum")
     dt = _sum_dtype(a, dtype)
     if where is not None:
@@ -53,7 +62,7 @@ def prod(a, axis=None, dtype=None, keepdims=False):
     >>> jnp.prod(jnp.array([[1, 2], [3, 4]]), axis=1)
     Array([ 2, 12], dtype=int32)
     """
-    a = asarray(a)
+    a = _array_like(a, "prod")
     axes = canonicalize_axes(axis, a.ndim, "prod")
     dt = _sum_dtype(a, dtype)
     a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
@@ -66,7 +75,7 @@ def _size(shape, axes):
 
 def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     """Arithmetic mean; integer inputs give the default float."""
-    a = asarray(a)
+    a = _array_like(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
     if where is not None:
@@ -107,7 +116,7 @@ def std(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
 
 def _minmax(prim_fn, name):
     def fn(a, axis=None, keepdims=False, initial=None, where=None):
-        a = asarray(a)
+        a = _array_like(a, name)
         axes = canonicalize_axes(axis, a.ndim, name)
         if where is not None:
             if initial is None:

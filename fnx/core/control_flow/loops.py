@@ -636,14 +636,16 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if lo is not None:
         def step(carry, _):
             i, x = carry
-            return (_lax.add(i, np.int32(1)), body_fun(i, x)), None
-        (_, out), _ = _scan(step, (np.int32(lo), init_val), None, max(hi - lo, 0), False,
+            return (_lax.add(i, 1), body_fun(i, x)), None
+        # the counter starts as the Python int lo (a weakly typed int), as in JAX
+        (_, out), _ = _scan(step, (lo, init_val), None, max(hi - lo, 0), False,
                             "fori_loop body", _fori_paths(1))
         return out
     dt, _ = dtypes.result_type((l_aval.dtype, l_aval.weak_type),
                                (u_aval.dtype, u_aval.weak_type))
-    lower = _lax.convert_element_type(lower, dt)
-    upper = _lax.convert_element_type(upper, dt)
+    if l_aval.dtype != u_aval.dtype:     # bounds of one dtype keep their types, as in JAX
+        lower = _lax.convert_element_type(lower, dt)
+        upper = _lax.convert_element_type(upper, dt)
 
     def body(carry):
         i, n, x = carry

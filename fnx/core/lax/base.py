@@ -116,6 +116,10 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
 broadcast_in_dim_p.abstract_eval = _broadcast_in_dim_aval
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 broadcast_in_dim_p.batch = _broadcast_in_dim_batch
+# printed as JAX prints it: the shape is the result's type; no dimensions, no parameter
+broadcast_in_dim_p.pp_params = lambda params: (
+    {"broadcast_dimensions": params["broadcast_dimensions"]}
+    if params["broadcast_dimensions"] else {})
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
