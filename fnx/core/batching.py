@@ -1,6 +1,9 @@
 """Vectorising map: a trace whose values carry one batch dimension (or none)."""
 from __future__ import annotations
 
+import contextlib
+import threading
+
 from .core import Trace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import BatchingError, ConcretizationTypeError
 
@@ -34,11 +37,29 @@ class BatchTracer(Tracer):
         raise ConcretizationTypeError(self._concretization_message("A concrete value"))
 
 
+class _RuleAxis(threading.local):
+    name = None
+
+
+_rule_axis_state = _RuleAxis()
+
+
+@contextlib.contextmanager
+def _rule_axis(name, size):
+    """While a batching rule runs, the vmaps it starts over inner jaxprs (jit, cond, scan
+    bodies) map the same axis: they inherit its name, so collectives inside see it."""
+    prev, _rule_axis_state.name = _rule_axis_state.name, name
+    try:
+        yield
+    finally:
+        _rule_axis_state.name = prev
+
+
 class BatchTrace(Trace):
     def __init__(self, parent, axis_size: int, axis_name=None):
         super().__init__(parent)
         self.axis_size = axis_size
-        self.axis_name = axis_name
+        self.axis_name = axis_name if axis_name is not None else _rule_axis_state.name
 
     def unpack(self, x):
         if self.is_own(x):
@@ -47,11 +68,16 @@ class BatchTrace(Trace):
 
     def process_primitive(self, primitive, args, params):
         vals, dims = zip(*map(self.unpack, args)) if args else ((), ())
+        if primitive.batch_named is not None:
+            with set_current_trace(self.parent):
+                out, out_dim = primitive.batch_named(list(vals), list(dims),
+                                                     (self.axis_name, self.axis_size), **params)
+            return BatchTracer(self, out, out_dim) if out_dim is not not_mapped else out
         if all(d is not_mapped for d in dims):
             with set_current_trace(self.parent):
                 return primitive.bind(*vals, **params)
         rule = primitive.rule("batch")
-        with set_current_trace(self.parent):
+        with set_current_trace(self.parent), _rule_axis(self.axis_name, self.axis_size):
             out, out_dim = rule(list(vals), list(dims), axis_size=self.axis_size, **params) \
                 if getattr(rule, "wants_axis_size", False) else rule(list(vals), list(dims), **params)
         if primitive.multiple_results:
@@ -63,10 +89,11 @@ class BatchTrace(Trace):
 def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn, axis_name=None):
     """vmap on flat lists: ``dims[i]`` is the batch axis of ``vals[i]`` or None.
     ``out_dims_fn(n)`` gives the wanted output axes once the number of outputs is known."""
+    from .collectives import extend_axis_env
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     in_tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v
                   for v, d in zip(vals, dims)]
-    with set_current_trace(trace):
+    with set_current_trace(trace), extend_axis_env([(trace.axis_name, axis_size)]):
         outs = flat_fun(*in_tracers)
     out_dims = out_dims_fn(len(outs))
     results = []

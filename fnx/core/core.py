@@ -82,6 +82,9 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
+        # collectives: ``batch_named(vals, dims, (axis_name, axis_size), **params)``, run by
+        # every vmap trace (named or not, batched operands or none: axis_index has no operand)
+        self.batch_named: Callable | None = None
         self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
         self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
         self.is_linear = False
@@ -290,45 +293,84 @@ def devices(backend: str | None = None) -> list:
     >>> fnx.devices()
     [CpuDevice(id=0)]
     """
-    return [get_backend(backend)]
+    return list(get_backend(backend).devices())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    """The devices of this process: ``devices(backend)`` (fnx runs in one process)."""
-    return devices(backend)
+    """The devices of this process (of process ``process_index``, when given)."""
+    want = _process[0] if process_index is None else process_index
+    return [d for d in devices(backend) if getattr(d, "process_index", 0) == want]
 
 
 def device_count(backend: str | None = None) -> int:
-    """How many devices ``backend`` has (one: fnx runs on one CPU or one GPU)."""
+    """How many devices ``backend`` has, over all processes.
+
+    >>> fnx.device_count()
+    1
+    """
     return len(devices(backend))
 
 
-local_device_count = device_count
+def local_device_count(backend: str | None = None) -> int:
+    """How many devices this process drives."""
+    return len(local_devices(backend=backend))
+
+
+_process = [0, 1]     # (index, count), set by fnx.distributed.initialize
+
+
+def set_process(index: int, count: int) -> None:
+    """Record this process's place among the program's processes (fnx.distributed)."""
+    _process[:] = [int(index), int(count)]
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index among the program's processes: 0, fnx running in one."""
-    return 0
+    """This process's index among the program's processes (0 unless fnx.distributed joined
+    several)."""
+    return _process[0]
 
 
 def process_count(backend: str | None = None) -> int:
-    """How many processes run the program: 1."""
-    return 1
+    """How many processes run the program (1 unless fnx.distributed joined several)."""
+    return _process[1]
 
 
-def device_put(x, device=None):
-    """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
-    when None)."""
+def device_put(x, device=None, *, donate=False, may_alias=None):
+    """Move the arrays in pytree ``x`` to ``device``: a device, a backend name (the default
+    backend when None) or a sharding (``jax.sharding``), which lays each array out in blocks
+    over the sharding's devices; ``device`` may also be a pytree of these matching ``x``.
+
+    >>> fnx.device_put(jnp.ones((8, 2)), NamedSharding(mesh, P("data")))
+    """
     from .pytree import tree_map
+    from .sharding import Sharding, SingleDeviceSharding
+    if isinstance(device, SingleDeviceSharding):
+        device = device._device
+    if isinstance(device, Sharding):
+        return tree_map(lambda v: _put_sharded(v, device), x)
+    if device is not None and not isinstance(device, str) and not hasattr(device, "impls"):
+        return tree_map(lambda v, d: device_put(v, d), x, device,  # one device per leaf
+                        is_leaf=lambda d: hasattr(d, "impls") or isinstance(d, Sharding))
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):
-        if type(v) is Array and v._backend is target:
+        if type(v) is Array and v._backend is target and v._sharding is None:
             return v
         aval = get_aval(v)
         return Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target,
                      aval.weak_type)
     return tree_map(put, x)
+
+
+def _put_sharded(v, sharding):
+    """``v`` laid out by ``sharding``: the global value is checked against the sharding (every
+    split dimension divides) and held by the sharding's first device."""
+    aval = get_aval(v)
+    sharding.devices_indices_map(aval.shape)      # raises ShapeError for a misfit
+    target = sharding._device_list()[0]
+    out = Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target, aval.weak_type)
+    out._sharding = sharding
+    return out
 
 
 def device_get(x):
@@ -372,12 +414,40 @@ class Array(metaclass=_ArrayMeta):
     Array([1., 2.], dtype=float32)
     """
     __array_priority__ = 1000
-    __slots__ = ("_value", "_backend", "_weak", "__weakref__")
+    __slots__ = ("_value", "_backend", "_weak", "_sharding", "__weakref__")
 
     def __init__(self, value, backend=None, weak_type: bool = False):
         self._backend = backend if backend is not None else get_backend()
         self._value = value
         self._weak = weak_type
+        self._sharding = None         # a jax.sharding layout over several devices, if any
+
+    @property
+    def sharding(self):
+        """How the array is laid out over devices (fnx.sharding)."""
+        from .sharding import SingleDeviceSharding
+        return self._sharding if self._sharding is not None \
+            else SingleDeviceSharding(self._backend)
+
+    @property
+    def addressable_shards(self) -> list:
+        """One ``Shard`` (device, index, replica_id, data) per device holding a block."""
+        from .sharding import shards_of
+        return shards_of(self)
+
+    global_shards = addressable_shards
+
+    def devices(self) -> set:
+        return self.sharding.device_set
+
+    @property
+    def device(self):
+        """The device holding the array (its sharding when spread over several)."""
+        return self._backend if self._sharding is None else self._sharding
+
+    is_fully_addressable = property(lambda self: True)
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+    committed = property(lambda self: True)
 
     @property
     def aval(self) -> ShapedArray:

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import ad, batching, dtypes
+from .collectives import axis_env_key
 from .config import config
 from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
@@ -188,8 +189,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
     compiled program on later calls. Inside ``fnx.disable_jit()`` a call runs ``fun`` as it is.
-    JAX's placement and sharding arguments (``device``, ``in_shardings``, ``keep_unused``, ...)
-    are accepted and ignored: fnx runs a program on one device.
+    ``in_shardings`` lay the arguments out over a mesh before the call (``device_put``; a
+    misfit raises at the call) and ``out_shardings`` lay out the results (a sharding, or a
+    pytree of them, as in JAX); the program computes the global values. To run a program on
+    every device of a mesh, with collectives between them, use ``shard_map`` or ``pmap``.
+    ``device``, ``keep_unused`` and ``backend`` are accepted and ignored.
 
     >>> @fnx.jit
     ... def f(x):
@@ -198,8 +202,41 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+                                 donate_argnames=donate_argnames, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    return _Placed(jitted, in_shardings, out_shardings)
+
+
+class _Placed:
+    """A jitted function whose arguments and results are laid out by shardings."""
+
+    def __init__(self, jitted, in_shardings, out_shardings):
+        functools.update_wrapper(self, jitted.fun)
+        self.jitted, self.in_shardings, self.out_shardings = jitted, in_shardings, out_shardings
+
+    def __call__(self, *args, **kwargs):
+        from .core import device_put
+        concrete = type(current_trace()) is EvalTrace
+        sh = self.in_shardings
+        if concrete and sh is not None:
+            sh = tuple(sh) if isinstance(sh, (tuple, list)) else (sh,) * len(args)
+            if len(sh) != len(args):
+                raise ValueError(f"jit in_shardings has {len(sh)} entries but "
+                                 f"{self.jitted.name} was called with {len(args)} arguments")
+            args = tuple(a if s is None else device_put(a, s) for a, s in zip(args, sh))
+        out = self.jitted(*args, **kwargs)
+        if concrete and self.out_shardings is not None:
+            out = device_put(out, self.out_shardings)
+        return out
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.jitted, name)
 
 
 def _as_tuple(x):
@@ -303,7 +340,7 @@ class Jitted:
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_leaf_sig(x) for x in leaves)
         key = (tree, avals, static, static_args, static_kwargs,
-               config.default_matmul_precision, config.enable_x64)
+               config.default_matmul_precision, config.enable_x64, axis_env_key())
         return key, leaves, static
 
     def _trace_for(self, key, args, kwargs, static):
@@ -557,6 +594,9 @@ def explain_miss(name, old, new) -> str:
         reasons.append(f"default_matmul_precision changed from {old[5]} to {new[5]}")
     if old[6:7] != new[6:7]:
         reasons.append(f"enable_x64 changed from {old[6]} to {new[6]}")
+    if old[7:8] != new[7:8]:
+        reasons.append(f"the named axes bound around the call changed from {old[7]} to "
+                       f"{new[7]}")
     where = user_frame()
     at = f" (called at {where})" if where else ""
     return f"fnx.jit: retracing {name}{at} because " + ("; ".join(reasons) or "it was not cached")
