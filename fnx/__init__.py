@@ -14,8 +14,8 @@ from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, he
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
                         device_put, devices, local_device_count, local_devices, process_count,
                         process_index)
-from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
-                          ShapeError, TracerLeakError)
+from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
+                          FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
                                       custom_jvp, custom_vjp, remat)
