@@ -29,7 +29,7 @@ from .core.sharding import make_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import flatten_util, ops, typing  # noqa: E402
-from . import experimental, sharding  # noqa: E402
+from . import distributed, experimental, sharding  # noqa: E402
 
 
 @_contextlib.contextmanager

@@ -287,6 +287,20 @@ def default_backend() -> str:
     return get_backend().name
 
 
+_global_devices: dict[str, list] = {}
+
+
+def set_global_devices(platform: str, devices: list) -> None:
+    """The devices of every process of the program (fnx.distributed), this process's among
+    them."""
+    _global_devices[platform] = list(devices)
+
+
+def global_devices(platform: str):
+    """Every process's devices of ``platform`` once fnx.distributed joined them, else None."""
+    return _global_devices.get(platform)
+
+
 def devices(backend: str | None = None) -> list:
     """The devices of ``backend`` (the default backend when None).
 

@@ -13,7 +13,8 @@ import functools
 from . import spmd
 from .api import _normalize_axis, vmap
 from .config import config
-from .core import EvalTrace, Tracer, current_trace, devices as all_devices, get_aval
+from .core import (EvalTrace, Tracer, current_trace, devices as all_devices, get_aval,
+                   process_count, process_index)
 from .collectives import axis_env_key
 from .errors import BatchingError, MeshError, ShapeError
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -80,12 +81,13 @@ class _Pmapped:
         dims = broadcast_prefix(prefix, (dyn, kwargs), "pmap in_axes")
         dims = [_normalize_axis(x, d, i, self.name) for i, (x, d) in enumerate(zip(leaves, dims))]
         n = self._size(leaves, dims)
-        devices = self._devices(n)
+        devices, everywhere = self._devices(n)
+        size = len(everywhere)          # the axis spans every process's devices
         key = (tree, tuple(_sig(x) for x in leaves), tuple(dims), static_key, n,
                tuple(id(d) for d in devices), config.enable_x64, axis_env_key())
         traced = self._cache.get(key)
         if traced is None:
-            traced = self._cache[key] = self._trace(fun, tree, leaves, dims, n)
+            traced = self._cache[key] = self._trace(fun, tree, leaves, dims, size)
         jaxpr, consts, out_tree, out_dims = traced
 
         def index(d):
@@ -93,7 +95,11 @@ class _Pmapped:
         per_leaf = [spmd.blocks(x, PmapSharding(devices, d), devices, index(d)) if d is not None
                     else [x] * n for x, d in zip(leaves, dims)]
         per_device = [[*consts, *[blk[i] for blk in per_leaf]] for i in range(n)]
-        outs = spmd.run(jaxpr, [(self.axis_name, n)], devices, per_device)
+        comm = ranks = None
+        if size != n:
+            comm = devices[0].communicator(everywhere)
+            ranks = [everywhere.index(d) for d in devices]
+        outs = spmd.run(jaxpr, [(self.axis_name, size)], devices, per_device, comm, ranks)
         results = []
         for k, (v, d) in enumerate(zip(jaxpr.outvars, out_dims)):
             mine = [o[k] for o in outs]
@@ -120,7 +126,17 @@ class _Pmapped:
         return distinct.pop()
 
     def _devices(self, n):
+        """(this process's devices for the ``n`` slices, the devices the axis spans): with
+        several processes (fnx.distributed), each maps over its own devices and collectives
+        span all of them, as in JAX."""
         pool = list(self.devices) if self.devices is not None else all_devices(self.backend)
+        if process_count() > 1:
+            local = [d for d in pool if getattr(d, "process_index", 0) == process_index()]
+            if n != len(local):
+                raise MeshError(f"pmap of {self.name} in process {process_index()} maps an "
+                                f"axis of size {n} over its {len(local)} local devices; they "
+                                "must be equal")
+            return local, pool
         if self.devices is not None and len(pool) != n:
             raise MeshError(f"pmap of {self.name} maps an axis of size {n} over devices={pool}"
                             f" ({len(pool)} devices); they must be equal")
@@ -129,7 +145,7 @@ class _Pmapped:
                             f"{len(pool)} devices are available {pool} (set "
                             "jax_num_cpu_devices, or XLA_FLAGS=--xla_force_host_platform_"
                             "device_count=N, for virtual CPU devices)")
-        return pool[:n]
+        return pool[:n], pool[:n]
 
     def _trace(self, fun, tree, leaves, dims, n):
         store: dict = {}
