@@ -23,9 +23,9 @@ from .core.config import (config, default_matmul_precision, disable_jit, enable_
                           numpy_dtype_promotion)
 from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
-from .core.pmap import pmap
+from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map
-from .core.sharding import make_mesh
+from .core.sharding import NamedSharding, P, make_mesh, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import flatten_util, ops, typing  # noqa: E402

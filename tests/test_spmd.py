@@ -284,3 +284,53 @@ def test_xla_flags_set_the_device_count_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=120, check=True)
     assert out.stdout.strip() == "3"
+
+
+def test_pmap_style_replicated_parameters(rng):
+    devs = fnx.devices()[:4]
+    w = rng.standard_normal((3, 2))
+    ws = fnx.device_put_replicated({"w": w}, devs)
+    assert ws["w"].shape == (4, 3, 2) and ws["w"].sharding.device_set == set(devs)
+    xs = fnx.device_put_sharded([rng.standard_normal((5, 3)) for _ in range(4)], devs)
+    step = fnx.pmap(lambda p, x: {"w": p["w"] - lax.pmean(x.T @ (x @ p["w"]), "i")},
+                    axis_name="i")
+    new = step(ws, xs)
+    xs_np = np.asarray(xs)
+    want = w - np.mean([x.T @ (x @ w) for x in xs_np], axis=0)
+    np.testing.assert_allclose(new["w"], np.broadcast_to(want, (4, 3, 2)), rtol=1e-12)
+    again = step(new, xs)       # the result's blocks are used where they are
+    np.testing.assert_allclose(again["w"][0], want - np.mean(
+        [x.T @ (x @ want) for x in xs_np], axis=0), rtol=1e-12)
+
+
+def test_set_mesh_gives_shard_map_its_mesh():
+    mesh = fnx.make_mesh((8,), ("i",))
+    with fnx.set_mesh(mesh):
+        out = fnx.shard_map(lambda x: lax.psum(x, "i"), in_specs=P("i"), out_specs=P())(
+            np.arange(8.0))
+    np.testing.assert_allclose(out, [28.0])
+    with pytest.raises(fnx.MeshError, match="needs a mesh"):
+        fnx.shard_map(lambda x: x, in_specs=P("i"), out_specs=P("i"))
+
+
+def test_distributed_store_hands_values_between_processes():
+    """The coordinator's key-value store (NCCL's unique ids travel through it)."""
+    import socket
+    from fnx.distributed import _Server, _Store
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = _Server(("127.0.0.1", port))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        a, b = _Store(("127.0.0.1", port), 5.0), _Store(("127.0.0.1", port), 5.0)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(b.get("nccl-id/0,1")))
+        reader.start()              # waits until the key arrives
+        a.set("nccl-id/0,1", list(range(-3, 125)))
+        reader.join(5)
+        assert got == [list(range(-3, 125))]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert fnx.process_index() == 0 and fnx.process_count() == 1

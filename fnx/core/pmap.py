@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 
 from . import spmd
 from .api import _normalize_axis, vmap
@@ -173,9 +175,44 @@ class _Pmapped:
         return jaxpr, consts, out_tree, out_dims
 
 
+def device_put_replicated(x, devices):
+    """Pytree ``x`` stacked once per device along a new leading axis, slice ``i`` on
+    ``devices[i]`` (pmap's layout for parameters every device holds).
+
+    >>> params = fnx.device_put_replicated(params, fnx.local_devices())
+    """
+    from .pytree import tree_map
+
+    def put(v):
+        v = np.asarray(v)
+        stacked = np.broadcast_to(v, (len(devices),) + v.shape)
+        return _pmap_array([stacked[i] for i in range(len(devices))], devices, get_aval(v))
+    return tree_map(put, x)
+
+
+def device_put_sharded(shards, devices):
+    """The list ``shards`` (pytrees of one structure) stacked along a new leading axis, shard
+    ``i`` on ``devices[i]``."""
+    from .pytree import tree_map
+    if len(shards) != len(devices):
+        raise MeshError(f"device_put_sharded got {len(shards)} shards for {len(devices)} "
+                        "devices")
+    return tree_map(lambda *vs: _pmap_array([np.asarray(v) for v in vs], devices,
+                                            get_aval(vs[0])), *shards)
+
+
+def _pmap_array(blocks, devices, aval):
+    from .core import Array
+    per_device = [Array(d.from_numpy(np.ascontiguousarray(b, dtype=aval.dtype)), d,
+                        aval.weak_type) for b, d in zip(blocks, devices)]
+    shape = (len(devices),) + tuple(blocks[0].shape)
+    return spmd.global_array(per_device, PmapSharding(devices, 0), devices, shape,
+                             lambda i: (i,), aval.weak_type)
+
+
 def _sig(x):
     aval = get_aval(x)
     return (aval.shape, aval.dtype, aval.weak_type)
 
 
-__all__ = ["pmap"]
+__all__ = ["pmap", "device_put_replicated", "device_put_sharded"]

@@ -91,6 +91,18 @@ class Mesh:
 _mesh_stack: list[Mesh] = []
 
 
+def set_mesh(mesh: Mesh):
+    """Context manager: ``mesh`` is the mesh shard_map uses when given none (``jax.set_mesh``).
+
+    >>> with fnx.set_mesh(mesh):
+    ...     y = fnx.shard_map(f, in_specs=P("i"), out_specs=P("i"))(x)
+    """
+    return mesh
+
+
+use_mesh = set_mesh
+
+
 def current_mesh() -> Mesh | None:
     """The mesh of the innermost ``with mesh:`` block, or None."""
     return _mesh_stack[-1] if _mesh_stack else None
@@ -368,5 +380,5 @@ def shards_of(array) -> list:
     return out
 
 
-__all__ = ["Shard", "with_sharding_constraint", "PartitionSpec", "P", "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding",
+__all__ = ["Shard", "set_mesh", "use_mesh", "with_sharding_constraint", "PartitionSpec", "P", "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding",
            "NamedSharding", "PmapSharding", "PositionalSharding", "current_mesh"]
