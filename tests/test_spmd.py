@@ -334,3 +334,19 @@ def test_distributed_store_hands_values_between_processes():
         server.shutdown()
         server.server_close()
     assert fnx.process_index() == 0 and fnx.process_count() == 1
+
+
+def test_jit_with_parameters_sharded_over_a_mesh_axis(rng):
+    mesh = fnx.make_mesh((2, 4), ("data", "model"))
+    w, x = rng.standard_normal((6, 8)), rng.standard_normal((4, 6))
+    cols, rows = NamedSharding(mesh, P(None, "model")), NamedSharding(mesh, P("data"))
+    f = fnx.jit(lambda w, x: lax.with_sharding_constraint(jnp.tanh(x @ w), cols),
+                in_shardings=(cols, rows), out_shardings=NamedSharding(mesh, P("data", "model")))
+    out = f(w, x)
+    np.testing.assert_allclose(out, np.tanh(x @ w), rtol=1e-12)
+    assert out.sharding.spec == P("data", "model")
+    assert {s.data.shape for s in out.addressable_shards} == {(2, 2)}
+    g = fnx.grad(lambda w: jnp.sum(f(w, x)))(w)
+    np.testing.assert_allclose(g, x.T @ (1 - np.tanh(x @ w) ** 2), rtol=1e-12)
+    with pytest.raises(fnx.ShapeError, match="not a multiple of 4"):
+        f(np.ones((6, 6)), x)
