@@ -350,3 +350,13 @@ def test_jit_with_parameters_sharded_over_a_mesh_axis(rng):
     np.testing.assert_allclose(g, x.T @ (1 - np.tanh(x @ w) ** 2), rtol=1e-12)
     with pytest.raises(fnx.ShapeError, match="not a multiple of 4"):
         f(np.ones((6, 6)), x)
+
+
+def test_unknown_axis_names_in_pmap_and_shard_map():
+    with pytest.raises(fnx.AxisNameError, match=r"'j'.*bound here: \['i'\]") as info:
+        fnx.pmap(lambda x: lax.psum(x, "j"), axis_name="i")(np.ones((2, 3)))
+    assert info.value.source.filename == __file__
+    mesh = fnx.make_mesh((2, 4), ("a", "b"))
+    with pytest.raises(fnx.AxisNameError, match=r"'c'.*\['a', 'b'\]"):
+        fnx.shard_map(lambda x: lax.all_gather(x, "c"), mesh=mesh, in_specs=P("a"),
+                      out_specs=P("a"))(np.ones(4))

@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from . import lax
+from . import dtypes, lax
 from .ad import Zero, deflinear, instantiate, zero_jvp
 from .batching import bdim_at_front, not_mapped
 from .core import ShapedArray, get_aval
@@ -393,8 +393,13 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     """
     _no_groups(axis_index_groups)
     n = axis_size(axis_name)
-    return tree_map(lambda v: lax.div(s := psum(v, axis_name), _scalar(n, get_aval(s).dtype)),
-                    x)
+
+    def mean(v):
+        total = psum(v, axis_name)
+        dtype = dtypes.to_inexact(get_aval(total).dtype)     # integers average to floats
+        total = lax.convert_element_type(total, dtype, get_aval(total).weak_type)
+        return lax.div(total, _scalar(n, dtype))
+    return tree_map(mean, x)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
