@@ -127,7 +127,8 @@ def test_shard_map_on_a_2d_mesh_equals_its_one_device_program(rng):
 def test_data_parallel_step_equals_the_one_device_step(rng):
     """shard_map with the batch split and the parameters replicated; jit with shardings."""
     mesh = fnx.make_mesh((8,), ("batch",))
-    w, x, y = rng.standard_normal((5, 3)), rng.standard_normal((32, 5)), rng.standard_normal((32, 3))
+    w, x = rng.standard_normal((5, 3)), rng.standard_normal((32, 5))
+    y = rng.standard_normal((32, 3))
     loss = lambda w, x, y: jnp.mean((jnp.tanh(x @ w) - y) ** 2)        # noqa: E731
 
     def step(w, x, y):
@@ -360,3 +361,19 @@ def test_unknown_axis_names_in_pmap_and_shard_map():
     with pytest.raises(fnx.AxisNameError, match=r"'c'.*\['a', 'b'\]"):
         fnx.shard_map(lambda x: lax.all_gather(x, "c"), mesh=mesh, in_specs=P("a"),
                       out_specs=P("a"))(np.ones(4))
+
+
+def test_blocks_placed_on_their_devices_are_used_where_they_are(rng):
+    """(GPUs place a sharded array's blocks at device_put; the CPU path cuts them per call.)"""
+    from fnx.core import spmd
+    mesh = fnx.make_mesh((4, 2), ("a", "b"))
+    sharding = NamedSharding(mesh, P("b", "a"))
+    x = fnx.device_put(rng.standard_normal((4, 8)), sharding)
+    spmd.place_blocks(x, sharding)
+    bufs = spmd._resident[id(x)][2]
+    for buf, s in zip(bufs, x.addressable_shards):
+        np.testing.assert_array_equal(buf, s.data)
+    f = fnx.shard_map(lambda v: v * (1 + lax.axis_index("a")), mesh=mesh,
+                      in_specs=P("b", "a"), out_specs=P("b", "a"))
+    scale = np.repeat(np.arange(1, 5), 2)[None, :]
+    np.testing.assert_allclose(f(x), np.asarray(x) * scale, rtol=1e-12)

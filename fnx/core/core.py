@@ -384,6 +384,9 @@ def _put_sharded(v, sharding):
     target = sharding._device_list()[0]
     out = Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target, aval.weak_type)
     out._sharding = sharding
+    if target.platform != "cpu":      # each device gets its block now, not at every call
+        from . import spmd
+        spmd.place_blocks(out, sharding)
     return out
 
 

@@ -380,5 +380,6 @@ def shards_of(array) -> list:
     return out
 
 
-__all__ = ["Shard", "set_mesh", "use_mesh", "with_sharding_constraint", "PartitionSpec", "P", "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding",
-           "NamedSharding", "PmapSharding", "PositionalSharding", "current_mesh"]
+__all__ = ["Shard", "set_mesh", "use_mesh", "with_sharding_constraint", "PartitionSpec", "P",
+           "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
+           "PmapSharding", "PositionalSharding", "current_mesh"]

@@ -139,6 +139,18 @@ def remember_blocks(array, sharding, bufs) -> None:
                       list(bufs))
 
 
+def place_blocks(x, sharding) -> None:
+    """Copy each block of ``x`` to the device ``sharding`` puts it on, and remember them."""
+    import numpy as np
+    index = sharding.devices_indices_map(x.shape)
+    host = x._backend.to_numpy(x._value)
+    bufs = []
+    for d, where in index.items():
+        with d.scope():       # a dense copy: generated kernels read blocks as row-major
+            bufs.append(d.from_numpy(np.ascontiguousarray(host[where])))
+    remember_blocks(x, sharding, bufs)
+
+
 def blocks(x, sharding, devices, index_of):
     """Device ``i``'s block of ``x`` for each of ``devices``: ``index_of(i)`` is the block's
     index into the global value. Blocks ``x`` already holds under ``sharding`` are reused."""
