@@ -17,9 +17,11 @@ from fnx.sharding import Mesh, NamedSharding, PartitionSpec as P, PositionalShar
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
+    """8 virtual CPU devices, the default ones even where a GPU is present."""
     old = fnx.config.num_cpu_devices
     fnx.config.update("jax_num_cpu_devices", 8)
-    yield
+    with fnx.default_device(fnx.devices("cpu")[0]):
+        yield
     fnx.config.update("jax_num_cpu_devices", old)
 
 
