@@ -93,11 +93,18 @@ class DeviceContext:
         self.comm = comm
         self.rank = int(np.ravel_multi_index(self.coords, [s for _, s in self.axes])) \
             if self.axes else 0
+        self._groups: dict = {}
 
     def group(self, names) -> list[int]:
         """The ranks that share this device's coordinates on every axis outside ``names``,
         in the row-major order of their coordinates along ``names``."""
         names = _names(names)
+        found = self._groups.get(names)
+        if found is None:
+            found = self._groups[names] = self._group(names)
+        return found
+
+    def _group(self, names) -> list[int]:
         for n in names:
             if n not in dict(self.axes):
                 raise AxisNameError(f"unbound axis name: {n!r}; this device program binds "

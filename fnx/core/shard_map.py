@@ -23,7 +23,7 @@ from .api import vmap
 from .config import config
 from .core import EvalTrace, Tracer, current_trace, get_aval
 from .collectives import axis_env_key
-from .errors import MeshError, ShapeError
+from .errors import MeshError
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 

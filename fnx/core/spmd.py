@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .collectives import DeviceContext, device_context, extend_axis_env
 from .config import config
-from .core import Array, get_aval
+from .core import Array
 from .errors import FnxError, user_frame
 from .jaxpr import jaxpr_with_consts_as_args
 from .partial_eval import trace_to_jaxpr
@@ -70,21 +70,20 @@ def run(jaxpr, axes, devices, blocks, comm=None, ranks=None):
         dev = devices[i]
         coords = np.unravel_index(ranks[i], sizes) if sizes else ()
         with dev.scope(), device_context(DeviceContext(axes, coords, comm)):
-            exe = _executable(jaxpr, dev)
-            bufs = [dev.cast(dev.to_buffer(b, v.aval.dtype), v.aval.dtype)
-                    for b, v in zip(blocks[i], invars)]
             try:
+                exe = _executable(jaxpr, dev)
+                bufs = [dev.cast(dev.to_buffer(b, v.aval.dtype), v.aval.dtype)
+                        for b, v in zip(blocks[i], invars)]
                 outs = exe(*bufs)
             except threading.BrokenBarrierError:
                 raise
             except BaseException:
-                comm.abort()
+                comm.abort()       # the other devices would wait for this one for ever
                 raise
             return [Array(dev.cast(o, v.aval.dtype), dev, v.aval.weak_type)
                     for o, v in zip(outs, jaxpr.outvars)]
 
     if len(devices) == 1:
-        futures = None
         try:
             return [one(0)]
         except FnxError as e:
@@ -114,13 +113,6 @@ def _at(error: FnxError, caller):
         return type(error)(str(error).split("\n  at ")[0], source=caller)
     except TypeError:     # an error class with a signature of its own
         return error
-
-
-def block_avals(leaves, shapes):
-    return [get_aval(x).update(shape=s) for x, s in zip(leaves, shapes)]
-
-
-__all__ = ["trace_per_device", "run", "block_avals"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,3 +174,7 @@ def global_array(per_device, sharding, devices, shape, index_of, weak):
     out._sharding = sharding
     remember_blocks(out, sharding, [b._value for b in per_device])
     return out
+
+
+__all__ = ["trace_per_device", "run", "blocks", "global_array", "place_blocks",
+           "remember_blocks"]

@@ -114,15 +114,19 @@ def _setup(axes):
 
 
 def _dense(x):
+    """``x`` as a dense device array; a host scalar (a literal operand) by a fill kernel, since
+    a copy from the host cannot be captured."""
     import cupy as cp
-    return x if isinstance(x, cp.ndarray) and x.flags.c_contiguous else cp.ascontiguousarray(x)
+    if not isinstance(x, cp.ndarray):
+        return cp.full(np.shape(x), x, np.asarray(x).dtype)
+    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
 
 
 def _reduce(op):
     def impl(x, *, axes):
         import cupy as cp
         ctx, group, comm, stream = _setup(axes)
-        x = _dense(cp.asarray(x))
+        x = _dense(x)
         out = cp.empty_like(x)
         comm.allReduce(x.data.ptr, out.data.ptr, x.size, nccl_dtype(x.dtype), op, stream)
         return out
@@ -132,7 +136,7 @@ def _reduce(op):
 def _all_gather(x, *, axes, axis_size, axis, tiled):
     import cupy as cp
     ctx, group, comm, stream = _setup(axes)
-    x = _dense(cp.asarray(x))
+    x = _dense(x)
     out = cp.empty((axis_size,) + x.shape, x.dtype)
     comm.allGather(x.data.ptr, out.data.ptr, x.size, nccl_dtype(x.dtype), stream)
     out = cp.moveaxis(out, 0, axis)
@@ -146,7 +150,7 @@ def _all_gather(x, *, axes, axis_size, axis, tiled):
 def _psum_scatter(x, *, axes, axis_size, axis, tiled):
     import cupy as cp
     ctx, group, comm, stream = _setup(axes)
-    x = cp.asarray(x)
+    x = _dense(x)
     shape = list(x.shape)
     blocks = shape[:axis] + [axis_size, shape[axis] // axis_size] + shape[axis + 1:]
     send = _dense(cp.moveaxis(x.reshape(blocks), axis, 0))     # block k contiguous, k-th
@@ -161,7 +165,7 @@ def _ppermute(x, *, axes, perm):
     nccl = _nccl()
     ctx, group, comm, stream = _setup(axes)
     me = group.index(ctx.rank)
-    x = _dense(cp.asarray(x))
+    x = _dense(x)
     out = cp.zeros_like(x)
     dt = nccl_dtype(x.dtype)
     nccl.groupStart()
@@ -180,7 +184,7 @@ def _all_to_all(x, *, axes, axis_size, split_axis, concat_axis):
     import cupy as cp
     nccl = _nccl()
     ctx, group, comm, stream = _setup(axes)
-    x = cp.asarray(x)
+    x = _dense(x)
     chunks = [_dense(c) for c in cp.split(x, axis_size, axis=split_axis)]
     got = [cp.empty_like(chunks[0]) for _ in range(axis_size)]
     dt = nccl_dtype(x.dtype)
