@@ -153,3 +153,17 @@ def test_printed_jaxpr_names_the_collective():
     with fnx.core.collectives.extend_axis_env([("i", 4)]):
         text = str(fnx.make_jaxpr(lambda x: lax.psum(x, "i"))(jnp.ones(2)))
     assert "psum" in text and "axes=('i',)" in text
+
+
+def test_an_anonymous_vmap_inside_a_named_one(rng):
+    xs = rng.standard_normal((3, 4))
+    # the inner vmap maps another axis: psum over 'i' sums over the outer one only
+    got = fnx.vmap(fnx.vmap(lambda x: lax.psum(x, "i")), axis_name="i")(xs)
+    np.testing.assert_allclose(got, np.broadcast_to(xs.sum(0), xs.shape), rtol=1e-12)
+
+    @fnx.custom_vjp
+    def f(x):
+        return fnx.vmap(lambda v: v * 2.0)(x)
+    f.defvjp(lambda x: (f(x), None), lambda _, g: (2.0 * g,))
+    got = fnx.vmap(lambda x: lax.psum(f(x), "i"), axis_name="i")(xs)
+    np.testing.assert_allclose(got, np.broadcast_to(2 * xs.sum(0), xs.shape), rtol=1e-12)

@@ -55,11 +55,14 @@ def _rule_axis(name, size):
         _rule_axis_state.name = prev
 
 
+_INHERIT = object()    # a rule's own vmap maps the axis of the vmap running the rule
+
+
 class BatchTrace(Trace):
-    def __init__(self, parent, axis_size: int, axis_name=None):
+    def __init__(self, parent, axis_size: int, axis_name=_INHERIT):
         super().__init__(parent)
         self.axis_size = axis_size
-        self.axis_name = axis_name if axis_name is not None else _rule_axis_state.name
+        self.axis_name = _rule_axis_state.name if axis_name is _INHERIT else axis_name
 
     def unpack(self, x):
         if self.is_own(x):
@@ -86,7 +89,7 @@ class BatchTrace(Trace):
         return BatchTracer(self, out, out_dim) if out_dim is not not_mapped else out
 
 
-def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn, axis_name=None):
+def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn, axis_name=_INHERIT):
     """vmap on flat lists: ``dims[i]`` is the batch axis of ``vals[i]`` or None.
     ``out_dims_fn(n)`` gives the wanted output axes once the number of outputs is known."""
     from .collectives import extend_axis_env
