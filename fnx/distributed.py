@@ -155,7 +155,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                 dev = RemoteDevice(next_id, p, k)
             everything.append(dev)
             next_id += 1
-    core.set_process(pid, n)
+    core.set_process(pid, n, store)
     core.set_global_devices("gpu", everything)
 
 
@@ -166,13 +166,6 @@ def _local_gpus(local_device_ids):
         ids = [local_device_ids] if isinstance(local_device_ids, int) else list(local_device_ids)
         gpus = [g for g in gpus if g.id in ids]
     return gpus
-
-
-def store():
-    """The store of the joined processes (NCCL's unique ids travel through it)."""
-    if "store" not in _state:
-        raise RuntimeError("collectives across processes need fnx.distributed.initialize")
-    return _state["store"]
 
 
 def is_initialized() -> bool:
@@ -190,4 +183,4 @@ def shutdown() -> None:
     core._global_devices.clear()
 
 
-__all__ = ["initialize", "shutdown", "is_initialized", "store", "RemoteDevice"]
+__all__ = ["initialize", "shutdown", "is_initialized", "RemoteDevice"]

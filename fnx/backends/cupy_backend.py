@@ -139,10 +139,11 @@ class CupyBackend:
 
     def communicator(self, devices):
         """NCCL communicators among ``devices`` (fnx.cuda.nccl)."""
-        from ..core.core import process_index
-        from ..distributed import store
+        from ..core.core import process_index, process_store
         remote = any(getattr(d, "process_index", 0) != process_index() for d in devices)
-        return nccl.group_for(devices, store() if remote else None, process_index())
+        if remote and process_store() is None:
+            raise RuntimeError("collectives across processes need fnx.distributed.initialize")
+        return nccl.group_for(devices, process_store() if remote else None, process_index())
 
     def scope(self):
         """Work inside runs on this GPU (its current device)."""

@@ -330,12 +330,18 @@ def local_device_count(backend: str | None = None) -> int:
     return len(local_devices(backend=backend))
 
 
-_process = [0, 1]     # (index, count), set by fnx.distributed.initialize
+_process = [0, 1, None]     # (index, count, store), set by fnx.distributed.initialize
 
 
-def set_process(index: int, count: int) -> None:
-    """Record this process's place among the program's processes (fnx.distributed)."""
-    _process[:] = [int(index), int(count)]
+def set_process(index: int, count: int, store=None) -> None:
+    """Record this process's place among the program's processes and the store they share
+    (fnx.distributed): backends fetch NCCL's unique ids from it."""
+    _process[:] = [int(index), int(count), store]
+
+
+def process_store():
+    """The joined processes' key-value store, or None in a program of one process."""
+    return _process[2]
 
 
 def process_index(backend: str | None = None) -> int:
