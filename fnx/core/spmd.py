@@ -166,11 +166,14 @@ def global_array(per_device, sharding, devices, shape, index_of, weak):
         out = Array(first._value, first._backend, weak)
     else:
         import numpy as np
-        host = np.empty(shape, first.dtype)
-        for i in reversed(range(len(per_device))):   # copies: the first device's is kept
-            host[index_of(i)] = np.asarray(per_device[i])
         dev = devices[0]
-        out = Array(dev.from_numpy(host), dev, weak)
+        with dev.scope():     # on the first device; GPUs copy the blocks peer to peer
+            bufs = [dev.to_buffer(b, b.dtype) for b in per_device]
+            like = bufs[0] if not isinstance(bufs[0], np.generic) else None
+            whole = np.empty(shape, first.dtype, like=like)     # NumPy or CuPy
+            for i in reversed(range(len(bufs))):    # copies of a block: the first one's kept
+                whole[index_of(i)] = bufs[i]
+        out = Array(whole, dev, weak)
     out._sharding = sharding
     remember_blocks(out, sharding, [b._value for b in per_device])
     return out
