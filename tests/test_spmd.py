@@ -379,3 +379,64 @@ def test_blocks_placed_on_their_devices_are_used_where_they_are(rng):
                       in_specs=P("b", "a"), out_specs=P("b", "a"))
     scale = np.repeat(np.arange(1, 5), 2)[None, :]
     np.testing.assert_allclose(f(x), np.asarray(x) * scale, rtol=1e-12)
+
+
+def _device_program(placed):
+    """The per-device jaxpr a jit with shardings runs (its shard_map's traced program)."""
+    from fnx.core.shard_map import _ShardMapped
+    run = next(r for r in placed._partitioned.values() if r)
+    mapped = next(c.cell_contents for c in run.__closure__
+                  if isinstance(c.cell_contents, _ShardMapped))
+    return next(iter(mapped._cache.values()))[0]
+
+
+def test_jit_with_shardings_runs_a_data_parallel_step_on_every_device(rng):
+    mesh = fnx.make_mesh((8,), ("batch",))
+    rep, rows = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
+    params = (rng.standard_normal((5, 3)), rng.standard_normal(3))
+    x, y = rng.standard_normal((32, 5)), rng.standard_normal((32, 3))
+
+    def loss(p, x, y):
+        h = fnx.nn.relu(x @ p[0] + p[1])
+        return jnp.mean((fnx.nn.log_softmax(h) - y) ** 2) + 0.1 * jnp.max(jnp.abs(h))
+
+    def step(p, x, y):
+        lv, g = fnx.value_and_grad(loss)(p, x, y)
+        return fnx.tree.map(lambda a, b: a - 0.1 * b, p, g), lv
+    placed = fnx.jit(step, in_shardings=(rep, rows, rows), out_shardings=(rep, rep))
+    (w1, b1), l1 = placed(params, x, y)
+    (w0, b0), l0 = fnx.jit(step)(params, x, y)
+    for got, want in ((w1, w0), (b1, b0), (l1, l0)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    jaxpr = _device_program(placed)
+    names = {e.primitive.name for e in jaxpr.eqns}
+    assert {"psum", "pmax"} <= names and "all_gather" not in names
+    # every product works on the device's 4 rows (or contracts them, then psums)
+    dots = [e for e in jaxpr.eqns if e.primitive.name == "dot_general"]
+    assert all(32 not in e.invars[0].aval.shape + e.invars[1].aval.shape for e in dots)
+    assert w1.sharding == rep
+
+
+@pytest.mark.parametrize("case", ["model_parallel", "reshape", "fallback", "2d_reduce"])
+def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
+    mesh = fnx.make_mesh((2, 4), ("data", "model"))
+    S = lambda *spec: NamedSharding(mesh, P(*spec))          # noqa: E731
+    if case == "model_parallel":      # columns of w over 'model', rows of x over 'data'
+        f = lambda w, x: jnp.tanh(x @ w) @ w.T                # noqa: E731
+        args, ins, out = (rng.standard_normal((6, 8)), rng.standard_normal((4, 6))), \
+            (S(None, "model"), S("data")), S("data")
+    elif case == "reshape":
+        f = lambda x: (x.reshape(8, 3, 4) * 2).reshape(8, 12).sum(1)   # noqa: E731
+        args, ins, out = (rng.standard_normal((8, 12)),), (S("data"),), S("data")
+    elif case == "fallback":          # a cumulative sum along the split axis: gathered
+        f = lambda x: jnp.cumsum(x, axis=0) * x                # noqa: E731
+        args, ins, out = (rng.standard_normal((8, 4)),), (S("model"),), S("model")
+    else:
+        f = lambda x: jnp.max(x, axis=(0, 1)) * jnp.sum(x, axis=(0, 1))  # noqa: E731
+        args, ins, out = (rng.standard_normal((4, 8, 3)),), (S("data", "model"),), S()
+    placed = fnx.jit(f, in_shardings=ins, out_shardings=out)
+    got = placed(*args)
+    np.testing.assert_allclose(got, f(*[jnp.asarray(a) for a in args]), rtol=1e-12, atol=1e-13)
+    assert got.sharding == out
+    names = {e.primitive.name for e in _device_program(placed).eqns}
+    assert ("all_gather" in names) == (case == "fallback")

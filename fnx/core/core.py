@@ -369,8 +369,13 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
     if isinstance(device, Sharding):
         return tree_map(lambda v: _put_sharded(v, device), x)
     if device is not None and not isinstance(device, str) and not hasattr(device, "impls"):
-        return tree_map(lambda v, d: device_put(v, d), x, device,  # one device per leaf
-                        is_leaf=lambda d: hasattr(d, "impls") or isinstance(d, Sharding))
+        # a pytree prefix of devices or shardings
+        from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
+        leaves, tree = tree_flatten(x)
+        targets = broadcast_prefix(device, x, "device_put device",
+                                   is_leaf=lambda d: hasattr(d, "impls")
+                                   or isinstance(d, Sharding))
+        return tree_unflatten(tree, [device_put(v, d) for v, d in zip(leaves, targets)])
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):

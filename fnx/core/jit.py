@@ -23,7 +23,7 @@ from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_ar
 from .lax import primitive
 from .partial_eval import trace_to_jaxpr
 from .passes import optimize
-from .pytree import tree_flatten, tree_unflatten
+from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 pjit_p = primitive("pjit", multiple_results=True)
 
@@ -211,11 +211,15 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
 
 
 class _Placed:
-    """A jitted function whose arguments and results are laid out by shardings."""
+    """A jitted function whose arguments and results are laid out by shardings. Where every
+    sharding is a NamedSharding of one mesh, the program runs on each device of the mesh, on
+    its blocks, with the collectives its layouts need (fnx.core.partition); otherwise it
+    computes the global values and lays out the results."""
 
     def __init__(self, jitted, in_shardings, out_shardings):
         functools.update_wrapper(self, jitted.fun)
         self.jitted, self.in_shardings, self.out_shardings = jitted, in_shardings, out_shardings
+        self._partitioned: dict = {}
 
     def __call__(self, *args, **kwargs):
         from .core import device_put
@@ -227,10 +231,85 @@ class _Placed:
                 raise ValueError(f"jit in_shardings has {len(sh)} entries but "
                                  f"{self.jitted.name} was called with {len(args)} arguments")
             args = tuple(a if s is None else device_put(a, s) for a, s in zip(args, sh))
+            if not kwargs and not self.jitted.static_argnums and not self.jitted.static_argnames:
+                out = self._on_every_device(args, sh)
+                if out is not None:
+                    return out
         out = self.jitted(*args, **kwargs)
         if concrete and self.out_shardings is not None:
             out = device_put(out, self.out_shardings)
         return out
+
+    def _on_every_device(self, args, shardings):
+        """The results of the partitioned program, or None where it does not apply."""
+        from . import partition
+        from .sharding import NamedSharding
+        leaves, tree = tree_flatten(args)
+        per_leaf = broadcast_prefix(tuple(shardings), tuple(args), "jit in_shardings",
+                                    is_leaf=lambda s: isinstance(s, NamedSharding))
+        if not per_leaf or \
+                not all(isinstance(s, NamedSharding) for s in per_leaf) or \
+                len({s.mesh for s in per_leaf}) != 1:
+            return None
+        mesh = per_leaf[0].mesh
+        key = (tree, tuple(_leaf_sig(x) for x in leaves), tuple(per_leaf),
+               config.enable_x64, axis_env_key())
+        run = self._partitioned.get(key)
+        if run is None:
+            run = self._partitioned[key] = self._partition(leaves, tree, per_leaf, mesh)
+        if run is False:
+            return None
+        try:
+            return run(leaves)
+        except partition.Unsupported:
+            self._partitioned[key] = False
+            return None
+
+    def _partition(self, leaves, tree, shardings, mesh):
+        from . import partition
+        from .shard_map import shard_map
+        from .sharding import NamedSharding, PartitionSpec, Sharding
+        try:
+            in_layouts = [partition.layout_of(s, get_aval(x).ndim)
+                          for x, s in zip(leaves, shardings)]
+        except partition.Unsupported:
+            return False
+        store: dict = {}
+
+        def flat_fun(*xs):
+            out = self.jitted.fun(*tree_unflatten(tree, xs))
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves
+        closed = trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves],
+                                description=f"jit({self.jitted.name})")
+        jaxpr = jaxpr_with_consts_as_args(closed)
+        jaxpr, _ = dce_jaxpr(jaxpr)
+        if config.jit_optimize:
+            jaxpr = optimize(jaxpr)
+        out_tree = store["tree"]
+        out_sh = self.out_shardings
+        if out_sh is None:        # JAX infers them; replicated results are what a step returns
+            out_sh = NamedSharding(mesh, PartitionSpec())
+        out_sh = broadcast_prefix(out_sh, tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+                                  "jit out_shardings", is_leaf=lambda s: isinstance(s, Sharding))
+        if not all(
+                isinstance(s, NamedSharding) and s.mesh == mesh for s in out_sh):
+            return False
+        try:
+            out_layouts = [partition.layout_of(s, v.aval.ndim)
+                           for s, v in zip(out_sh, jaxpr.outvars)]
+        except partition.Unsupported:
+            return False
+        layouts = [(None,) * get_aval(c).ndim for c in closed.consts] + in_layouts
+        body = partition.device_program(jaxpr, [], layouts, out_layouts, mesh)
+        mapped = shard_map(lambda *blocks: body(*blocks), mesh=mesh,
+                           in_specs=tuple(partition.spec_of(lay) for lay in layouts),
+                           out_specs=[partition.spec_of(lay) for lay in out_layouts])
+        consts = list(closed.consts)
+
+        def run(leaves):
+            return tree_unflatten(out_tree, mapped(*consts, *leaves))
+        return run
 
     def lower(self, *args, **kwargs):
         return self.jitted.lower(*args, **kwargs)
