@@ -190,10 +190,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
     compiled program on later calls. Inside ``fnx.disable_jit()`` a call runs ``fun`` as it is.
     ``in_shardings`` lay the arguments out over a mesh before the call (``device_put``; a
-    misfit raises at the call) and ``out_shardings`` lay out the results (a sharding, or a
-    pytree of them, as in JAX); the program computes the global values. To run a program on
-    every device of a mesh, with collectives between them, use ``shard_map`` or ``pmap``.
-    ``device``, ``keep_unused`` and ``backend`` are accepted and ignored.
+    misfit raises at the call) and ``out_shardings`` the results (a sharding, or a pytree
+    prefix of them, as in JAX; replicated when not given). When they are NamedShardings of one
+    mesh, each device runs the program on its blocks, with the collectives the layouts need
+    (fnx.core.partition: a batch split over devices with parameters replicated is data
+    parallelism; parameters split over a mesh axis stay split); other shardings compute the
+    global program and lay out its results. ``device``, ``keep_unused`` and ``backend`` are
+    accepted and ignored.
 
     >>> @fnx.jit
     ... def f(x):
