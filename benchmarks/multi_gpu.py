@@ -5,9 +5,9 @@
     FNX_PLATFORM=cpu XLA_FLAGS=--xla_force_host_platform_device_count=4 \\
         python3 benchmarks/multi_gpu.py --gpus 1,4 --steps 3        # dry run on virtual CPUs
 
-1. **Same step**: one data-parallel MLP step (shard_map, batch split over a 'batch' mesh axis,
-   parameters replicated, gradients averaged with pmean) on N devices equals the one-device step
-   on the same global batch.
+1. **Same step**: one data-parallel MLP step (batch split over a 'batch' mesh axis, parameters
+   replicated; shard_map averaging gradients with pmean, and jit with shardings) on N devices
+   equals the one-device step on the same global batch.
 2. **Scaling efficiency** with the per-device batch fixed (weak scaling): an MLP step and a small
    transformer step; efficiency = time(1 device) / time(N devices) (1.0 is perfect: N times the
    work in the same time).
@@ -86,8 +86,17 @@ def dp_step(loss_fn, lr=1e-3):
     return step
 
 
-def make_step(loss_fn, devices):
+def make_step(loss_fn, devices, engine="shard_map"):
+    """The data-parallel step: shard_map with explicit pmeans, or jit with shardings (which
+    partitions the global step and adds the psums itself)."""
     mesh = fnx.make_mesh((len(devices),), ("batch",), devices=devices)
+    if engine == "jit":
+        rep, rows = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
+
+        def step(params, x, y):
+            loss, grads = fnx.value_and_grad(loss_fn)(params, x, y)
+            return fnx.tree.map(lambda p, g: p - 1e-3 * g, params, grads), loss
+        return fnx.jit(step, in_shardings=(rep, rows, rows), out_shardings=(rep, rep))
     return fnx.shard_map(dp_step(loss_fn), mesh=mesh, in_specs=(P(), P("batch"), P("batch")),
                          out_specs=(P(), P()))
 
@@ -115,25 +124,26 @@ def check_same_step(devices, rng):
     params = mlp_params(rng)
     x = rng.standard_normal((PER_DEVICE_BATCH * n, MLP[0])).astype(np.float32)
     y = rng.standard_normal((PER_DEVICE_BATCH * n, MLP[-1])).astype(np.float32)
-    many, loss_n = make_step(mlp_loss, devices)(params, x, y)
     one, loss_1 = make_step(mlp_loss, devices[:1])(params, x, y)
-    err = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
-              for a, b in zip(fnx.tree.leaves(many), fnx.tree.leaves(one)))
-    print(f"same step on {n} devices as on 1 (global batch {len(x)}): loss {float(loss_n):.6f} "
-          f"vs {float(loss_1):.6f}, max |param difference| {err:.2e}")
-    assert err < 1e-4 and abs(float(loss_n) - float(loss_1)) < 1e-4 * abs(float(loss_1)), \
-        "the data-parallel step differs from the one-device step"
+    for engine in ("shard_map", "jit"):
+        many, loss_n = make_step(mlp_loss, devices, engine)(params, x, y)
+        err = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+                  for a, b in zip(fnx.tree.leaves(many), fnx.tree.leaves(one)))
+        print(f"same step ({engine}) on {n} devices as on 1 (global batch {len(x)}): loss "
+              f"{float(loss_n):.6f} vs {float(loss_1):.6f}, max |param difference| {err:.2e}")
+        assert err < 1e-4 and abs(float(loss_n) - float(loss_1)) < 1e-4 * abs(float(loss_1)), \
+            f"the data-parallel step ({engine}) differs from the one-device step"
 
 
-def scaling(name, loss_fn, params_fn, batch_fn, counts, all_devices, steps, rng):
+def scaling(name, loss_fn, params_fn, batch_fn, counts, all_devices, steps, rng, engine):
     base = None
     for n in counts:
         devices = all_devices[:n]
         batch = PER_DEVICE_BATCH * n if name == "mlp" else 8 * n
         x, y = placed(devices, *batch_fn(rng, batch))
-        seconds = timed(make_step(loss_fn, devices), params_fn(rng), x, y, steps)
+        seconds = timed(make_step(loss_fn, devices, engine), params_fn(rng), x, y, steps)
         base = base or seconds
-        print(f"  {name:12s} {n} device(s): {seconds * 1e3:8.2f} ms/step, "
+        print(f"  {name:12s} ({engine}) {n} device(s): {seconds * 1e3:8.2f} ms/step, "
               f"efficiency {base / seconds:5.2f}")
 
 
@@ -178,9 +188,11 @@ def main():
         return (rng.standard_normal((b, SEQ, D_MODEL)).astype(np.float32),
                 rng.standard_normal((b, SEQ, D_MODEL)).astype(np.float32))
     print("scaling efficiency (per-device batch fixed):")
-    scaling("mlp", mlp_loss, mlp_params, mlp_batch, counts, devices, args.steps, rng)
-    scaling("transformer", transformer_loss, transformer_params, seq_batch, counts, devices,
-            args.steps, rng)
+    for engine in ("shard_map", "jit"):
+        scaling("mlp", mlp_loss, mlp_params, mlp_batch, counts, devices, args.steps, rng,
+                engine)
+        scaling("transformer", transformer_loss, transformer_params, seq_batch, counts,
+                devices, args.steps, rng, engine)
     all_reduce_bandwidth(devices[:max(counts)], args.steps)
 
 

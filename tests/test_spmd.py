@@ -417,7 +417,8 @@ def test_jit_with_shardings_runs_a_data_parallel_step_on_every_device(rng):
     assert w1.sharding == rep
 
 
-@pytest.mark.parametrize("case", ["model_parallel", "reshape", "fallback", "2d_reduce"])
+@pytest.mark.parametrize("case", ["model_parallel", "reshape", "fallback", "2d_reduce",
+                                  "attention"])
 def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
     mesh = fnx.make_mesh((2, 4), ("data", "model"))
     S = lambda *spec: NamedSharding(mesh, P(*spec))          # noqa: E731
@@ -431,9 +432,17 @@ def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
     elif case == "fallback":          # a cumulative sum along the split axis: gathered
         f = lambda x: jnp.cumsum(x, axis=0) * x                # noqa: E731
         args, ins, out = (rng.standard_normal((8, 4)),), (S("model"),), S("model")
-    else:
+    elif case == "2d_reduce":
         f = lambda x: jnp.max(x, axis=(0, 1)) * jnp.sum(x, axis=(0, 1))  # noqa: E731
         args, ins, out = (rng.standard_normal((4, 8, 3)),), (S("data", "model"),), S()
+    else:                             # a batch of sequences over 'data', weights replicated
+
+        def f(x, w):
+            q, k, v = jnp.split(x @ w, 3, axis=-1)
+            att = fnx.nn.softmax(q @ k.transpose(0, 2, 1) / 2.0)
+            return fnx.grad(lambda v: jnp.sum(jnp.tanh(att @ v)))(v)
+        args, ins, out = (rng.standard_normal((4, 5, 6)), rng.standard_normal((6, 9))), \
+            (S("data"), S()), S("data")
     placed = fnx.jit(f, in_shardings=ins, out_shardings=out)
     got = placed(*args)
     np.testing.assert_allclose(got, f(*[jnp.asarray(a) for a in args]), rtol=1e-12, atol=1e-13)

@@ -129,7 +129,60 @@ def _rewrite(eqn, vals, sizes) -> list:
         return [_Value(p.bind(vals[0].block, **params), lay)]
     if p is lax.reshape_p:
         return [_reshape(eqn, vals[0], sizes)]
+    touched = _axes_touched(eqn)
+    if touched is not None:
+        return _along(eqn, vals, touched, sizes)
     return _whole(eqn, vals, sizes)
+
+
+def _axes_touched(eqn):
+    """The dimensions a data-movement or scan-like primitive works along (the others it maps
+    over elementwise), or None for primitives without such a rule."""
+    p, params = eqn.primitive, eqn.params
+    shape = eqn.invars[0].aval.shape if eqn.invars else ()
+    if p is lax.slice_p:
+        return {d for d, (a, b, s) in enumerate(zip(params["start_indices"],
+                                                     params["limit_indices"],
+                                                     params["strides"] or (1,) * len(shape)))
+                if (a, b, s) != (0, shape[d], 1)}
+    if p is lax.pad_p:
+        return {d for d, c in enumerate(params["padding_config"]) if tuple(c) != (0, 0, 0)}
+    if p is lax.concatenate_p:
+        return {params["dimension"]}
+    if p is lax.rev_p:
+        return set(params["dimensions"])
+    if p is lax.cumsum_p:
+        return {params["axis"]}
+    if p in (lax.argmax_p, lax.argmin_p):
+        return {params["axis"]}
+    if p is lax.sort_p:
+        return {params["dimension"]}
+    return None
+
+
+def _along(eqn, vals, touched, sizes):
+    """Local when no operand is split along the dimensions the primitive works along."""
+    ranked = [v for v in vals if len(v.layout) == len(eqn.invars[0].aval.shape)]
+    target = next((v.layout for v in ranked if any(a is not None for a in v.layout)), None)
+    if target is None or any(target[d] is not None for d in touched) or \
+            any(any(a is not None and a != b for a, b in zip(v.layout, target))
+                for v in ranked):
+        return _whole(eqn, vals, sizes)
+    blocks = [_relayout(v, target, sizes).block if v in ranked else v.block for v in vals]
+    params = eqn.params
+    if eqn.primitive is lax.slice_p:         # the dimensions it keeps whole: the local size
+        local = get_aval(blocks[0]).shape
+        params = dict(params, limit_indices=tuple(
+            local[d] if d not in touched else b for d, b in enumerate(params["limit_indices"])))
+    out = eqn.primitive.bind(*blocks, **params)
+    outs = out if eqn.primitive.multiple_results else [out]
+    layouts = []
+    for o in eqn.outvars:
+        if len(o.aval.shape) == len(target):
+            layouts.append(target)
+        else:                                     # argmax drops its axis
+            layouts.append(tuple(a for d, a in enumerate(target) if d not in touched))
+    return [_Value(o, lay) for o, lay in zip(outs, layouts)]
 
 
 def _whole(eqn, vals, sizes):
@@ -210,8 +263,14 @@ def _dot(eqn, vals, sizes):
         if lhs.layout[i] is not None:
             split.append(lhs.layout[i])
     for i, j in zip(lb, rb):
-        if lhs.layout[i] != rhs.layout[j]:
-            raise Unsupported("batch dimensions split differently")
+        a, b = lhs.layout[i], rhs.layout[j]
+        if a != b:
+            if a is not None and b is None:
+                rhs = _relayout(rhs, _with(rhs.layout, j, a), sizes)
+            elif b is not None and a is None:
+                lhs = _relayout(lhs, _with(lhs.layout, i, b), sizes)
+            else:
+                raise Unsupported("batch dimensions split over different axes")
     lfree = [i for i in range(len(lhs.layout)) if i not in lc and i not in lb]
     rfree = [j for j in range(len(rhs.layout)) if j not in rc and j not in rb]
     lay = [lhs.layout[i] for i in lb] + [lhs.layout[i] for i in lfree] + \
