@@ -418,7 +418,7 @@ def test_jit_with_shardings_runs_a_data_parallel_step_on_every_device(rng):
 
 
 @pytest.mark.parametrize("case", ["model_parallel", "reshape", "fallback", "2d_reduce",
-                                  "attention"])
+                                  "attention", "gram"])
 def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
     mesh = fnx.make_mesh((2, 4), ("data", "model"))
     S = lambda *spec: NamedSharding(mesh, P(*spec))          # noqa: E731
@@ -432,6 +432,9 @@ def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
     elif case == "fallback":          # a cumulative sum along the split axis: gathered
         f = lambda x: jnp.cumsum(x, axis=0) * x                # noqa: E731
         args, ins, out = (rng.standard_normal((8, 4)),), (S("model"),), S("model")
+    elif case == "gram":              # one axis would split both dimensions: rhs is gathered
+        f = lambda x: x.T @ x                                  # noqa: E731
+        args, ins, out = (rng.standard_normal((4, 8)),), (S("data", "model"),), S("model")
     elif case == "2d_reduce":
         f = lambda x: jnp.max(x, axis=(0, 1)) * jnp.sum(x, axis=(0, 1))  # noqa: E731
         args, ins, out = (rng.standard_normal((4, 8, 3)),), (S("data", "model"),), S()
@@ -448,4 +451,4 @@ def test_jit_with_shardings_partitions_like_the_global_program(rng, case):
     np.testing.assert_allclose(got, f(*[jnp.asarray(a) for a in args]), rtol=1e-12, atol=1e-13)
     assert got.sharding == out
     names = {e.primitive.name for e in _device_program(placed).eqns}
-    assert ("all_gather" in names) == (case == "fallback")
+    assert ("all_gather" in names) == (case in ("fallback", "gram"))

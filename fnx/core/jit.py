@@ -258,15 +258,17 @@ class _Placed:
         key = (tree, tuple(_leaf_sig(x) for x in leaves), tuple(per_leaf),
                config.enable_x64, axis_env_key())
         run = self._partitioned.get(key)
-        if run is None:
-            run = self._partitioned[key] = self._partition(leaves, tree, per_leaf, mesh)
         if run is False:
             return None
-        try:
+        if run is not None:
             return run(leaves)
-        except partition.Unsupported:
-            self._partitioned[key] = False
-            return None
+        try:      # the first call traces the device program; anything it cannot rewrite
+            run = self._partition(leaves, tree, per_leaf, mesh)   # runs globally instead
+            out = run(leaves) if run else None
+        except Exception:    # noqa: BLE001  (a user's error is raised again by the global path)
+            run, out = False, None
+        self._partitioned[key] = run
+        return out
 
     def _partition(self, leaves, tree, shardings, mesh):
         from . import partition

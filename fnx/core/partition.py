@@ -273,6 +273,10 @@ def _dot(eqn, vals, sizes):
                 raise Unsupported("batch dimensions split over different axes")
     lfree = [i for i in range(len(lhs.layout)) if i not in lc and i not in lb]
     rfree = [j for j in range(len(rhs.layout)) if j not in rc and j not in rb]
+    taken = set(split) | {lhs.layout[i] for i in [*lb, *lfree]}
+    for j in rfree:         # an axis already splitting the result: gather rhs's dimension
+        if rhs.layout[j] is not None and rhs.layout[j] in taken:
+            rhs = _relayout(rhs, _with(rhs.layout, j, None), sizes)
     lay = [lhs.layout[i] for i in lb] + [lhs.layout[i] for i in lfree] + \
         [rhs.layout[j] for j in rfree]
     named = [a for a in lay if a is not None] + split
