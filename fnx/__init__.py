@@ -12,7 +12,7 @@ from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, he
                        jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr,
                        value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
-                        device_put, devices, local_device_count, local_devices, process_count,
+                        devices, local_device_count, local_devices, process_count,
                         process_index)
 from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
                           FnxError, GradError, MeshError, ShapeError, TracerLeakError)
@@ -25,7 +25,8 @@ from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
 from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map
-from .core.sharding import NamedSharding, P, make_mesh, set_mesh
+from .core.placement import device_put, make_mesh
+from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import flatten_util, ops, typing  # noqa: E402
@@ -37,6 +38,7 @@ def named_scope(name: str):
     """Context manager naming the operations inside (JAX uses the name in profiles and HLO);
     fnx's jaxprs carry no names, so it only checks that ``name`` is a string.
 
+    >>> x, w = fnx.numpy.ones((2, 3)), fnx.numpy.ones((3, 4))
     >>> with fnx.named_scope("attention"):
     ...     y = x @ w
     """

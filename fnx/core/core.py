@@ -14,8 +14,12 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes
-from .config import config as _config
-from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
+from .config import config as _config, register_option
+from .errors import (ConcretizationTypeError, DeletedArrayError, MissingRuleError,
+                     TracerLeakError, user_frame)
+from .nan_checks import check_nans
+from .pytree import tree_map
+from .sharding import Shard, SingleDeviceSharding, index_key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +76,12 @@ class Primitive:
     ``abstract_eval(*avals, **params) -> aval | list[aval]``
     ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``
     ``transpose(cotangent, *args, **params) -> list[cotangent | None]`` (linear primitives)
-    ``batch(vals, dims, **params) -> (out, out_dim)``
+    ``batch(vals, dims, **params) -> (out, out_dim)`` (``axis_size=`` too where
+    ``wants_axis_size``)
+
+    Flags: ``is_linear`` (the JVP is the primitive itself), ``has_effect`` (never dropped,
+    merged or folded by the passes: callbacks, debug printing), ``wants_axis_size`` (the batch
+    rule needs the size of the mapped axis).
     """
 
     def __init__(self, name: str, multiple_results: bool = False):
@@ -88,6 +97,8 @@ class Primitive:
         self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
         self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
         self.is_linear = False
+        self.has_effect = False
+        self.wants_axis_size = False
         self.pp_params: Callable | None = None
 
     def __repr__(self):
@@ -154,11 +165,6 @@ def set_current_trace(trace: Trace):
         yield trace
     finally:
         _state.trace = prev
-
-
-def new_child_trace(cls, *args, **kwargs):
-    """A trace of class ``cls`` on top of the current one."""
-    return cls(current_trace(), *args, **kwargs)
 
 
 class Tracer:
@@ -355,27 +361,9 @@ def process_count(backend: str | None = None) -> int:
     return _process[1]
 
 
-def device_put(x, device=None, *, donate=False, may_alias=None):
-    """Move the arrays in pytree ``x`` to ``device``: a device, a backend name (the default
-    backend when None) or a sharding (``jax.sharding``), which lays each array out in blocks
-    over the sharding's devices; ``device`` may also be a pytree of these matching ``x``.
-
-    >>> fnx.device_put(jnp.ones((8, 2)), NamedSharding(mesh, P("data")))
-    """
-    from .pytree import tree_map
-    from .sharding import Sharding, SingleDeviceSharding
-    if isinstance(device, SingleDeviceSharding):
-        device = device._device
-    if isinstance(device, Sharding):
-        return tree_map(lambda v: _put_sharded(v, device), x)
-    if device is not None and not isinstance(device, str) and not hasattr(device, "impls"):
-        # a pytree prefix of devices or shardings
-        from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
-        leaves, tree = tree_flatten(x)
-        targets = broadcast_prefix(device, x, "device_put device",
-                                   is_leaf=lambda d: hasattr(d, "impls")
-                                   or isinstance(d, Sharding))
-        return tree_unflatten(tree, [device_put(v, d) for v, d in zip(leaves, targets)])
+def device_put(x, device=None):
+    """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
+    when None). ``fnx.device_put`` also takes shardings (fnx.core.placement)."""
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):
@@ -387,29 +375,23 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
     return tree_map(put, x)
 
 
-def _put_sharded(v, sharding):
-    """``v`` laid out by ``sharding``: the global value is checked against the sharding (every
-    split dimension divides) and held by the sharding's first device."""
-    aval = get_aval(v)
-    sharding.devices_indices_map(aval.shape)      # raises ShapeError for a misfit
-    target = sharding._device_list()[0]
-    out = Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target, aval.weak_type)
-    out._sharding = sharding
-    if target.platform != "cpu":      # each device gets its block now, not at every call
-        from . import spmd
-        spmd.place_blocks(out, sharding)
-    return out
-
-
 def device_get(x):
     """The arrays in pytree ``x`` as NumPy arrays on the host."""
-    from .pytree import tree_map
     return tree_map(lambda v: np.asarray(v) if type(v) is Array else v, x)
 
 
 def set_default_backend(name: str) -> None:
     get_backend(name)
     _default_backend_name[:] = [name]
+
+
+def _set_platform(name):
+    if name is not None:
+        get_backend()       # finds the GPU first, so that finding it later overrides nothing
+        set_default_backend({"cuda": "gpu"}.get(name, name))
+
+
+register_option("platform_name", on_update=_set_platform)
 
 
 class _ArrayMeta(type):
@@ -428,7 +410,6 @@ class _Donated:
         self.name = name
 
     def __getattr__(self, attr):
-        from .errors import DeletedArrayError
         raise DeletedArrayError(f"this array was donated to {self.name} (donate_argnums) and its "
                                 "buffer now holds that call's results; use the arrays the call "
                                 "returned instead")
@@ -453,15 +434,22 @@ class Array(metaclass=_ArrayMeta):
     @property
     def sharding(self):
         """How the array is laid out over devices (fnx.sharding)."""
-        from .sharding import SingleDeviceSharding
         return self._sharding if self._sharding is not None \
             else SingleDeviceSharding(self._backend)
 
     @property
     def addressable_shards(self) -> list:
         """One ``Shard`` (device, index, replica_id, data) per device holding a block."""
-        from .sharding import shards_of
-        return shards_of(self)
+        host = self._backend.to_numpy(self._value)
+        copies: dict = {}
+        out = []
+        for dev, index in self.sharding.devices_indices_map(self.shape).items():
+            key = index_key(index)
+            copies[key] = copies.get(key, -1) + 1
+            block = np.array(host[index])
+            out.append(Shard(dev, index, copies[key],
+                             Array(dev.from_numpy(block), dev, self._weak)))
+        return out
 
     global_shards = addressable_shards
 
@@ -645,7 +633,6 @@ class EvalTrace(Trace):
         with np.errstate(all="ignore"):
             out = impl(*vals, **params)
         if _config.debug_nans:
-            from .debugging import check_nans
             check_nans(primitive, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [Array(backend.cast(o, av.dtype), backend, av.weak_type)

@@ -100,7 +100,3 @@ class MissingRuleError(FnxError, NotImplementedError):
 
 class DeletedArrayError(FnxError, RuntimeError):
     """An array was used after it was donated to a jitted call."""
-
-
-class FloatingPointError_(FnxError, FloatingPointError):
-    """debug_nans found a NaN."""

@@ -17,7 +17,7 @@ from .api import _normalize_axis, vmap
 from .config import config
 from .core import (EvalTrace, Tracer, current_trace, devices as all_devices, get_aval,
                    process_count, process_index)
-from .collectives import axis_env_key
+from .axis_env import axis_env_key
 from .errors import BatchingError, MeshError, ShapeError
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .sharding import PmapSharding
@@ -28,10 +28,9 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     """Run ``fun`` on each device, in parallel, over the leading (or ``in_axes``) axis of its
     arguments; collectives inside name ``axis_name``.
 
-    >>> xs = jnp.arange(4.0).reshape(2, 2)           # with 2 (virtual) devices
-    >>> fnx.pmap(lambda x: x / fnx.lax.psum(x, 'i'), axis_name='i')(xs)
-    Array([[0.        , 0.25      ],
-           [1.        , 0.75      ]], dtype=float32)
+    >>> xs = jnp.arange(4.0).reshape(1, 4)           # one row per device
+    >>> fnx.pmap(lambda x: x - fnx.lax.pmean(x, 'i'), axis_name='i')(xs)
+    Array([[0., 0., 0., 0.]], dtype=float32)
     """
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
@@ -179,7 +178,9 @@ def device_put_replicated(x, devices):
     """Pytree ``x`` stacked once per device along a new leading axis, slice ``i`` on
     ``devices[i]`` (pmap's layout for parameters every device holds).
 
-    >>> params = fnx.device_put_replicated(params, fnx.local_devices())
+    >>> params = fnx.device_put_replicated({"w": jnp.ones(2)}, fnx.local_devices()[:1])
+    >>> params["w"].shape
+    (1, 2)
     """
     from .pytree import tree_map
 

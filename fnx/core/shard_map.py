@@ -22,7 +22,7 @@ from . import lax, spmd
 from .api import vmap
 from .config import config
 from .core import EvalTrace, Tracer, current_trace, get_aval
-from .collectives import axis_env_key
+from .axis_env import axis_env_key
 from .errors import MeshError
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
@@ -33,9 +33,9 @@ def shard_map(f=None, /, *args, mesh: Mesh | None = None, in_specs=None, out_spe
               axis_names=None):
     """``f`` on each device's blocks of its arguments, over ``mesh``.
 
-    >>> mesh = fnx.make_mesh((4,), ("i",))            # with 4 (virtual) devices
-    >>> f = shard_map(lambda x: fnx.lax.psum(x.sum(), "i"), mesh=mesh, in_specs=P("i"),
-    ...               out_specs=P())
+    >>> mesh = fnx.make_mesh((1,), ("i",))            # (8,) on 8 devices
+    >>> f = shard_map(lambda x: fnx.lax.psum(x.sum(), "i"), mesh=mesh, in_specs=fnx.P("i"),
+    ...               out_specs=fnx.P())
     >>> f(jnp.arange(8.0))
     Array(28., dtype=float32)
     """

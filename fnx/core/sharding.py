@@ -94,8 +94,9 @@ _mesh_stack: list[Mesh] = []
 def set_mesh(mesh: Mesh):
     """Context manager: ``mesh`` is the mesh shard_map uses when given none (``jax.set_mesh``).
 
-    >>> with fnx.set_mesh(mesh):
-    ...     y = fnx.shard_map(f, in_specs=P("i"), out_specs=P("i"))(x)
+    >>> with fnx.set_mesh(fnx.make_mesh((1,), ("i",))):
+    ...     fnx.shard_map(lambda x: x * 2, in_specs=P("i"), out_specs=P("i"))(jnp.ones(2))
+    Array([2., 2.], dtype=float32)
     """
     return mesh
 
@@ -106,26 +107,6 @@ use_mesh = set_mesh
 def current_mesh() -> Mesh | None:
     """The mesh of the innermost ``with mesh:`` block, or None."""
     return _mesh_stack[-1] if _mesh_stack else None
-
-
-def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
-    """A mesh of ``axis_shapes`` over ``devices`` (the first ``prod(axis_shapes)`` devices of
-    the default backend when None).
-
-    >>> fnx.make_mesh((4, 2), ("data", "model"))          # with 8 (virtual) devices
-    Mesh('data': 4, 'model': 2)
-    """
-    from .core import devices as all_devices
-    axis_shapes = tuple(int(s) for s in axis_shapes)
-    need = math.prod(axis_shapes)
-    pool = list(devices) if devices is not None else all_devices()
-    if need != len(pool) and (devices is not None or need > len(pool)):
-        raise MeshError(f"a mesh of shape {axis_shapes} needs {need} devices, but "
-                        f"{len(pool)} are {'given' if devices is not None else 'available'}"
-                        + ("" if devices is not None else
-                           " (set jax_num_cpu_devices or XLA_FLAGS="
-                           "--xla_force_host_platform_device_count=N for virtual CPU devices)"))
-    return Mesh(np.array(pool[:need], dtype=object).reshape(axis_shapes), axis_names)
 
 
 class Sharding:
@@ -179,7 +160,9 @@ class SingleDeviceSharding(Sharding):
 class NamedSharding(Sharding):
     """Blocks of an array over a mesh, by a PartitionSpec.
 
+    >>> mesh = fnx.make_mesh((1,), ("data",))
     >>> NamedSharding(mesh, P("data", None))     # rows split over 'data', replicated over the rest
+    NamedSharding(mesh=Mesh('data': 1), spec=PartitionSpec('data', None))
     """
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
@@ -338,16 +321,6 @@ class PositionalSharding(Sharding):
         return f"PositionalSharding(shape={self.shape})"
 
 
-def with_sharding_constraint(x, shardings):
-    """``x`` laid out by ``shardings`` (a sharding or a pytree of them); inside a traced
-    program, where fnx computes global values, it is ``x`` itself."""
-    from .core import Tracer, device_put
-    from .pytree import tree_leaves
-    if any(isinstance(v, Tracer) for v in tree_leaves(x)):
-        return x
-    return device_put(x, shardings)
-
-
 class Shard:
     """One device's block of an array: ``device``, ``index`` (slices into the global array),
     ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``)."""
@@ -360,26 +333,11 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data!r})")
 
 
-def _index_key(index):
+def index_key(index):
+    """A block's index as a hashable key."""
     return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
-def shards_of(array) -> list:
-    from .core import Array
-    sharding = array.sharding
-    host = array._backend.to_numpy(array._value)
-    seen: dict = {}
-    out = []
-    for dev, index in sharding.devices_indices_map(array.shape).items():
-        key = _index_key(index)
-        replica = seen.get(key, 0)
-        seen[key] = replica + 1
-        block = np.array(host[index])
-        out.append(Shard(dev, index, replica,
-                         Array(dev.from_numpy(block), dev, array.weak_type)))
-    return out
-
-
-__all__ = ["Shard", "set_mesh", "use_mesh", "with_sharding_constraint", "PartitionSpec", "P",
-           "Mesh", "make_mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
+__all__ = ["Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+           "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
            "PmapSharding", "PositionalSharding", "current_mesh"]

@@ -12,7 +12,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
-from .collectives import DeviceContext, device_context, extend_axis_env
+from .axis_env import DeviceContext, device_context, extend_axis_env
 from .config import config
 from .core import Array
 from .errors import FnxError, user_frame
