@@ -78,6 +78,9 @@ class Primitive:
     ``transpose(cotangent, *args, **params) -> list[cotangent | None]`` (linear primitives)
     ``batch(vals, dims, **params) -> (out, out_dim)`` (``axis_size=`` too where
     ``wants_axis_size``)
+    ``batch_named(vals, dims, (axis_name, axis_size), **params) -> (out, out_dim)``
+    (collectives, instead of ``batch``: every vmap runs it, so the one whose axis a collective
+    names computes it across its batch)
 
     Flags: ``is_linear`` (the JVP is the primitive itself), ``has_effect`` (never dropped,
     merged or folded by the passes: callbacks, debug printing), ``wants_axis_size`` (the batch
@@ -91,8 +94,6 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
-        # collectives: ``batch_named(vals, dims, (axis_name, axis_size), **params)``, run by
-        # every vmap trace (named or not, batched operands or none: axis_index has no operand)
         self.batch_named: Callable | None = None
         self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
         self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
