@@ -37,10 +37,14 @@ def trace_per_device(flat_fun, block_avals, axes, description):
 
 
 def _executable(jaxpr, device):
-    per_device = _programs.setdefault(jaxpr, {})
-    exe = per_device.get(id(device))
+    """``jaxpr`` compiled for ``device`` (each device thread compiles its own, in parallel)."""
+    with _pool_lock:
+        per_device = _programs.setdefault(jaxpr, {})
+        exe = per_device.get(id(device))
     if exe is None:
-        exe = per_device[id(device)] = device.compile(jaxpr, [])
+        exe = device.compile(jaxpr, [])
+        with _pool_lock:
+            exe = per_device.setdefault(id(device), exe)
     return exe
 
 
