@@ -447,6 +447,8 @@ class Array(metaclass=_ArrayMeta):
         for dev, index in self.sharding.devices_indices_map(self.shape).items():
             key = index_key(index)
             copies[key] = copies.get(key, -1) + 1
+            if getattr(dev, "process_index", 0) != _process[0]:
+                continue         # another process's device (fnx.distributed)
             block = np.array(host[index])
             out.append(Shard(dev, index, copies[key],
                              Array(dev.from_numpy(block), dev, self._weak)))
