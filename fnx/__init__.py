@@ -12,10 +12,10 @@ from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eva
                        hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
                        make_jaxpr, typeof, value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
-                        device_put, devices, local_device_count, local_devices, process_count,
+                        devices, local_device_count, local_devices, process_count,
                         process_index)
-from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
-                          ShapeError, TracerLeakError)
+from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
+                          FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
                                       custom_jvp, custom_vjp, remat)
@@ -23,9 +23,14 @@ from .core.config import (config, debug_nans, default_matmul_precision, disable_
                           enable_x64, log_compiles, numpy_dtype_promotion)
 from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
+from .core.pmap import device_put_replicated, device_put_sharded, pmap
+from .core.shard_map import shard_map
+from .core.placement import device_put, make_mesh
+from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import ad_checkpoint, experimental, flatten_util, ops, typing  # noqa: E402
+from . import ad_checkpoint, flatten_util, ops, typing  # noqa: E402
+from . import distributed, experimental, sharding  # noqa: E402
 from .ref import Ref, freeze, new_ref  # noqa: E402
 
 

@@ -33,6 +33,18 @@ class Backend(Protocol):
         ``consts``); results may be written into the buffers of the ``donated`` argument
         positions where ``supports_donation``."""
 
+    # several devices (pmap, shard_map: fnx.core.spmd); each device is a backend object
+    id: int                # the device's id among the program's devices
+    process_index: int     # the process that drives it (fnx.distributed)
+
+    def devices(self) -> list: ...       # every device of this platform, this one first
+    def scope(self): ...                 # context manager: work inside runs on this device
+
+    def communicator(self, devices):
+        """What the collectives' impls use to reach ``devices`` (read through
+        ``fnx.core.axis_env.current_device().comm``); ``abort()`` releases devices waiting
+        in a collective when one of them failed."""
+
 
 register_backend("cpu", numpy_backend.backend, default=True)
 

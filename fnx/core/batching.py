@@ -1,6 +1,10 @@
 """Vectorising map: a trace whose values carry one batch dimension (or none)."""
 from __future__ import annotations
 
+import contextlib
+import threading
+
+from .axis_env import extend_axis_env
 from .core import (Trace, Tracer, current_trace, full_lower_to_array, get_aval,
                    set_current_trace)
 from .errors import ConcretizationTypeError
@@ -39,11 +43,32 @@ class BatchTracer(Tracer):
         raise ConcretizationTypeError(self._concretization_message("A concrete value"))
 
 
+class _RuleAxis(threading.local):
+    name = None
+
+
+_rule_axis_state = _RuleAxis()
+
+
+@contextlib.contextmanager
+def _rule_axis(name):
+    """While a batching rule runs, the vmaps it starts over inner jaxprs (jit, cond, scan
+    bodies) map the same axis: they inherit its name, so collectives inside see it."""
+    prev, _rule_axis_state.name = _rule_axis_state.name, name
+    try:
+        yield
+    finally:
+        _rule_axis_state.name = prev
+
+
+_INHERIT = object()    # a rule's own vmap maps the axis of the vmap running the rule
+
+
 class BatchTrace(Trace):
-    def __init__(self, parent, axis_size: int, axis_name=None):
+    def __init__(self, parent, axis_size: int, axis_name=_INHERIT):
         super().__init__(parent)
         self.axis_size = axis_size
-        self.axis_name = axis_name
+        self.axis_name = _rule_axis_state.name if axis_name is _INHERIT else axis_name
 
     def unpack(self, x):
         if self.is_own(x):
@@ -52,11 +77,16 @@ class BatchTrace(Trace):
 
     def process_primitive(self, primitive, args, params):
         vals, dims = zip(*map(self.unpack, args)) if args else ((), ())
+        if primitive.batch_named is not None:
+            with set_current_trace(self.parent):
+                out, out_dim = primitive.batch_named(list(vals), list(dims),
+                                                     (self.axis_name, self.axis_size), **params)
+            return BatchTracer(self, out, out_dim) if out_dim is not not_mapped else out
         if all(d is not_mapped for d in dims):
             with set_current_trace(self.parent):
                 return primitive.bind(*vals, **params)
         rule = primitive.rule("batch")
-        with set_current_trace(self.parent):
+        with set_current_trace(self.parent), _rule_axis(self.axis_name):
             if primitive.wants_axis_size:
                 params = dict(params, axis_size=self.axis_size)
             out, out_dim = rule(list(vals), list(dims), **params)
@@ -66,14 +96,14 @@ class BatchTrace(Trace):
         return BatchTracer(self, out, out_dim) if out_dim is not not_mapped else out
 
 
-def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn=None, axis_name=None):
+def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn=None, axis_name=_INHERIT):
     """vmap on flat lists: ``dims[i]`` is the batch axis of ``vals[i]`` or None.
     ``out_dims_fn(outs)`` gives the wanted axes of the outputs ``flat_fun`` returned (their
     per-example values); without it every output is batched at axis 0."""
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     in_tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v
                   for v, d in zip(vals, dims)]
-    with set_current_trace(trace):
+    with set_current_trace(trace), extend_axis_env([(trace.axis_name, axis_size)]):
         outs = flat_fun(*in_tracers)
     out_dims = out_dims_fn(outs) if out_dims_fn is not None else [0] * len(outs)
     results = []

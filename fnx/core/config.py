@@ -41,6 +41,10 @@ _OPTIONS = {
     "numpy_dtype_promotion": "standard",
     # the backend new arrays go to ("cpu" or "gpu"); None: the GPU when CuPy finds one
     "platform_name": None,
+    # how many virtual CPU devices fnx.devices("cpu") lists (pmap, shard_map and meshes run on
+    # them, collectives exchanging values in memory); -1: XLA_FLAGS'
+    # --xla_force_host_platform_device_count, or 1
+    "num_cpu_devices": -1,
 }
 
 # JAX options that name no behaviour of fnx (compilation caches, traceback filtering, PRNG
@@ -122,6 +126,8 @@ def _check(name, value):
         raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
     if name == "numpy_dtype_promotion" and value not in ("standard", "strict"):
         raise ValueError(f"numpy_dtype_promotion must be 'standard' or 'strict', got {value!r}")
+    if name == "num_cpu_devices" and (not isinstance(value, int) or value == 0 or value < -1):
+        raise ValueError(f"num_cpu_devices must be a positive int (or -1), got {value!r}")
     if name in ("enable_x64", "disable_jit"):
         value = bool(value)
     return value

@@ -16,16 +16,21 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import ad, batching, dtypes, state
+from . import partition
 from .api import ShapeDtypeStruct
+from .axis_env import axis_env_key
 from .config import config
 from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
 from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
 from .nan_checks import check_nans
-from .partial_eval import trace_to_jaxpr
+from .partial_eval import trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .passes import optimize
-from .pytree import tree_flatten, tree_unflatten
+from .placement import device_put
+from .shard_map import shard_map
+from .sharding import NamedSharding, PartitionSpec, Sharding
+from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 # jit's messages (retrace explanations, compile logs) are log records, as JAX's are; WARNING, so
 # that they show on stderr where logging is not configured
@@ -179,8 +184,14 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
     compiled program on later calls. Inside ``fnx.disable_jit()`` a call runs ``fun`` as it is.
-    JAX's placement and sharding arguments (``device``, ``in_shardings``, ``keep_unused``, ...)
-    are accepted and ignored: fnx runs a program on one device.
+    ``in_shardings`` lay the arguments out over a mesh before the call (``device_put``; a
+    misfit raises at the call) and ``out_shardings`` the results (a sharding, or a pytree
+    prefix of them, as in JAX; replicated when not given). When they are NamedShardings of one
+    mesh, each device runs the program on its blocks, with the collectives the layouts need
+    (fnx.core.partition: a batch split over devices with parameters replicated is data
+    parallelism; parameters split over a mesh axis stay split); other shardings compute the
+    global program and lay out its results. ``device``, ``keep_unused`` and ``backend`` are
+    accepted and ignored.
 
     >>> @fnx.jit
     ... def f(x):
@@ -189,8 +200,115 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+                                 donate_argnames=donate_argnames, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    return _Placed(jitted, in_shardings, out_shardings)
+
+
+class _Placed:
+    """A jitted function whose arguments and results are laid out by shardings. Where every
+    sharding is a NamedSharding of one mesh, the program runs on each device of the mesh, on
+    its blocks, with the collectives its layouts need (fnx.core.partition); otherwise it
+    computes the global values and lays out the results."""
+
+    def __init__(self, jitted, in_shardings, out_shardings):
+        functools.update_wrapper(self, jitted.fun)
+        self.jitted, self.in_shardings, self.out_shardings = jitted, in_shardings, out_shardings
+        self._partitioned: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        concrete = type(current_trace()) is EvalTrace
+        sh = self.in_shardings
+        if concrete and sh is not None:
+            sh = tuple(sh) if isinstance(sh, (tuple, list)) else (sh,) * len(args)
+            if len(sh) != len(args):
+                raise ValueError(f"jit in_shardings has {len(sh)} entries but "
+                                 f"{self.jitted.name} was called with {len(args)} arguments")
+            args = tuple(a if s is None else device_put(a, s) for a, s in zip(args, sh))
+            if not kwargs and not self.jitted.static_argnums and not self.jitted.static_argnames:
+                out = self._on_every_device(args, sh)
+                if out is not None:
+                    return out
+        out = self.jitted(*args, **kwargs)
+        if concrete and self.out_shardings is not None:
+            out = device_put(out, self.out_shardings)
+        return out
+
+    def _on_every_device(self, args, shardings):
+        """The results of the partitioned program, or None where it does not apply."""
+        leaves, tree = tree_flatten(args)
+        per_leaf = broadcast_prefix(tuple(shardings), tuple(args), "jit in_shardings",
+                                    is_leaf=lambda s: isinstance(s, NamedSharding))
+        if not per_leaf or \
+                not all(isinstance(s, NamedSharding) for s in per_leaf) or \
+                len({s.mesh for s in per_leaf}) != 1:
+            return None
+        mesh = per_leaf[0].mesh
+        key = (tree, tuple(_leaf_sig(x) for x in leaves), tuple(per_leaf),
+               config.enable_x64, axis_env_key())
+        run = self._partitioned.get(key)
+        if run is False:
+            return None
+        if run is not None:
+            return run(leaves)
+        try:      # the first call traces the device program; anything it cannot rewrite
+            run = self._partition(leaves, tree, per_leaf, mesh)   # runs globally instead
+            out = run(leaves) if run else None
+        except Exception:    # noqa: BLE001  (a user's error is raised again by the global path)
+            run, out = False, None
+        self._partitioned[key] = run
+        return out
+
+    def _partition(self, leaves, tree, shardings, mesh):
+        try:
+            in_layouts = [partition.layout_of(s, get_aval(x).ndim)
+                          for x, s in zip(leaves, shardings)]
+        except partition.Unsupported:
+            return False
+        store: dict = {}
+
+        def flat_fun(*xs):
+            out = self.jitted.fun(*tree_unflatten(tree, xs))
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves
+        jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [get_aval(x) for x in leaves],
+                                               f"jit({self.jitted.name})")
+        jaxpr, _ = dce_jaxpr(jaxpr)
+        if config.jit_optimize:
+            jaxpr = optimize(jaxpr)
+        out_tree = store["tree"]
+        out_sh = self.out_shardings
+        if out_sh is None:        # JAX infers them; replicated results are what a step returns
+            out_sh = NamedSharding(mesh, PartitionSpec())
+        out_sh = broadcast_prefix(out_sh, tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+                                  "jit out_shardings", is_leaf=lambda s: isinstance(s, Sharding))
+        if not all(
+                isinstance(s, NamedSharding) and s.mesh == mesh for s in out_sh):
+            return False
+        try:
+            out_layouts = [partition.layout_of(s, v.aval.ndim)
+                           for s, v in zip(out_sh, jaxpr.outvars)]
+        except partition.Unsupported:
+            return False
+        layouts = [(None,) * get_aval(c).ndim for c in consts] + in_layouts
+        body = partition.device_program(jaxpr, [], layouts, out_layouts, mesh)
+        mapped = shard_map(lambda *blocks: body(*blocks), mesh=mesh,
+                           in_specs=tuple(partition.spec_of(lay) for lay in layouts),
+                           out_specs=[partition.spec_of(lay) for lay in out_layouts])
+        consts = list(consts)
+
+        def run(leaves):
+            return tree_unflatten(out_tree, mapped(*consts, *leaves))
+        return run
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.jitted, name)
 
 
 def _as_tuple(x):
@@ -308,7 +426,7 @@ class Jitted:
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_leaf_sig(x) for x in leaves)
         key = (tree, avals, static, static_args, static_kwargs,
-               config.default_matmul_precision, config.enable_x64)
+               config.default_matmul_precision, config.enable_x64, axis_env_key())
         return key, leaves, static
 
     def _trace_for(self, key, args, kwargs, static):
@@ -578,6 +696,9 @@ def explain_miss(name, old, new) -> str:
         reasons.append(f"default_matmul_precision changed from {old[5]} to {new[5]}")
     if old[6:7] != new[6:7]:
         reasons.append(f"enable_x64 changed from {old[6]} to {new[6]}")
+    if old[7:8] != new[7:8]:
+        reasons.append(f"the named axes bound around the call changed from {old[7]} to "
+                       f"{new[7]}")
     where = user_frame()
     at = f" (called at {where})" if where else ""
     return f"fnx.jit: retracing {name}{at} because " + ("; ".join(reasons) or "it was not cached")

@@ -99,7 +99,8 @@ class JaxprTrace(Trace):
     def _folds_to_literal(self, primitive, args, params) -> bool:
         """Scalar arithmetic on constants (``convert(2.0)``, ``1 - 0.5``) runs at once and appears
         in the jaxpr as a literal, as in JAX; anything bigger is staged."""
-        if primitive.multiple_results or primitive.impl is not None:
+        if primitive.multiple_results or primitive.impl is not None \
+                or getattr(primitive, "has_effect", False):   # collectives run on devices
             return False
         for a in args:
             if isinstance(a, Tracer):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes, lax
+from ..core import collectives, dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table, scatter, solver
 from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
@@ -176,6 +176,7 @@ class GpuExecutable:
         self.nested: dict = {}      # step -> its control-flow lowering
         self.units: list = []       # (source, name) of every generated kernel it launches
         self.jaxpr, self.const_values = jaxpr, consts
+        self._has_collectives = any(e.primitive in collectives.ALL for e in jaxpr.eqns)
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.consts = [backend.to_buffer(c, np.dtype(v.aval.dtype))
                        for c, v in zip(consts, jaxpr.constvars)]
@@ -332,7 +333,10 @@ class GpuExecutable:
         def views_of(s):
             return views.get(s, {s}) if s in var_of else {s}
         single = schedule(self.accesses, views_of, kept, 0)
-        if self.nested:     # control flow captures its bodies on streams of its own
+        if self.nested or self._has_collectives:
+            # control flow captures its bodies on streams of its own; NCCL calls on one
+            # communicator must not run concurrently from two streams, so a program with
+            # collectives keeps every step on one stream
             return single, single
         side = schedule(self.accesses, views_of, kept, config.gpu_side_streams)
         return (side if side.side_steps else single), single

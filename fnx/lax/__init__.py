@@ -21,3 +21,6 @@ from .extras import (reduce, sort_key_val, population_count, clz, reduce_precisi
                      broadcast_shapes, conv_general_shape_tuple, conv_shape_tuple, split,
                      optimization_barrier)
 from ..core.fft import fft, FftType  # noqa: E402,F401
+from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatter,  # noqa
+                                ppermute, pshuffle, all_to_all, axis_index, axis_size)
+from ..core.placement import with_sharding_constraint  # noqa: E402,F401
