@@ -223,7 +223,9 @@ def _pp_param(v) -> str:
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, tuple):
-        return "(" + ", ".join(_pp_param(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+        # strings inside keep their quotes, as str() of the tuple prints them in JAX
+        return "(" + ", ".join(repr(x) if isinstance(x, str) else _pp_param(x) for x in v) \
+            + ("," if len(v) == 1 else "") + ")"
     if isinstance(v, type):
         return v.__name__
     if callable(v) and hasattr(v, "__name__"):
