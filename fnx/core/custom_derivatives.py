@@ -33,6 +33,7 @@ from .errors import FnxError, TracerLeakError
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .remat_policies import checkpoint_name, checkpoint_policies  # noqa: F401 (re-exported)
 
 
 class CustomJVPException(FnxError):
@@ -611,7 +612,7 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     >>> fnx.grad(lambda x: block(x).sum())(x)     # same value as without checkpoint
 
     ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
-    (see ``checkpoint_policies``). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
+    (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
     no common-subexpression elimination across the forward and backward passes of a remat.
     """
     if isinstance(static_argnums, int):
@@ -640,33 +641,6 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
-
-
-class checkpoint_policies:
-    """Policies for ``checkpoint(policy=...)``: which intermediates may be saved."""
-
-    @staticmethod
-    def everything_saveable(prim, *avals, **params):
-        return True
-
-    @staticmethod
-    def nothing_saveable(prim, *avals, **params):
-        return False
-
-    @staticmethod
-    def dots_saveable(prim, *avals, **params):
-        return prim is _lax.dot_general_p
-
-    checkpoint_dots = dots_saveable
-
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
-        if prim is not _lax.dot_general_p:
-            return False
-        (_, _), (lhs_batch, _) = params["dimension_numbers"]
-        return not lhs_batch
-
-    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
 
 remat_p = _lax.primitive("remat", multiple_results=True)
@@ -836,4 +810,5 @@ remat_p.batch = _remat_batch
 
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
-           "checkpoint_policies", "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]
+           "checkpoint_policies", "checkpoint_name", "CustomJVPException", "CustomVJPException",
+           "CustomVJPForwardModeError"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, lax
+from .remat_policies import name_p
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, has_effect,
                     subjaxprs)
@@ -245,6 +246,8 @@ _SIMPLIFY = {
     lax.broadcast_in_dim_p: _broadcast,
     lax.select_n_p: _select,
     lax.integer_pow_p: _integer_pow,
+    # names matter only to the checkpoint policies, applied when the program was traced
+    name_p: lambda eqn, producer: eqn.invars[0],
 }
 
 
@@ -357,7 +360,7 @@ ELEMENTWISE = frozenset({
     lax.stop_gradient_p, lax.add_p, lax.sub_p, lax.mul_p, lax.div_p, lax.rem_p, lax.pow_p,
     lax.max_p, lax.min_p, lax.atan2_p, lax.nextafter_p, lax.and_p, lax.or_p, lax.xor_p,
     lax.eq_p, lax.ne_p, lax.lt_p, lax.le_p, lax.gt_p, lax.ge_p, lax.integer_pow_p,
-    lax.select_n_p, lax.convert_element_type_p, lax.iota_p})
+    lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p})
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 
 
