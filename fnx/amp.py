@@ -218,6 +218,9 @@ class NoOpLossScale:
         return self
 
 
+register_pytree_node(NoOpLossScale, lambda s: ((), None), lambda _, __: NoOpLossScale())
+
+
 class StaticLossScale:
     """Multiply by a fixed ``loss_scale``.
 

@@ -612,8 +612,9 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     >>> fnx.grad(lambda x: block(x).sum())(x)     # same value as without checkpoint
 
     ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
-    (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
-    no common-subexpression elimination across the forward and backward passes of a remat.
+    (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones).
+    ``prevent_cse`` is accepted for JAX compatibility: fnx runs no common-subexpression
+    elimination across the forward and backward passes of a remat.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
