@@ -207,3 +207,23 @@ def test_float16_training_recovers_from_overflow(float32_run):
                                atol=0.02 * ref[-1])
     # the scale came down by 2**skipped (and a period of 1000 steps lets it grow no more)
     assert float(ls.loss_scale) == 2.0 ** (28 - skipped) and int(ls.counter) == 70 - skipped
+
+
+@pytest.mark.cuda
+def test_half_precision_step_on_gpu_matches_cpu(gpu, cpu):
+    x, y = _data(3, n=64)
+    params = nn.MLP(fnx.random.key(3), [8, 32, 1], activation=nn.gelu, dtype=jnp.float32)
+    for compute in ("bfloat16", "float16"):
+        policy = amp.get_policy(f"params=float32,compute={compute},output=float32")
+
+        def loss_fn(p, x, y):
+            out = amp.apply_policy(lambda p, x: p(x), policy)(p, x)
+            return jnp.mean(nn.log_softmax(jnp.concatenate([out, -out], 1))[:, 0] + y[:, 0])
+        step = fnx.jit(fnx.value_and_grad(loss_fn))
+        want = step(*(fnx.device_put(t, cpu) for t in (params, x, y)))
+        on = [fnx.device_put(t, gpu) for t in (params, x, y)]
+        for _ in range(3):      # warm-up, capture, replay
+            got = step(*on)
+            for a, b in zip(fnx.tree.leaves(got), fnx.tree.leaves(want)):
+                assert a.dtype == b.dtype == F32
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-2, atol=2e-3)

@@ -146,3 +146,15 @@ def test_checkpoint_name_is_the_identity_under_every_transformation(rng):
     lowered = fnx.jit(lambda v: checkpoint_name(v, "n") + 1).lower(x).as_text()
     assert "name" not in lowered.replace("name=", "")
     assert fnx.checkpoint_policies is cp
+
+
+@pytest.mark.cuda
+def test_named_checkpoint_under_jit_on_gpu(args, gpu):
+    # the remat (and its name equations) is spliced into the GPU program
+    w, x = (a.astype(np.float32) for a in args)
+    f = fnx.jit(fnx.grad(fnx.checkpoint(model, policy=cp.save_only_these_names("h")), (0, 1)))
+    want = fnx.grad(model, (0, 1))(w, x)
+    on = [fnx.device_put(a, gpu) for a in (w, x)]
+    for _ in range(3):          # warm-up, capture, replay
+        for a, b in zip(f(*on), want):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
