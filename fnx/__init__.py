@@ -34,6 +34,7 @@ def named_scope(name: str):
     """Context manager naming the operations inside (JAX uses the name in profiles and HLO);
     fnx's jaxprs carry no names, so it only checks that ``name`` is a string.
 
+    >>> x, w = fnx.numpy.ones((2, 3)), fnx.numpy.ones((3, 4))
     >>> with fnx.named_scope("attention"):
     ...     y = x @ w
     """

@@ -100,16 +100,28 @@ def test_closure_over_outer_tracer():
     np.testing.assert_allclose(float(fnx.grad(outer)(0.3)), 2 * np.cos(0.6), rtol=1e-6)
 
 
-def test_explain_cache_misses(capsys):
+def test_explain_cache_misses(caplog):
     f = fnx.jit(lambda x, y: x + y)
-    with fnx.config.option("explain_cache_misses", True):
+    with fnx.config.option("explain_cache_misses", True), caplog.at_level("WARNING", "fnx.jit"):
         f(np.ones(3, np.float32), np.ones(3, np.float32))
         f(np.ones(4, np.float32), np.ones(3, np.float32) if False else np.ones(4, np.float32))
         f(np.ones(4, np.float64), np.ones(4, np.float32))
-    text = capsys.readouterr().out
+    assert {r.name for r in caplog.records} == {"fnx.jit"}
+    text = caplog.text
     assert "argument leaf 0: shape (3,) -> (4,)" in text
     assert "dtype float32 -> float64" in text
     assert "test_jit.py" in text
+
+
+def test_log_compiles_is_a_log_record_per_trace(caplog, capsys):
+    f = fnx.jit(lambda x: x * 2)
+    with fnx.config.option("log_compiles", True), caplog.at_level("WARNING", "fnx.jit"):
+        f(np.ones(3, np.float32))
+        f(np.ones(3, np.float32))     # a cache hit traces nothing
+        f(np.ones(2, np.float32))
+    messages = [r.getMessage() for r in caplog.records if r.name == "fnx.jit"]
+    assert len(messages) == 2 and all("tracing" in m for m in messages), messages
+    assert capsys.readouterr().out == ""
 
 
 def test_lower_shows_the_program():

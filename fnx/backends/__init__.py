@@ -5,7 +5,7 @@ GPU are found; CuPy is imported only then.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import importlib.util
 import os
@@ -15,8 +15,11 @@ from . import numpy_backend
 
 
 class Backend(Protocol):
-    """What fnx needs from a place that runs arrays."""
-    name: str
+    """What fnx needs from a place that runs arrays (the CPU's NumpyBackend and the GPU's
+    CupyBackend both are one)."""
+    name: str              # "cpu" or "gpu": the key it registers under
+    platform: str          # "cpu" or "gpu"
+    supports_donation: bool   # whether compiled programs may write into donated arguments
     impls: dict            # Primitive -> callable(*buffers, **params) -> buffer(s)
 
     def to_buffer(self, x: Any, dtype) -> Any: ...      # scalar / ndarray / Array -> buffer
@@ -24,6 +27,11 @@ class Backend(Protocol):
     def to_numpy(self, buf: Any): ...                   # buffer -> numpy.ndarray
     def from_numpy(self, x): ...
     def synchronize(self, buf: Any) -> None: ...
+
+    def compile(self, jaxpr, consts, donated: tuple = ()) -> Callable:
+        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` (its inputs after
+        ``consts``); results may be written into the buffers of the ``donated`` argument
+        positions where ``supports_donation``."""
 
 
 register_backend("cpu", numpy_backend.backend, default=True)

@@ -9,6 +9,7 @@ from ..core import dtypes, lax
 from ..core import fft as fft_prims
 from ..core.core import Array
 from . import numpy_linalg
+from .numpy_executable import NumpyExecutable
 
 
 def _erf(x):
@@ -332,9 +333,11 @@ impls.update({p: computed_in_float32(impls[p]) for p in COMPUTED_IN_FLOAT32})
 class NumpyBackend:
     name = "cpu"
     platform = "cpu"
+    supports_donation = False    # NumPy programs return fresh buffers
 
-    def __init__(self, impls):
+    def __init__(self, impls, computed_in_float32=frozenset()):
         self.impls = impls
+        self.computed_in_float32 = computed_in_float32   # impls that widen bfloat16 operands
 
     def to_buffer(self, x, dtype):
         if type(x) is Array:
@@ -361,13 +364,13 @@ class NumpyBackend:
     def synchronize(self, buf):
         pass
 
-    def compile(self, jaxpr, consts):
-        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy."""
-        from .numpy_executable import NumpyExecutable
+    def compile(self, jaxpr, consts, donated=()):
+        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy (nothing is
+        donated: ``supports_donation`` is False)."""
         return NumpyExecutable(jaxpr, consts, self)
 
     def __repr__(self):
         return "CpuDevice(id=0)"
 
 
-backend = NumpyBackend(impls)
+backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from .batching import bdim_at_front, not_mapped
+from .control_flow import map as lax_map
 from .core import Array, ShapedArray, Tracer, device_put, get_aval
 from .errors import GradError
-from .lax import primitive
+from .lax import broadcast_in_dim, primitive
 from .pytree import tree_flatten, tree_unflatten
 
 pure_callback_p = primitive("pure_callback", multiple_results=True)
@@ -53,7 +54,6 @@ def _batch(vals, dims, *, callback, result_avals, vmap_method):
 def _sequential(vals, mapped, params):
     """One call per example: a ``lax.map`` over the batched operands (so nested vmaps, each
     with its own method, compose as traced code does)."""
-    from .control_flow import map as lax_map
 
     def one(xs):
         it = iter(xs)
@@ -65,7 +65,6 @@ def _sequential(vals, mapped, params):
 def _vectorized(vals, mapped, size, broadcast, params):
     """One call on the batched operands, unbatched ones given a leading axis of 1
     (``expand_dims``) or of the batch size (``broadcast_all``)."""
-    from .lax import broadcast_in_dim
 
     def widen(v):
         shape = tuple(get_aval(v).shape)
@@ -105,6 +104,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     ...     return np.sin(x)
     >>> fnx.jit(lambda x: fnx.pure_callback(host_sin, fnx.ShapeDtypeStruct(x.shape, x.dtype),
     ...                                     x, vmap_method="sequential"))(jnp.ones(3))
+    Array([0.841471, 0.841471, 0.841471], dtype=float32)
     """
     if vectorized is not None and vmap_method is None:     # older JAX's spelling
         vmap_method = "legacy_vectorized" if vectorized else "sequential"

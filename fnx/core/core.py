@@ -14,8 +14,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import dtypes
-from .config import config as _config
-from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
+from .config import config as _config, register_option
+from .errors import (ConcretizationTypeError, DeletedArrayError, MissingRuleError,
+                     TracerLeakError, user_frame)
+from .nan_checks import check_nans
+from .pytree import tree_map
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +75,12 @@ class Primitive:
     ``abstract_eval(*avals, **params) -> aval | list[aval]``
     ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``
     ``transpose(cotangent, *args, **params) -> list[cotangent | None]`` (linear primitives)
-    ``batch(vals, dims, **params) -> (out, out_dim)``
+    ``batch(vals, dims, **params) -> (out, out_dim)`` (``axis_size=`` too where
+    ``wants_axis_size``)
+
+    Flags: ``is_linear`` (the JVP is the primitive itself), ``has_effect`` (never dropped,
+    merged or folded by the passes: callbacks, debug printing), ``wants_axis_size`` (the batch
+    rule needs the size of the mapped axis).
     """
 
     def __init__(self, name: str, multiple_results: bool = False):
@@ -85,6 +93,8 @@ class Primitive:
         self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
         self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
         self.is_linear = False
+        self.has_effect = False
+        self.wants_axis_size = False
         self.pp_params: Callable | None = None
 
     def __repr__(self):
@@ -151,11 +161,6 @@ def set_current_trace(trace: Trace):
         yield trace
     finally:
         _state.trace = prev
-
-
-def new_child_trace(cls, *args, **kwargs):
-    """A trace of class ``cls`` on top of the current one."""
-    return cls(current_trace(), *args, **kwargs)
 
 
 class Tracer:
@@ -319,7 +324,6 @@ def process_count(backend: str | None = None) -> int:
 def device_put(x, device=None):
     """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
     when None)."""
-    from .pytree import tree_map
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):
@@ -333,13 +337,21 @@ def device_put(x, device=None):
 
 def device_get(x):
     """The arrays in pytree ``x`` as NumPy arrays on the host."""
-    from .pytree import tree_map
     return tree_map(lambda v: np.asarray(v) if type(v) is Array else v, x)
 
 
 def set_default_backend(name: str) -> None:
     get_backend(name)
     _default_backend_name[:] = [name]
+
+
+def _set_platform(name):
+    if name is not None:
+        get_backend()       # finds the GPU first, so that finding it later overrides nothing
+        set_default_backend({"cuda": "gpu"}.get(name, name))
+
+
+register_option("platform_name", on_update=_set_platform)
 
 
 class _ArrayMeta(type):
@@ -358,7 +370,6 @@ class _Donated:
         self.name = name
 
     def __getattr__(self, attr):
-        from .errors import DeletedArrayError
         raise DeletedArrayError(f"this array was donated to {self.name} (donate_argnums) and its "
                                 "buffer now holds that call's results; use the arrays the call "
                                 "returned instead")
@@ -547,7 +558,6 @@ class EvalTrace(Trace):
         with np.errstate(all="ignore"):
             out = impl(*vals, **params)
         if _config.debug_nans:
-            from .debugging import check_nans
             check_nans(primitive, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [Array(backend.cast(o, av.dtype), backend, av.weak_type)

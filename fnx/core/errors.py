@@ -97,7 +97,3 @@ class DeletedArrayError(FnxError, RuntimeError):
 class UnavailableImplementationError(FnxError, RuntimeError):
     """An implementation asked for by name (``implementation='cudnn'``) does not exist on the
     backend the call runs on."""
-
-
-class FloatingPointError_(FnxError, FloatingPointError):
-    """debug_nans found a NaN."""

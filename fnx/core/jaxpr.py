@@ -52,7 +52,14 @@ class JaxprEqn:
 
 
 class Jaxpr:
-    """``{ lambda constvars ; invars . let eqns in outvars }``"""
+    """A program in fnx's IR: equations over typed variables. It prints as JAX's do, as
+    ``{ lambda constvars ; invars . let eqns in outvars }``.
+
+    >>> print(fnx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr)
+    { lambda ; a:f32[]. let
+        b:f32[] = mul a 2.0
+      in (b,) }
+    """
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = list(constvars)
@@ -308,7 +315,7 @@ def subjaxprs(eqn) -> list:
 def has_effect(eqn) -> bool:
     """Whether ``eqn`` must run even when nothing reads its results: its primitive has an effect
     (a debug print), or a jaxpr in its params (a loop body, a branch) holds such an equation."""
-    return getattr(eqn.primitive, "has_effect", False) or any(
+    return eqn.primitive.has_effect or any(
         has_effect(e) for sub in subjaxprs(eqn) for e in sub.eqns)
 
 

@@ -8,6 +8,7 @@ the primitive machinery: flatten, look up, run.
 from __future__ import annotations
 
 import functools
+import logging
 import types
 import weakref
 from typing import Callable, Sequence
@@ -15,14 +16,21 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import ad, batching, dtypes
+from .api import ShapeDtypeStruct
+from .api_util import flatten_fun
 from .config import config
-from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
+from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
-from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
+from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, pp_jaxpr
 from .lax import primitive
-from .partial_eval import trace_to_jaxpr
+from .nan_checks import check_nans
+from .partial_eval import trace_to_jaxpr_dynamic
 from .passes import optimize
 from .pytree import tree_flatten, tree_unflatten
+
+# jit's messages (retrace explanations, compile logs) are log records, as JAX's are; WARNING, so
+# that they show on stderr where logging is not configured
+logger = logging.getLogger("fnx.jit")
 
 pjit_p = primitive("pjit", multiple_results=True)
 
@@ -46,15 +54,14 @@ def _executable(jaxpr: Jaxpr, backend, donated: tuple = ()):
     key = (backend.name, donated)
     exe = per_backend.get(key)
     if exe is None:
-        exe = per_backend[key] = (backend.compile(jaxpr, [], donated=donated) if donated
-                                  else backend.compile(jaxpr, []))
+        exe = per_backend[key] = backend.compile(jaxpr, [], donated=donated)
     return exe
 
 
 def _donatable(backend, args, donated):
     """The donated argument positions whose buffers the call may really take: arrays on
     ``backend`` that appear once among the arguments (a buffer passed twice stays intact)."""
-    if not donated or not getattr(backend, "supports_donation", False):
+    if not donated or not backend.supports_donation:
         return ()
     seen: dict = {}
     for a in args:
@@ -93,7 +100,6 @@ def _pjit_impl(*args, jaxpr, name):
 def _locate_nans(jaxpr, args, outs):
     """If the compiled program returned a NaN, re-run it equation by equation and name the
     first equation that made one, with the source line it was traced from."""
-    from .debugging import check_nans
     if not any(np.isnan(np.asarray(o)).any() for o in outs if dtypes.is_float(o.dtype)):
         return
     env = dict(zip(jaxpr.invars, args))
@@ -109,20 +115,9 @@ def _locate_nans(jaxpr, args, outs):
 pjit_p.impl = _pjit_impl
 
 
-def _trace(fn, avals):
-    closed = trace_to_jaxpr(fn, avals)
-    return jaxpr_with_consts_as_args(closed), closed.consts
-
-
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
     tangents = [ad.instantiate(t) for t in tangents]
-    n = len(primals)
-
-    def jvp_fn(*xs):
-        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]),
-                                   list(xs[n:]))
-        return list(out_p) + list(out_t)
-    new, consts = _trace(jvp_fn, [get_aval(x) for x in list(primals) + tangents])
+    new, consts, _ = ad.jvp_jaxpr(jaxpr, [True] * len(primals), True)
     outs = pjit_p.bind(*consts, *primals, *tangents, jaxpr=new, name=f"jvp({name})")
     k = len(jaxpr.outvars)
     return outs[:k], outs[k:]
@@ -132,12 +127,7 @@ def _pjit_batch(vals, dims, *, jaxpr, name):
     size = batching.batch_size(vals, dims)
     moved = [batching.bdim_at_front(v, d, size) if d is not None else v
              for v, d in zip(vals, dims)]
-    in_dims = [0 if d is not None else None for d in dims]
-
-    def batched(*xs):
-        return batching.batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs), in_dims,
-                                   size, lambda n: [0] * n)
-    new, consts = _trace(batched, [get_aval(x) for x in moved])
+    new, consts, _ = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims], True)
     outs = pjit_p.bind(*consts, *moved, jaxpr=new, name=f"vmap({name})")
     return outs, [0] * len(outs)
 
@@ -309,26 +299,22 @@ class Jitted:
     def _trace_for(self, key, args, kwargs, static):
         tree, avals_sig = key[0], key[1]
         if config.explain_cache_misses and self._last_key is not None:
-            print(explain_miss(self.name, self._last_key, key))
+            logger.warning("%s", explain_miss(self.name, self._last_key, key))
         if config.log_compiles:
-            print(f"fnx.jit: tracing {self.name} for {avals_sig}")
+            logger.warning("fnx.jit: tracing %s for %s", self.name, avals_sig)
 
-        def flat_fun(*leaves):
-            dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
+        def call(dyn_args, dyn_kwargs):
             it = iter(dyn_args)
             full = [args[i] if i in static else next(it) for i in range(len(args))]
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
-            out = self.fun(*full, **kw)
-            out_leaves, store["tree"] = tree_flatten(out)
-            return out_leaves
-        store: dict = {}
-        closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig],
-                                description=f"jit({self.name})")
-        jaxpr = jaxpr_with_consts_as_args(closed)
+            return self.fun(*full, **kw)
+        flat_fun, out_tree = flatten_fun(call, tree)
+        jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [sig.aval for sig in avals_sig],
+                                               description=f"jit({self.name})")
         jaxpr, _ = dce_jaxpr(jaxpr)
         if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
             jaxpr = optimize(jaxpr)
-        return _Traced(jaxpr, closed.consts, store["tree"])
+        return _Traced(jaxpr, consts, out_tree())
 
     def __call__(self, *args, **kwargs):
         if config.disable_jit:
@@ -424,7 +410,6 @@ class Jitted:
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
         traced = self._trace_for(key, args, kwargs, static)
-        from .api import ShapeDtypeStruct
         return tree_unflatten(traced.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
                                                 for v in traced.jaxpr.outvars])
 
@@ -517,7 +502,6 @@ class _Sig(tuple):
 
     @property
     def aval(self):
-        from .core import ShapedArray
         return ShapedArray(*self)
 
 

@@ -16,7 +16,7 @@ from .core import (Array, ShapedArray, Trace, Tracer, current_trace, folding_on_
                    set_current_trace)
 from .errors import ConcretizationTypeError, user_frame
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, eval_jaxpr,
-                    literal_or_none)
+                    jaxpr_with_consts_as_args, literal_or_none)
 
 
 class JaxprTracer(Tracer):
@@ -145,6 +145,15 @@ def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
     return closed
 
 
+def trace_to_jaxpr_dynamic(flat_fun, in_avals, description: str = "a traced function"):
+    """Trace ``flat_fun`` on top of the current trace into ``(jaxpr, consts)``: a jaxpr with no
+    constvars whose leading inputs receive ``consts``, the values it closes over, so that a
+    higher-order primitive holding it passes them as explicit operands every transformation
+    sees (JAX's pe.trace_to_jaxpr_dynamic, with the constants hoisted into arguments)."""
+    closed = trace_to_jaxpr(flat_fun, in_avals, description=description)
+    return jaxpr_with_consts_as_args(closed), closed.consts
+
+
 def partial_eval_jaxpr_nounits(jaxpr: Jaxpr, unknowns, instantiate):
     """Split ``jaxpr`` (no constvars) by which of its inputs are unknown, as JAX's function of
     the same name: the known part runs now (or in an outer trace), the unknown part later.
@@ -194,4 +203,4 @@ def is_known_concrete(x) -> bool:
     return type(x) is Array or not isinstance(x, Tracer)
 
 
-__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "partial_eval_jaxpr_nounits", "Literal"]
+__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "trace_to_jaxpr_dynamic", "partial_eval_jaxpr_nounits", "Literal"]

@@ -351,16 +351,10 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 # ---------------------------------------------------------------------------------------------
 # Kinds of equations (what sink_totals moves past; the GPU's fusion rules build on them)
 
-# elementwise primitives (each one a C expression in fnx.cuda.elementwise too)
-ELEMENTWISE = frozenset({
-    lax.neg_p, lax.sign_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.is_finite_p, lax.abs_p,
-    lax.exp_p, lax.log_p, lax.log1p_p, lax.expm1_p, lax.sqrt_p, lax.rsqrt_p, lax.sin_p,
-    lax.cos_p, lax.tan_p, lax.asin_p, lax.acos_p, lax.atan_p, lax.sinh_p, lax.cosh_p,
-    lax.tanh_p, lax.asinh_p, lax.acosh_p, lax.atanh_p, lax.logistic_p, lax.erf_p, lax.not_p,
-    lax.stop_gradient_p, lax.add_p, lax.sub_p, lax.mul_p, lax.div_p, lax.rem_p, lax.pow_p,
-    lax.max_p, lax.min_p, lax.atan2_p, lax.nextafter_p, lax.and_p, lax.or_p, lax.xor_p,
-    lax.eq_p, lax.ne_p, lax.lt_p, lax.le_p, lax.gt_p, lax.ge_p, lax.integer_pow_p,
-    lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p})
+# equations computed one element at a time (each one a C expression in fnx.cuda.elementwise
+# too); iota's elements are their own indices
+ELEMENTWISE = frozenset(lax.elementwise_primitives()) | {
+    lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p}
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 
 

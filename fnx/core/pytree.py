@@ -23,7 +23,9 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
-    >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    >>> _ = register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    >>> tree_leaves(Pair(1, [2, 3]))
+    [1, 2, 3]
     """
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func)
     _key_registry.pop(nodetype, None)   # a re-registration without keys drops the old ones
@@ -99,9 +101,13 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
                               unflatten_func: Callable, flatten_func: Callable | None = None):
     """Register a container type whose children are named by keys in key paths.
 
-    >>> register_pytree_with_keys(
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> _ = register_pytree_with_keys(
     ...     Pair, lambda p: (((GetAttrKey("a"), p.a), (GetAttrKey("b"), p.b)), None),
     ...     lambda _, c: Pair(*c))
+    >>> [keystr(path) for path, _ in tree_flatten_with_path(Pair(1, 2))[0]]
+    ['.a', '.b']
     """
     if flatten_func is None:
         def flatten_func(x):
@@ -292,6 +298,13 @@ def _unflatten(treedef: PyTreeDef, it):
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves):
+    """The tree of structure ``treedef`` holding ``leaves``: the inverse of
+    ``tree_flatten``.
+
+    >>> leaves, treedef = fnx.tree_util.tree_flatten((1, [2, 3]))
+    >>> fnx.tree_util.tree_unflatten(treedef, [x * 10 for x in leaves])
+    (10, [20, 30])
+    """
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, "
@@ -300,10 +313,20 @@ def tree_unflatten(treedef: PyTreeDef, leaves):
 
 
 def tree_leaves(tree, is_leaf=None):
+    """The leaves of ``tree``, in the order ``tree_flatten`` gives them.
+
+    >>> fnx.tree_util.tree_leaves({"b": (2, 3), "a": 1})
+    [1, 2, 3]
+    """
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree, is_leaf=None):
+    """The structure (treedef) of ``tree``, without its leaves.
+
+    >>> fnx.tree_util.tree_structure({"a": 1, "b": (2, 3)}).num_leaves
+    3
+    """
     return tree_flatten(tree, is_leaf)[1]
 
 
@@ -369,6 +392,11 @@ def broadcast_prefix(prefix, tree, what: str, is_leaf=None) -> list:
 
 
 def all_leaves(iterable, is_leaf=None):
+    """Whether every element of ``iterable`` is a leaf (a tree of one node).
+
+    >>> fnx.tree_util.all_leaves([1.0, jnp.ones(2)]), fnx.tree_util.all_leaves([(1, 2)])
+    (True, False)
+    """
     return all(tree_structure(x, is_leaf).node is _LEAF for x in iterable)
 
 
@@ -392,6 +420,11 @@ def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """Whether ``treedef`` is the structure of a single leaf.
+
+    >>> fnx.tree_util.treedef_is_leaf(fnx.tree_util.tree_structure(1.0))
+    True
+    """
     return treedef.node is _LEAF
 
 
@@ -526,7 +559,7 @@ class Partial(functools.partial):
     arguments are children, so it can be passed to (and returned from) jit, grad and vmap.
 
     >>> fnx.jit(lambda g, x: g(x))(Partial(fnx.numpy.add, 1.0), 2.0)
-    Array(3., dtype=float32)
+    Array(3., dtype=float32, weak_type=True)
 
     As in JAX, a functools.partial (or Partial) given as the function is kept whole and static.
     """

@@ -18,10 +18,11 @@ from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
+from .copies import copy_into
 from .control import lowering as control_lowering, on_device
 from .decompose import decompose
-from .epilogue import (dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p,
-                       product_layout)
+from .epilogue import (bias_act_source, dense_p, fuse_dense_epilogues, fuse_gradient_steps,
+                       gemm_update_p)
 from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel, joins_rows
@@ -158,7 +159,6 @@ def _fallback_sources(e):
     activation) runs, compiled with the program's own: a first call times that candidate. The
     generated GEMM candidates are not: the first call leaves them out, and they compile after
     it (fnx.cuda.gemm_table.impatient)."""
-    from .epilogue import bias_act_source
     if e.primitive is not dense_p:
         return []
     return [bias_act_source(e.params["act"], np.dtype(e.invars[0].aval.dtype))]
@@ -382,8 +382,7 @@ class GpuExecutable:
         src, dst = self._slot_of(v), self._slot_of(u)
 
         def run(env):
-            import cupy as cp
-            cp.copyto(env[dst], env[src])
+            copy_into(env[dst], env[src])
         self._push(run, f"copy into donated {u.aval.str_short()}", [src], [], [dst])
 
     def _plan_fused(self, group, shape, outputs, kernel_class=FusedKernel, overwrite=None):
@@ -550,7 +549,6 @@ class GpuExecutable:
     def _add_gradient_step(self, eqn, index):
         """``p + alpha * op(x) @ op(w)`` on the gemm table, written straight into ``p``'s buffer
         when ``p`` is donated to this result and read by nothing later."""
-        from . import gemm_table
         x, w, p = eqn.invars
         out = eqn.outvars[0]
         in_place = self._write_into.get(out) is p and self._may_overwrite(p, {index}, index)
@@ -604,7 +602,7 @@ class GpuExecutable:
         elif p is lax.concatenate_p:
             from .copies import concatenate as fn
         elif p in solver.impls():
-            solver.prepare_kernels()
+            self.units += solver.units()
             fn = impls.get(p)
         elif p.impl is not None:
             fn = None

@@ -2,7 +2,9 @@
 
 >>> import fnx.lax as lax
 >>> lax.add(1.0, 2.0)
+Array(3., dtype=float32, weak_type=True)
 >>> lax.fori_loop(0, 3, lambda i, x: x * 2.0, 1.0)
+Array(8., dtype=float32, weak_type=True)
 """
 from ..core.lax import *  # noqa: F401,F403
 from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa

@@ -206,7 +206,9 @@ class Dropout(Module):
     Randomness comes from an explicit ``key``; with ``key=None`` or ``deterministic=True`` it
     is the identity (evaluation mode).
 
-    >>> drop = Dropout(0.1); y = drop(x, key=random.key(1))
+    >>> drop = Dropout(0.5)
+    >>> drop(jnp.ones(6), key=random.key(1))
+    Array([2., 0., 2., 2., 0., 0.], dtype=float32)
     """
     static_fields = ("rate",)
 
@@ -308,7 +310,10 @@ class MultiHeadAttention(Module):
     boolean, True where attention is allowed, broadcastable to (..., num_heads, q_len, k_len).
 
     >>> mha = MultiHeadAttention(random.key(0), 32, 4)
-    >>> causal = jnp.tril(jnp.ones((10, 10), bool)); mha(x, mask=causal)
+    >>> x = random.normal(random.key(1), (10, 32))
+    >>> causal = jnp.tril(jnp.ones((10, 10), bool))
+    >>> mha(x, mask=causal).shape
+    (10, 32)
     """
     static_fields = ("embed_dim", "num_heads")
 
