@@ -11,7 +11,8 @@ a ``name`` primitive (the identity) that the name-based policies look for.
 ...     h = checkpoint_name(jnp.tanh(x @ w), "hidden")
 ...     return jnp.sum(jnp.tanh(h @ w))
 >>> policy = checkpoint_policies.save_only_these_names("hidden")
->>> g = fnx.grad(fnx.checkpoint(block, policy=policy))(jnp.eye(3), jnp.ones((2, 3)))
+>>> fnx.grad(fnx.checkpoint(block, policy=policy))(jnp.eye(3), jnp.ones((2, 3))).shape
+(3, 3)
 """
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ def _has_no_batch_dims(params) -> bool:
 class checkpoint_policies:
     """Policies for ``checkpoint(policy=...)``, by JAX's names.
 
-    >>> fnx.checkpoint(lambda x: jnp.sin(x @ x), policy=checkpoint_policies.dots_saveable)
+    >>> f = fnx.checkpoint(lambda x: jnp.sin(x @ x), policy=checkpoint_policies.dots_saveable)
+    >>> fnx.grad(lambda x: f(x).sum())(jnp.eye(2))
+    Array([[1.0806046, 2.       ],
+           [2.       , 1.0806046]], dtype=float32)
     """
 
     @staticmethod
