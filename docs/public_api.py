@@ -14,6 +14,7 @@ MODULES = (
     "fnx.scipy.optimize", "fnx.scipy.sparse.linalg", "fnx.scipy.signal", "fnx.tree_util",
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
     "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing",
+    "fnx.amp",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

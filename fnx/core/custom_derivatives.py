@@ -34,6 +34,7 @@ from .api_util import flatten_fun
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .remat_policies import checkpoint_name, checkpoint_policies  # noqa: F401 (re-exported)
 
 
 class CustomJVPException(FnxError):
@@ -651,8 +652,9 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     Array([1.        , 0.36003944], dtype=float32)
 
     ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
-    (see ``checkpoint_policies``). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
-    no common-subexpression elimination across the forward and backward passes of a remat.
+    (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones).
+    ``prevent_cse`` is accepted for JAX compatibility: fnx runs no common-subexpression
+    elimination across the forward and backward passes of a remat.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -680,72 +682,6 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
-
-
-class checkpoint_policies:
-    """Policies for ``checkpoint(policy=...)``: which intermediates may be saved."""
-
-    @staticmethod
-    def everything_saveable(prim, *avals, **params):
-        return True
-
-    @staticmethod
-    def nothing_saveable(prim, *avals, **params):
-        return False
-
-    @staticmethod
-    def dots_saveable(prim, *avals, **params):
-        return prim is _lax.dot_general_p
-
-    checkpoint_dots = dots_saveable
-
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
-        if prim is not _lax.dot_general_p:
-            return False
-        (_, _), (lhs_batch, _) = params["dimension_numbers"]
-        return not lhs_batch
-
-    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
-
-    # Policies by name (checkpoint_name): fnx's jaxprs carry no names, so these save no named
-    # value; every such value is recomputed, which gives the same results with more work.
-    @staticmethod
-    def save_only_these_names(*names):
-        return checkpoint_policies.nothing_saveable
-
-    @staticmethod
-    def save_any_names_but_these(*names):
-        return checkpoint_policies.nothing_saveable
-
-    @staticmethod
-    def save_and_offload_only_these_names(*, names_which_can_be_saved=(),
-                                          names_which_can_be_offloaded=(), offload_src=None,
-                                          offload_dst=None):
-        return checkpoint_policies.nothing_saveable
-
-    @staticmethod
-    def offload_dot_with_no_batch_dims(offload_src=None, offload_dst=None):
-        # one memory space: offloading a value is saving it
-        return checkpoint_policies.dots_with_no_batch_dims_saveable
-
-    @staticmethod
-    def save_from_both_policies(policy_1, policy_2):
-        def policy(prim, *avals, **params):
-            return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
-        return policy
-
-
-def checkpoint_name(x, name: str):
-    """``x``, named for ``checkpoint`` policies (``save_only_these_names``); fnx's jaxprs carry
-    no names, so such policies recompute it rather than save it (same values).
-
-    >>> checkpoint_name(fnx.numpy.ones(2), "h")
-    Array([1., 1.], dtype=float32)
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"checkpoint_name: name must be a string, got {name!r}")
-    return x
 
 
 remat_p = _lax.primitive("remat", multiple_results=True)
@@ -902,4 +838,5 @@ remat_p.batch = _remat_batch
 
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
-           "checkpoint_policies", "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]
+           "checkpoint_policies", "checkpoint_name", "CustomJVPException", "CustomVJPException",
+           "CustomVJPForwardModeError"]

@@ -100,3 +100,8 @@ class MissingRuleError(FnxError, NotImplementedError):
 
 class DeletedArrayError(FnxError, RuntimeError):
     """An array was used after it was donated to a jitted call."""
+
+
+class UnavailableImplementationError(FnxError, RuntimeError):
+    """An implementation asked for by name (``implementation='cudnn'``) does not exist on the
+    backend the call runs on."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, lax
+from .remat_policies import name_p
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, has_effect,
                     subjaxprs)
@@ -252,6 +253,8 @@ _SIMPLIFY = {
     lax.select_n_p: _select,
     lax.integer_pow_p: _integer_pow,
     lax.log_p: _log,
+    # names matter only to the checkpoint policies, applied when the program was traced
+    name_p: lambda eqn, producer: eqn.invars[0],
 }
 
 
@@ -358,7 +361,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 # equations computed one element at a time (each one a C expression in fnx.cuda.elementwise
 # too); iota's elements are their own indices
 ELEMENTWISE = frozenset(lax.elementwise_primitives()) | {
-    lax.select_n_p, lax.convert_element_type_p, lax.iota_p}
+    lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p}
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 
 

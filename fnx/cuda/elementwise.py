@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
+from ..core.remat_policies import name_p
 from .fusion import MOVEMENT, moved_operands, small_product
 from .compile import kernel as _compile
 
@@ -111,6 +112,7 @@ UNARY = {
     lax.not_p: lambda a, dt: f"(!{a})" if np.dtype(dt) == np.bool_ else f"(~{a})",
     lax.stop_gradient_p: lambda a, dt: a,
     lax.erf_inv_p: lambda a, dt: f"erfinv({a})",
+    name_p: lambda a, dt: a,     # checkpoint_name, inside a remat that was spliced in
 }
 BINARY = {
     lax.add_p: lambda a, b, dt: f"({a} + {b})", lax.sub_p: lambda a, b, dt: f"({a} - {b})",

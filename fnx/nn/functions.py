@@ -11,6 +11,8 @@ import numpy as np
 from .. import numpy as jnp
 from ..core import lax
 from ..core.api import stop_gradient
+from ..core.core import default_backend
+from ..core.errors import UnavailableImplementationError
 from ..numpy._core import promote_dtypes_inexact
 
 
@@ -181,6 +183,64 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
 normalize = standardize
 
 
+def _norm_axes(x, axis):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(a % x.ndim for a in axes))
+
+
+def _stats_dtype(x):
+    """Normalisation statistics are computed in at least float32, so a bfloat16 or float16
+    input is centred and scaled without half-precision round-off (as Flax's norms do)."""
+    return jnp.promote_types(x.dtype, jnp.float32)
+
+
+def layer_norm(x, scale=None, bias=None, *, axis=-1, epsilon: float = 1e-6):
+    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` over ``axis`` (an int or a tuple),
+    with the statistics and the normalisation in float32 for half-precision inputs; the result
+    has the dtype of ``x``, ``scale`` and ``bias`` together.
+
+    >>> layer_norm(jnp.array([[1.0, 3.0]]))
+    Array([[-0.9999995,  0.9999995]], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    out_dtype = jnp.result_type(x, *(p for p in (scale, bias) if p is not None))
+    axes = _norm_axes(x, axis)
+    xf = x.astype(_stats_dtype(x))
+    centered = xf - jnp.mean(xf, axes, keepdims=True)
+    y = centered * lax.rsqrt(jnp.mean(jnp.square(centered), axes, keepdims=True) + epsilon)
+    if scale is not None:
+        y = y * _along(scale, x.ndim, axes, xf.dtype)
+    if bias is not None:
+        y = y + _along(bias, x.ndim, axes, xf.dtype)
+    return y.astype(out_dtype)
+
+
+def rms_norm(x, scale=None, *, axis=-1, epsilon: float = 1e-6):
+    """``x / sqrt(mean(x**2) + epsilon) * scale`` over ``axis``, computed in float32 for
+    half-precision inputs; the result has the dtype of ``x`` and ``scale`` together.
+
+    >>> rms_norm(jnp.array([[3.0, -3.0]]), epsilon=0.0)
+    Array([[ 1., -1.]], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    out_dtype = jnp.result_type(x, scale) if scale is not None else x.dtype
+    axes = _norm_axes(x, axis)
+    xf = x.astype(_stats_dtype(x))
+    y = xf * lax.rsqrt(jnp.mean(jnp.square(xf), axes, keepdims=True) + epsilon)
+    if scale is not None:
+        y = y * _along(scale, x.ndim, axes, xf.dtype)
+    return y.astype(out_dtype)
+
+
+def _along(param, ndim, axes, dtype):
+    """``param`` (shaped like the normalised axes) broadcast against an array of ``ndim``."""
+    param = jnp.asarray(param).astype(dtype)
+    if param.ndim == len(axes):
+        return lax.broadcast_in_dim(param, tuple(
+            param.shape[axes.index(a)] if a in axes else 1 for a in range(ndim)), axes)
+    return param
+
+
 def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
     """One-hot encoding of integer labels; out-of-range labels give all-zero rows.
 
@@ -302,15 +362,14 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     the start of both sequences as in JAX. ``query_seq_lengths`` / ``key_value_seq_lengths``
     (B,) mask padding; ``local_window_size`` (int or (left, right)) keeps keys within the
     window. Masked logits become a large negative number rather than -inf, so a fully masked
-    row averages the values (as in JAX) instead of giving NaN.
+    row averages the values (as in JAX) instead of giving NaN. ``implementation='cudnn'``
+    raises ``UnavailableImplementationError`` (a RuntimeError) off the GPU, as JAX's does.
 
     >>> q = k = v = jnp.ones((2, 5, 4, 8))
     >>> dot_product_attention(q, k, v, is_causal=True).shape
     (2, 5, 4, 8)
     """
-    if implementation not in (None, "xla"):
-        raise NotImplementedError(f"dot_product_attention: implementation={implementation!r}; "
-                                  "fnx has the pure-array one only")
+    _check_attention_implementation(implementation)
     query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
     unbatched = query.ndim == 3
     if unbatched:
@@ -357,6 +416,19 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         out = out * (q_pos[:, :1] < q_lens[:, 0]).reshape(B, T, 1, 1).astype(out.dtype)
     out = out.astype(query.dtype)
     return out[0] if unbatched else out
+
+
+def _check_attention_implementation(implementation):
+    """``None`` and ``'xla'`` are the array program every backend runs (the GPU compiler hands
+    the attention it recognises to cuDNN); ``'cudnn'`` insists on cuDNN, so like JAX's it
+    raises where there is none."""
+    if implementation not in (None, "xla", "cudnn"):
+        raise ValueError(f"dot_product_attention: unsupported implementation option "
+                         f"{implementation!r}; use None, 'xla' or 'cudnn'")
+    if implementation == "cudnn" and default_backend() != "gpu":
+        raise UnavailableImplementationError(
+            f"dot_product_attention(implementation='cudnn'): cuDNN is not detected (the "
+            f"default backend is {default_backend()!r}); use implementation=None or 'xla'")
 
 
 def _and(a, b):

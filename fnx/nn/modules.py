@@ -19,7 +19,8 @@ from ..core import dtypes, lax
 from ..core.convolution import conv_general_dilated
 from ..core.pytree import register_pytree_node
 from . import initializers as init
-from .functions import relu, softmax
+from ..core.errors import ShapeError
+from .functions import layer_norm, relu, rms_norm, softmax
 
 
 def _const(value, like):
@@ -171,16 +172,33 @@ class LayerNorm(Module):
     def __call__(self, x):
         x = jnp.asarray(x)
         if tuple(x.shape[x.ndim - len(self.shape):]) != self.shape:
-            raise ValueError(f"LayerNorm over {self.shape} got input of shape {x.shape}")
+            raise ShapeError(f"LayerNorm over {self.shape} got input of shape {x.shape}")
         axes = tuple(range(x.ndim - len(self.shape), x.ndim))
-        mean = jnp.mean(x, axes, keepdims=True)
-        var = jnp.mean(jnp.square(x - mean), axes, keepdims=True)
-        y = (x - mean) * lax.rsqrt(var + _const(self.eps, var))
-        if self.weight is not None:
-            y = y * self.weight
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        return layer_norm(x, self.weight, self.bias, axis=axes, epsilon=self.eps)
+
+
+class RMSNorm(Module):
+    """Divide by the root mean square over the trailing ``shape`` axes, then scale by a learned
+    ``weight`` (ones). Needs no key.
+
+    >>> norm = RMSNorm(16); norm(jnp.ones((4, 16))).shape
+    (4, 16)
+    """
+    static_fields = ("shape", "eps")
+
+    def __init__(self, shape: int | Sequence[int], eps: float = 1e-6, use_weight: bool = True,
+                 dtype=None):
+        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else \
+            tuple(int(s) for s in shape)
+        self.eps = float(eps)
+        self.weight = init.ones(None, self.shape, dtype) if use_weight else None
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        if tuple(x.shape[x.ndim - len(self.shape):]) != self.shape:
+            raise ShapeError(f"RMSNorm over {self.shape} got input of shape {x.shape}")
+        axes = tuple(range(x.ndim - len(self.shape), x.ndim))
+        return rms_norm(x, self.weight, axis=axes, epsilon=self.eps)
 
 
 class Dropout(Module):
