@@ -7,15 +7,26 @@ them (``jax.errors``). Each subclasses the builtin exception JAX raises in the s
 ...     pass
 """
 from .core.control_flow import ControlFlowTypeError, ReverseModeWhileLoopError  # noqa: F401
-from .core.errors import (ArgumentTypeError, BatchingError, ConcretizationTypeError,  # noqa: F401
-                          CotangentTypeError,
-                          DeletedArrayError, DTypeError, FnxError, GradError, MissingRuleError,
-                          OutOfMemoryError, ShapeError, StaticArgumentError,
+from .core.errors import (ArgumentTypeError, AxisNameError, BatchingError,  # noqa: F401
+                          ConcretizationTypeError, CotangentTypeError,
+                          DeletedArrayError, DTypeError, FnxError, GradError, MeshError,
+                          MissingRuleError, OutOfMemoryError, ShapeError, StaticArgumentError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, TracerLeakError, TreeStructureError,
-                          TypePromotionError, UnexpectedTracerError)
+                          TypePromotionError, UnavailableImplementationError,
+                          UnexpectedTracerError)
 from .core.traceback_util import UnfilteredStackTrace  # noqa: F401
 from .numpy._core import AxisError  # noqa: F401
 from .numpy.indexing import IndexingError  # noqa: F401
 
 NonConcreteBooleanIndexError = IndexingError
+
+__all__ = ["ArgumentTypeError", "AxisError", "AxisNameError", "BatchingError",
+           "ConcretizationTypeError", "ControlFlowTypeError", "CotangentTypeError",
+           "DeletedArrayError", "DTypeError", "FnxError", "GradError", "IndexingError",
+           "MeshError", "MissingRuleError", "NonConcreteBooleanIndexError", "OutOfMemoryError",
+           "ReverseModeWhileLoopError", "ShapeError", "StaticArgumentError",
+           "TracerArrayConversionError", "TracerBoolConversionError",
+           "TracerIntegerConversionError", "TracerLeakError", "TreeStructureError",
+           "TypePromotionError", "UnavailableImplementationError", "UnexpectedTracerError",
+           "UnfilteredStackTrace"]

@@ -234,6 +234,36 @@ def test_error_inside_a_jitted_function_ends_in_its_body():
     assert traceback.extract_tb(e.__traceback__)[-1].name == "body"
 
 
+def _mesh_1():
+    return fnx.make_mesh((1,), ("x",))
+
+
+# main's later entry points: public modules (fnx.scipy.signal, fnx.amp) and transformed
+# functions (pmap, shard_map, a sharded jit, the AOT stages, a mixed-precision policy)
+LATER_ENTRY_POINTS = {
+    "signal": lambda: fnx.scipy.signal.convolve(jnp.ones(3), jnp.ones(3), mode="bad"),
+    "pmap": lambda: fnx.pmap(lambda x: x @ x)(jnp.ones((1, 2, 3))),
+    "shard_map": lambda: fnx.shard_map(lambda x: x @ x, mesh=_mesh_1(), in_specs=fnx.P("x"),
+                                       out_specs=fnx.P("x"))(jnp.ones((2, 3))),
+    "jit_in_shardings": lambda: fnx.jit(
+        lambda x: x @ x, in_shardings=fnx.NamedSharding(_mesh_1(), fnx.P("x")))(
+        jnp.ones((2, 3))),
+    "jit_trace": lambda: fnx.jit(lambda x: x @ x).trace(jnp.ones((2, 3))),
+    "compiled_call": lambda: fnx.jit(lambda x: x).lower(jnp.ones(3)).compile()(jnp.ones(4)),
+    "amp_policy": lambda: fnx.amp.apply_policy(lambda x: x @ x, "p=f32,c=f32,o=f32")(
+        jnp.ones((2, 3))),
+    "amp_get_policy": lambda: fnx.amp.get_policy("nonsense=3"),
+}
+
+
+@pytest.mark.parametrize("name", list(LATER_ENTRY_POINTS))
+def test_later_entry_points_end_at_the_users_line(name):
+    e = _raised(LATER_ENTRY_POINTS[name])
+    frames = traceback.extract_tb(e.__traceback__)
+    assert frames[-1].filename == __file__, frames[-1]
+    assert not [f for f in frames if f.filename.startswith(FNX_DIR)], frames
+
+
 # ---------------------------------------------------------------------------------------------
 # Arrays are allocated for real, as in JAX
 

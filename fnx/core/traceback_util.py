@@ -94,7 +94,7 @@ def _filter(e: BaseException, mode: str) -> None:
         return
     e.with_traceback(filter_traceback(tb))
     if mode == "quiet_remove_frames":
-        if hasattr(e, "add_note"):      # Python 3.11+
+        if hasattr(e, "add_note") and _NOTE not in getattr(e, "__notes__", ()):  # 3.11+
             e.add_note(_NOTE)
         return
     unfiltered = UnfilteredStackTrace(f"{type(e).__name__}: {e}\n\nThe preceding is the "

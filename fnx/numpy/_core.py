@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.config import config
-from ..core.core import Array, Tracer, get_aval
+from ..core.core import Array, Tracer, get_aval, get_backend
 from ..core.errors import ShapeError, TypePromotionError
 
 
@@ -20,7 +20,7 @@ def _is_scalar(x) -> bool:
 def asarray(x, dtype=None):
     """Convert ``x`` (array, scalar, nested list, NumPy array) to an fnx array.
 
-    >>> asarray([1, 2, 3])
+    >>> jnp.asarray([1, 2, 3])
     Array([1, 2, 3], dtype=int32)
     """
     if is_array(x):
@@ -54,7 +54,6 @@ def asarray(x, dtype=None):
             elif arr.dtype.kind == "c":
                 arr = arr.astype(dtypes.default_complex)
     dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else dtypes.canonical(arr.dtype)
-    from ..core.core import get_backend
     backend = get_backend()
     buf = (backend.from_numpy(np.asarray(arr, dtype=dt, order="C")) if private
            else backend.to_buffer(arr, dt))
@@ -64,6 +63,8 @@ def asarray(x, dtype=None):
 def array(x, dtype=None, copy=True, ndmin: int = 0):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
     it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
+    if x is None:
+        raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -77,6 +78,11 @@ def _contains_traced(x) -> bool:
 
 
 def astype(x, dtype):
+    """``x`` converted to ``dtype``.
+
+    >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
+    """
     x = asarray(x)
     dt = dtypes.canonicalize(dtype, "astype")
     if x.dtype == dt and not x.weak_type:
@@ -90,7 +96,7 @@ def result_type(*args):
     """The dtype fnx.numpy promotes ``args`` to (JAX's lattice and weak types: Python scalars
     and the types ``int``, ``float``, ``complex`` are weak; ``None`` is the default float).
 
-    >>> result_type(jnp.float16, 2.0), result_type(jnp.int8, jnp.uint8)
+    >>> jnp.result_type(jnp.float16, 2.0), jnp.result_type(jnp.int8, jnp.uint8)
     (dtype('float16'), dtype('int16'))
     """
     if not args:
@@ -106,7 +112,7 @@ def promote_types(a, b):
     """The dtype a binary operation on dtypes ``a`` and ``b`` computes in (JAX's lattice; the
     Python types ``int``, ``float``, ``complex`` are weak and never widen the other dtype).
 
-    >>> promote_types(jnp.float16, float), promote_types(jnp.int32, jnp.float16)
+    >>> jnp.promote_types(jnp.float16, float), jnp.promote_types(jnp.int32, jnp.float16)
     (dtype('float16'), dtype('float16'))
     """
     return dtypes.promote_types(a, b)
@@ -167,6 +173,11 @@ def promote_dtypes_inexact(*args):
 
 
 def broadcast_shapes(*shapes, op: str = "operands"):
+    """The shape that arrays of the given shapes broadcast to.
+
+    >>> jnp.broadcast_shapes((3,), (2, 1))
+    (2, 3)
+    """
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -188,6 +199,11 @@ def broadcast_to(x, shape):
 
 
 def broadcast_arrays(*args, op: str = "operands"):
+    """The arguments broadcast to their common shape.
+
+    >>> [x.shape for x in jnp.broadcast_arrays(jnp.ones(3), jnp.ones((2, 1)))]
+    [(2, 3), (2, 3)]
+    """
     arrs = [asarray(a) for a in args]
     shape = broadcast_shapes(*(a.shape for a in arrs), op=op)
     return [broadcast_to(a, shape) for a in arrs]

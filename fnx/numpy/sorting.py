@@ -6,7 +6,7 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, axis_or_flat, canonicalize_axis
+from ._core import asarray, axis_or_flat, canonicalize_axis, promote_dtypes, promote_dtypes_inexact
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
@@ -31,7 +31,6 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 def searchsorted(a, v, side="left"):
     """Indices where ``v`` would be inserted into sorted 1-D ``a``."""
     a, v = asarray(a), asarray(v)
-    from ._core import promote_dtypes
     a, v = promote_dtypes(a, v)
     n = a.shape[0]
     vb = lax.broadcast_in_dim(v, v.shape + (n,), tuple(range(v.ndim)))
@@ -45,7 +44,7 @@ def unique(a, *, size=None, fill_value=None):
     result size depends on it); with ``size`` it works under jit: the first ``size`` unique
     values, padded with ``fill_value`` (by default the smallest value, as in JAX).
 
-    >>> unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
+    >>> jnp.unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
     Array([1, 3, 0], dtype=int32)
     """
     if size is None:
@@ -69,6 +68,11 @@ def unique(a, *, size=None, fill_value=None):
 
 
 def lexsort(keys, axis=-1):
+    """The indices that sort by the last key, then the one before it, and so on.
+
+    >>> jnp.lexsort((jnp.array([1, 0, 2]), jnp.array([0, 0, 1])))
+    Array([1, 0, 2], dtype=int32)
+    """
     keys = [asarray(k) for k in keys]
     ax = canonicalize_axis(axis, keys[0].ndim, "lexsort")
     iota = lax.broadcasted_iota(dtypes.int32, keys[0].shape, ax)
@@ -91,10 +95,9 @@ def topk(a, k):
 def isin(element, test_elements, assume_unique=False, invert=False):
     """Whether each element of ``element`` is in ``test_elements`` (shape of ``element``).
 
-    >>> isin(asarray([1, 2, 3]), asarray([3, 1]))
+    >>> jnp.isin(jnp.asarray([1, 2, 3]), jnp.asarray([3, 1]))
     Array([ True, False,  True], dtype=bool)
     """
-    from ._core import promote_dtypes
     e, t = promote_dtypes(element, test_elements)
     t = lax.reshape(t, (t.size,))
     shape = e.shape + (t.size,)
@@ -113,7 +116,7 @@ def _check_1d(name, **arrays):
 def digitize(x, bins, right=False):
     """Index of the bin of ``bins`` (monotonic, 1-D) each value of ``x`` falls in, as NumPy.
 
-    >>> digitize(asarray([0.5, 1.5, 9.0]), asarray([1.0, 2.0]))
+    >>> jnp.digitize(jnp.asarray([0.5, 1.5, 9.0]), jnp.asarray([1.0, 2.0]))
     Array([0, 1, 2], dtype=int32)
     """
     from .ufuncs import where
@@ -135,7 +138,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     """Counts (or summed ``weights``) of each non-negative integer in 1-D ``x``. Under jit give a
     static ``length``: values at or above it are dropped, negative values count in bin 0 (JAX).
 
-    >>> bincount(asarray([0, 1, 1, 3]))
+    >>> jnp.bincount(jnp.asarray([0, 1, 1, 3]))
     Array([1, 2, 0, 1], dtype=int32)
     """
     from ..core.core import concrete_or_error
@@ -165,7 +168,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     """The ``bins + 1`` edges ``histogram`` uses (or ``bins`` itself given as edges)."""
-    from ._core import promote_dtypes_inexact
     from .creation import linspace
     from .ufuncs import where
     (a,) = promote_dtypes_inexact(a)
@@ -189,10 +191,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     """``(hist, bin_edges)`` of the flattened ``a`` over a static number of bins; the last bin
     includes its right edge.
 
-    >>> histogram(asarray([1.0, 2.0, 2.5, 4.0]), bins=3)[0]
+    >>> jnp.histogram(jnp.asarray([1.0, 2.0, 2.5, 4.0]), bins=3)[0]
     Array([1., 2., 1.], dtype=float32)
     """
-    from ._core import promote_dtypes_inexact
     from .creation import zeros
     from .ufuncs import where
     (a,) = promote_dtypes_inexact(a)
@@ -225,10 +226,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``.
 
-    >>> interp(asarray([0.5, 2.5]), asarray([0.0, 1.0, 3.0]), asarray([0.0, 2.0, 3.0]))
+    >>> jnp.interp(jnp.asarray([0.5, 2.5]), jnp.asarray([0.0, 1.0, 3.0]), jnp.asarray([0.0, 2.0, 3.0]))
     Array([1.  , 2.75], dtype=float32)
     """
-    from ._core import promote_dtypes_inexact
     from .shapes import concatenate
     from .ufuncs import abs as abs_, remainder, where
     x, xp, fp = promote_dtypes_inexact(x, xp, fp)

@@ -7,11 +7,18 @@ updates)``. Transformations compose with ``chain``; learning rates are floats or
 and everything is built from fnx.numpy, so an update runs under ``jit``.
 
 >>> import fnx, fnx.optim as optim
+>>> import fnx.numpy as jnp
+>>> def loss(params, x, y):
+...     return jnp.mean((x @ params["w"] - y) ** 2)
+>>> params = {"w": jnp.zeros(2)}
+>>> x, y = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([1.0, 2.0])
 >>> opt = optim.adam(1e-3)
 >>> state = opt.init(params)
 >>> grads = fnx.grad(loss)(params, x, y)
 >>> updates, state = opt.update(grads, state, params)
 >>> params = optim.apply_updates(params, updates)
+>>> params["w"]
+Array([0.00099999, 0.00099999], dtype=float32)
 """
 from __future__ import annotations
 
@@ -90,7 +97,8 @@ def _moment(g, m, decay):
 def apply_updates(params, updates):
     """``params + updates`` leafwise, keeping each parameter's dtype.
 
-    >>> params = apply_updates(params, updates)
+    >>> apply_updates({"w": jnp.ones(2)}, {"w": jnp.array([0.5, -0.5])})
+    {'w': Array([1.5, 0.5], dtype=float32)}
     """
     return _tree_map(lambda p, u: (jnp.asarray(p) + u).astype(jnp.asarray(p).dtype),
                      params, updates)
@@ -675,8 +683,9 @@ def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype
     kept as they are.
 
     >>> opt = inject_hyperparams(adam)(learning_rate=linear_schedule(0.0, 1e-3, 100))
-    >>> state = opt.init(params)
+    >>> state = opt.init({"w": jnp.zeros(2)})
     >>> state.hyperparams["learning_rate"]
+    Array(0., dtype=float32)
     """
     import functools
     import inspect
@@ -771,7 +780,11 @@ class MultiSteps:
     ``opt`` once per that many steps; the steps between return zero updates.
 
     >>> opt = MultiSteps(adam(1e-3), every_k_schedule=4)
-    >>> state = opt.init(params)     # then opt.update(grads, state, params), as any optimizer
+    >>> params = {"w": jnp.zeros(2)}
+    >>> state = opt.init(params)
+    >>> updates, state = opt.update({"w": jnp.ones(2)}, state, params)
+    >>> updates["w"]     # zero until the fourth step
+    Array([0., 0.], dtype=float32)
     """
 
     def __init__(self, opt: GradientTransformation, every_k_schedule):

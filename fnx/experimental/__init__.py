@@ -1,0 +1,9 @@
+"""fnx.experimental: JAX's experimental names that fnx provides (``io_callback``, ``shard_map``)."""
+from ..core.callbacks import io_callback
+from . import shard_map  # noqa: F401
+
+__all__ = ["io_callback", "shard_map"]
+
+from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line

@@ -1,0 +1,11 @@
+"""fnx.sharding: meshes and shardings, as ``jax.sharding``.
+
+>>> from fnx.sharding import Mesh, NamedSharding, PartitionSpec as P
+"""
+from .core.sharding import (Mesh, NamedSharding, P, PartitionSpec, PmapSharding,  # noqa: F401
+                            PositionalSharding, Shard, Sharding, SingleDeviceSharding,
+                            set_mesh, use_mesh)
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line
