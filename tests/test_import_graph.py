@@ -13,17 +13,9 @@ import fnx
 
 ROOT = os.path.dirname(fnx.__file__)
 
-# (importer, imported): imports inside functions that close a circle, and why. fnx.numpy's
-# functions are written with each other (its modules stand, bottom to top: _core, ufuncs,
-# creation, shapes, reductions, indexing, sorting); each edge here points up that order. The
-# GPU's entries point up from the kernel kinds to the program that runs them.
+# (importer, imported): imports inside functions that close a circle, and why. The GPU's entries
+# point up from the kernel kinds to the program that runs them.
 ALLOWED_LATE = {
-    ("fnx.numpy._core", "fnx.numpy.shapes"): "asarray of a list of arrays stacks them",
-    ("fnx.numpy.ufuncs", "fnx.numpy.indexing"): "where(cond, size=...) is nonzero",
-    ("fnx.numpy.ufuncs", "fnx.numpy.reductions"): "allclose and array_equal reduce with all",
-    ("fnx.numpy.ufuncs", "fnx.numpy.shapes"): "a ufunc over a list of arrays stacks them",
-    ("fnx.numpy.shapes", "fnx.numpy.reductions"): "trace sums a diagonal",
-    ("fnx.numpy.reductions", "fnx.numpy.sorting"): "median and quantile sort",
     ("fnx.cuda.control", "fnx.cuda.executable"):
         "a loop body or branch is lowered as a program of its own",
     ("fnx.cuda.epilogue", "fnx.cuda.executable"): "an eager dense layer runs the program's product",

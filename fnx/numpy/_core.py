@@ -33,7 +33,6 @@ def asarray(x, dtype=None):
         return lax.convert_element_type_p.bind(lax.exact_scalar(x, dt), new_dtype=dt,
                                                weak_type=False)
     if isinstance(x, (list, tuple)) and _contains_traced(x):
-        from .shapes import stack
         return stack([asarray(e, dtype) for e in x])
     # a NumPy array (or anything else with __array__) may be written to later by its owner: the
     # backend copies it in (to_buffer); a list converted here, or a download, is already ours
@@ -239,6 +238,22 @@ def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: repeated axis in {axis}")
     return out
+
+
+def stack(arrays, axis=0):
+    """Join arrays of one shape along a new axis (asarray stacks a list of arrays with it).
+
+    >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
+    arrs = [asarray(a) for a in arrays]
+    shapes = {a.shape for a in arrs}
+    if len(shapes) != 1:
+        raise ShapeError(f"all input arrays must have the same shape, got "
+                         f"{', '.join(str(a.shape) for a in arrs)}")
+    ax = canonicalize_axis(axis, arrs[0].ndim + 1, "stack")
+    return lax.concatenate(promote_dtypes(*[lax.expand_dims(a, (ax,)) for a in arrs]), ax)
 
 
 from ..core.errors import FnxError  # noqa: E402

@@ -16,6 +16,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Tracer, concrete_or_error
 from ..core.errors import FnxError
+from . import ufuncs
 from ._core import (_is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array,
                     promote_dtypes)
 
@@ -465,6 +466,22 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 # ---------------------------------------------------------------------------------------------
 # index arithmetic and index-array builders
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """``x`` where ``condition`` else ``y``, broadcasting all three. The one-argument form is
+    ``nonzero`` (a concrete condition, or ``size=`` under jit).
+
+    >>> jnp.where(jnp.array([1., -2., 3.]) > 0, 1.0, -1.0)
+    Array([ 1., -1.,  1.], dtype=float32)
+    >>> jnp.where(jnp.array([0, 7, 0, 9]))
+    (Array([1, 3], dtype=int32),)
+    """
+    if x is None and y is None:
+        return nonzero(condition, size, 0 if fill_value is None else fill_value)
+    if x is None or y is None:
+        raise ValueError("where takes either one argument or three")
+    return ufuncs.where(condition, x, y)
 
 
 def _dims(shape, name):

@@ -8,6 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
+from .shapes import diagonal
 
 
 def _array_like(a, name):
@@ -278,7 +279,6 @@ def _expand_weights(w, a, axis):
 
 def median(a, axis=None, keepdims=False):
     """The median over ``axis`` (an int, a tuple of ints, or None for all axes)."""
-    from .sorting import sort
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim, "median")
     # move the reduced axes to the end and merge them into one
@@ -286,7 +286,7 @@ def median(a, axis=None, keepdims=False):
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes),
                     tuple(a.shape[i] for i in rest) + (_size(a.shape, axes),))
     ax = m.ndim - 1
-    s = sort(m, axis=ax)
+    s = lax.sort(m, ax)
     n = m.shape[ax]
     lo = lax.slice_in_dim(s, (n - 1) // 2, (n - 1) // 2 + 1, 1, ax)
     hi = lax.slice_in_dim(s, n // 2, n // 2 + 1, 1, ax)
@@ -513,7 +513,6 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     """Quantiles ``q`` (in [0, 1]) of ``a`` over ``axis``: shape ``q.shape`` + the kept dims.
     All reduced axes are merged into one last axis and sorted; NaNs sort last, so a NaN-free
     prefix of ``count`` entries holds the values the quantile interpolates between."""
-    from .sorting import sort
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
@@ -526,7 +525,7 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
         raise ValueError(f"{name}: cannot take a quantile of an empty reduction (shape "
                          f"{a.shape}, axis {axis})")
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
-    s = sort(m, axis=-1)
+    s = lax.sort(m, -1)
     nan = isnan(m)
     nq = q.size
     qs = lax.broadcast_in_dim(lax.reshape(q, (nq,)), rest_shape + (nq,), (len(rest),))
@@ -671,13 +670,17 @@ def corrcoef(x, y=None, rowvar=True):
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return lax.div(c, c)
-    d = lax.sqrt(_diag_of(c))
+    d = lax.sqrt(diagonal(c))
     n = d.shape[0]
     c = lax.div(c, lax.broadcast_in_dim(d, (n, n), (0,)))
     c = lax.div(c, broadcast_to(d, (n, n)))
     return clip(c, -1, 1)
 
 
-def _diag_of(c):
-    from .shapes import diagonal
-    return diagonal(c)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """The sum along the ``offset`` diagonal of the ``axis1``, ``axis2`` planes.
+
+    >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
+    Array(5, dtype=int32)
+    """
+    return sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)

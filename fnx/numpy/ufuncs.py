@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
-                    promote_and_broadcast, promote_dtypes, promote_dtypes_inexact)
+                    promote_and_broadcast, promote_dtypes, promote_dtypes_inexact, stack)
 
 
 def _weak_as_jax(fn=None, *, all_weak=False):
@@ -469,15 +469,13 @@ def invert(x):
 bitwise_not = invert
 
 
-def where(condition, x=None, y=None, *, size=None, fill_value=None):
-    """``x`` where ``condition`` else ``y``, broadcasting all three.
+def where(condition, x, y):
+    """``x`` where ``condition`` else ``y``, broadcasting all three (``fnx.numpy.where`` adds
+    the one-argument form, ``nonzero``).
 
-    The one-argument form is ``nonzero`` (a concrete condition, or ``size=`` under jit)."""
-    if x is None and y is None:
-        from .indexing import nonzero
-        return nonzero(condition, size, 0 if fill_value is None else fill_value)
-    if x is None or y is None:
-        raise ValueError("where takes either one argument or three")
+    >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
+    Array([1, 0, 3], dtype=int32)
+    """
     c = astype(asarray(condition), bool)
     x, y = promote_dtypes_both(x, y)
     shape = broadcast_shapes(c.shape, x.shape, y.shape, op="where")
@@ -588,8 +586,7 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     >>> jnp.allclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.0 + 1e-7]))
     Array(True, dtype=bool)
     """
-    from .reductions import all as all_
-    return all_(isclose(a, b, rtol, atol, equal_nan))
+    return _all_true(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a, b):
@@ -601,8 +598,12 @@ def array_equal(a, b):
     a, b = asarray(a), asarray(b)
     if a.shape != b.shape:
         return asarray(False)
-    from .reductions import all as all_
-    return all_(equal(a, b))
+    return _all_true(equal(a, b))
+
+
+def _all_true(x):
+    """Whether every element of the boolean array ``x`` is true (fnx.numpy.all's reduction)."""
+    return lax.reduce_and(x, tuple(range(x.ndim)))
 
 
 def _is_complex(x) -> bool:
@@ -904,8 +905,7 @@ def array_equiv(a1, a2):
         broadcast_shapes(a1.shape, a2.shape)
     except ShapeError:
         return asarray(False)
-    from .reductions import all as all_
-    return all_(equal(a1, a2))
+    return _all_true(equal(a1, a2))
 
 
 def select(condlist, choicelist, default=0):
@@ -941,9 +941,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         condlist = [condlist]
     conds = [astype(asarray(c), bool) for c in condlist]
     if len(funclist) == len(conds) + 1:
-        from .reductions import any as any_
-        from .shapes import stack
-        conds.append(logical_not(any_(stack(conds), 0)))
+        conds.append(logical_not(lax.reduce_or(stack(conds), (0,))))
     elif len(funclist) != len(conds):
         raise ValueError(f"piecewise: {len(funclist)} functions for {len(conds)} conditions "
                          "(need as many, or one more)")
