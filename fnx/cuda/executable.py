@@ -19,7 +19,7 @@ from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
-from .copies import copy_into, dense
+from .copies import concatenate, copy_into, dense
 from .control import lowering as control_lowering, on_device
 from .decompose import decompose
 from .epilogue import (bias_act_source, dense_p, fuse_dense_epilogues, fuse_gradient_steps,
@@ -591,7 +591,7 @@ class GpuExecutable:
             self.units += scatter.units(eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype,
                                         eqn.params["mode"])
         elif p is lax.concatenate_p:
-            from .copies import concatenate as fn
+            fn = concatenate
         elif p in solver.impls():
             self.units += solver.units()
             fn = impls.get(p)
@@ -695,10 +695,9 @@ class GpuExecutable:
         into a CUDA graph and replaying it ``repeats`` times (no host overhead in the figure)."""
         import cupy as cp
         from .cublas import handle_for
-        from .solver import prepare_stream
         stream = cp.cuda.Stream(non_blocking=True)
         handle_for(stream.ptr)
-        prepare_stream(stream.ptr)
+        solver.prepare_stream(stream.ptr)
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]

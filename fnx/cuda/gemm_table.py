@@ -194,11 +194,10 @@ def _captured(fn, reps):
     call outside it: a first call may allocate or load), so that timing it leaves host launch
     cost (which dwarfs small GEMMs) out of the figure."""
     import cupy as cp
-    from .cublas import handle_for
     global _timing_stream
     if _timing_stream is None:
         _timing_stream = cp.cuda.Stream(non_blocking=True)
-        handle_for(_timing_stream.ptr)
+        cublas.handle_for(_timing_stream.ptr)
     with _timing_stream:
         fn()
         _timing_stream.begin_capture()

@@ -11,7 +11,7 @@ from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, floa
                            float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
-                    broadcast_to, promote_types, result_type)
+                    broadcast_to, promote_types, result_type, stack)
 from .creation import *  # noqa: F401,F403
 from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
     logspace, ones, ones_like, tri, zeros, zeros_like
@@ -31,7 +31,7 @@ from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, co
                      concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
                      fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,
                      permute_dims, ravel, repeat, reshape, resize, roll, rot90, split,
-                     squeeze, stack, swapaxes, tile, transpose, tril, triu, unstack,
+                     squeeze, swapaxes, tile, transpose, tril, triu, unstack,
                      vsplit, vstack)
 from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edges, interp, isin,
                       lexsort, searchsorted, sort, unique)

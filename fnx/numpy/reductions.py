@@ -8,7 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
-from .shapes import diagonal
+from .shapes import atleast_2d, concatenate, diagonal, ravel, squeeze
 
 
 def _array_like(a, name):
@@ -331,7 +331,6 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened array, with optional ends."""
-    from .shapes import concatenate, ravel
     d = diff(ravel(ary))
     parts = [ravel(asarray(to_begin, d.dtype)) if to_begin is not None else None, d,
              ravel(asarray(to_end, d.dtype)) if to_end is not None else None]
@@ -619,7 +618,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     Array([[ 1., -1.],
            [-1.,  1.]], dtype=float32)
     """
-    from .shapes import atleast_2d, concatenate, squeeze
     m = asarray(m)
     if m.ndim > 2:
         raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")

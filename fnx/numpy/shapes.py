@@ -5,10 +5,10 @@ import builtins
 
 import numpy as np
 
-from ..core import dtypes, lax
+from ..core import lax
 from ..core.errors import ShapeError
 from ._core import (asarray, astype, broadcast_to, canonicalize_axes, canonicalize_axis,
-                    promote_dtypes, stack)
+                    promote_dtypes)
 
 
 def reshape(a, newshape=None, order="C", *, shape=None):
