@@ -10,6 +10,11 @@ from ..core.errors import ShapeError, TypePromotionError
 
 
 def is_array(x) -> bool:
+    """Whether ``x`` is an fnx array, or a traced value standing for one.
+
+    >>> jnp.is_array(jnp.ones(2)), jnp.is_array(np.ones(2))
+    (True, False)
+    """
     return isinstance(x, (Array, Tracer))
 
 
@@ -230,6 +235,12 @@ def axis_or_flat(a, axis, op: str):
 
 
 def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None for all, an int or a tuple) as a tuple of non-negative axes of an array of
+    ``ndim`` axes.
+
+    >>> canonicalize_axes((-1, 0), 3)
+    (2, 0)
+    """
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):

@@ -176,7 +176,7 @@ def ptp(a, axis=None, keepdims=False):
     return lax.sub(max(a, axis, keepdims), min(a, axis, keepdims))
 
 
-def _arg(prim_fn, name):
+def _arg(prim_fn, name, doc):
     def fn(a, axis=None, keepdims=False):
         a = asarray(a)
         if axis is None:
@@ -186,30 +186,51 @@ def _arg(prim_fn, name):
         out = prim_fn(a, ax)
         return _keepdims(out, a.shape, (ax,), keepdims)
     fn.__name__ = name
+    fn.__doc__ = doc
     return fn
 
 
-argmax = _arg(lax.argmax, "argmax")
-argmin = _arg(lax.argmin, "argmin")
+argmax = _arg(lax.argmax, "argmax", """The index of the largest element along ``axis`` (of the
+    flattened array when None); the first one on ties.
+
+    >>> jnp.argmax(jnp.array([[1, 7, 7], [9, 2, 3]]), axis=1)
+    Array([1, 0], dtype=int32)
+    """)
+argmin = _arg(lax.argmin, "argmin", """The index of the smallest element along ``axis`` (of the
+    flattened array when None); the first one on ties.
+
+    >>> jnp.argmin(jnp.array([[4, 1], [0, 5]]))
+    Array(2, dtype=int32)
+    """)
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001
+    """Whether any element along ``axis`` is true (nonzero).
+
+    >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
+    Array([ True, False], dtype=bool)
+    """
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "any")
     return _keepdims(lax.reduce_or(a, axes), a.shape, axes, keepdims)
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
+    """Whether every element along ``axis`` is true (nonzero).
+
+    >>> jnp.all(jnp.array([[True, False], [True, True]]), axis=1)
+    Array([False,  True], dtype=bool)
+    """
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "all")
     return _keepdims(lax.reduce_and(a, axes), a.shape, axes, keepdims)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    """Whether any element along ``axis`` is true (nonzero).
+    """The number of nonzero elements along ``axis``.
 
-    >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
-    Array([ True, False], dtype=bool)
+    >>> jnp.count_nonzero(jnp.array([[1, 0], [2, 3]]), axis=1)
+    Array([1, 2], dtype=int32)
     """
     return sum(astype(asarray(a), bool), axis, keepdims=keepdims)
 

@@ -386,6 +386,11 @@ def rint(x):
 
 @_weak_as_jax
 def trunc(x):
+    """Rounds toward zero (``fix`` is the same function); integers are returned unchanged.
+
+    >>> jnp.trunc(jnp.array([-1.7, 1.7]))
+    Array([-1.,  1.], dtype=float32)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
@@ -449,20 +454,42 @@ def logical_not(x):
     return lax.bitwise_not(astype(x, bool))
 
 
-def _logical(prim_fn, name):
+def _logical(prim_fn, name, doc):
     def fn(x, y):
         x, y = promote_and_broadcast(astype(asarray(x), bool), astype(asarray(y), bool), op=name)
         return prim_fn(x, y)
     fn.__name__ = name
+    fn.__doc__ = doc
     return fn
 
 
-logical_and = _logical(lax.bitwise_and, "logical_and")
-logical_or = _logical(lax.bitwise_or, "logical_or")
-logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+logical_and = _logical(lax.bitwise_and, "logical_and", """Elementwise ``x and y`` of the
+    operands' truth values, broadcasting.
+
+    >>> jnp.logical_and(jnp.array([1, 0, 2]), True)
+    Array([ True, False,  True], dtype=bool)
+    """)
+logical_or = _logical(lax.bitwise_or, "logical_or", """Elementwise ``x or y`` of the
+    operands' truth values, broadcasting.
+
+    >>> jnp.logical_or(jnp.array([1, 0, 0]), jnp.array([0, 0, 3]))
+    Array([ True, False,  True], dtype=bool)
+    """)
+logical_xor = _logical(lax.bitwise_xor, "logical_xor", """Elementwise: whether exactly one
+    of the operands' truth values holds, broadcasting.
+
+    >>> jnp.logical_xor(jnp.array([1, 0, 2]), jnp.array([1, 1, 0]))
+    Array([False,  True,  True], dtype=bool)
+    """)
 
 
 def invert(x):
+    """Bitwise ``~x`` (logical not for booleans); ``bitwise_invert`` and ``bitwise_not`` are
+    the same function.
+
+    >>> jnp.invert(jnp.array([0, 5]))
+    Array([-1, -6], dtype=int32)
+    """
     return lax.bitwise_not(asarray(x))
 
 
@@ -483,6 +510,11 @@ def where(condition, x, y):
 
 
 def promote_dtypes_both(x, y):
+    """``x`` and ``y`` as arrays of their promoted dtype (JAX's promotion).
+
+    >>> [a.dtype for a in jnp.promote_dtypes_both(jnp.int32(1), jnp.float32(2))]
+    [dtype('float32'), dtype('float32')]
+    """
     return promote_dtypes(x, y)
 
 
@@ -533,6 +565,11 @@ def deg2rad(x):
 
 @_weak_as_jax
 def rad2deg(x):
+    """Radians to degrees (``degrees`` is the same function).
+
+    >>> jnp.rad2deg(jnp.array([np.pi, np.pi / 2]))
+    Array([180.,  90.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.mul(x, lax.full(x.shape, 180 / np.pi, x.dtype))
 

@@ -452,6 +452,12 @@ select_n_p.is_linear = True
 
 
 def select_n(which, *cases):
+    """Per element, ``cases[which]``: a boolean ``which`` picks between two cases (False
+    the first), an integer one among any number.
+
+    >>> lax.select_n(jnp.array([0, 2, 1]), jnp.zeros(3), jnp.ones(3), jnp.full(3, 2.))
+    Array([0., 2., 1.], dtype=float32)
+    """
     return select_n_p.bind(which, *cases)
 
 
