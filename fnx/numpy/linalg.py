@@ -236,7 +236,7 @@ def _slogdet_jvp(primals, tangents):
     # sign (lax.sign itself has a zero derivative, as in JAX)
     (a,), (da,) = primals, tangents
     sign, logabsdet = _slogdet(a)
-    d = shapes.trace(solve(a, da), axis1=-2, axis2=-1)
+    d = reductions.trace(solve(a, da), axis1=-2, axis2=-1)
     if dtypes.kind(sign.dtype) != "c":
         return (sign, logabsdet), (lax.full(sign.shape, 0, sign.dtype), d)
     d_abs = lax.real(d)
@@ -569,7 +569,7 @@ def trace(x, /, *, offset: int = 0, dtype=None):
     """
     x = asarray(x)
     _matrices("trace", x)
-    return shapes.trace(x, offset, -2, -1, dtype)
+    return reductions.trace(x, offset, -2, -1, dtype)
 
 
 def diagonal(x, /, *, offset: int = 0):
