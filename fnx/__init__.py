@@ -25,7 +25,7 @@ from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import flatten_util, ops, typing  # noqa: E402
+from . import dlpack, flatten_util, ops, typing  # noqa: E402
 
 
 @_contextlib.contextmanager

@@ -16,6 +16,7 @@ import numpy as np
 from . import dtypes
 from .config import config as _config
 from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
+from .interop import foreign_aval, is_foreign_array
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,11 +452,37 @@ class Array(metaclass=_ArrayMeta):
         self._backend.synchronize(self._value)
         return self
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._value.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array (the protocol behind ``np.from_dlpack(x)``,
+        ``torch.from_dlpack(x)``). It shares fnx's memory, marked read-only where the consumer
+        reads DLPack 1.0's flag; on the CPU a consumer that cannot be told gets a copy."""
+        return self._backend.export_dlpack(self._value, stream=stream, max_version=max_version,
+                                           dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self):
-        return self._value.__dlpack_device__()
+    def __dlpack_device__(self) -> tuple:
+        return self._backend.dlpack_device(self._value)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a GPU array (CuPy, Numba and PyTorch read it), its data
+        marked read-only as JAX's are; a CPU array has none (AttributeError)."""
+        cai = getattr(self._backend, "cuda_array_interface", None)
+        if cai is None:
+            raise AttributeError(f"__cuda_array_interface__ is only defined for arrays on a GPU; "
+                                 f"this one is on {self._backend!r}")
+        return cai(self._value)
+
+    @property
+    def device(self):
+        """The device holding this array (as ``jax.Array.device``)."""
+        return self._backend
+
+    def devices(self) -> set:
+        return {self._backend}
+
+    def to_device(self, device, stream=None):
+        """This array on ``device`` (the array API's spelling of ``fnx.device_put``)."""
+        return device_put(self, device)
 
     def __repr__(self):
         if self.is_deleted():
@@ -490,17 +517,18 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), dtypes.scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonical(x.dtype))
-    if hasattr(x, "__cuda_array_interface__"):
-        return ShapedArray(x.shape, dtypes.canonical(x.dtype))
     if isinstance(getattr(x, "aval", None), ShapedArray):   # a ShapeDtypeStruct (jit().lower)
         return x.aval
+    aval = foreign_aval(x)       # a torch tensor, a JAX or CuPy array, a DLPack producer
+    if aval is not None:
+        return aval
     raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
                     f"Python scalar, got {x!r:.80}")
 
 
 def is_arraylike(x) -> bool:
     return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)) \
-        or hasattr(x, "__cuda_array_interface__")
+        or is_foreign_array(x)
 
 
 _folding_on_host = [False]

@@ -1,0 +1,60 @@
+"""Arrays of other libraries as fnx sees them: NumPy-likes (``__array__``), DLPack producers
+(``__dlpack__``) and CUDA arrays (``__cuda_array_interface__``), such as torch tensors, JAX
+arrays and CuPy arrays.
+
+fnx functions take them as they take NumPy arrays: their shape and dtype are read here, and the
+backends copy their values in (``to_buffer``), so a later write by their owner changes no fnx
+array. Nothing here imports a backend or another library.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+
+# DLPack's device types (dlpack.h's DLDeviceType)
+KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
+_ON_GPU = (KDL_CUDA, KDL_CUDA_MANAGED)
+
+
+def is_foreign_array(x) -> bool:
+    """Whether ``x`` is another library's array (NumPy's own arrays are not foreign)."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return False
+    return (hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")
+            or hasattr(x, "__array__") or hasattr(x, "__array_interface__"))
+
+
+def on_gpu(x) -> bool:
+    """Whether foreign array ``x`` lives in GPU memory."""
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) in _ON_GPU
+
+
+def host_view(x) -> np.ndarray:
+    """Foreign CPU array ``x`` as a NumPy array, sharing its memory where it can (callers that
+    keep the result copy it)."""
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return np.asarray(x)
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    raise TypeError(f"{type(x).__name__} is not an array fnx can read")
+
+
+def foreign_aval(x):
+    """The ShapedArray of foreign array ``x``, or None if ``x`` is not one."""
+    from .core import ShapedArray
+    if not is_foreign_array(x):
+        return None
+    if on_gpu(x):
+        # read without a download: the CUDA array interface, else the object's own attributes
+        cai = getattr(x, "__cuda_array_interface__", None)
+        dtype = getattr(x, "dtype", None)
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(cai["typestr"]) if cai is not None else np.dtype(str(dtype))
+        shape = cai["shape"] if cai is not None else tuple(x.shape)
+        return ShapedArray(shape, dtypes.canonical(dtype))
+    host = host_view(x)
+    return ShapedArray(host.shape, dtypes.canonical(host.dtype))
