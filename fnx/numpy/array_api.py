@@ -46,7 +46,8 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
     >>> can_cast(jnp.int8, jnp.int32), can_cast(jnp.float32, jnp.int32)
     (True, False)
     """
-    return bool(np.can_cast(np.dtype(getattr(from_, "dtype", from_)), np.dtype(to), casting))
+    src = from_ if isinstance(from_, (type, str, np.dtype)) else from_.dtype
+    return bool(np.can_cast(np.dtype(src), np.dtype(to), casting))
 
 
 def pow(x1, x2, /):  # noqa: A001 (the standard's name)
