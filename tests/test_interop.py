@@ -280,3 +280,42 @@ def test_unique_under_jit_and_nans(rng):
     np.testing.assert_array_equal(np.asarray(c.counts), [1, 2, 1, 1])
     with pytest.raises(fnx.ConcretizationTypeError):
         fnx.jit(jnp.unique_values)(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU arrays: the CUDA array interface and DLPack on the device
+
+
+@pytest.mark.cuda
+def test_cuda_array_interface_of_gpu_arrays(rng):
+    import cupy as cp
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    x = fnx.jit(lambda v: v * 2)(jnp.asarray(a))       # a result of a compiled program
+    assert x.device.platform == "gpu"
+    cai = x.__cuda_array_interface__
+    assert cai["shape"] == (3, 5) and np.dtype(cai["typestr"]) == np.float32
+    assert cai["data"][1] is True and cai["version"] == 3     # read-only, as JAX marks it
+    assert cai["data"][0] == x._value.data.ptr                # fnx's memory, no copy
+    np.testing.assert_array_equal(cp.asnumpy(cp.asarray(x)), a * 2)
+    with pytest.raises(AttributeError):
+        fnx.device_put(x, fnx.devices("cpu")[0]).__cuda_array_interface__
+
+
+@pytest.mark.cuda
+def test_gpu_dlpack_both_ways(rng):
+    import cupy as cp
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    c = cp.asarray(a)
+    x = jnp.from_dlpack(c)                              # a copy on the device
+    assert x.device.platform == "gpu" and x.__dlpack_device__()[0] == 2
+    c *= 0
+    np.testing.assert_array_equal(np.asarray(x), a)
+    shared = jnp.from_dlpack(c, copy=False)
+    assert shared._value.data.ptr == c.data.ptr
+    back = cp.from_dlpack(x + 1)
+    np.testing.assert_allclose(cp.asnumpy(back), a + 1)
+    y = jnp.sin(cp.asarray(a))                          # a CuPy array into an fnx function
+    np.testing.assert_allclose(np.asarray(y), np.sin(a), rtol=1e-6)
+    host = jnp.from_dlpack(cp.asarray(a), device=fnx.devices("cpu")[0])
+    assert host.device.platform == "cpu"
+    np.testing.assert_array_equal(np.asarray(host), a)

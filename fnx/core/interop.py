@@ -34,8 +34,12 @@ def on_gpu(x) -> bool:
 
 
 def host_view(x) -> np.ndarray:
-    """Foreign CPU array ``x`` as a NumPy array, sharing its memory where it can (callers that
-    keep the result copy it)."""
+    """Foreign array ``x`` as a NumPy array, sharing its memory where it can (callers that
+    keep the result copy it); a GPU array is downloaded."""
+    if on_gpu(x):
+        get = getattr(x, "get", None)          # CuPy's download
+        # otherwise DLPack 1.0 asks the producer for a host copy (NumPy >= 2.1)
+        return np.asarray(get()) if get is not None else np.from_dlpack(x, device="cpu")
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return np.asarray(x)
     if hasattr(x, "__dlpack__"):

@@ -54,7 +54,10 @@ def _asarray(x, dtype):
     if is_foreign_array(x):     # torch tensors, JAX and CuPy arrays: copied by the backend
         backend = get_backend()
         dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else get_aval(x).dtype
-        return Array(backend.cast(backend.to_buffer(x, dt), dt), backend)
+        buf = backend.to_buffer(x, dt)
+        if buf is x:            # a GPU backend takes a CuPy array as it is: keep a copy
+            buf = buf.copy()
+        return Array(backend.cast(buf, dt), backend)
     else:
         arr = np.asarray(x)
         if isinstance(x, (list, tuple)) and dtype is None:
