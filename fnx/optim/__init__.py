@@ -994,3 +994,5 @@ __all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm
            "linear_onecycle_schedule", "cosine_onecycle_schedule", "losses"]
 
 from . import losses  # noqa: E402  (optax.losses' names)
+from .factorized import (FactoredState, adafactor, clip_by_block_rms,  # noqa: E402,F401
+                         scale_by_factored_rms, scale_by_param_block_rms)
