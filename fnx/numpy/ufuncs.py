@@ -361,8 +361,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if not dtypes.is_float(x.dtype):
         return x
     if _is_complex(x):      # each part on its own, as in JAX
-        return lax.complex_(nan_to_num(lax.real(x), nan, posinf, neginf),
-                           nan_to_num(lax.imag(x), nan, posinf, neginf))
+        return lax.complex_(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
