@@ -132,7 +132,7 @@ class CupyBackend:
             return upload(x._backend.to_numpy(x._value))
         if isinstance(x, cp.ndarray):
             return x
-        if is_foreign_array(x) and not isinstance(x, np.ndarray):
+        if is_foreign_array(x):
             # another library's array (torch, JAX): a private copy, device to device if it
             # lives on a GPU, so a later write by its owner changes no fnx array
             if on_gpu(x):

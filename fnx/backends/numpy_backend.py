@@ -330,6 +330,9 @@ COMPUTED_IN_FLOAT32 = frozenset({
 impls.update({p: computed_in_float32(impls[p]) for p in COMPUTED_IN_FLOAT32})
 
 
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
 class NumpyBackend:
     name = "cpu"
     platform = "cpu"
@@ -346,8 +349,8 @@ class NumpyBackend:
             # the caller's array: a private copy (converted on the way, so one copy), as an
             # upload to a device would be, so later writes to it change no fnx array
             return np.array(x, dtype=dtype, order="C")
-        if is_foreign_array(x):      # a torch tensor, a JAX array: a private copy too
-            return np.array(host_view(x), dtype=dtype, order="C")
+        if not isinstance(x, _SCALARS) and is_foreign_array(x):
+            return np.array(host_view(x), dtype=dtype, order="C")   # torch's, JAX's: a copy
         return np.asarray(x, dtype=dtype)
 
     def cast(self, buf, dtype):
