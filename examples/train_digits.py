@@ -44,8 +44,7 @@ def make_train_step(opt):
         loss, grads = fnx.value_and_grad(loss_fn)(model, x, y)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optim.apply_updates(model, updates), opt_state, loss
-    jit = getattr(fnx, "jit", None)
-    return jit(train_step) if jit is not None else train_step
+    return fnx.jit(train_step)
 
 
 def train(epochs: int = 20, batch_size: int = 64, hidden=(128, 128), learning_rate=3e-3,

@@ -8,24 +8,30 @@ import contextlib as _contextlib
 
 from . import backends as _backends  # registers the CPU backend
 from .core import dtypes
-from .core.api import (ShapeDtypeStruct, block_until_ready, eval_shape, grad, hessian, jacfwd,
-                       jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr,
-                       value_and_grad, vjp, vmap)
+from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eval_shape, grad,
+                       hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
+                       make_jaxpr, typeof, value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
-                        device_put, devices, local_device_count, local_devices, process_count,
+                        devices, local_device_count, local_devices, process_count,
                         process_index)
-from .core.errors import (BatchingError, ConcretizationTypeError, DTypeError, FnxError, GradError,
-                          ShapeError, TracerLeakError)
+from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
+                          FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
                                       custom_jvp, custom_vjp, remat)
-from .core.config import (config, default_matmul_precision, disable_jit, enable_x64,
-                          numpy_dtype_promotion)
+from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
+                          enable_x64, log_compiles, numpy_dtype_promotion)
 from .core.jit import clear_caches, jit
 from .core.callbacks import pure_callback
+from .core.pmap import device_put_replicated, device_put_sharded, pmap
+from .core.shard_map import shard_map
+from .core.placement import device_put, make_mesh
+from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import dlpack, flatten_util, ops, typing  # noqa: E402
+from . import ad_checkpoint, amp, dlpack, flatten_util, ops, typing  # noqa: E402
+from . import distributed, experimental, sharding  # noqa: E402
+from .ref import Ref, freeze, new_ref  # noqa: E402
 
 
 @_contextlib.contextmanager
@@ -33,6 +39,7 @@ def named_scope(name: str):
     """Context manager naming the operations inside (JAX uses the name in profiles and HLO);
     fnx's jaxprs carry no names, so it only checks that ``name`` is a string.
 
+    >>> x, w = fnx.numpy.ones((2, 3)), fnx.numpy.ones((3, 4))
     >>> with fnx.named_scope("attention"):
     ...     y = x @ w
     """

@@ -9,8 +9,10 @@ differentiate to any order (``eigh`` and ``svd`` where the eigenvalues or singul
 distinct) and batch over leading dimensions (or with ``vmap``).
 
 >>> import fnx.linalg as linalg
+>>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
 >>> L = linalg.cholesky(a)
->>> x = linalg.cho_solve((L, True), b)
+>>> linalg.cho_solve((L, True), b)
+Array([0.5, 0. ], dtype=float32)
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Callable
 from . import numpy as jnp
 from .core import dtypes, lax
 from .core import linalg_prims as _lp
+from .core.control_flow import while_loop
 from .core.errors import ConcretizationTypeError, ShapeError
 from .numpy._core import promote_dtypes_inexact
 from .numpy.linalg import EighResult, QRResult, SlogdetResult, SVDResult, cholesky, cond, cross, \
@@ -36,7 +39,10 @@ def triangular_solve(a, b, left_side: bool = False, lower: bool = False,
     or ``a.T`` (``transpose_a``), reading only the ``lower`` or upper triangle of ``a``
     (jax.lax.linalg.triangular_solve, including its defaults).
 
-    >>> x = triangular_solve(L, b, left_side=True, lower=True)
+    >>> L, b = jnp.array([[2.0, 0.0], [1.0, 1.0]]), jnp.array([[2.0], [3.0]])
+    >>> triangular_solve(L, b, left_side=True, lower=True)
+    Array([[1.],
+           [2.]], dtype=float32)
     """
     a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
     return _lp.triangular_solve(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal)
@@ -46,7 +52,9 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     """SciPy's form: solve ``a @ x = b`` (``trans=0``/"N") or ``a.T @ x = b`` (1/"T") for
     triangular ``a``; ``b`` is a vector (n,) or matrices (..., n, k).
 
-    >>> x = solve_triangular(U, b)   # upper by default, as in SciPy
+    >>> U = jnp.array([[2.0, 1.0], [0.0, 1.0]])
+    >>> solve_triangular(U, jnp.array([3.0, 1.0]))   # upper by default, as in SciPy
+    Array([1., 1.], dtype=float32)
     """
     transpose = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}[trans]
     a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
@@ -73,7 +81,9 @@ def cho_solve(c_and_lower, b):
     """Solve ``a @ x = b`` given ``(c, lower)``, the Cholesky factor of ``a`` (lower, or upper
     ``c = L.T``), as ``jax.scipy.linalg.cho_solve``.
 
-    >>> x = cho_solve((cholesky(a), True), b)
+    >>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
+    >>> cho_solve((cholesky(a), True), b)
+    Array([0.5, 0. ], dtype=float32)
     """
     c, lower = c_and_lower
     c, b = promote_dtypes_inexact(jnp.asarray(c), jnp.asarray(b))
@@ -106,9 +116,12 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     approximating ``A^-1``). Returns ``(x, None)``, as ``jax.scipy.sparse.linalg.cg``.
 
     With concrete inputs it stops as soon as it converges; inside ``vmap``/``jit`` it runs a
-    ``lax.while_loop`` when fnx has one, else ``maxiter`` steps that freeze once converged.
+    ``lax.while_loop``.
 
+    >>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
     >>> x, _ = cg(lambda v: a @ v, b, tol=1e-8)
+    >>> bool(jnp.allclose(a @ x, b, atol=1e-5))
+    True
     """
     b = jnp.asarray(b)
     if dtypes.kind(b.dtype) != "f":
@@ -148,28 +161,14 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
 
 
 def _cg_traced(state, step, converged, steps_left):
-    while_loop = getattr(lax, "while_loop", None)
-    if while_loop is None:
-        from . import lax as public_lax
-        while_loop = getattr(public_lax, "while_loop", None)
-    if while_loop is not None:
-        def cond(carry):
-            k, s = carry
-            return jnp.logical_and(k < steps_left, jnp.logical_not(converged(s)))
+    def cond(carry):
+        k, s = carry
+        return jnp.logical_and(k < steps_left, jnp.logical_not(converged(s)))
 
-        def body(carry):
-            k, s = carry
-            return k + 1, step(s)
-        return while_loop(cond, body, (jnp.asarray(0, jnp.int32), state))[1]
-    for _ in range(steps_left):
-        done = converged(state)
-        # a converged system keeps its iterate; the step it discards must not divide
-        # 0 by 0, whose NaN would reach gradients through the select
-        safe = tuple(jnp.where(done, jnp.ones_like(v), v) if i in (2, 3) else v
-                     for i, v in enumerate(state))
-        new = step(safe)
-        state = tuple(jnp.where(done, old, nw) for old, nw in zip(state, new))
-    return state
+    def body(carry):
+        k, s = carry
+        return k + 1, step(s)
+    return while_loop(cond, body, (jnp.asarray(0, jnp.int32), state))[1]
 
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "triangular_solve", "solve_triangular", "lu",

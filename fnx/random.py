@@ -208,6 +208,7 @@ def bits(key, shape=(), dtype=None):
     """Uniform random unsigned integers filling every bit of ``dtype`` (default uint32).
 
     >>> bits(key(0), (2,))
+    Array([4070199207, 4202968722], dtype=uint32)
     """
     _check_key(key, "bits")
     dtype = dtypes.canonicalize(dtype or _U32, "bits")
@@ -239,6 +240,8 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in ``[minval, maxval)``: random mantissa bits under the exponent of 1.0.
 
     >>> uniform(key(0), (2, 3), minval=-1.0, maxval=1.0)
+    Array([[ 0.895334  ,  0.95715976, -0.33541703],
+           [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
     """
     _check_key(key, "uniform")
     dtype = _float_dtype(dtype, "uniform")
@@ -263,6 +266,7 @@ def normal(key, shape=(), dtype=None):
     """Standard normal samples: ``sqrt(2) * erf_inv(u)`` with ``u`` uniform on (-1, 1).
 
     >>> normal(key(0), (1000,)).std()   # about 1
+    Array(0.9840744, dtype=float32)
     """
     _check_key(key, "normal")
     dtype = _float_dtype(dtype, "normal")
@@ -275,6 +279,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal samples conditioned on ``lower < x < upper``.
 
     >>> truncated_normal(key(0), -2.0, 2.0, (5,))
+    Array([ 1.455959  ,  1.7147487 , -0.41267526, -0.07503343,  0.16800097], dtype=float32)
     """
     _check_key(key, "truncated_normal")
     dtype = _float_dtype(dtype, "truncated_normal")
@@ -344,6 +349,7 @@ def laplace(key, shape=(), dtype=None):
     """Standard Laplace samples (density ``exp(-|x|) / 2``), by inverting the CDF.
 
     >>> laplace(key(0), (3,))
+    Array([-2.2569816 , -3.1502788 ,  0.40859547], dtype=float32)
     """
     _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
@@ -357,6 +363,7 @@ def logistic(key, shape=(), dtype=None):
     """Standard logistic samples ``log(u / (1 - u))``.
 
     >>> logistic(key(0), (3,))
+    Array([ 2.896376 ,  3.8217716, -0.6978392], dtype=float32)
     """
     _check_key(key, "logistic")
     dtype = _float_dtype(dtype, "logistic")
@@ -368,6 +375,7 @@ def cauchy(key, shape=(), dtype=None):
     """Standard Cauchy samples ``tan(pi * (u - 1/2))``.
 
     >>> cauchy(key(0), (3,))
+    Array([ 6.0274944 , 14.837895  , -0.58172226], dtype=float32)
     """
     _check_key(key, "cauchy")
     dtype = _float_dtype(dtype, "cauchy")
@@ -380,6 +388,7 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """Log-normal samples ``exp(sigma * z)``, ``z`` standard normal.
 
     >>> lognormal(key(0), 0.5, (3,))
+    Array([2.2508795 , 2.7528381 , 0.80509317], dtype=float32)
     """
     dtype, shape, (sigma,) = _float_params("lognormal", key, shape, dtype, sigma)
     return jnp.exp(normal(key, shape, dtype) * sigma)
@@ -390,6 +399,7 @@ def maxwell(key, shape=(), dtype=None):
     three standard normals.
 
     >>> maxwell(key(0), (3,))
+    Array([2.6310966 , 0.99103296, 0.9649305 ], dtype=float32)
     """
     _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
@@ -402,6 +412,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     sign; the result has shape ``shape + broadcast(loc, scale).shape``, as in JAX.
 
     >>> double_sided_maxwell(key(0), 0.0, 2.0, (3,))
+    Array([ 3.0914423,  3.148255 , -4.1650615], dtype=float32)
     """
     _check_key(key, "double_sided_maxwell")
     dtype = _float_dtype(dtype, "double_sided_maxwell")
@@ -417,6 +428,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     the parameters' broadcast shape.
 
     >>> weibull_min(key(0), 1.0, 2.0, (3,))
+    Array([1.7175937 , 1.9604654 , 0.63553405], dtype=float32)
     """
     dtype, shape, (scale, conc) = _float_params("weibull_min", key, shape or None, dtype,
                                                 scale, concentration)
@@ -429,6 +441,7 @@ def pareto(key, b, shape=None, dtype=None):
     exponential.
 
     >>> pareto(key(0), 3.0, (3,))
+    Array([2.673467 , 3.6007476, 1.1441184], dtype=float32)
     """
     dtype, shape, (b,) = _float_params("pareto", key, shape, dtype, b)
     return jnp.exp(exponential(key, shape, dtype) / b)
@@ -438,6 +451,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh samples ``scale * sqrt(-2 log(u))``.
 
     >>> rayleigh(key(0), 1.0, (3,))
+    Array([0.32787833, 0.20810027, 1.4844142 ], dtype=float32)
     """
     dtype, shape, (scale,) = _float_params("rayleigh", key, shape, dtype, scale)
     # u > 0 keeps the log finite
@@ -450,6 +464,7 @@ def wald(key, mean, shape=None, dtype=None):
     transformation of a chi-square(1) draw.
 
     >>> wald(key(0), 2.0, (3,))
+    Array([0.5334217 , 0.5981153 , 0.72548366], dtype=float32)
     """
     dtype, shape, (mean,) = _float_params("wald", key, shape, dtype, mean)
     k1, k2 = split(key)
@@ -466,6 +481,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular samples on ``[left, right]`` peaking at ``mode``, by inverting the CDF.
 
     >>> triangular(key(0), 0.0, 0.3, 1.0, (3,))
+    Array([0.8086023 , 0.87754965, 0.3163364 ], dtype=float32)
     """
     dtype, shape, (left, mode, right) = _float_params("triangular", key, shape, dtype,
                                                       left, mode, right)
@@ -586,6 +602,7 @@ def gamma(key, a, shape=None, dtype=None):
     fixed value of its CDF), as in JAX.
 
     >>> gamma(key(0), jnp.array([0.5, 2.0]))
+    Array([1.4222331e-05, 1.2001015e+00], dtype=float32)
     """
     return _gamma("gamma", key, a, shape, dtype, False)
 
@@ -595,6 +612,7 @@ def loggamma(key, a, shape=None, dtype=None):
     tiny samples of ``a << 1``: ``exp(loggamma(k, a))`` is close to ``gamma(k, a)``.
 
     >>> loggamma(key(0), 0.01, (3,))
+    Array([-494.60068 , -387.7662  ,  -56.435246], dtype=float32)
     """
     return _gamma("loggamma", key, a, shape, dtype, True)
 
@@ -603,6 +621,7 @@ def chisquare(key, df, shape=None, dtype=None):
     """Chi-square samples with ``df`` degrees of freedom: twice a gamma(df / 2).
 
     >>> chisquare(key(0), 3.0, (3,))
+    Array([0.5346759 , 1.5688506 , 0.65251696], dtype=float32)
     """
     dtype, shape, (df,) = _float_params("chisquare", key, shape, dtype, df)
     return jnp.exp(_gamma_draw(key, df * _c(0.5, dtype), True)) * _c(2, dtype)
@@ -612,6 +631,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     """F-distribution samples: the ratio of two chi-squares, each divided by its ``df``.
 
     >>> f(key(0), 5.0, 10.0, (3,))
+    Array([2.7329419, 0.6903673, 1.7316666], dtype=float32)
     """
     dtype, shape, (dfnum, dfden) = _float_params("f", key, shape, dtype, dfnum, dfden)
     key_den, key_num = split(key)
@@ -623,6 +643,7 @@ def t(key, df, shape=(), dtype=None):
     """Student's t samples ``z * sqrt(df / chi2(df))``; the default shape is ``df``'s.
 
     >>> t(key(0), 4.0, (3,))
+    Array([ 0.8989782, -0.9691599, -0.4061615], dtype=float32)
     """
     dtype, shape, (df,) = _float_params("t", key, shape or None, dtype, df)
     key_n, key_g = split(key)
@@ -636,6 +657,7 @@ def beta(key, a, b, shape=None, dtype=None):
     that small ``a`` and ``b`` do not give 0/0.
 
     >>> beta(key(0), 2.0, 5.0, (3,))
+    Array([0.06861833, 0.37485656, 0.28087077], dtype=float32)
     """
     dtype, shape, (a, b) = _float_params("beta", key, shape, dtype, a, b)
     key_a, key_b = split(key)
@@ -652,6 +674,10 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     ``shape + alpha.shape[-1:]``.
 
     >>> dirichlet(key(0), jnp.array([1.0, 2.0, 3.0]), (4,))
+    Array([[0.03073655, 0.48011884, 0.48914456],
+           [0.29183108, 0.13673967, 0.57142925],
+           [0.39810503, 0.34101272, 0.26088223],
+           [0.31399775, 0.1171191 , 0.5688832 ]], dtype=float32)
     """
     _check_key(key, "dirichlet")
     dtype = _float_dtype(dtype, "dirichlet")
@@ -671,6 +697,7 @@ def generalized_normal(key, p, shape=(), dtype=None):
     ``s * g**(1/p)`` with ``g`` gamma(1/p) and ``s`` a random sign.
 
     >>> generalized_normal(key(0), 1.5, (3,))
+    Array([ 0.01421165,  0.62398165, -0.331393  ], dtype=float32)
     """
     dtype, shape, (p,) = _float_params("generalized_normal", key, shape, dtype, p)
     k1, k2 = split(key)
@@ -683,6 +710,10 @@ def ball(key, d: int, p=2, shape=(), dtype=None):
     Guedon, Mendelson and Naor: generalized normals over their Lp norm plus an exponential).
 
     >>> ball(key(0), 3, shape=(4,))
+    Array([[ 0.02431541,  0.41367888,  0.9091757 ],
+           [-0.9394936 ,  0.22401544, -0.2032135 ],
+           [-0.34517136,  0.6417013 ,  0.05217262],
+           [-0.48240697,  0.09966626,  0.45229018]], dtype=float32)
     """
     _check_key(key, "ball")
     dtype = _float_dtype(dtype, "ball")
@@ -709,6 +740,11 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
     ``shape + mean.shape[-1:]``.
 
     >>> multivariate_normal(key(0), jnp.zeros(2), jnp.array([[2.0, 1.0], [1.0, 2.0]]), (5,))
+    Array([[ 2.2947624 ,  3.6278138 ],
+           [-0.61319506, -0.40288374],
+           [ 0.24903014, -1.0660464 ],
+           [-0.70045817,  0.25525856],
+           [ 0.9395316 , -0.6939423 ]], dtype=float32)
     """
     _check_key(key, "multivariate_normal")
     if method not in ("cholesky", "eigh", "svd"):
@@ -738,6 +774,9 @@ def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
     normal matrix, its columns' signs fixed by R's diagonal.
 
     >>> orthogonal(key(0), 3)
+    Array([[ 0.95541006,  0.29413578,  0.02599559],
+           [-0.04628982,  0.23614089, -0.9706156 ],
+           [-0.2916314 ,  0.9261326 ,  0.23922688]], dtype=float32)
     """
     _check_key(key, "orthogonal")
     dtype = _float_dtype(dtype, "orthogonal")
@@ -760,6 +799,7 @@ def bernoulli(key, p=0.5, shape=None):
     """Booleans that are True with probability ``p``.
 
     >>> bernoulli(key(0), 0.3, (4,))
+    Array([False, False, False, False], dtype=bool)
     """
     _check_key(key, "bernoulli")
     p = jnp.asarray(p)
@@ -773,6 +813,7 @@ def rademacher(key, shape=(), dtype=None):
     """Random signs: -1 or 1 with equal probability, in ``dtype`` (default int).
 
     >>> rademacher(key(0), (4,))
+    Array([-1, -1,  1,  1], dtype=int32)
     """
     _check_key(key, "rademacher")
     dtype = dtypes.canonicalize(dtype or dtypes.default_int, "rademacher")
@@ -800,6 +841,7 @@ def geometric(key, p, shape=None, dtype=None):
     ``floor(log(u) / log(1 - p)) + 1``.
 
     >>> geometric(key(0), 0.3, (4,))
+    Array([1, 1, 4, 3], dtype=int32)
     """
     dtype, shape, (p,) = _int_params("geometric", key, shape, dtype, p)
     u = uniform(key, shape, p.dtype)
@@ -885,6 +927,7 @@ def poisson(key, lam, shape=None, dtype=None):
     10 and Hormann's transformed rejection above, as JAX, NumPy and TensorFlow do.
 
     >>> poisson(key(0), jnp.array([0.5, 40.0]))
+    Array([ 0, 37], dtype=int32)
     """
     dtype, shape, (lam,) = _int_params("poisson", key, shape, dtype, lam)
     small = lam < _c(10, lam.dtype)
@@ -951,6 +994,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     Inversion by geometric jumps for means below 10, Hormann's BTRS rejection above.
 
     >>> binomial(key(0), 20.0, jnp.array([0.1, 0.5]))
+    Array([7., 9.], dtype=float32)
     """
     dtype, shape, (n, p) = _float_params("binomial", key, shape, dtype, n, p)
     n = jnp.floor(n)
@@ -975,6 +1019,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     ``unroll`` is accepted for JAX compatibility (the categories are a Python loop).
 
     >>> multinomial(key(0), 10.0, jnp.array([0.2, 0.3, 0.5]))
+    Array([5., 2., 3.], dtype=float32)
     """
     del unroll
     _check_key(key, "multinomial")
@@ -1021,6 +1066,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     for spans that are not powers of two is tiny), as ``jax.random.randint``.
 
     >>> randint(key(0), (3,), 0, 10)
+    Array([9, 0, 2], dtype=int32)
     """
     _check_key(key, "randint")
     dtype = dtypes.canonicalize(dtype or dtypes.default_int, "randint")
@@ -1055,6 +1101,7 @@ def categorical(key, logits, axis: int = -1, shape=None):
     Gumbel-max trick).
 
     >>> categorical(key(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,))
+    Array([1, 1, 1, 1, 0], dtype=int32)
     """
     _check_key(key, "categorical")
     logits = jnp.asarray(logits)
@@ -1089,6 +1136,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     (each slice permuted separately with ``independent=True``).
 
     >>> permutation(key(0), 5)
+    Array([0, 1, 4, 3, 2], dtype=int32)
     """
     _check_key(key, "permutation")
     if isinstance(x, (int, np.integer)) or (not isinstance(x, Tracer) and np.ndim(x) == 0
@@ -1109,6 +1157,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0):
     without replacement, uniformly or with probabilities ``p``.
 
     >>> choice(key(0), 10, (3,), replace=False)
+    Array([0, 1, 8], dtype=int32)
     """
     _check_key(key, "choice")
     shape = _shape(shape, "choice")

@@ -1,7 +1,7 @@
 """The GEMM choice cache file (fnx.cuda.gemm_table): its reading and writing need no GPU."""
 import json
+import logging
 import multiprocessing
-import warnings
 
 import pytest
 
@@ -14,38 +14,45 @@ def path(tmp_path):
     return str(tmp_path / "gemm.json")
 
 
-def _read_warning_count(path):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = gemm_table.read_choices(path)
-        gemm_table.read_choices(path)          # a second read does not warn again
-    return got, len([w for w in caught if "GEMM choice cache" in str(w.message)])
+@pytest.fixture
+def read_logged(caplog):
+    """``read(path) -> (choices, number of warnings logged)``: fnx repairs the file itself, so
+    it says so in a log record (fnx.cuda), not a Python warning."""
+    def read(path):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, "fnx.cuda"):
+            got = gemm_table.read_choices(path)
+            gemm_table.read_choices(path)          # a second read does not warn again
+        return got, len([r for r in caplog.records
+                         if r.name == "fnx.cuda" and "GEMM choice cache" in r.getMessage()])
+    return read
 
 
 @pytest.mark.parametrize("content", ['{"64x64x64b1nn": "lt:', "not json at all", "[1, 2, 3]",
                                      '"lt:0"', "null"])
-def test_corrupt_or_wrong_shape_is_ignored_with_one_warning_and_rewritten(path, content):
+def test_corrupt_or_wrong_shape_is_ignored_with_one_warning_and_rewritten(path, content,
+                                                                          read_logged):
     with open(path, "w") as fh:
         fh.write(content)
-    got, warned = _read_warning_count(path)
+    got, warned = read_logged(path)
     assert got == {} and warned == 1
     with open(path) as fh:
         assert json.load(fh) == {}
 
 
-def test_malformed_entries_are_dropped_and_the_rest_kept(path):
+def test_malformed_entries_are_dropped_and_the_rest_kept(path, read_logged):
     with open(path, "w") as fh:
         json.dump({"a": "lt:3", "b": 7, "c": "lt:x", "d": "vec_block4", "e": "lt:1:2",
                    "f": "fallback", "g": ["lt:0"]}, fh)
-    got, warned = _read_warning_count(path)
+    got, warned = read_logged(path)
     assert got == {"a": "lt:3", "d": "vec_block4", "e": "lt:1:2", "f": "fallback"}
     assert warned == 1
     with open(path) as fh:
         assert json.load(fh) == got
 
 
-def test_a_missing_file_is_no_problem(path):
-    assert _read_warning_count(path) == ({}, 0)
+def test_a_missing_file_is_no_problem(path, read_logged):
+    assert read_logged(path) == ({}, 0)
 
 
 def test_writers_merge_their_entries(path):

@@ -17,8 +17,6 @@ pytestmark = pytest.mark.cuda
 
 # spec name -> why it may run without a graph
 EXEMPT = {
-    "eigh": "cuSOLVER's syevd synchronises inside (fnx.cuda.solver refuses to capture it)",
-    "svd": "cuSOLVER's gesvd synchronises inside (fnx.cuda.solver refuses to capture it)",
     **{s.name: "complex values: the GPU backend runs the program as eager CuPy calls"
        for s in SPECS if "complex" in s.tags},
 }

@@ -292,6 +292,48 @@ class _LapackDevice:
         else:
             raise AssertionError(routine)
 
+    batched_eigen = True
+
+    def syev_batched(self, dtype, uplo, n, a, lda, w, info, nb):
+        self.calls.append(("syev_batched", (uplo, n, lda, nb)))
+        isz = np.dtype(dtype).itemsize
+        for b in range(nb):
+            self.solver("syevd", dtype, solver.EIG_MODE_VECTOR, uplo, n, a + b * n * lda * isz,
+                        lda, w + b * n * isz, None, None, info + 4 * b)
+
+    def _svd_each(self, dtype, m, n, a, s, info, nb, full, write):
+        isz = np.dtype(dtype).itemsize
+        k = min(m, n)
+        for b in range(nb):
+            A = self._matrix(a + b * m * n * isz, dtype, m, n, m)
+            uu, ss, vv, inf = lapack.get_lapack_funcs("gesvd", dtype=np.dtype(dtype))(
+                A.copy(), compute_uv=1, full_matrices=int(full))
+            A[...] = np.nan                                   # the input is destroyed
+            self._flat(s + b * k * isz, dtype, k)[:] = ss
+            write(b, uu, vv.T)
+            self._ints(info + 4 * b, 1)[0] = inf
+
+    def gesvdj_batched(self, dtype, m, n, a, s, u, v, info, nb):
+        assert max(m, n) <= solver.JACOBI_MAX
+        self.calls.append(("gesvdj_batched", (m, n, nb)))
+        isz = np.dtype(dtype).itemsize
+
+        def write(b, uu, vv):                               # full U (m x m), V (n x n)
+            self._matrix(u + b * m * m * isz, dtype, m, m, m)[...] = uu
+            self._matrix(v + b * n * n * isz, dtype, n, n, n)[...] = vv
+        self._svd_each(dtype, m, n, a, s, info, nb, True, write)
+
+    def gesvda_batched(self, dtype, vectors, m, n, a, s, u, v, info, nb):
+        assert m >= n, "gesvda needs rows >= columns"
+        self.calls.append(("gesvda_batched", (m, n, nb)))
+        isz = np.dtype(dtype).itemsize
+
+        def write(b, uu, vv):                               # thin U (m x n), V (n x n)
+            if vectors:
+                self._matrix(u + b * m * n * isz, dtype, m, n, m)[...] = uu
+                self._matrix(v + b * n * n * isz, dtype, n, n, n)[...] = vv
+        self._svd_each(dtype, m, n, a, s, info, nb, False, write)
+
     def pointers(self, base, stride, nb):
         return self._register(base + stride * np.arange(nb, dtype=np.uint64))
 
@@ -453,14 +495,30 @@ def test_emulated_eigh_of_a_non_finite_matrix_is_nan(rng):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6)])
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (40, 40), (41, 34), (34, 41)])
 @pytest.mark.parametrize("full_matrices,compute_uv", [(True, True), (False, True),
                                                       (False, False)])
 def test_emulated_svd(rng, batch, shape, full_matrices, compute_uv, dtype):
     x = _general(rng, batch + shape, dtype)
-    outs = solver.svd(x, full_matrices=full_matrices, compute_uv=compute_uv,
-                      _dev=_LapackDevice())
+    dev = _LapackDevice()
+    outs = solver.svd(x, full_matrices=full_matrices, compute_uv=compute_uv, _dev=dev)
     _check_svd(outs, x, full_matrices, compute_uv)
+    method = solver.svd_method(*shape, full_matrices, compute_uv, dtype)
+    routine = {"gesvdj": "gesvdj_batched", "gesvda": "gesvda_batched", "gesvd": "gesvd"}[method]
+    assert {c[0] for c in dev.calls} & {"gesvdj_batched", "gesvda_batched", "gesvd"} == \
+        {routine}
+
+
+@pytest.mark.parametrize("shape,full_matrices,compute_uv,method", [
+    ((32, 20), True, True, "gesvdj"), ((33, 20), False, True, "gesvda"),
+    ((20, 33), False, False, "gesvda"), ((40, 40), True, True, "gesvda"),
+    ((40, 33), True, True, "gesvd"), ((33, 40), True, True, "gesvd")])
+def test_svd_method_keeps_gesvd_for_a_full_basis_of_a_large_non_square_matrix(
+        shape, full_matrices, compute_uv, method):
+    assert solver.svd_method(*shape, full_matrices, compute_uv, np.float32) == method
+    large = max(shape) > solver.JACOBI_MAX
+    assert solver.svd_method(*shape, full_matrices, compute_uv, np.float64) == \
+        ("gesvd" if large else "gesvdj")
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
@@ -507,7 +565,8 @@ def _case_inputs(name, rng, batch, dtype, params):
     if name == "qr":
         return [_general(rng, batch + params.pop("_shape", (6, 4)), dtype)]
     if name == "eigh":
-        return [_symmetric_with_garbage(rng, batch, 6, dtype, params["lower"])[0]]
+        return [_symmetric_with_garbage(rng, batch, params.pop("_n", 6), dtype,
+                                        params["lower"])[0]]
     if name == "svd":
         return [_general(rng, batch + params.pop("_shape", (6, 4)), dtype)]
     raise AssertionError(name)
@@ -552,6 +611,13 @@ CASES = [
     ("svd", dict(full_matrices=False, compute_uv=False)),
     ("svd", dict(full_matrices=True, compute_uv=True, _shape=(4, 6))),
     ("svd", dict(full_matrices=False, compute_uv=True, _shape=(4, 6))),
+    # gesvdaStridedBatched (past gesvdj's 32) and gesvd (a full basis of a non-square one)
+    ("svd", dict(full_matrices=True, compute_uv=True, _shape=(40, 40))),
+    ("svd", dict(full_matrices=False, compute_uv=True, _shape=(44, 36))),
+    ("svd", dict(full_matrices=False, compute_uv=True, _shape=(36, 44))),
+    ("svd", dict(full_matrices=False, compute_uv=False, _shape=(36, 44))),
+    ("svd", dict(full_matrices=True, compute_uv=True, _shape=(44, 36))),
+    ("eigh", dict(lower=True, _n=40)),
 ]
 CASE_IDS = [name + "".join(f"-{k}={v}" for k, v in p.items()) for name, p in CASES]
 
@@ -569,8 +635,14 @@ def test_gpu_table_uses_the_solver_impls(gpu):
         assert impl is target or target in [c.cell_contents for c in impl.__closure__ or ()]
 
 
-# the impls cuSOLVER cannot run under stream capture (fnx.cuda.solver._refuse_capture)
-NOT_CAPTURED = {"eigh", "svd"}
+def _not_captured(name, params, dtype):
+    """The cases cuSOLVER cannot run under stream capture (fnx.cuda.solver._refuse_capture):
+    gesvd, which synchronises inside (see solver.svd_method)."""
+    if name != "svd":
+        return False
+    shape = params.get("_shape", (6, 4))
+    return solver.svd_method(*shape, params["full_matrices"], params["compute_uv"],
+                             dtype) == "gesvd"
 
 
 @cuda
@@ -593,13 +665,13 @@ def test_eager_on_gpu(gpu, rng, name, params, batch, dtype):
 @pytest.mark.parametrize("name,params", CASES, ids=CASE_IDS)
 def test_direct_capture_and_replay(rng, name, params, dtype):
     """Each impl captured alone into a CUDA graph on a stream prepared as graph.py prepares its
-    capture stream, replayed on new inputs copied into the static ones; syevd and gesvd refuse
-    a capturing stream instead (they synchronise inside)."""
+    capture stream, replayed on new inputs copied into the static ones; gesvd refuses
+    a capturing stream instead (it synchronises inside)."""
     import cupy as cp
     from fnx.cuda import cublas
     params, prim_params = _split(params)
     fn = getattr(solver, name)
-    if name in NOT_CAPTURED:
+    if _not_captured(name, params, dtype):
         stream = cp.cuda.Stream(non_blocking=True)
         x = cp.asarray(_case_inputs(name, rng, (2,), dtype, dict(params))[0])
         with stream:
@@ -697,7 +769,7 @@ def test_jit_replays_a_cuda_graph(gpu, rng, name, params, dtype):
         outs = f(*[fnx.device_put(x, gpu) for x in inputs])
         _check(name, _prim_order(name, outs, prim_params), inputs, prim_params)
     exe = _jit_step_exe(f)
-    if name in NOT_CAPTURED:       # runs without a graph, and says why
+    if _not_captured(name, params, dtype):       # runs without a graph, and says why
         assert exe.graph is None and "synchronises inside" in exe.reason, exe.describe()
     else:
         assert exe.graph is not None, exe.describe()

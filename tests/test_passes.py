@@ -185,9 +185,10 @@ def test_folding_then_simplifying_removes_identities():
                                               shape=(2, 3), broadcast_dimensions=())),
     lambda b, x: b.eq(core_lax.select_n_p, b.eq(core_lax.gt_p, x, _lit(0.0)), x, x),
     lambda b, x: b.eq(core_lax.integer_pow_p, x, y=1),
+    lambda b, x: b.eq(core_lax.log_p, b.eq(core_lax.exp_p, x)),
 ], ids=["x*1", "1*x", "x+0", "0+x", "x-0", "x/1", "neg-neg", "convert-same", "reshape-same",
         "transpose-identity", "transpose-twice", "broadcast-same", "x*ones", "select-same",
-        "pow1"])
+        "pow1", "log-exp"])
 def test_simplify_removes_identities(build):
     b = _Builder(_aval((2, 3)))
     (x,) = b.invars
@@ -838,3 +839,13 @@ def test_gelu_backward_found_for_cublaslt(approximate, width, expected):
     for m in matches:
         assert m.z.aval.shape == (8, width) and m.total.outvars[0].aval.shape == (width,)
         assert m.product.outvars[0].aval.shape == (8, width)
+
+
+def test_jit_of_log_of_exp_is_the_identity_as_in_jax():
+    jax = pytest.importorskip("jax")
+    x = float(np.random.default_rng().uniform(90.0, 200.0))     # exp overflows float32
+    f = lambda lib, np_: lambda v: np_.log(np_.exp(v))  # noqa: E731
+    got = fnx.jit(f(fnx, fnx.numpy))(np.float32(x))
+    want = jax.jit(f(jax, jax.numpy))(np.float32(x))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert np.isinf(np.asarray(f(fnx, fnx.numpy)(np.float32(x))))   # eagerly: exp overflows

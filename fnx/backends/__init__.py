@@ -5,7 +5,7 @@ GPU are found; CuPy is imported only then.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import importlib.util
 import os
@@ -15,8 +15,11 @@ from . import numpy_backend
 
 
 class Backend(Protocol):
-    """What fnx needs from a place that runs arrays."""
-    name: str
+    """What fnx needs from a place that runs arrays (the CPU's NumpyBackend and the GPU's
+    CupyBackend both are one)."""
+    name: str              # "cpu" or "gpu": the key it registers under
+    platform: str          # "cpu" or "gpu"
+    supports_donation: bool   # whether compiled programs may write into donated arguments
     impls: dict            # Primitive -> callable(*buffers, **params) -> buffer(s)
 
     def to_buffer(self, x: Any, dtype) -> Any: ...      # scalar / ndarray / Array -> buffer
@@ -24,6 +27,23 @@ class Backend(Protocol):
     def to_numpy(self, buf: Any): ...                   # buffer -> numpy.ndarray
     def from_numpy(self, x): ...
     def synchronize(self, buf: Any) -> None: ...
+
+    def compile(self, jaxpr, consts, donated: tuple = ()) -> Callable:
+        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` (its inputs after
+        ``consts``); results may be written into the buffers of the ``donated`` argument
+        positions where ``supports_donation``."""
+
+    # several devices (pmap, shard_map: fnx.core.spmd); each device is a backend object
+    id: int                # the device's id among the program's devices
+    process_index: int     # the process that drives it (fnx.distributed)
+
+    def devices(self) -> list: ...       # every device of this platform, this one first
+    def scope(self): ...                 # context manager: work inside runs on this device
+
+    def communicator(self, devices):
+        """What the collectives' impls use to reach ``devices`` (read through
+        ``fnx.core.axis_env.current_device().comm``); ``abort()`` releases devices waiting
+        in a collective when one of them failed."""
 
 
 register_backend("cpu", numpy_backend.backend, default=True)

@@ -13,7 +13,7 @@ import cupy as cp
 from ..core import lax
 from ..core.core import Array
 from ..core.interop import host_view, is_foreign_array, on_gpu
-from ..cuda import solver
+from ..cuda import nccl, solver
 from . import numpy_backend
 
 
@@ -107,6 +107,8 @@ _OVERRIDES = {
     # cholesky, triangular_solve, lu, qr, eigh, svd: fnx's cuSOLVER/cuBLAS binding, which (unlike
     # cupy.linalg) never syncs and runs inside a captured CUDA graph
     **solver.impls(),
+    # psum, all_gather, ...: NCCL on the step's stream (captured into the program's graph)
+    **nccl.impls(),
 }
 # CuPy 14 holds bfloat16 (ml_dtypes') and its ufuncs take it, but its sort and where do not:
 # these run in float32 too, as do the overrides of the CPU backend's own list (cupyx's erf)
@@ -121,14 +123,40 @@ class CupyBackend:
     platform = "gpu"
     supports_donation = True     # compiled programs write results into donated buffers
 
+    device_kind = "gpu"
+    process_index = 0
+
     def __init__(self, device_id: int = 0):
-        self.id = device_id
+        self.id = device_id          # the device's id in the program (all processes' devices)
+        self.cuda_id = device_id     # its CUDA ordinal in this process
         self.impls = _LazyTable()
+
+    def devices(self) -> list:
+        """Every GPU of the program: this process's, and other processes' once
+        fnx.distributed has joined them."""
+        from ..core.core import global_devices
+        joined = global_devices("gpu")
+        return joined if joined is not None else local_gpus()
+
+    def communicator(self, devices):
+        """NCCL communicators among ``devices`` (fnx.cuda.nccl)."""
+        from ..core.core import process_index, process_store
+        remote = any(getattr(d, "process_index", 0) != process_index() for d in devices)
+        if remote and process_store() is None:
+            raise RuntimeError("collectives across processes need fnx.distributed.initialize")
+        return nccl.group_for(devices, process_store() if remote else None, process_index())
+
+    def scope(self):
+        """Work inside runs on this GPU (its current device)."""
+        return cp.cuda.Device(self.cuda_id)
 
     def to_buffer(self, x, dtype):
         if type(x) is Array:
             if x._backend is self:
                 return x._value
+            if isinstance(x._backend, CupyBackend):     # another GPU: a peer copy
+                with cp.cuda.Device(self.cuda_id):
+                    return cp.array(x._value, copy=True)
             return upload(x._backend.to_numpy(x._value))
         if isinstance(x, cp.ndarray):
             return x
@@ -136,7 +164,8 @@ class CupyBackend:
             # another library's array (torch, JAX): a private copy, device to device if it
             # lives on a GPU, so a later write by its owner changes no fnx array
             if on_gpu(x):
-                return cp.array(x, dtype=dtype, copy=True)
+                with cp.cuda.Device(self.cuda_id):      # onto this GPU, a peer copy if need be
+                    return cp.array(x, dtype=dtype, copy=True)
             return upload(np.asarray(host_view(x), dtype=dtype))
         if np.ndim(x) == 0:
             return np.dtype(dtype).type(x)      # scalars ride along as kernel arguments
@@ -159,7 +188,10 @@ class CupyBackend:
     def import_dlpack(self, x, copy):
         """A buffer of GPU DLPack producer ``x``: its memory itself only with ``copy=False``."""
         buf = cp.from_dlpack(x)
-        return buf if copy is False else buf.copy()
+        if copy is False:
+            return buf
+        with cp.cuda.Device(self.cuda_id):
+            return buf.copy()
 
     def export_dlpack(self, buf, *, stream=None, max_version=None, dl_device=None, copy=None):
         # CuPy arrays cannot be flagged read-only: the consumer shares fnx's memory, as JAX's
@@ -220,6 +252,19 @@ class _LazyTable(dict):
 
     def __contains__(self, prim):
         return prim in _OVERRIDES or prim in numpy_backend.impls
+
+
+_local_gpus: list = []
+
+
+def local_gpus() -> list:
+    """One backend per GPU this process sees; the first is the default one."""
+    from ..core.core import get_backend
+    if not _local_gpus:
+        first = get_backend("gpu")
+        _local_gpus.append(first)
+        _local_gpus.extend(CupyBackend(i) for i in range(1, cp.cuda.runtime.getDeviceCount()))
+    return list(_local_gpus)
 
 
 def gpu_available() -> bool:

@@ -9,7 +9,10 @@ from ..core import dtypes, lax
 from ..core import fft as fft_prims
 from ..core.core import Array
 from ..core.interop import host_view, is_foreign_array
-from . import numpy_linalg
+import contextlib
+
+from . import host_comm, numpy_linalg
+from .numpy_executable import NumpyExecutable
 
 
 def _erf(x):
@@ -308,6 +311,7 @@ impls.update({
         x, np.clip(idx, 0, x.shape[axis] - 1), axis),
 })
 impls.update(numpy_linalg.impls)
+impls.update(host_comm.impls)
 
 
 def computed_in_float32(impl):
@@ -334,11 +338,36 @@ _SCALARS = (bool, int, float, complex, np.generic)
 
 
 class NumpyBackend:
+    """The CPU, or one of its virtual devices (``jax_num_cpu_devices``, or XLA's
+    ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``): every one runs NumPy in this
+    process, and collectives between them exchange values in memory (fnx.backends.host_comm)."""
     name = "cpu"
     platform = "cpu"
+    device_kind = "cpu"
+    process_index = 0
+    supports_donation = False    # NumPy programs return fresh buffers
 
-    def __init__(self, impls):
+    def __init__(self, impls, computed_in_float32=frozenset(), device_id: int = 0):
         self.impls = impls
+        self.computed_in_float32 = computed_in_float32   # impls that widen bfloat16 operands
+        self.id = device_id
+        self._virtual: list = [self]
+
+    def devices(self) -> list:
+        """This CPU's devices: as many as the options ask for, made when first asked for."""
+        n = host_comm.cpu_device_count()
+        while len(self._virtual) < n:
+            self._virtual.append(NumpyBackend(self.impls, self.computed_in_float32,
+                                              len(self._virtual)))
+        return self._virtual[:n]
+
+    def communicator(self, devices):
+        """Collectives among ``devices`` (CPU devices of this process), in memory."""
+        return host_comm.communicator(tuple(d.id for d in devices))
+
+    def scope(self):
+        """A context in which this device's work runs (nothing to set on the CPU)."""
+        return contextlib.nullcontext()
 
     def to_buffer(self, x, dtype):
         if type(x) is Array:
@@ -394,13 +423,13 @@ class NumpyBackend:
     def dlpack_device(self, buf):
         return tuple(np.asarray(buf).__dlpack_device__())
 
-    def compile(self, jaxpr, consts):
-        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy."""
-        from .numpy_executable import NumpyExecutable
+    def compile(self, jaxpr, consts, donated=()):
+        """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy (nothing is
+        donated: ``supports_donation`` is False)."""
         return NumpyExecutable(jaxpr, consts, self)
 
     def __repr__(self):
-        return "CpuDevice(id=0)"
+        return f"CpuDevice(id={self.id})"
 
 
-backend = NumpyBackend(impls)
+backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)

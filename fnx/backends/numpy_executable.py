@@ -21,7 +21,6 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Array
 from ..core.jaxpr import Jaxpr, Literal, Var
-from .numpy_backend import COMPUTED_IN_FLOAT32
 
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 CONSTANT_LIMIT = 1 << 22     # bytes: larger constant results are computed on every call
@@ -84,7 +83,7 @@ class _Lowering:
             self.slot_of(v)
         self.constant: set = set()         # vars whose value sits in the template
         eqns = [e for e in jaxpr.eqns if not self._precompute(e, jaxpr.outvars)]
-        self.kinds = [_kind(e, self.backend.impls) for e in eqns]
+        self.kinds = [_kind(e, self.backend) for e in eqns]
         _mark_implicit_broadcasts(eqns, self.kinds, jaxpr.outvars)
         self.buffers = _BufferPlan(eqns, jaxpr.outvars)
         for k, eqn in enumerate(eqns):
@@ -109,7 +108,7 @@ class _Lowering:
     def _precompute(self, eqn, outvars) -> bool:
         """Compute an equation of literals and constants now, into the template."""
         p = eqn.primitive
-        if p.impl is not None or getattr(p, "has_effect", False) or p not in self.backend.impls \
+        if p.impl is not None or p.has_effect or p not in self.backend.impls \
                 or any(isinstance(v, Var) and v not in self.constant for v in eqn.invars) \
                 or any(v in outvars for v in eqn.outvars) \
                 or any(v.aval.size * v.aval.dtype.itemsize > CONSTANT_LIMIT
@@ -304,15 +303,16 @@ _REDUCERS = {lax.reduce_sum_p: np.add, lax.reduce_max_p: np.maximum,
 _OUT_STEPS = frozenset({"ufunc", "select", "logistic"})
 
 
-def _kind(eqn, impls) -> str:
+def _kind(eqn, backend) -> str:
     """How an equation runs: "ufunc", "select", "dot", "take", "logistic", "reduce",
     "higher" (a higher-order primitive) or "generic" (its impl, as is)."""
     p = eqn.primitive
     if p.impl is not None:
         return "higher"
-    if p in COMPUTED_IN_FLOAT32 and any(v.aval.dtype == dtypes.bfloat16 for v in eqn.invars):
+    if p in backend.computed_in_float32 and \
+            any(v.aval.dtype == dtypes.bfloat16 for v in eqn.invars):
         return "generic"     # the impl widens to float32; no step here may round in between
-    impl = impls[p]
+    impl = backend.impls[p]
     if _out_capable(eqn, impl):
         return "ufunc"
     if p is lax.select_n_p and _bit_select_capable(eqn):

@@ -7,58 +7,15 @@ recorded as a linear jaxpr; ``backward_pass`` transposes that jaxpr.
 """
 from __future__ import annotations
 
-from .core import ShapedArray, Trace, Tracer, current_trace, get_aval, set_current_trace
+# the rule-writing helpers are ad_util's; they stay reachable as ad.Zero, ad.defjvp, ...
+from .ad_util import (UndefinedPrimal, Zero, add_tangents, defjvp, defjvp_with_output,  # noqa
+                      deflinear, instantiate, instantiate_as, is_undefined, tangent_aval,
+                      zero_jvp, zeros_like_aval)
+from .core import (Trace, Tracer, current_trace, full_lower_to_array, get_aval,
+                   set_current_trace)
 from .errors import ConcretizationTypeError
-from .jaxpr import Jaxpr, Literal, Var
-from .partial_eval import JaxprTrace
-
-
-class Zero:
-    """A symbolic zero tangent/cotangent of a given aval (never materialised unless needed)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
-
-
-class UndefinedPrimal:
-    """Marks a linear input of an equation being transposed."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self):
-        return f"UndefinedPrimal({self.aval.str_short()})"
-
-
-def is_undefined(x) -> bool:
-    return isinstance(x, UndefinedPrimal)
-
-
-def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
-
-
-def zeros_like_aval(aval: ShapedArray):
-    from . import lax
-    return lax.full(aval.shape, 0, aval.dtype)
-
-
-def instantiate(t):
-    return zeros_like_aval(t.aval) if isinstance(t, Zero) else t
-
-
-def add_tangents(a, b):
-    if isinstance(a, Zero):
-        return b
-    if isinstance(b, Zero):
-        return a
-    from . import lax
-    return lax.add(a, b)
+from .jaxpr import Jaxpr, Literal, Var, eval_jaxpr
+from .partial_eval import JaxprTrace, trace_to_jaxpr_dynamic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,6 +34,15 @@ class JVPTracer(Tracer):
     def aval(self):
         return get_aval(self.primal)
 
+    def __repr__(self):
+        from .partial_eval import JaxprTracer
+        primal = repr(self.primal) if isinstance(self.primal, Tracer) else str(self.primal)
+        if isinstance(self.tangent, JaxprTracer):   # reverse mode: the tangent is being staged
+            return f"GradTracer(primal={primal}, " \
+                f"typeof(tangent)={self.tangent.aval.str_short()})"
+        tangent = self.tangent.aval.str_short() if isinstance(self.tangent, Zero) else self.tangent
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
     def to_concrete(self):
         p = self.primal
         if isinstance(p, Tracer):
@@ -85,7 +51,6 @@ class JVPTracer(Tracer):
             except ConcretizationTypeError:
                 raise ConcretizationTypeError(self._concretization_message(
                     "A concrete value")) from None
-        from .core import full_lower_to_array
         return full_lower_to_array(p)
 
 
@@ -119,6 +84,34 @@ def jvp_flat(flat_fun, primals, tangents, instantiate_zeros=True):
     return list(out_p), out_t
 
 
+def jvp_jaxpr(jaxpr: Jaxpr, nonzeros, instantiate):
+    """The JVP of ``jaxpr`` (no constvars) for tangents on the inputs marked in ``nonzeros``.
+
+    Returns ``(jvp_jaxpr, consts, out_nonzeros)``; ``jvp_jaxpr`` takes
+    ``[*consts, *primals, *nonzero_tangents]`` and returns ``[*outs, *nonzero_out_tangents]``.
+    ``instantiate`` (a bool, or one per output) makes an output's tangent nonzero, of the
+    output's dtype, even when it is zero."""
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(jaxpr.outvars)
+    n = len(jaxpr.invars)
+    out_nonzeros: list = []
+
+    def fun(*xs):
+        it = iter(xs[n:])
+        ts = [next(it) if nz else Zero(tangent_aval(v.aval))
+              for v, nz in zip(jaxpr.invars, nonzeros)]
+        out_p, out_t = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts,
+                                instantiate_zeros=False)
+        out_t = [instantiate_as(t, v.aval) if inst else t
+                 for t, v, inst in zip(out_t, jaxpr.outvars, instantiate)]
+        out_nonzeros[:] = [not isinstance(t, Zero) for t in out_t]
+        return [*out_p, *(t for t in out_t if not isinstance(t, Zero))]
+    avals = [v.aval for v in jaxpr.invars] + \
+        [tangent_aval(v.aval) for v, nz in zip(jaxpr.invars, nonzeros) if nz]
+    new, consts = trace_to_jaxpr_dynamic(fun, avals, "the JVP of a jaxpr")
+    return new, consts, list(out_nonzeros)
+
+
 # ---------------------------------------------------------------------------------------------
 # Linearize and transpose
 
@@ -134,7 +127,6 @@ class LinearFunction:
         self.out_avals = out_avals
 
     def jvp(self, tangents):
-        from .jaxpr import eval_jaxpr
         outs = iter(eval_jaxpr(self.jaxpr, self.consts, *tangents))
         return [zeros_like_aval(a) if z else next(outs)
                 for z, a in zip(self.out_is_zero, self.out_avals)]
@@ -212,55 +204,6 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cotangents_out):
             for v, a in zip(jaxpr.invars, args)]
 
 
-# ---------------------------------------------------------------------------------------------
-# Helpers for writing rules
-
-
-def defjvp(primitive, *jvp_fns):
-    """JVP from one function per operand: ``fn(tangent, *primals, **params) -> contribution``.
-
-    ``None`` marks an operand the output does not depend on differentiably."""
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        acc = Zero(tangent_aval(get_aval(out)))
-        for fn, t in zip(jvp_fns, tangents):
-            if fn is not None and not isinstance(t, Zero):
-                acc = add_tangents(acc, fn(t, *primals, **params))
-        return out, acc
-    primitive.jvp = rule
-    return rule
-
-
-def defjvp_with_output(primitive, jvp_fn):
-    """JVP for unary ops whose derivative is cheapest from the output (exp, tanh, ...):
-    ``jvp_fn(tangent, x, out, **params)``."""
-    def rule(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        out = primitive.bind(x, **params)
-        return out, jvp_fn(t, x, out, **params)
-    primitive.jvp = rule
-
-
-def deflinear(primitive, transpose_rule):
-    """A primitive linear in all operands: the JVP applies it to the tangents."""
-    def jvp(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        ts = [instantiate(t) for t in tangents]
-        return out, primitive.bind(*ts, **params)
-    primitive.jvp = jvp
-    primitive.transpose = transpose_rule
-    primitive.is_linear = True
-
-
-def zero_jvp(primitive):
-    """Outputs that are piecewise constant (comparisons, floor, sign, argmax, ...)."""
-    def rule(primals, tangents, **params):
-        out = primitive.bind(*primals, **params)
-        if primitive.multiple_results:
-            return out, [Zero(tangent_aval(get_aval(o))) for o in out]
-        return out, Zero(tangent_aval(get_aval(out)))
-    primitive.jvp = rule
-
-
-__all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat", "linearize_flat",
-           "backward_pass", "defjvp", "deflinear", "zero_jvp", "instantiate", "add_tangents"]
+__all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat", "jvp_jaxpr",
+           "linearize_flat", "backward_pass", "defjvp", "deflinear", "zero_jvp", "instantiate",
+           "add_tangents"]

@@ -9,22 +9,11 @@ R = TypeVar("R")
 import numpy as np
 
 from . import ad, batching, dtypes, lax
+from .api_util import flatten_fun
 from .core import ShapedArray, get_aval
 from .errors import BatchingError, GradError
 from .partial_eval import trace_to_jaxpr
 from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
-
-
-def _flatten_fun(fun, in_tree, kwargs=None):
-    """``fun`` over pytrees -> a function over flat leaves; the out tree lands in ``store``."""
-    store: dict = {}
-
-    def flat_fun(*leaves):
-        args = tree_unflatten(in_tree, leaves)
-        out = fun(*args, **(kwargs or {}))
-        out_leaves, store["tree"] = tree_flatten(out)
-        return out_leaves
-    return flat_fun, store
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -74,9 +63,9 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                                 "differ")
             # a Python number as the tangent takes the primal's dtype
             t_leaves[k] = lax.convert_element_type(t, pa.dtype)
-    flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
-    out_p, out_t = ad.jvp_flat(lambda *xs: flat(*xs), p_leaves, t_leaves)
-    return _unpack_aux_outputs(store, out_p, out_t, has_aux)
+    flat, out_tree = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    out_p, out_t = ad.jvp_flat(flat, p_leaves, t_leaves)
+    return _unpack_aux_outputs(out_tree(), out_p, out_t, has_aux)
 
 
 def _aux_wrapper(fun, has_aux):
@@ -91,8 +80,7 @@ def _aux_wrapper(fun, has_aux):
     return wrapped
 
 
-def _unpack_aux_outputs(store, out_p, out_t, has_aux):
-    tree = store["tree"]
+def _unpack_aux_outputs(tree, out_p, out_t, has_aux):
     if not has_aux:
         return tree_unflatten(tree, out_p), tree_unflatten(tree, out_t)
     (out_tree, aux_tree) = tree.children
@@ -107,9 +95,9 @@ def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
     using only the saved linear computation."""
     p_leaves, p_tree = tree_flatten(primals)
-    flat, store = _flatten_fun(fun, p_tree)
+    flat, out_tree_thunk = flatten_fun(fun, p_tree)
     out_p, lin = ad.linearize_flat(flat, p_leaves)
-    out_tree = store["tree"]
+    out_tree = out_tree_thunk()
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tangents)
@@ -128,12 +116,13 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)`` where ``vjp_fun(cotangent)`` returns one cotangent per
     primal.
 
-    >>> y, pullback = vjp(lambda x: x * x, 3.0); pullback(1.0)   # (Array(6.),)
+    >>> y, pullback = vjp(lambda x: x * x, 3.0); pullback(1.0)
+    (Array(6., dtype=float32, weak_type=True),)
     """
     p_leaves, p_tree = tree_flatten(primals)
-    flat, store = _flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    flat, out_tree_thunk = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
     out_p, lin = ad.linearize_flat(flat, p_leaves)
-    tree = store["tree"]
+    tree = out_tree_thunk()
     if has_aux:
         out_tree, aux_tree = tree.children
         n = out_tree.num_leaves
@@ -163,17 +152,20 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 
 def _ct_like(ct, aval):
-    from . import lax
-    return lax.convert_element_type(ct, aval.dtype) if get_aval(ct).dtype != aval.dtype \
-        or get_aval(ct).weak_type else ct
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
+    return ct
 
 
 def _materialize_ct(ct, aval):
-    from . import lax
+    """A primal's cotangent in the primal's dtype; its weak type is what the backward pass
+    made of the output's (as in JAX: the gradient at a Python float is weakly typed)."""
     if isinstance(ct, ad.Zero):
-        return lax.full(aval.shape, 0, aval.dtype)
-    if get_aval(ct).dtype != aval.dtype:
-        return lax.convert_element_type(ct, aval.dtype)
+        return lax.full(aval.shape, 0, aval.dtype, aval.weak_type)
+    ca = get_aval(ct)
+    if ca.dtype != aval.dtype:
+        return lax.convert_element_type(ct, aval.dtype, ca.weak_type)
     return ct
 
 
@@ -208,6 +200,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     ``df/dRe(z) + 1j * df/dIm(z)``: ``grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)``.
 
     >>> value_and_grad(lambda x: (x ** 2).sum())(fnx.numpy.ones(3))
+    (Array(3., dtype=float32), Array([2., 2., 2.], dtype=float32))
     """
     name = getattr(fun, "__name__", "function")
 
@@ -267,8 +260,7 @@ def _check_output_dtype(aval, name, holomorphic):
 
 
 def _ones_like_aval(aval):
-    from . import lax
-    return lax.full((), 1, aval.dtype)
+    return lax.full((), 1, aval.dtype, aval.weak_type)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -276,7 +268,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
     ``holomorphic``).
 
-    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)   # Array(1., dtype=float32)
+    >>> grad(lambda x: fnx.numpy.sin(x))(0.0)     # weakly typed, as a Python float
+    Array(1., dtype=float32, weak_type=True)
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
@@ -292,7 +285,6 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 def _std_basis(leaves):
-    from . import lax
     sizes = [get_aval(x).size for x in leaves]
     total = sum(sizes)
     out, start = [], 0
@@ -308,7 +300,6 @@ def _std_basis(leaves):
 
 def _split_jac(y, y_shape, in_leaves, sizes, leading_first):
     """A jacobian block with the basis axis first (``leading_first``) or last, split per input."""
-    from . import lax
     blocks, start = [], 0
     for x, n in zip(in_leaves, sizes):
         xs = get_aval(x).shape
@@ -399,7 +390,6 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         start = 0
         for yl, m in zip(y_leaves, sizes):
             ys = get_aval(yl).shape
-            from . import lax
             blocks = [lax.reshape(lax.slice_in_dim(c, start, start + m, 1, 0),
                                   ys + get_aval(x).shape) for c, x in zip(cts, in_leaves)]
             jac_per_out.append(_assemble(blocks, in_tree, single))
@@ -424,30 +414,25 @@ def linear_transpose(fun: Callable, *primals):
     dtypes.
 
     >>> t = linear_transpose(lambda x: 2 * x, fnx.ShapeDtypeStruct((3,), "float32"))
-    >>> t(fnx.numpy.ones(3))   # (Array([2., 2., 2.], dtype=float32),)
+    >>> t(fnx.numpy.ones(3))
+    (Array([2., 2., 2.], dtype=float32),)
 
     As in JAX, ``fun`` is transposed as traced: a nonlinear operation on its inputs (``sin``, a
     product of two of them) raises instead of giving the transpose of some derivative.
     """
-    from . import lax
     leaves, tree = tree_flatten(primals)
     avals = [_aval_of(a) for a in leaves]
     for i, a in enumerate(avals):
         _check_grad_input(lax.full(a.shape, 0, a.dtype), i, "linear_transpose")
-    out_tree = []
-
-    def flat_fun(*xs):
-        outs, tree_out = tree_flatten(fun(*tree_unflatten(tree, list(xs))))
-        out_tree.append(tree_out)
-        return outs
+    flat_fun, out_tree = flatten_fun(fun, tree)
     closed = trace_to_jaxpr(flat_fun, [ShapedArray(a.shape, a.dtype) for a in avals])
     out_avals = [v.aval for v in closed.jaxpr.outvars]
 
     def transposed(out_ct):
         cts, ct_tree = tree_flatten(out_ct)
-        if ct_tree != out_tree[0]:
+        if ct_tree != out_tree():
             raise TypeError(f"linear_transpose: the cotangent has structure {ct_tree}, the "
-                            f"function's output {out_tree[0]}")
+                            f"function's output {out_tree()}")
         cts = [_ct_like(ct, a) for ct, a in zip(cts, out_avals)]
         ins = ad.backward_pass(closed.jaxpr, closed.consts,
                                [ad.UndefinedPrimal(a) for a in closed.jaxpr.in_avals], cts)
@@ -459,6 +444,7 @@ def block_until_ready(x):
     """Wait for every array leaf of ``x`` to be computed; returns ``x``.
 
     >>> block_until_ready({"y": fnx.numpy.ones(3)})
+    {'y': Array([1., 1., 1.], dtype=float32)}
     """
     for leaf in tree_flatten(x)[0]:
         wait = getattr(leaf, "block_until_ready", None)
@@ -475,7 +461,9 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
          axis_size: int | None = None) -> Callable[..., R]:
     """Vectorise ``fun`` over a leading (or any) axis of its arguments.
 
-    >>> vmap(lambda x, y: x @ y, in_axes=(0, None))(xs, w)
+    >>> xs, w = jnp.ones((5, 3)), jnp.array([1.0, 2.0, 3.0])
+    >>> vmap(lambda x, y: x @ y, in_axes=(0, None))(xs, w)   # one product per row of xs
+    Array([6., 6., 6., 6., 6.], dtype=float32)
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -495,30 +483,23 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
         dims = [_normalize_axis(x, d, i, fname) for i, (x, d) in enumerate(zip(leaves, dims))]
         size = _axis_size(leaves, dims, axis_size, fname, tree)
 
-        def flat_fun(*xs):
-            a, kw_vals = tree_unflatten(tree, xs)
-            out = fun(*a, **dict(zip(kw_keys, kw_vals)))
-            out_leaves, store["tree"] = tree_flatten(out)
-            store["out"] = out
-            return out_leaves
-
-        store: dict = {}
+        flat_fun, out_tree = flatten_fun(
+            lambda a, kw_vals: fun(*a, **dict(zip(kw_keys, kw_vals))), tree)
 
         def out_dims_fn(n):
-            dummy = tree_unflatten(store["tree"], [0] * n)
-            od = broadcast_prefix(out_axes, dummy, "vmap out_axes")
-            return od
-        outs = batching.batch_flat(flat_fun, leaves, dims, size, _out_dims(out_dims_fn, store),
+            dummy = tree_unflatten(out_tree(), [0] * n)
+            return broadcast_prefix(out_axes, dummy, "vmap out_axes")
+        outs = batching.batch_flat(flat_fun, leaves, dims, size, _out_dims(out_dims_fn),
                                    axis_name)
-        return tree_unflatten(store["tree"], outs)
+        return tree_unflatten(out_tree(), outs)
     return vmapped
 
 
-def _out_dims(fn, store):
-    def resolved(n):
-        dims = fn(n)
+def _out_dims(fn):
+    def resolved(outs):
+        dims = fn(len(outs))
         out = []
-        for d, leaf in zip(dims, tree_flatten(store["out"])[0]):
+        for d, leaf in zip(dims, outs):
             if d is None:
                 out.append(None)
             else:
@@ -578,6 +559,16 @@ class ShapeDtypeStruct:
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of array (or tracer, or scalar) ``x``.
+
+        >>> ShapeDtypeStruct.like(fnx.numpy.ones((2, 3)))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        aval = _aval_of(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
@@ -610,7 +601,7 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
     """A function returning the ClosedJaxpr that ``fun`` traces to for the given arguments.
 
     >>> print(make_jaxpr(lambda x: fnx.numpy.sin(x) * 2)(1.0))
-    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0 in (c,) }
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -619,17 +610,11 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
         dyn, rebuild = _static_split(args, static_argnums)
         leaves, tree = tree_flatten((tuple(dyn), kwargs))
         avals = [_aval_of(x) for x in leaves]
-        store: dict = {}
-
-        def flat_fun(*xs):
-            d, kw = tree_unflatten(tree, xs)
-            out = fun(*rebuild(d), **kw)
-            out_leaves, store["tree"] = tree_flatten(out)
-            return out_leaves
+        flat_fun, out_tree = flatten_fun(lambda d, kw: fun(*rebuild(d), **kw), tree)
         closed = trace_to_jaxpr(flat_fun, avals)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
-            return closed, tree_unflatten(store["tree"], shapes)
+            return closed, tree_unflatten(out_tree(), shapes)
         return closed
     return make
 
@@ -642,10 +627,23 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
 def stop_gradient(x):
     """``x`` with no derivative flowing through (applied leafwise to pytrees)."""
-    from . import lax
     return tree_map(lambda v: lax.stop_gradient_p.bind(v), x)
 
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
            "vmap", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "stop_gradient", "jacobian",
            "linear_transpose", "block_until_ready"]
+
+
+def typeof(x) -> ShapedArray:
+    """The abstract type of ``x``: its shape, dtype and weak type (printed ``float32[3]``).
+
+    >>> print(typeof(fnx.numpy.ones(3)))
+    float32[3]
+    """
+    return _aval_of(x)
+
+
+def effects_barrier() -> None:
+    """Wait for pending callbacks (``debug.print``, ``io_callback``): fnx runs them as the
+    program reaches them, so there is nothing to wait for."""

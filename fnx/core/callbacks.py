@@ -12,12 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from .batching import bdim_at_front, not_mapped
+from .control_flow import map as lax_map
 from .core import Array, ShapedArray, Tracer, device_put, get_aval
-from .errors import GradError
-from .lax import primitive
+from .lax import broadcast_in_dim, primitive
 from .pytree import tree_flatten, tree_unflatten
 
 pure_callback_p = primitive("pure_callback", multiple_results=True)
+# io_callback: the same call, but an effect (never dropped, merged or folded); an ordered one
+# cannot be vmapped, and neither has a derivative
+io_callback_p = primitive("io_callback", multiple_results=True)
+io_callback_p.has_effect = True
 
 _VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                  "legacy_vectorized")
@@ -30,11 +34,22 @@ def _impl(*args, callback, result_avals, vmap_method):
 
 
 def _jvp(primals, tangents, **params):
-    raise GradError("pure_callback has no derivative: wrap it in fnx.custom_jvp or "
-                    "fnx.custom_vjp to give it one")
+    raise ValueError("Pure callbacks do not support JVP. Please use `fnx.custom_jvp` to use "
+                     "callbacks while taking gradients.")
 
 
-def _batch(vals, dims, *, callback, result_avals, vmap_method):
+def _io_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_batch(vals, dims, *, callback, result_avals, vmap_method):
+    if vmap_method == "ordered":
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    return _batch(vals, dims, callback=callback, result_avals=result_avals,
+                  vmap_method="sequential", prim=io_callback_p)
+
+
+def _batch(vals, dims, *, callback, result_avals, vmap_method, prim=pure_callback_p):
     if vmap_method not in _VMAP_METHODS:
         raise NotImplementedError(
             "vmap is only supported for the pure_callback primitive when vmap_method is one of "
@@ -44,28 +59,25 @@ def _batch(vals, dims, *, callback, result_avals, vmap_method):
     vals = [bdim_at_front(v, d, size) if m else v for v, d, m in zip(vals, dims, mapped)]
     params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
     if vmap_method.startswith("sequential"):
-        outs = _sequential(vals, mapped, params)
+        outs = _sequential(vals, mapped, params, prim)
     else:
         outs = _vectorized(vals, mapped, size, vmap_method == "broadcast_all", params)
     return outs, [0] * len(outs)
 
 
-def _sequential(vals, mapped, params):
+def _sequential(vals, mapped, params, prim=pure_callback_p):
     """One call per example: a ``lax.map`` over the batched operands (so nested vmaps, each
     with its own method, compose as traced code does)."""
-    from .control_flow import map as lax_map
 
     def one(xs):
         it = iter(xs)
-        return pure_callback_p.bind(*[next(it) if m else v for v, m in zip(vals, mapped)],
-                                    **params)
+        return prim.bind(*[next(it) if m else v for v, m in zip(vals, mapped)], **params)
     return lax_map(one, [v for v, m in zip(vals, mapped) if m])
 
 
 def _vectorized(vals, mapped, size, broadcast, params):
     """One call on the batched operands, unbatched ones given a leading axis of 1
     (``expand_dims``) or of the batch size (``broadcast_all``)."""
-    from .lax import broadcast_in_dim
 
     def widen(v):
         shape = tuple(get_aval(v).shape)
@@ -80,6 +92,10 @@ pure_callback_p.impl = _impl
 pure_callback_p.abstract_eval = lambda *avals, result_avals, **_: list(result_avals)
 pure_callback_p.jvp = _jvp
 pure_callback_p.batch = _batch
+io_callback_p.impl = _impl
+io_callback_p.abstract_eval = pure_callback_p.abstract_eval
+io_callback_p.jvp = _io_jvp
+io_callback_p.batch = _io_batch
 
 
 def _checked(outs, avals, name):
@@ -105,6 +121,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     ...     return np.sin(x)
     >>> fnx.jit(lambda x: fnx.pure_callback(host_sin, fnx.ShapeDtypeStruct(x.shape, x.dtype),
     ...                                     x, vmap_method="sequential"))(jnp.ones(3))
+    Array([0.841471, 0.841471, 0.841471], dtype=float32)
     """
     if vectorized is not None and vmap_method is None:     # older JAX's spelling
         vmap_method = "legacy_vectorized" if vectorized else "sequential"
@@ -124,4 +141,33 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     flat_callback.__name__ = name
     outs = pure_callback_p.bind(*leaves, callback=flat_callback, result_avals=avals,
                                 vmap_method=vmap_method)
+    return tree_unflatten(out_tree, outs)
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False,
+                **kwargs):
+    """Call ``callback(*args, **kwargs)`` on concrete arrays for its side effects (printing,
+    drawing from a host generator) and its result, declared by ``result_shape_dtypes``. Unlike
+    ``pure_callback`` it is never dropped as dead code; ``ordered=True`` calls keep program
+    order and cannot be vmapped; neither kind can be differentiated.
+
+    >>> fnx.jit(lambda x: io_callback(lambda v: v * 2, x, x))(jnp.ones(2))
+    Array([2., 2.], dtype=float32)
+    """
+    leaves, in_tree = tree_flatten((args, kwargs))
+    leaves = [x if isinstance(x, (Array, Tracer)) else device_put(x) for x in leaves]
+    out_leaves, out_tree = tree_flatten(result_shape_dtypes)
+    avals = tuple(ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_leaves)
+    name = getattr(callback, "__name__", "callback")
+
+    def flat_callback(*xs):
+        a, kw = tree_unflatten(in_tree, xs)
+        outs, tree = tree_flatten(callback(*a, **kw))
+        if tree != out_tree:
+            raise TypeError(f"io_callback {name} returned a result of structure {tree}, but "
+                            f"result_shape_dtypes has structure {out_tree}")
+        return outs
+    flat_callback.__name__ = name
+    outs = io_callback_p.bind(*leaves, callback=flat_callback, result_avals=avals,
+                              vmap_method="ordered" if ordered else "sequential")
     return tree_unflatten(out_tree, outs)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import contextlib
 
+from . import dtypes
+
 _OPTIONS = {
     # "highest" (full float32) or "tensorfloat32" (TF32 tensor cores) for float32 products on
     # the GPU; the value in force when a function is traced for jit is the one it keeps
     "default_matmul_precision": "highest",
-    # print which argument changed (shape, dtype, structure, static value) when jit retraces
+    # log (fnx.jit, WARNING) which argument changed (shape, dtype, structure, static value) when
+    # jit retraces
     "explain_cache_misses": False,
-    # print a line each time jit traces and compiles a function
+    # log (fnx.jit, WARNING) a line each time jit traces and compiles a function
     "log_compiles": False,
     # raise, naming the primitive and its source line, as soon as an operation makes a NaN
     "debug_nans": False,
@@ -38,6 +41,10 @@ _OPTIONS = {
     "numpy_dtype_promotion": "standard",
     # the backend new arrays go to ("cpu" or "gpu"); None: the GPU when CuPy finds one
     "platform_name": None,
+    # how many virtual CPU devices fnx.devices("cpu") lists (pmap, shard_map and meshes run on
+    # them, collectives exchanging values in memory); -1: XLA_FLAGS'
+    # --xla_force_host_platform_device_count, or 1
+    "num_cpu_devices": -1,
 }
 
 # JAX options that name no behaviour of fnx (compilation caches, traceback filtering, PRNG
@@ -47,11 +54,20 @@ _ACCEPTED_JAX_OPTIONS = {
     "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
+    "remat3", "num_cpu_devices",
 }
 
 
 class Config:
-    """Options are plain attributes (read on every jitted call, so reading must be cheap)."""
+    """fnx's options, as ``jax.config``: read them as attributes, set them with ``update``
+    (JAX's ``jax_``-prefixed names work too). Options are plain attributes because every
+    jitted call reads some.
+
+    >>> fnx.config.update("jax_debug_nans", True)
+    >>> fnx.config.debug_nans
+    True
+    >>> fnx.config.update("jax_debug_nans", False)
+    """
 
     def __init__(self):
         for name, value in _OPTIONS.items():
@@ -101,35 +117,36 @@ def _unprefixed(name: str) -> str:
 
 def _check(name, value):
     """``value`` validated (and, for the precision, in fnx's own spelling)."""
-    if name == "default_matmul_precision":
-        from .lax import canonicalize_precision
+    if name in _VALIDATORS:
         try:
-            value = canonicalize_precision(value) or "highest"
+            value = _VALIDATORS[name](value)
         except ValueError as e:
-            raise ValueError(f"default_matmul_precision: {e}") from None
+            raise ValueError(f"{name}: {e}") from None
     if name == "gpu_side_streams" and (not isinstance(value, int) or value < 0):
         raise ValueError(f"gpu_side_streams must be an int >= 0, got {value!r}")
     if name == "numpy_dtype_promotion" and value not in ("standard", "strict"):
         raise ValueError(f"numpy_dtype_promotion must be 'standard' or 'strict', got {value!r}")
+    if name == "num_cpu_devices" and (not isinstance(value, int) or value == 0 or value < -1):
+        raise ValueError(f"num_cpu_devices must be a positive int (or -1), got {value!r}")
     if name in ("enable_x64", "disable_jit"):
         value = bool(value)
     return value
 
 
-def _set_x64(on):
-    from . import dtypes
-    dtypes.set_x64(on)
+# options whose new value must reach another module when set, and options whose values
+# another module checks (lax knows the precision names, core the backends): config sits below
+# those modules, so they register these when imported
+_ON_UPDATE = {"enable_x64": dtypes.set_x64}
+_VALIDATORS: dict = {}
 
 
-def _set_platform(name):
-    if name is not None:
-        from .core import get_backend, set_default_backend
-        get_backend()       # finds the GPU first, so that finding it later overrides nothing
-        set_default_backend({"cuda": "gpu"}.get(name, name))
-
-
-# options whose new value must reach another module when set
-_ON_UPDATE = {"enable_x64": _set_x64, "platform_name": _set_platform}
+def register_option(name: str, *, validate=None, on_update=None) -> None:
+    """``validate(value) -> value`` checks (and spells out) a new value of option ``name``;
+    ``on_update(value)`` runs once it is set."""
+    if validate is not None:
+        _VALIDATORS[name] = validate
+    if on_update is not None:
+        _ON_UPDATE[name] = on_update
 
 config = Config()
 
@@ -146,6 +163,8 @@ def disable_jit(disable: bool = True):
 
     >>> with fnx.disable_jit():
     ...     fnx.jit(lambda x: print(x) or x)(1.0)     # prints 1.0, not a tracer
+    1.0
+    1.0
     """
     return config.option("disable_jit", disable)
 
@@ -163,5 +182,27 @@ def numpy_dtype_promotion(mode: str):
 
     >>> with fnx.numpy_dtype_promotion("strict"):
     ...     jnp.ones(2, jnp.float32) + 1.0          # fine; + jnp.ones(2, jnp.int32) raises
+    Array([2., 2.], dtype=float32)
     """
     return config.option("numpy_dtype_promotion", mode)
+
+
+@contextlib.contextmanager
+def debug_nans(enable: bool = True):
+    """Context manager: ``config.debug_nans`` set to ``enable`` inside the block.
+
+    >>> with fnx.debug_nans(True):
+    ...     fnx.numpy.log(-1.0)
+    Traceback (most recent call last):
+    ...
+    fnx.core.nan_checks.NaNError: debug_nans: primitive 'log' produced a NaN ...
+    """
+    with config.option("debug_nans", enable):
+        yield
+
+
+@contextlib.contextmanager
+def log_compiles(enable: bool = True):
+    """Context manager: ``config.log_compiles`` set to ``enable`` inside the block."""
+    with config.option("log_compiles", enable):
+        yield

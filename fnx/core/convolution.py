@@ -33,6 +33,7 @@ class ConvDimensionNumbers(NamedTuple):
     ``out_spec`` (batch, feature, spatial...) axes of the output.
 
     >>> ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))   # NHWC, HWIO, NHWC
+    ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
     """
     lhs_spec: Sequence[int]
     rhs_spec: Sequence[int]
@@ -312,7 +313,9 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
                               precision=None, preferred_element_type=None):
     """``conv`` with explicit padding and input/kernel dilation.
 
-    >>> conv_with_general_padding(x, w, (1, 1), ((1, 1), (0, 2)), (2, 2), None)
+    >>> x, w = jnp.ones((1, 1, 3, 3)), jnp.ones((1, 1, 2, 2))   # NCHW, OIHW
+    >>> conv_with_general_padding(x, w, (1, 1), ((1, 1), (0, 2)), (2, 2), None).shape
+    (1, 1, 6, 6)
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
                                 rhs_dilation=rhs_dilation, precision=precision,

@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes
-from .config import config as _config
-from .errors import ConcretizationTypeError, MissingRuleError, TracerLeakError, user_frame
-from .interop import foreign_aval, is_foreign_array
+from .config import config as _config, register_option
+from .errors import (ConcretizationTypeError, DeletedArrayError, MissingRuleError,
+                     TracerLeakError, user_frame)
+from .interop import foreign_shape_dtype, is_foreign_array
+from .nan_checks import check_nans
+from .pytree import tree_map
+from .sharding import Shard, SingleDeviceSharding, index_key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,6 +62,14 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
+    def __str__(self):
+        return self.str_long()
+
+    def str_long(self):
+        """``float32[3,4]``, with a leading ``~`` for a weak type (as JAX prints tracers)."""
+        return f"{'~' if self.weak_type else ''}{np.dtype(self.dtype).name}" \
+            f"[{','.join(map(str, self.shape))}]"
+
 
 def shape_str(shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
@@ -73,7 +85,15 @@ class Primitive:
     ``abstract_eval(*avals, **params) -> aval | list[aval]``
     ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``
     ``transpose(cotangent, *args, **params) -> list[cotangent | None]`` (linear primitives)
-    ``batch(vals, dims, **params) -> (out, out_dim)``
+    ``batch(vals, dims, **params) -> (out, out_dim)`` (``axis_size=`` too where
+    ``wants_axis_size``)
+    ``batch_named(vals, dims, (axis_name, axis_size), **params) -> (out, out_dim)``
+    (collectives, instead of ``batch``: every vmap runs it, so the one whose axis a collective
+    names computes it across its batch)
+
+    Flags: ``is_linear`` (the JVP is the primitive itself), ``has_effect`` (never dropped,
+    merged or folded by the passes: callbacks, debug printing), ``wants_axis_size`` (the batch
+    rule needs the size of the mapped axis).
     """
 
     def __init__(self, name: str, multiple_results: bool = False):
@@ -83,9 +103,12 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
+        self.batch_named: Callable | None = None
         self.partial_eval: Callable | None = None   # staging rule with known/unknown inputs
         self.impl: Callable | None = None           # backend-independent impl (higher-order prims)
         self.is_linear = False
+        self.has_effect = False
+        self.wants_axis_size = False
         self.pp_params: Callable | None = None
 
     def __repr__(self):
@@ -152,11 +175,6 @@ def set_current_trace(trace: Trace):
         yield trace
     finally:
         _state.trace = prev
-
-
-def new_child_trace(cls, *args, **kwargs):
-    """A trace of class ``cls`` on top of the current one."""
-    return cls(current_trace(), *args, **kwargs)
 
 
 class Tracer:
@@ -227,7 +245,7 @@ class Tracer:
         raise TypeError("traced arrays are unhashable")
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+        return f"Tracer({self.aval.str_long()})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,46 +303,81 @@ def default_backend() -> str:
     return get_backend().name
 
 
+_global_devices: dict[str, list] = {}
+
+
+def set_global_devices(platform: str, devices: list) -> None:
+    """The devices of every process of the program (fnx.distributed), this process's among
+    them."""
+    _global_devices[platform] = list(devices)
+
+
+def global_devices(platform: str):
+    """Every process's devices of ``platform`` once fnx.distributed joined them, else None."""
+    return _global_devices.get(platform)
+
+
 def devices(backend: str | None = None) -> list:
     """The devices of ``backend`` (the default backend when None).
 
     >>> fnx.devices()
     [CpuDevice(id=0)]
     """
-    return [get_backend(backend)]
+    return list(get_backend(backend).devices())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    """The devices of this process: ``devices(backend)`` (fnx runs in one process)."""
-    return devices(backend)
+    """The devices of this process (of process ``process_index``, when given)."""
+    want = _process[0] if process_index is None else process_index
+    return [d for d in devices(backend) if getattr(d, "process_index", 0) == want]
 
 
 def device_count(backend: str | None = None) -> int:
-    """How many devices ``backend`` has (one: fnx runs on one CPU or one GPU)."""
+    """How many devices ``backend`` has, over all processes.
+
+    >>> fnx.device_count()
+    1
+    """
     return len(devices(backend))
 
 
-local_device_count = device_count
+def local_device_count(backend: str | None = None) -> int:
+    """How many devices this process drives."""
+    return len(local_devices(backend=backend))
+
+
+_process = [0, 1, None]     # (index, count, store), set by fnx.distributed.initialize
+
+
+def set_process(index: int, count: int, store=None) -> None:
+    """Record this process's place among the program's processes and the store they share
+    (fnx.distributed): backends fetch NCCL's unique ids from it."""
+    _process[:] = [int(index), int(count), store]
+
+
+def process_store():
+    """The joined processes' key-value store, or None in a program of one process."""
+    return _process[2]
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index among the program's processes: 0, fnx running in one."""
-    return 0
+    """This process's index among the program's processes (0 unless fnx.distributed joined
+    several)."""
+    return _process[0]
 
 
 def process_count(backend: str | None = None) -> int:
-    """How many processes run the program: 1."""
-    return 1
+    """How many processes run the program (1 unless fnx.distributed joined several)."""
+    return _process[1]
 
 
 def device_put(x, device=None):
     """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
-    when None)."""
-    from .pytree import tree_map
+    when None). ``fnx.device_put`` also takes shardings (fnx.core.placement)."""
     target = device if device is not None and not isinstance(device, str) else get_backend(device)
 
     def put(v):
-        if type(v) is Array and v._backend is target:
+        if type(v) is Array and v._backend is target and v._sharding is None:
             return v
         aval = get_aval(v)
         return Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target,
@@ -334,13 +387,21 @@ def device_put(x, device=None):
 
 def device_get(x):
     """The arrays in pytree ``x`` as NumPy arrays on the host."""
-    from .pytree import tree_map
     return tree_map(lambda v: np.asarray(v) if type(v) is Array else v, x)
 
 
 def set_default_backend(name: str) -> None:
     get_backend(name)
     _default_backend_name[:] = [name]
+
+
+def _set_platform(name):
+    if name is not None:
+        get_backend()       # finds the GPU first, so that finding it later overrides nothing
+        set_default_backend({"cuda": "gpu"}.get(name, name))
+
+
+register_option("platform_name", on_update=_set_platform)
 
 
 class _ArrayMeta(type):
@@ -359,7 +420,6 @@ class _Donated:
         self.name = name
 
     def __getattr__(self, attr):
-        from .errors import DeletedArrayError
         raise DeletedArrayError(f"this array was donated to {self.name} (donate_argnums) and its "
                                 "buffer now holds that call's results; use the arrays the call "
                                 "returned instead")
@@ -373,12 +433,49 @@ class Array(metaclass=_ArrayMeta):
     Array([1., 2.], dtype=float32)
     """
     __array_priority__ = 1000
-    __slots__ = ("_value", "_backend", "_weak", "__weakref__")
+    __slots__ = ("_value", "_backend", "_weak", "_sharding", "__weakref__")
 
     def __init__(self, value, backend=None, weak_type: bool = False):
         self._backend = backend if backend is not None else get_backend()
         self._value = value
         self._weak = weak_type
+        self._sharding = None         # a jax.sharding layout over several devices, if any
+
+    @property
+    def sharding(self):
+        """How the array is laid out over devices (fnx.sharding)."""
+        return self._sharding if self._sharding is not None \
+            else SingleDeviceSharding(self._backend)
+
+    @property
+    def addressable_shards(self) -> list:
+        """One ``Shard`` (device, index, replica_id, data) per device holding a block."""
+        host = self._backend.to_numpy(self._value)
+        copies: dict = {}
+        out = []
+        for dev, index in self.sharding.devices_indices_map(self.shape).items():
+            key = index_key(index)
+            copies[key] = copies.get(key, -1) + 1
+            if getattr(dev, "process_index", 0) != _process[0]:
+                continue         # another process's device (fnx.distributed)
+            block = np.array(host[index])
+            out.append(Shard(dev, index, copies[key],
+                             Array(dev.from_numpy(block), dev, self._weak)))
+        return out
+
+    global_shards = addressable_shards
+
+    def devices(self) -> set:
+        return self.sharding.device_set
+
+    @property
+    def device(self):
+        """The device holding the array (its sharding when spread over several)."""
+        return self._backend if self._sharding is None else self._sharding
+
+    is_fully_addressable = property(lambda self: True)
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+    committed = property(lambda self: True)
 
     @property
     def aval(self) -> ShapedArray:
@@ -493,6 +590,12 @@ class Array(metaclass=_ArrayMeta):
         DeletedArrayError."""
         self._value = _Donated(by)
 
+    def devices(self) -> set:
+        """The devices holding this array: one, its backend's."""
+        return {self._backend}
+
+    device = property(lambda self: self._backend)
+
     def is_deleted(self) -> bool:
         return type(self._value) is _Donated
 
@@ -567,14 +670,6 @@ class Array(metaclass=_ArrayMeta):
                                  f"this one is on {self._backend!r}")
         return cai(self._value)
 
-    @property
-    def device(self):
-        """The device holding this array (as ``jax.Array.device``)."""
-        return self._backend
-
-    def devices(self) -> set:
-        return {self._backend}
-
     def to_device(self, device, stream=None):
         """This array on ``device`` (the array API's spelling of ``fnx.device_put``)."""
         return device_put(self, device)
@@ -614,9 +709,9 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(np.shape(x), dtypes.canonical(x.dtype))
     if isinstance(getattr(x, "aval", None), ShapedArray):   # a ShapeDtypeStruct (jit().lower)
         return x.aval
-    aval = foreign_aval(x)       # a torch tensor, a JAX or CuPy array, a DLPack producer
-    if aval is not None:
-        return aval
+    foreign = foreign_shape_dtype(x)    # a torch tensor, a JAX or CuPy array, a DLPack producer
+    if foreign is not None:
+        return ShapedArray(*foreign)
     raise TypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
                     f"Python scalar, got {x!r:.80}")
 
@@ -670,7 +765,6 @@ class EvalTrace(Trace):
         with np.errstate(all="ignore"):
             out = impl(*vals, **params)
         if _config.debug_nans:
-            from .debugging import check_nans
             check_nans(primitive, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [Array(backend.cast(o, av.dtype), backend, av.weak_type)

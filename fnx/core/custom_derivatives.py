@@ -28,11 +28,13 @@ import inspect
 from . import ad, batching
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
-from .core import Tracer, current_trace, get_aval, set_current_trace
+from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import FnxError, TracerLeakError
+from .api_util import flatten_fun
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
-from .partial_eval import JaxprTrace, trace_to_jaxpr
+from .partial_eval import JaxprTrace, trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .remat_policies import checkpoint_name, checkpoint_policies  # noqa: F401 (re-exported)
 
 
 class CustomJVPException(FnxError):
@@ -99,42 +101,23 @@ def _check_argnums(argnums, nargs, name):
     return sorted({i % nargs for i in nums})
 
 
-def _trace(flat_fun, avals, what):
-    """Trace ``flat_fun`` on top of the current trace. Returns ``(jaxpr, consts)``: a jaxpr
-    with no constvars whose leading inputs receive ``consts`` (the values it closes over)."""
-    closed = trace_to_jaxpr(flat_fun, avals, description=what)
-    return jaxpr_with_consts_as_args(closed), closed.consts
-
-
 def _trace_pytree_fun(fun, leaves, what):
     """Trace ``fun(*leaves) -> pytree``; returns ``(jaxpr, consts, out_tree)``."""
-    store: dict = {}
-
-    def flat(*xs):
-        out_leaves, store["tree"] = tree_flatten(fun(*xs))
-        return out_leaves
-    jaxpr, consts = _trace(flat, [get_aval(x) for x in leaves], what)
-    return jaxpr, consts, store["tree"]
-
-
-def _batched_aval(aval, dim, size):
-    return aval if dim is None else aval.update(shape=(size,) + aval.shape)
+    flat, out_tree = flatten_fun(fun)
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat, [get_aval(x) for x in leaves], what)
+    return jaxpr, consts, out_tree()
 
 
 def _batch_jaxpr(jaxpr, dims, size):
     """``jaxpr`` vmapped over inputs batched at ``dims`` (0 or None), every output batched at
-    0. Returns ``(jaxpr, consts)`` like ``_trace``."""
-    def fun(*xs):
-        return batching.batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), xs, dims, size,
-                                   lambda n: [0] * n)
-    avals = [_batched_aval(v.aval, d, size) for v, d in zip(jaxpr.invars, dims)]
-    return _trace(fun, avals, "a vmapped custom-derivative/remat function")
+    0. Returns ``(jaxpr, consts)``, the jaxpr taking the consts first."""
+    batched, consts, _ = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims], True)
+    return batched, consts
 
 
 def _vmap_flat(f, vals, dims, size):
     """``f`` (flat list -> flat list) vmapped over ``vals`` batched at ``dims``; outputs at 0."""
-    return batching.batch_flat(lambda *xs: list(f(list(xs))), vals, dims, size,
-                               lambda n: [0] * n)
+    return batching.batch_flat(lambda *xs: list(f(list(xs))), vals, dims, size)
 
 
 def _batch_dims_to_front(vals, dims):
@@ -193,7 +176,8 @@ class custom_jvp:
     ...     x, = primals
     ...     x_dot, = tangents
     ...     return log1pexp(x), x_dot * (1 - 1 / (1 + fnx.numpy.exp(x)))
-    >>> fnx.grad(log1pexp)(100.0)   # 1.0, where autodiff of the formula gives nan
+    >>> fnx.grad(log1pexp)(100.0)   # autodiff of the formula gives nan
+    Array(1., dtype=float32, weak_type=True)
 
     Arguments in ``nondiff_argnums`` are passed first to the rule, outside the primals/tangents
     tuples: ``jvp(*nondiff_args, primals, tangents)``.
@@ -219,6 +203,9 @@ class custom_jvp:
         """One rule per argument, ``jvp_i(tangent_i, primal_out, *primals)`` (None: the output
         does not depend on that argument); the contributions are summed.
 
+        >>> @fnx.custom_jvp
+        ... def f(x, y):
+        ...     return fnx.numpy.sin(x) * y
         >>> f.defjvps(lambda x_dot, ans, x, y: fnx.numpy.cos(x) * x_dot * y,
         ...           lambda y_dot, ans, x, y: fnx.numpy.sin(x) * y_dot)
         """
@@ -245,6 +232,8 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         args = _resolve_kwargs(self.fun, args, kwargs)
         nondiff = _check_argnums(self.nondiff_argnums, len(args), f"custom_jvp {name}")
+        if _runs_as_python(args):
+            return self.fun(*args)
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
         # Traced values inside nondiff args travel as explicit (never differentiated) operands,
         # so every transformation sees them; everything else in them stays static Python.
@@ -262,13 +251,8 @@ class custom_jvp:
 
         leaves, in_tree = tree_flatten(diff_args)
         n_nd = len(nd_dyn)
-
-        def flat_fun(*xs):
-            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
-        jaxpr, consts, out_tree = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
-                                                    f"the custom_jvp function {name}")
-        out_avals = jaxpr.out_avals
         user_jvp = self.jvp
+        out: dict = {}      # the output tree and avals, from tracing fun or else from the rule
 
         def flat_jvp(primals, tangents):
             now = full_args(primals[:n_nd], diff_args)
@@ -276,20 +260,67 @@ class custom_jvp:
             py_p = tree_unflatten(in_tree, primals[n_nd:])
             py_t = tree_unflatten(in_tree, tangents[n_nd:])
             pair = user_jvp(*static, py_p, py_t)
-            return _check_jvp_output(pair, out_tree, out_avals, name, _name(user_jvp))
+            return _check_jvp_output(pair, out, name, _name(user_jvp))
         flat_jvp.__name__ = _name(user_jvp)
+        if _differentiated_here(nd_dyn + leaves, nondiff_too=n_nd):
+            # as in JAX, forward mode runs only the rule: fun itself is not traced
+            outs = custom_jvp_call_p.bind(*nd_dyn, *leaves, call_jaxpr=None, jvp=flat_jvp,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+
+        def flat_fun(*xs):
+            return self.fun(*full_args(xs[:n_nd], tree_unflatten(in_tree, xs[n_nd:])))
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(flat_fun, nd_dyn + leaves,
+                                                       f"the custom_jvp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_jvp_call_p.bind(*consts, *nd_dyn, *leaves, call_jaxpr=jaxpr,
                                       jvp=flat_jvp, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
-def _check_jvp_output(pair, out_tree, out_avals, name, jvp_name):
+def _runs_as_python(args) -> bool:
+    """Concrete arguments, with no transformation (or only grad's split of known values) in
+    force: the function runs as Python on them, as in JAX, so Python control flow on their
+    values works (as inside a rule). Under jvp, vmap or jit it is traced, so a value it closes
+    over is found."""
+    if any(isinstance(x, Tracer) for x in tree_flatten(args)[0]):
+        return False
+    trace = current_trace()
+    return isinstance(trace, EvalTrace) or (isinstance(trace, JaxprTrace)
+                                            and not trace.stage_all)
+
+
+def _differentiated_here(leaves, nondiff_too=0) -> bool:
+    """Whether the innermost transformation of ``leaves`` is forward-mode differentiation (of
+    none of the first ``nondiff_too``, whose tangents must stay zero): then a custom rule
+    replaces the function, which need not be traced at all."""
+    levels = [x._trace.level if isinstance(x, Tracer) else -1 for x in leaves]
+    if not levels or max(levels) < 0:
+        return False
+    top = max(levels)
+    trace = next(x._trace for x in leaves if isinstance(x, Tracer) and x._trace.level == top)
+    if not isinstance(trace, ad.JVPTrace) or top in levels[:nondiff_too]:
+        return False
+    above = current_trace()     # traces above it must hand the call down to it unstaged
+    while above is not trace and above is not None:
+        if isinstance(above, JaxprTrace) and above.stage_all:
+            return False
+        above = above.parent
+    return above is trace
+
+
+def _check_jvp_output(pair, out, name, jvp_name):
+    """The rule's primal and tangent outputs as flat lists, checked against the function's
+    output (``out``: its tree and avals; when the function was not traced, the rule's primal
+    output sets them)."""
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a pair "
                         f"(list or tuple of length two) representing primal and tangent "
                         f"outputs, but got {pair!r:.200}.")
     p_leaves, p_tree = tree_flatten(pair[0])
     t_leaves, t_tree = tree_flatten(pair[1])
+    out_tree = out.setdefault("tree", p_tree)
+    out_avals = out.get("avals") or [get_aval(p) for p in p_leaves]
     if p_tree != out_tree:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {name} must produce a primal "
                         f"output with the structure of {name}'s output {out_tree}, got "
@@ -404,6 +435,8 @@ class custom_vjp:
                     "nondiff_argnums as non-differentiable. Tracers cannot be passed as "
                     "non-differentiable arguments to custom_vjp functions; pass array-valued "
                     "arguments normally and return None as their cotangent from bwd.")
+        if _runs_as_python(args):
+            return self.fun(*args)
         static = [args[i] for i in nondiff]
         diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
 
@@ -412,13 +445,10 @@ class custom_vjp:
             return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
 
         leaves, in_tree = tree_flatten(diff_args)
-        jaxpr, consts, out_tree = _trace_pytree_fun(
-            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
-            f"the custom_vjp function {name}")
-        out_avals = jaxpr.out_avals
         in_avals = [tangent_aval(get_aval(x)) for x in leaves]
         fwd, bwd = self.fwd, self.bwd
         res_tree: dict = {}
+        out: dict = {}      # the output tree and avals, from tracing fun or else from fwd
 
         def flat_fwd(primals):
             pair = fwd(*full_args(tree_unflatten(in_tree, primals)))
@@ -428,10 +458,12 @@ class custom_vjp:
                                 "element represents the primal output and the second element "
                                 f"represents residuals, but got {pair!r:.200}.")
             out_leaves, tree = tree_flatten(pair[0])
+            out_tree = out.setdefault("tree", tree)
             if tree != out_tree:
                 raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
                                 f"produce a primal output with the structure of {name}'s "
                                 f"output {out_tree}, got {tree}.")
+            out_avals = out.get("avals") or [get_aval(o) for o in out_leaves]
             out_leaves = [_match_aval(o, a, f"Custom VJP fwd rule {_name(fwd)} for function "
                                       f"{name}: primal output") for o, a in zip(out_leaves,
                                                                                  out_avals)]
@@ -440,12 +472,21 @@ class custom_vjp:
 
         def flat_bwd(res, cts):
             py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
-                         tree_unflatten(out_tree, cts))
+                         tree_unflatten(out["tree"], cts))
             return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
         flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
+        if _differentiated_here(leaves):
+            # as in JAX, differentiation runs fwd (and later bwd): fun itself is not traced
+            outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=None, fwd=flat_fwd, bwd=flat_bwd,
+                                          num_consts=0)
+            return tree_unflatten(out["tree"], outs)
+        jaxpr, consts, out["tree"] = _trace_pytree_fun(
+            lambda *xs: self.fun(*full_args(tree_unflatten(in_tree, xs))), leaves,
+            f"the custom_vjp function {name}")
+        out["avals"] = jaxpr.out_avals
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(out["tree"], outs)
 
 
 def _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, bwd_name):
@@ -500,7 +541,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts)
     with _closure_hint("custom_vjp", _name(fwd)):
         outs, res = fwd(list(primals[num_consts:]))
     tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
-    out_avals = tuple(tangent_aval(a) for a in call_jaxpr.out_avals)
+    out_avals = tuple(tangent_aval(get_aval(o)) for o in outs)
     tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
                                      out_avals=out_avals)
     return outs, tangents_out
@@ -579,14 +620,13 @@ def custom_gradient(fun):
             out, rule = fun(*xs)
             out_leaves, out_tree = tree_flatten(out)
 
-            def flat_rule(*ct_leaves):
+            def rule_cts(*ct_leaves):
                 cts = rule(tree_unflatten(out_tree, ct_leaves))
-                cts = tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
-                leaves, store["tree"] = tree_flatten(cts)
-                return leaves
+                return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+            flat_rule, ct_tree = flatten_fun(rule_cts)
             closed = trace_to_jaxpr(flat_rule, [tangent_aval(get_aval(o)) for o in out_leaves],
                                     description=f"the vjp of custom_gradient {_name(fun)}")
-            store["jaxpr"] = closed.jaxpr
+            store["jaxpr"], store["tree"] = closed.jaxpr, ct_tree()
             return out, list(closed.consts)
 
         def bwd(res, ct):
@@ -608,11 +648,13 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     >>> @checkpoint
     ... def block(x):
     ...     return fnx.numpy.sin(fnx.numpy.sin(x))
-    >>> fnx.grad(lambda x: block(x).sum())(x)     # same value as without checkpoint
+    >>> fnx.grad(lambda x: block(x).sum())(jnp.array([0.0, 1.0]))     # as without checkpoint
+    Array([1.        , 0.36003944], dtype=float32)
 
     ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
-    (see ``checkpoint_policies``). ``prevent_cse`` is accepted for JAX compatibility: fnx runs
-    no common-subexpression elimination across the forward and backward passes of a remat.
+    (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones).
+    ``prevent_cse`` is accepted for JAX compatibility: fnx runs no common-subexpression
+    elimination across the forward and backward passes of a remat.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -642,33 +684,6 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 remat = checkpoint
 
 
-class checkpoint_policies:
-    """Policies for ``checkpoint(policy=...)``: which intermediates may be saved."""
-
-    @staticmethod
-    def everything_saveable(prim, *avals, **params):
-        return True
-
-    @staticmethod
-    def nothing_saveable(prim, *avals, **params):
-        return False
-
-    @staticmethod
-    def dots_saveable(prim, *avals, **params):
-        return prim is _lax.dot_general_p
-
-    checkpoint_dots = dots_saveable
-
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
-        if prim is not _lax.dot_general_p:
-            return False
-        (_, _), (lhs_batch, _) = params["dimension_numbers"]
-        return not lhs_batch
-
-    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
-
-
 remat_p = _lax.primitive("remat", multiple_results=True)
 
 
@@ -679,26 +694,13 @@ def _remat_impl(*args, jaxpr, prevent_cse, policy):
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
     # the JVP of a remat is a remat of the JVP jaxpr, so linearize can split it again
     nonzero = [not isinstance(t, Zero) for t in tangents]
-    n = len(primals)
-    store: dict = {}
-
-    def jvp_fun(*xs):
-        it = iter(xs[n:])
-        ts = [next(it) if nz else Zero(tangent_aval(v.aval))
-              for v, nz in zip(jaxpr.invars, nonzero)]
-        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts,
-                                   instantiate_zeros=False)
-        store["zero"] = [isinstance(t, Zero) for t in out_t]
-        return [*out_p, *(t for t in out_t if not isinstance(t, Zero))]
-    avals = [v.aval for v in jaxpr.invars] + \
-        [tangent_aval(v.aval) for v, nz in zip(jaxpr.invars, nonzero) if nz]
-    jvp_jaxpr, consts = _trace(jvp_fun, avals, "the JVP of a checkpointed function")
+    jvp_jaxpr, consts, out_nz = ad.jvp_jaxpr(jaxpr, nonzero, False)
     outs = remat_p.bind(*consts, *primals, *(t for t in tangents if not isinstance(t, Zero)),
                         jaxpr=jvp_jaxpr, prevent_cse=prevent_cse, policy=policy)
     n_out = len(jaxpr.outvars)
     it = iter(outs[n_out:])
-    out_t = [Zero(tangent_aval(v.aval)) if z else next(it)
-             for v, z in zip(jaxpr.outvars, store["zero"])]
+    out_t = [next(it) if nz else Zero(tangent_aval(v.aval))
+             for v, nz in zip(jaxpr.outvars, out_nz)]
     return outs[:n_out], out_t
 
 
@@ -810,8 +812,8 @@ def _remat_transpose(cts, *args, jaxpr, prevent_cse, policy):
         outs = [o for o, lin in zip(_transpose_jaxpr(jaxpr, full, full_cts), linear) if lin]
         store["zero"] = [isinstance(o, Zero) for o in outs]
         return [o for o in outs if not isinstance(o, Zero)]
-    t_jaxpr, consts = _trace(transposed, [get_aval(x) for x in known + cts_nz],
-                             "the transpose of a checkpointed function")
+    t_jaxpr, consts = trace_to_jaxpr_dynamic(transposed, [get_aval(x) for x in known + cts_nz],
+                                             "the transpose of a checkpointed function")
     outs = iter(remat_p.bind(*consts, *known, *cts_nz, jaxpr=t_jaxpr, prevent_cse=prevent_cse,
                              policy=policy))
     zero = iter(store["zero"])
@@ -836,4 +838,5 @@ remat_p.batch = _remat_batch
 
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
-           "checkpoint_policies", "CustomJVPException", "CustomVJPException", "CustomVJPForwardModeError"]
+           "checkpoint_policies", "checkpoint_name", "CustomJVPException", "CustomVJPException",
+           "CustomVJPForwardModeError"]

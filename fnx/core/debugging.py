@@ -1,4 +1,4 @@
-"""Printing from inside transformed functions, and the NaN check.
+"""Printing from inside transformed functions (the NaN check is nan_checks.py's).
 
 ``debug_callback`` is a primitive with an effect: it stays in jaxprs (dead-code elimination
 keeps it), runs its callback with concrete values when the program runs, prints every example
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
 from .batching import bdim_at_front
-from .core import Array, Tracer
+from .core import Array, Tracer, device_put
 from .errors import FnxError, user_frame
 from .lax import primitive
+from .nan_checks import NaNError  # noqa: F401  (fnx.debug's NaNError)
+from .pytree import tree_flatten, tree_unflatten
 
 debug_callback_p = primitive("debug_callback", multiple_results=True)
 debug_callback_p.has_effect = True
@@ -45,7 +46,8 @@ def debug_print(fmt: str, *args, **kwargs):
     """``fmt.format(*args, **kwargs)`` printed when the program runs, inside jit, vmap and grad
     too (under vmap, once per example).
 
-    >>> fnx.debug.print("x = {}", x)
+    >>> fnx.jit(lambda x: fnx.debug.print("x = {}", x))(jnp.arange(3))
+    x = [0 1 2]
     """
     names = list(kwargs)
     values = list(args) + [kwargs[k] for k in names]
@@ -73,10 +75,14 @@ def debug_callback(callback, *args, ordered: bool = False, partitioned: bool = F
     arguments' values as arrays: inside jit, once per example under vmap, on primal values under
     grad. Its result is ignored.
 
-    >>> fnx.debug.callback(lambda x: losses.append(float(x)), loss)
+    >>> losses = []
+    >>> @fnx.jit
+    ... def f(x):
+    ...     fnx.debug.callback(lambda v: losses.append(float(v)), x.sum())
+    ...     return x * 2
+    >>> _ = f(jnp.ones(3)); losses
+    [3.0]
     """
-    from .core import device_put
-    from .pytree import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten((args, kwargs))
     # array leaves travel through the primitive; anything else (a string, a flag) stays here
     is_dyn = [isinstance(v, (Array, Tracer, np.ndarray, np.generic, int, float, complex))
@@ -97,26 +103,3 @@ def debug_callback(callback, *args, ordered: bool = False, partitioned: bool = F
     flat.__name__ = getattr(callback, "__name__", "callback")
     debug_callback_p.bind(*[v if isinstance(v, (Array, Tracer)) else np.asarray(v)
                             for v in dynamic], callback=flat, batched=False)
-
-
-class NaNError(FnxError, FloatingPointError):
-    """debug_nans found a NaN: names the primitive that produced it and where."""
-
-
-def _on_host(x):
-    """``x`` (an Array, a NumPy or CuPy buffer, a scalar) as a NumPy array."""
-    if isinstance(x, np.ndarray) or np.isscalar(x):
-        return np.asarray(x)
-    get = getattr(x, "get", None)       # a device buffer copies itself to the host
-    return get() if callable(get) else np.asarray(x)
-
-
-def check_nans(primitive, outs, source=None):
-    """Raise NaNError if any float output of ``primitive`` contains a NaN."""
-    for o in outs:
-        v = _on_host(o)
-        if dtypes.is_float(v.dtype) and np.isnan(v).any():
-            where = source or user_frame()
-            raise NaNError(f"debug_nans: primitive '{primitive}' produced a NaN "
-                           f"(output {v.dtype.name}{list(v.shape)})", source=where)
-

@@ -83,6 +83,14 @@ class BatchingError(FnxError, ValueError):
     """vmap was given inconsistent axes or sizes."""
 
 
+class AxisNameError(FnxError, NameError):
+    """A collective names an axis no enclosing vmap, pmap or shard_map binds."""
+
+
+class MeshError(FnxError, ValueError):
+    """A mesh, sharding or device set does not fit the devices or the array it is used with."""
+
+
 class MissingRuleError(FnxError, NotImplementedError):
     """A primitive has no rule for the transformation being applied."""
 
@@ -94,5 +102,6 @@ class DeletedArrayError(FnxError, RuntimeError):
     """An array was used after it was donated to a jitted call."""
 
 
-class FloatingPointError_(FnxError, FloatingPointError):
-    """debug_nans found a NaN."""
+class UnavailableImplementationError(FnxError, RuntimeError):
+    """An implementation asked for by name (``implementation='cudnn'``) does not exist on the
+    backend the call runs on."""

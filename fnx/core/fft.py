@@ -27,7 +27,7 @@ import numpy as np
 from . import dtypes, lax
 from .ad import Zero, deflinear
 from .batching import bdim_at_front
-from .core import ShapedArray, get_aval
+from .core import ShapedArray, get_aval, shape_str
 from .errors import DTypeError, ShapeError
 from .lax import primitive
 
@@ -80,7 +80,6 @@ fft_p = primitive("fft")
 
 
 def _shp(s):
-    from .core import shape_str
     return shape_str(s)
 
 

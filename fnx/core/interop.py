@@ -47,9 +47,9 @@ def host_view(x) -> np.ndarray:
     raise TypeError(f"{type(x).__name__} is not an array fnx can read")
 
 
-def foreign_aval(x):
-    """The ShapedArray of foreign array ``x``, or None if ``x`` is not one."""
-    from .core import ShapedArray
+def foreign_shape_dtype(x):
+    """``(shape, dtype)`` of foreign array ``x`` (its dtype made canonical), or None if ``x``
+    is not one."""
     if not is_foreign_array(x):
         return None
     if on_gpu(x):
@@ -59,6 +59,6 @@ def foreign_aval(x):
         if not isinstance(dtype, np.dtype):
             dtype = np.dtype(cai["typestr"]) if cai is not None else np.dtype(str(dtype))
         shape = cai["shape"] if cai is not None else tuple(x.shape)
-        return ShapedArray(shape, dtypes.canonical(dtype))
+        return tuple(shape), dtypes.canonical(dtype)
     host = host_view(x)
-    return ShapedArray(host.shape, dtypes.canonical(host.dtype))
+    return host.shape, dtypes.canonical(host.dtype)

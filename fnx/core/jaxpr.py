@@ -52,7 +52,12 @@ class JaxprEqn:
 
 
 class Jaxpr:
-    """``{ lambda constvars ; invars . let eqns in outvars }``"""
+    """A program in fnx's IR: equations over typed variables. It prints as JAX's do, as
+    ``{ lambda constvars ; invars . let eqns in outvars }``.
+
+    >>> print(fnx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr)
+    { lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }
+    """
 
     def __init__(self, constvars, invars, outvars, eqns):
         self.constvars = list(constvars)
@@ -206,22 +211,26 @@ class _Namer:
 def _pp_literal(lit: Literal) -> str:
     val = np.asarray(lit.val).item()
     if isinstance(val, (bool, np.bool_)):
-        return str(bool(val))
-    if isinstance(val, (float, np.floating)):
-        return f"{float(val)!r}"
-    return str(val)
+        text = str(bool(val))
+    elif isinstance(val, (float, np.floating)):
+        text = f"{float(val)!r}"
+    else:
+        text = str(val)
+    return f"{text}:{lit.aval.str_short()}"
 
 
 def _pp_param(v) -> str:
     if isinstance(v, np.dtype):
         return v.name
-    if isinstance(v, (Jaxpr, ClosedJaxpr)):
-        return "{...}"
     if isinstance(v, tuple):
-        return "(" + ", ".join(_pp_param(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+        # strings inside keep their quotes, as str() of the tuple prints them in JAX
+        return "(" + ", ".join(repr(x) if isinstance(x, str) else _pp_param(x) for x in v) \
+            + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, type):
+        return v.__name__
     if callable(v) and hasattr(v, "__name__"):
         return v.__name__
-    return repr(v) if isinstance(v, str) else str(v)
+    return str(v)
 
 
 def _is_jaxpr_param(v) -> bool:
@@ -230,41 +239,67 @@ def _is_jaxpr_param(v) -> bool:
     return isinstance(v, (Jaxpr, ClosedJaxpr))
 
 
+_WIDTH = 80     # as JAX: a jaxpr (or an equation's parameters) that fits stays on one line
+
+
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
-    namer = namer or _Namer()
-    pad = " " * indent
+    """The jaxpr as JAX prints it: typed literals (``2.0:f32[]``), parameters in name order,
+    ``_`` for results nothing reads, and one line for whatever fits in 80 columns."""
+    return " " * indent + _pp_jaxpr(jaxpr, indent, namer or _Namer())
+
+
+def _pp_jaxpr(jaxpr, indent, namer, lead: int = 0) -> str:
+    """The jaxpr's text, its first line unindented (after ``lead`` characters of the line it
+    continues) and later lines indented from ``indent``."""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    read = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
+    read.update(v for v in jaxpr.outvars if isinstance(v, Var))
+    for e in jaxpr.eqns:            # values a sub-jaxpr closes over count as read
+        for sub in subjaxprs(e):
+            read.update(sub.constvars)
 
     def binder(v):
         return f"{namer(v)}:{v.aval.str_short()}"
 
     head = (f"{{ lambda {' '.join(map(binder, jaxpr.constvars))}; "
             f"{' '.join(map(binder, jaxpr.invars))}. let")
-    lines = [pad + head]
-    for eqn in jaxpr.eqns:
-        lhs = " ".join(map(binder, eqn.outvars)) or "_"
-        params = {k: v for k, v in eqn.params.items()}
-        if eqn.primitive.pp_params is not None:
-            params = eqn.primitive.pp_params(params)
-        subs = {k: v for k, v in params.items() if _is_jaxpr_param(v)}
-        flat = [f"{k}={_pp_param(v)}" for k, v in params.items() if k not in subs]
-        pstr = f"[{', '.join(flat)}]" if flat else ""
-        rhs = f"{eqn.primitive.name}{pstr} {' '.join(map(namer, eqn.invars))}".rstrip()
-        lines.append(f"{pad}    {lhs} = {rhs}")
-        for k, sub in subs.items():
-            if isinstance(sub, (tuple, list)):     # cond's branches: one jaxpr per line group
-                lines.append(f"{pad}      {k}=(")
-                for sj in sub:
-                    sj = sj.jaxpr if isinstance(sj, ClosedJaxpr) else sj
-                    lines.append(pp_jaxpr(sj, indent + 8, namer))
-                lines.append(f"{pad}      )")
-                continue
-            sj = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
-            lines.append(f"{pad}      {k}=" + pp_jaxpr(sj, indent + 6, namer).lstrip())
-    outs = ", ".join(map(namer, jaxpr.outvars))
-    if len(jaxpr.outvars) == 1:
-        outs += ","
-    lines.append(f"{pad}  in ({outs}) }}")
-    return "\n".join(lines)
+    lhs = [" ".join(binder(v) if v in read else f"_:{v.aval.str_short()}" for v in e.outvars)
+           or "_" for e in jaxpr.eqns]
+    eqns = [_pp_eqn(e, l, indent + 4, namer) for e, l in zip(jaxpr.eqns, lhs)]
+    outs = ", ".join(map(namer, jaxpr.outvars)) + ("," if len(jaxpr.outvars) == 1 else "")
+    one_line = f"{head} {'; '.join(eqns)} in ({outs}) }}"
+    if "\n" not in one_line and indent + lead + len(one_line) <= _WIDTH:
+        return one_line
+    pad = " " * indent
+    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    return f"{head}{body}\n{pad}  in ({outs}) }}"
+
+
+def _pp_eqn(eqn, lhs, indent, namer) -> str:
+    params = dict(eqn.params)
+    if eqn.primitive.pp_params is not None:
+        params = eqn.primitive.pp_params(params)
+    args = " ".join(map(namer, eqn.invars))
+    name = eqn.primitive.name
+
+    def value(k, v, at):
+        if isinstance(v, (tuple, list)) and _is_jaxpr_param(v):
+            inner = [_pp_jaxpr(j, at + 2, namer) for j in v]
+            return "(\n" + "".join(" " * (at + 2) + j + "\n" for j in inner) + " " * at + ")"
+        if _is_jaxpr_param(v):
+            return _pp_jaxpr(v, at, namer, lead=len(k) + 1)
+        return _pp_param(v)
+    if not params:
+        return f"{lhs} = {name} {args}".rstrip()
+    keys = sorted(params)
+    flat = [f"{k}={value(k, params[k], indent)}" for k in keys]
+    line = f"{lhs} = {name}[{' '.join(flat)}] {args}".rstrip()
+    if "\n" not in line and indent + len(line) <= _WIDTH:
+        return line
+    pad = " " * (indent + 2)
+    broken = [f"{k}={value(k, params[k], indent + 2)}" for k in keys]
+    return f"{lhs} = {name}[" + "".join(f"\n{pad}{b}" for b in broken) + \
+        f"\n{' ' * indent}] {args}".rstrip()
 
 
 def literal_or_none(x):
@@ -308,7 +343,7 @@ def subjaxprs(eqn) -> list:
 def has_effect(eqn) -> bool:
     """Whether ``eqn`` must run even when nothing reads its results: its primitive has an effect
     (a debug print), or a jaxpr in its params (a loop body, a branch) holds such an equation."""
-    return getattr(eqn.primitive, "has_effect", False) or any(
+    return eqn.primitive.has_effect or any(
         has_effect(e) for sub in subjaxprs(eqn) for e in sub.eqns)
 
 

@@ -8,21 +8,33 @@ the primitive machinery: flatten, look up, run.
 from __future__ import annotations
 
 import functools
+import logging
 import types
 import weakref
 from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
-from . import ad, batching, dtypes
+from . import ad, batching, dtypes, state
+from . import partition
+from .api import ShapeDtypeStruct
+from .axis_env import axis_env_key
 from .config import config
-from .core import Array, EvalTrace, Tracer, current_trace, get_aval, get_backend
+from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
 from .errors import DTypeError, user_frame
-from .jaxpr import Jaxpr, _Namer, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args, pp_jaxpr
+from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
-from .partial_eval import trace_to_jaxpr
+from .nan_checks import check_nans
+from .partial_eval import trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .passes import optimize
-from .pytree import tree_flatten, tree_unflatten
+from .placement import device_put
+from .shard_map import shard_map
+from .sharding import NamedSharding, PartitionSpec, Sharding
+from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
+
+# jit's messages (retrace explanations, compile logs) are log records, as JAX's are; WARNING, so
+# that they show on stderr where logging is not configured
+logger = logging.getLogger("fnx.jit")
 
 pjit_p = primitive("pjit", multiple_results=True)
 
@@ -46,15 +58,14 @@ def _executable(jaxpr: Jaxpr, backend, donated: tuple = ()):
     key = (backend.name, donated)
     exe = per_backend.get(key)
     if exe is None:
-        exe = per_backend[key] = (backend.compile(jaxpr, [], donated=donated) if donated
-                                  else backend.compile(jaxpr, []))
+        exe = per_backend[key] = backend.compile(jaxpr, [], donated=donated)
     return exe
 
 
 def _donatable(backend, args, donated):
     """The donated argument positions whose buffers the call may really take: arrays on
     ``backend`` that appear once among the arguments (a buffer passed twice stays intact)."""
-    if not donated or not getattr(backend, "supports_donation", False):
+    if not donated or not backend.supports_donation:
         return ()
     seen: dict = {}
     for a in args:
@@ -93,7 +104,6 @@ def _pjit_impl(*args, jaxpr, name):
 def _locate_nans(jaxpr, args, outs):
     """If the compiled program returned a NaN, re-run it equation by equation and name the
     first equation that made one, with the source line it was traced from."""
-    from .debugging import check_nans
     if not any(np.isnan(np.asarray(o)).any() for o in outs if dtypes.is_float(o.dtype)):
         return
     env = dict(zip(jaxpr.invars, args))
@@ -109,20 +119,9 @@ def _locate_nans(jaxpr, args, outs):
 pjit_p.impl = _pjit_impl
 
 
-def _trace(fn, avals):
-    closed = trace_to_jaxpr(fn, avals)
-    return jaxpr_with_consts_as_args(closed), closed.consts
-
-
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
     tangents = [ad.instantiate(t) for t in tangents]
-    n = len(primals)
-
-    def jvp_fn(*xs):
-        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]),
-                                   list(xs[n:]))
-        return list(out_p) + list(out_t)
-    new, consts = _trace(jvp_fn, [get_aval(x) for x in list(primals) + tangents])
+    new, consts, _ = ad.jvp_jaxpr(jaxpr, [True] * len(primals), True)
     outs = pjit_p.bind(*consts, *primals, *tangents, jaxpr=new, name=f"jvp({name})")
     k = len(jaxpr.outvars)
     return outs[:k], outs[k:]
@@ -132,12 +131,7 @@ def _pjit_batch(vals, dims, *, jaxpr, name):
     size = batching.batch_size(vals, dims)
     moved = [batching.bdim_at_front(v, d, size) if d is not None else v
              for v, d in zip(vals, dims)]
-    in_dims = [0 if d is not None else None for d in dims]
-
-    def batched(*xs):
-        return batching.batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs), in_dims,
-                                   size, lambda n: [0] * n)
-    new, consts = _trace(batched, [get_aval(x) for x in moved])
+    new, consts, _ = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims], True)
     outs = pjit_p.bind(*consts, *moved, jaxpr=new, name=f"vmap({name})")
     return outs, [0] * len(outs)
 
@@ -174,10 +168,12 @@ def _static_key(v):
 
 class _Traced:
     """One traced signature: the jaxpr (consts as leading args), its consts, the output tree."""
-    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts")
+    __slots__ = ("jaxpr", "consts", "out_tree", "concrete_consts", "closed", "refs")
 
-    def __init__(self, jaxpr, consts, out_tree):
-        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+    def __init__(self, jaxpr, consts, out_tree, closed=None, refs=()):
+        self.jaxpr, self.consts, self.out_tree, self.closed = jaxpr, consts, out_tree, closed
+        # references the program reads and writes: extra trailing inputs and outputs
+        self.refs = list(refs)
         self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
 
 
@@ -210,8 +206,14 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     """Compile ``fun``: trace it once per argument signature into a jaxpr, lower that to the
     backend (NumPy on the CPU; fused kernels, cuBLAS and a CUDA graph on the GPU) and run the
     compiled program on later calls. Inside ``fnx.disable_jit()`` a call runs ``fun`` as it is.
-    JAX's placement and sharding arguments (``device``, ``in_shardings``, ``keep_unused``, ...)
-    are accepted and ignored: fnx runs a program on one device.
+    ``in_shardings`` lay the arguments out over a mesh before the call (``device_put``; a
+    misfit raises at the call) and ``out_shardings`` the results (a sharding, or a pytree
+    prefix of them, as in JAX; replicated when not given). When they are NamedShardings of one
+    mesh, each device runs the program on its blocks, with the collectives the layouts need
+    (fnx.core.partition: a batch split over devices with parameters replicated is data
+    parallelism; parameters split over a mesh axis stay split); other shardings compute the
+    global program and lay out its results. ``device``, ``keep_unused`` and ``backend`` are
+    accepted and ignored.
 
     >>> @fnx.jit
     ... def f(x):
@@ -220,8 +222,115 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+                                 donate_argnames=donate_argnames, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    return _Placed(jitted, in_shardings, out_shardings)
+
+
+class _Placed:
+    """A jitted function whose arguments and results are laid out by shardings. Where every
+    sharding is a NamedSharding of one mesh, the program runs on each device of the mesh, on
+    its blocks, with the collectives its layouts need (fnx.core.partition); otherwise it
+    computes the global values and lays out the results."""
+
+    def __init__(self, jitted, in_shardings, out_shardings):
+        functools.update_wrapper(self, jitted.fun)
+        self.jitted, self.in_shardings, self.out_shardings = jitted, in_shardings, out_shardings
+        self._partitioned: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        concrete = type(current_trace()) is EvalTrace
+        sh = self.in_shardings
+        if concrete and sh is not None:
+            sh = tuple(sh) if isinstance(sh, (tuple, list)) else (sh,) * len(args)
+            if len(sh) != len(args):
+                raise ValueError(f"jit in_shardings has {len(sh)} entries but "
+                                 f"{self.jitted.name} was called with {len(args)} arguments")
+            args = tuple(a if s is None else device_put(a, s) for a, s in zip(args, sh))
+            if not kwargs and not self.jitted.static_argnums and not self.jitted.static_argnames:
+                out = self._on_every_device(args, sh)
+                if out is not None:
+                    return out
+        out = self.jitted(*args, **kwargs)
+        if concrete and self.out_shardings is not None:
+            out = device_put(out, self.out_shardings)
+        return out
+
+    def _on_every_device(self, args, shardings):
+        """The results of the partitioned program, or None where it does not apply."""
+        leaves, tree = tree_flatten(args)
+        per_leaf = broadcast_prefix(tuple(shardings), tuple(args), "jit in_shardings",
+                                    is_leaf=lambda s: isinstance(s, NamedSharding))
+        if not per_leaf or \
+                not all(isinstance(s, NamedSharding) for s in per_leaf) or \
+                len({s.mesh for s in per_leaf}) != 1:
+            return None
+        mesh = per_leaf[0].mesh
+        key = (tree, tuple(_leaf_sig(x) for x in leaves), tuple(per_leaf),
+               config.enable_x64, axis_env_key())
+        run = self._partitioned.get(key)
+        if run is False:
+            return None
+        if run is not None:
+            return run(leaves)
+        try:      # the first call traces the device program; anything it cannot rewrite
+            run = self._partition(leaves, tree, per_leaf, mesh)   # runs globally instead
+            out = run(leaves) if run else None
+        except Exception:    # noqa: BLE001  (a user's error is raised again by the global path)
+            run, out = False, None
+        self._partitioned[key] = run
+        return out
+
+    def _partition(self, leaves, tree, shardings, mesh):
+        try:
+            in_layouts = [partition.layout_of(s, get_aval(x).ndim)
+                          for x, s in zip(leaves, shardings)]
+        except partition.Unsupported:
+            return False
+        store: dict = {}
+
+        def flat_fun(*xs):
+            out = self.jitted.fun(*tree_unflatten(tree, xs))
+            out_leaves, store["tree"] = tree_flatten(out)
+            return out_leaves
+        jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [get_aval(x) for x in leaves],
+                                               f"jit({self.jitted.name})")
+        jaxpr, _ = dce_jaxpr(jaxpr)
+        if config.jit_optimize:
+            jaxpr = optimize(jaxpr)
+        out_tree = store["tree"]
+        out_sh = self.out_shardings
+        if out_sh is None:        # JAX infers them; replicated results are what a step returns
+            out_sh = NamedSharding(mesh, PartitionSpec())
+        out_sh = broadcast_prefix(out_sh, tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+                                  "jit out_shardings", is_leaf=lambda s: isinstance(s, Sharding))
+        if not all(
+                isinstance(s, NamedSharding) and s.mesh == mesh for s in out_sh):
+            return False
+        try:
+            out_layouts = [partition.layout_of(s, v.aval.ndim)
+                           for s, v in zip(out_sh, jaxpr.outvars)]
+        except partition.Unsupported:
+            return False
+        layouts = [(None,) * get_aval(c).ndim for c in consts] + in_layouts
+        body = partition.device_program(jaxpr, [], layouts, out_layouts, mesh)
+        mapped = shard_map(lambda *blocks: body(*blocks), mesh=mesh,
+                           in_specs=tuple(partition.spec_of(lay) for lay in layouts),
+                           out_specs=[partition.spec_of(lay) for lay in out_layouts])
+        consts = list(consts)
+
+        def run(leaves):
+            return tree_unflatten(out_tree, mapped(*consts, *leaves))
+        return run
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.jitted, name)
 
 
 def _as_tuple(x):
@@ -286,6 +395,19 @@ def clear_caches():
     _executables.clear()
 
 
+# traced signatures per function, shared by every ``jit`` of it: as in JAX, ``jit(f)(x)`` twice
+# traces ``f`` once
+_trace_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun, options) -> dict:
+    try:
+        per_fun = _trace_caches.setdefault(fun, {})
+    except TypeError:           # not weakly referenceable or not hashable: a cache of its own
+        return {}
+    return per_fun.setdefault(options, {})
+
+
 class Jitted(Generic[P, R]):
     """A jitted function: called as ``fun`` is (types included), plus ``lower`` and
     ``clear_cache``."""
@@ -306,7 +428,8 @@ class Jitted(Generic[P, R]):
                              "donated; static arguments have no buffers to donate")
         self.name = getattr(fun, "__name__", "fun")
         _all_jitted.add(self)
-        self._cache: dict = {}
+        self._cache: dict = _shared_cache(fun, (self.static_argnums, self.static_argnames,
+                                                self.donate_argnums, self.donate_argnames))
         self._last_key = None
         # calls with positional Array arguments only skip pytree flattening: signature -> run
         self._fast: dict = {}
@@ -328,32 +451,49 @@ class Jitted(Generic[P, R]):
         leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_leaf_sig(x) for x in leaves)
         key = (tree, avals, static, static_args, static_kwargs,
-               config.default_matmul_precision, config.enable_x64)
+               config.default_matmul_precision, config.enable_x64, axis_env_key())
         return key, leaves, static
 
     def _trace_for(self, key, args, kwargs, static):
         tree, avals_sig = key[0], key[1]
         if config.explain_cache_misses and self._last_key is not None:
-            print(explain_miss(self.name, self._last_key, key))
+            logger.warning("%s", explain_miss(self.name, self._last_key, key))
         if config.log_compiles:
-            print(f"fnx.jit: tracing {self.name} for {avals_sig}")
+            logger.warning("fnx.jit: tracing %s for %s", self.name, avals_sig)
 
-        def flat_fun(*leaves):
-            dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
+        refs: list = []     # mutable references made outside fun that it touches
+
+        def flat_fun(*vals):
+            n = len(vals) - len(refs)
+            for r, v in zip(refs, vals[n:]):
+                r._value = v
+            dyn_args, dyn_kwargs = tree_unflatten(tree, vals[:n])
             it = iter(dyn_args)
             full = [args[i] if i in static else next(it) for i in range(len(args))]
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
             out = self.fun(*full, **kw)
             out_leaves, store["tree"] = tree_flatten(out)
-            return out_leaves
+            return out_leaves + [r._value for r in refs]
         store: dict = {}
-        closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig],
-                                description=f"jit({self.name})")
+        while True:     # trace again while it finds references: they become inputs and outputs
+            before = [r._value for r in refs]
+            with state.tracking() as tracker:
+                try:
+                    closed = trace_to_jaxpr(flat_fun, [sig.aval for sig in avals_sig] +
+                                            [get_aval(v) for v in before],
+                                            description=f"jit({self.name})")
+                finally:        # the trace's writes are undone: calls write them back
+                    for r, v in [*tracker.outside_refs(), *zip(refs, before)]:
+                        r._value = v
+            new = [r for r, _ in tracker.outside_refs() if not any(r is q for q in refs)]
+            if not new:
+                break
+            refs.extend(new)
         jaxpr = jaxpr_with_consts_as_args(closed)
         jaxpr, _ = dce_jaxpr(jaxpr)
         if config.jit_optimize:     # every backend compiles (and pjit carries) the optimized one
             jaxpr = optimize(jaxpr)
-        return _Traced(jaxpr, closed.consts, store["tree"])
+        return _Traced(jaxpr, closed.consts, store["tree"], closed, refs)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if config.disable_jit:
@@ -376,14 +516,17 @@ class Jitted(Generic[P, R]):
             if traced.concrete_consts:
                 self._cache[key] = traced
         self._last_key = key
+        ref_vals = [r._value for r in traced.refs]
         if type(current_trace()) is EvalTrace and traced.concrete_consts:
             donated = self._donated_leaves(args, kwargs, static, len(traced.consts))
-            if self._fast_ok and not kwargs:    # before the call takes donated arguments
+            if self._fast_ok and not kwargs and not traced.refs:   # before donation
                 self._remember_fast(args, traced, donated)
-            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name, donated)
+            outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves, *ref_vals], self.name,
+                                  donated)
         else:
-            outs = pjit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name)
-        return tree_unflatten(traced.out_tree, outs)
+            outs = pjit_p.bind(*traced.consts, *leaves, *ref_vals, jaxpr=traced.jaxpr,
+                               name=self.name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
 
     def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
@@ -439,19 +582,41 @@ class Jitted(Generic[P, R]):
             return build(iter([Array(o, backend, w) for o, w in zip(outs, out_weak)]))
         self._fast[sig] = ((config.default_matmul_precision, config.enable_x64), run)
 
-    def lower(self, *args, **kwargs):
-        """The traced program for these arguments (the one calls run, once traced):
-        ``.as_text()`` prints its jaxpr; ``.compile()`` returns the backend executable."""
+    def trace(self, *args, **kwargs):
+        """The program traced for these arguments (arrays or ``ShapeDtypeStruct``s), as a
+        ``Traced`` stage: ``.jaxpr``, ``.lower()``, then ``.compile()`` (see fnx.core.stages).
+
+        >>> fnx.jit(lambda x, y: 2 * x + y).trace(3, 4).lower().compile()(3, 4)
+        Array(10, dtype=int32, weak_type=True)
+        """
+        from .stages import Traced
         key, leaves, static = self._key(args, kwargs)
         traced = self._cache.get(key) or self._trace_for(key, args, kwargs, static)
-        return Lowered(traced, leaves)
+        return Traced(self, traced, key, leaves)
+
+    # what the stages (fnx.core.stages) ask of the function they came from
+    leaf_signature = staticmethod(lambda x: _leaf_sig(x))
+
+    def executable_for(self, traced, backend):
+        return _executable(traced.jaxpr, backend)
+
+    def run_traced(self, traced, leaves):
+        """Run a traced signature's program on ``leaves`` (its references' values added)."""
+        outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves,
+                                             *[r._value for r in traced.refs]], self.name)
+        return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
+
+    def lower(self, *args, **kwargs):
+        """``trace(*args, **kwargs).lower()``: ``.as_text()`` prints the optimized jaxpr;
+        ``.compile()`` returns the program compiled for these arguments' signature."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         key, _, static = self._key(args, kwargs)
         traced = self._trace_for(key, args, kwargs, static)
-        from .api import ShapeDtypeStruct
+        outvars = traced.jaxpr.outvars[:len(traced.jaxpr.outvars) - len(traced.refs)]
         return tree_unflatten(traced.out_tree, [ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
-                                                for v in traced.jaxpr.outvars])
+                                                for v in outvars])
 
     def clear_cache(self):
         self._cache.clear()
@@ -460,6 +625,17 @@ class Jitted(Generic[P, R]):
     @property
     def cache_size(self):
         return len(self._cache)
+
+
+def write_refs(refs, outs):
+    """Store the trailing outputs (the references' new values) into ``refs``; the rest."""
+    if not refs:
+        return outs
+    k = len(outs) - len(refs)
+    for r, v in zip(refs, outs[k:]):
+        state.check_write(r, v)
+        r._value = v
+    return outs[:k]
 
 
 class _NotFast(Exception):
@@ -501,48 +677,11 @@ def _builder(treedef):
     return lambda it: tree_unflatten(treedef, [next(it) for _ in range(treedef.num_leaves)])
 
 
-class Lowered:
-    def __init__(self, traced: _Traced, leaves):
-        self.traced = traced
-        self._leaves = leaves
-        self._groups = None
-
-    @property
-    def backend(self):
-        """The backend the program runs on (that of its array arguments, or the default)."""
-        return next((x._backend for x in self._leaves if type(x) is Array), None) \
-            or get_backend()
-
-    @property
-    def fusion_groups(self):
-        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
-        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
-        if self._groups is None:
-            grouping = getattr(self.backend, "fusion_groups", None)
-            self._groups = grouping(self.traced.jaxpr) if grouping else []
-        return self._groups
-
-    def as_text(self) -> str:
-        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
-        namer = _Namer()
-        text = pp_jaxpr(self.traced.jaxpr, namer=namer)
-        if not self.fusion_groups:
-            return text
-        return text + "\n" + self.backend.pp_fusion_groups(self.traced.jaxpr, self.fusion_groups,
-                                                           namer)
-
-    __str__ = as_text
-
-    def compile(self):
-        return _executable(self.traced.jaxpr, self.backend)
-
-
 class _Sig(tuple):
     """A hashable (shape, dtype, weak_type) signature of an argument leaf."""
 
     @property
     def aval(self):
-        from .core import ShapedArray
         return ShapedArray(*self)
 
 
@@ -582,6 +721,9 @@ def explain_miss(name, old, new) -> str:
         reasons.append(f"default_matmul_precision changed from {old[5]} to {new[5]}")
     if old[6:7] != new[6:7]:
         reasons.append(f"enable_x64 changed from {old[6]} to {new[6]}")
+    if old[7:8] != new[7:8]:
+        reasons.append(f"the named axes bound around the call changed from {old[7]} to "
+                       f"{new[7]}")
     where = user_frame()
     at = f" (called at {where})" if where else ""
     return f"fnx.jit: retracing {name}{at} because " + ("; ".join(reasons) or "it was not cached")

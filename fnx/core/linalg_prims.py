@@ -11,13 +11,12 @@ from __future__ import annotations
 from . import dtypes, lax
 from .ad import Zero, add_tangents, is_undefined, tangent_aval
 from .batching import bdim_at_front, not_mapped
-from .core import ShapedArray, get_aval
+from .core import ShapedArray, get_aval, shape_str
 from .errors import DTypeError, ShapeError
 from .lax import primitive
 
 
 def _shp(s):
-    from .core import shape_str
     return shape_str(s)
 
 
@@ -185,7 +184,10 @@ def triangular_solve(a, b, left_side: bool = False, lower: bool = False,
     """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for triangular ``a``
     (lax.linalg.triangular_solve; only the ``lower`` or upper triangle of ``a`` is read).
 
-    >>> x = triangular_solve(L, b, left_side=True, lower=True)   # L @ x == b
+    >>> L, b = jnp.array([[2.0, 0.0], [1.0, 1.0]]), jnp.array([[2.0], [3.0]])
+    >>> triangular_solve(L, b, left_side=True, lower=True)   # L @ x == b
+    Array([[1.],
+           [2.]], dtype=float32)
     """
     return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
                                    transpose_a=bool(transpose_a),
@@ -233,7 +235,9 @@ def cholesky(x, symmetrize_input: bool = True):
     positive definite, as in JAX). ``symmetrize_input`` uses ``(x + x.T) / 2``, which makes the
     derivative the symmetric one.
 
-    >>> L = cholesky(a); L @ L.T   # == a
+    >>> L = cholesky(jnp.array([[4.0, 2.0], [2.0, 3.0]])); L @ L.T
+    Array([[4., 2.],
+           [2., 3.]], dtype=float32)
     """
     if symmetrize_input:
         x = _symmetrize(x)
@@ -297,7 +301,9 @@ def lu(x):
     """LU decomposition with partial pivoting: ``(lu, pivots, permutation)`` where
     ``x[..., permutation, :] == L @ U``, L unit lower (below ``lu``'s diagonal) and U upper.
 
-    >>> lu_, pivots, perm = lu(a)
+    >>> lu_, pivots, perm = lu(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> perm
+    Array([1, 0], dtype=int32)
     """
     return tuple(lu_p.bind(x))
 
@@ -346,7 +352,9 @@ qr_p.batch = lambda vals, dims, *, full_matrices: (
 def qr(x, full_matrices: bool = True):
     """QR decomposition ``x = q @ r`` (lax.linalg.qr; JAX's default ``full_matrices=True``).
 
-    >>> q, r = qr(a, full_matrices=False)
+    >>> q, r = qr(jnp.ones((3, 2)), full_matrices=False)
+    >>> q.shape, r.shape
+    ((3, 2), (2, 2))
     """
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 
@@ -403,7 +411,9 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     ``(x + x.T) / 2``, which makes the derivative the symmetric one (lax.linalg.eigh: note the
     order, eigenvectors first).
 
-    >>> v, w = eigh(a)
+    >>> v, w = eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> w
+    Array([1., 3.], dtype=float32)
     """
     del sort_eigenvalues     # LAPACK's eigenvalues come ascending
     if symmetrize_input:
@@ -488,7 +498,9 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
     ``(u, s, vh)``, or ``s`` alone without ``compute_uv`` (lax.linalg.svd). Its derivative
     needs ``full_matrices=False`` unless ``x`` is square, as in JAX.
 
-    >>> u, s, vh = svd(a, full_matrices=False)
+    >>> u, s, vh = svd(jnp.array([[3.0, 0.0], [0.0, -4.0]]), full_matrices=False)
+    >>> s
+    Array([4., 3.], dtype=float32)
     """
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if not compute_uv:

@@ -16,7 +16,7 @@ from .core import (Array, ShapedArray, Trace, Tracer, current_trace, folding_on_
                    set_current_trace)
 from .errors import ConcretizationTypeError, user_frame
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, eval_jaxpr,
-                    literal_or_none)
+                    jaxpr_with_consts_as_args, literal_or_none)
 
 
 class JaxprTracer(Tracer):
@@ -36,6 +36,9 @@ class JaxprTracer(Tracer):
 
     def to_concrete(self):
         raise ConcretizationTypeError(self._concretization_message("A concrete value"))
+
+    def __repr__(self):
+        return f"JitTracer({self._aval.str_long()})"
 
 
 class JaxprTrace(Trace):
@@ -96,7 +99,8 @@ class JaxprTrace(Trace):
     def _folds_to_literal(self, primitive, args, params) -> bool:
         """Scalar arithmetic on constants (``convert(2.0)``, ``1 - 0.5``) runs at once and appears
         in the jaxpr as a literal, as in JAX; anything bigger is staged."""
-        if primitive.multiple_results or primitive.impl is not None:
+        if primitive.multiple_results or primitive.impl is not None \
+                or getattr(primitive, "has_effect", False):   # collectives run on devices
             return False
         for a in args:
             if isinstance(a, Tracer):
@@ -143,6 +147,15 @@ def trace_to_jaxpr(flat_fun, in_avals, parent: Trace | None = None,
         outs = flat_fun(*in_tracers)
     closed = trace.to_jaxpr(in_tracers, outs)
     return closed
+
+
+def trace_to_jaxpr_dynamic(flat_fun, in_avals, description: str = "a traced function"):
+    """Trace ``flat_fun`` on top of the current trace into ``(jaxpr, consts)``: a jaxpr with no
+    constvars whose leading inputs receive ``consts``, the values it closes over, so that a
+    higher-order primitive holding it passes them as explicit operands every transformation
+    sees (JAX's pe.trace_to_jaxpr_dynamic, with the constants hoisted into arguments)."""
+    closed = trace_to_jaxpr(flat_fun, in_avals, description=description)
+    return jaxpr_with_consts_as_args(closed), closed.consts
 
 
 def partial_eval_jaxpr_nounits(jaxpr: Jaxpr, unknowns, instantiate):
@@ -194,4 +207,4 @@ def is_known_concrete(x) -> bool:
     return type(x) is Array or not isinstance(x, Tracer)
 
 
-__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "partial_eval_jaxpr_nounits", "Literal"]
+__all__ = ["JaxprTrace", "JaxprTracer", "trace_to_jaxpr", "trace_to_jaxpr_dynamic", "partial_eval_jaxpr_nounits", "Literal"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, lax
+from .remat_policies import name_p
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, has_effect,
                     subjaxprs)
@@ -230,6 +231,12 @@ def _integer_pow(eqn, producer):
     return eqn.invars[0] if eqn.params["y"] == 1 else None
 
 
+def _log(eqn, producer):
+    # log(exp(x)) -> x, as XLA's simplifier rewrites it (jit(f)(100.0) is 100, not inf)
+    e = producer.get(eqn.invars[0])
+    return e.invars[0] if e is not None and e.primitive is lax.exp_p else None
+
+
 # primitive -> rule(eqn, producer) -> an atom that replaces the result, a rewritten equation,
 # or None. ``x + 0 -> x`` turns -0.0 + 0.0 (= +0.0) into -0.0, as XLA's simplifier does.
 # stop_gradient stays: the jaxpr may still be differentiated (grad of a jitted function).
@@ -245,12 +252,15 @@ _SIMPLIFY = {
     lax.broadcast_in_dim_p: _broadcast,
     lax.select_n_p: _select,
     lax.integer_pow_p: _integer_pow,
+    lax.log_p: _log,
+    # names matter only to the checkpoint policies, applied when the program was traced
+    name_p: lambda eqn, producer: eqn.invars[0],
 }
 
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Remove algebraic identities: ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1``, ``neg(neg(x))``,
-    conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
+    ``log(exp(x))``, conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
     merge a reshape of a reshape and a transpose of a transpose. A result is replaced only by a
     value of exactly its type (shape, dtype and weak_type).
 
@@ -348,16 +358,10 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 # ---------------------------------------------------------------------------------------------
 # Kinds of equations (what sink_totals moves past; the GPU's fusion rules build on them)
 
-# elementwise primitives (each one a C expression in fnx.cuda.elementwise too)
-ELEMENTWISE = frozenset({
-    lax.neg_p, lax.sign_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.is_finite_p, lax.abs_p,
-    lax.exp_p, lax.log_p, lax.log1p_p, lax.expm1_p, lax.sqrt_p, lax.rsqrt_p, lax.sin_p,
-    lax.cos_p, lax.tan_p, lax.asin_p, lax.acos_p, lax.atan_p, lax.sinh_p, lax.cosh_p,
-    lax.tanh_p, lax.asinh_p, lax.acosh_p, lax.atanh_p, lax.logistic_p, lax.erf_p, lax.not_p,
-    lax.stop_gradient_p, lax.add_p, lax.sub_p, lax.mul_p, lax.div_p, lax.rem_p, lax.pow_p,
-    lax.max_p, lax.min_p, lax.atan2_p, lax.nextafter_p, lax.and_p, lax.or_p, lax.xor_p,
-    lax.eq_p, lax.ne_p, lax.lt_p, lax.le_p, lax.gt_p, lax.ge_p, lax.integer_pow_p,
-    lax.select_n_p, lax.convert_element_type_p, lax.iota_p})
+# equations computed one element at a time (each one a C expression in fnx.cuda.elementwise
+# too); iota's elements are their own indices
+ELEMENTWISE = frozenset(lax.elementwise_primitives()) | {
+    lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p}
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 
 

@@ -23,11 +23,12 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
-    >>> register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    >>> _ = register_pytree_node(Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c))
+    >>> tree_leaves(Pair(1, [2, 3]))
+    [1, 2, 3]
     """
     _registry[nodetype] = _NodeType(flatten_func, unflatten_func)
     _key_registry.pop(nodetype, None)   # a re-registration without keys drops the old ones
-    return nodetype
 
 
 def register_pytree_node_class(cls):
@@ -99,9 +100,13 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
                               unflatten_func: Callable, flatten_func: Callable | None = None):
     """Register a container type whose children are named by keys in key paths.
 
-    >>> register_pytree_with_keys(
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> _ = register_pytree_with_keys(
     ...     Pair, lambda p: (((GetAttrKey("a"), p.a), (GetAttrKey("b"), p.b)), None),
     ...     lambda _, c: Pair(*c))
+    >>> [keystr(path) for path, _ in tree_flatten_with_path(Pair(1, 2))[0]]
+    ['.a', '.b']
     """
     if flatten_func is None:
         def flatten_func(x):
@@ -109,15 +114,15 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
             return [c for _, c in keyed], aux
     register_pytree_node(nodetype, flatten_func, unflatten_func)
     _key_registry[nodetype] = flatten_with_keys
-    return nodetype
 
 
 def register_pytree_with_keys_class(cls):
     """Decorator: ``cls`` has ``tree_flatten_with_keys(self)``, classmethod ``tree_unflatten``
     and optionally ``tree_flatten(self)``."""
     flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
-    return register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
-                                     cls.tree_unflatten, flatten)
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              flatten)
+    return cls
 
 
 def register_static(cls):
@@ -167,7 +172,11 @@ register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
 
 
 def _dict_flatten(d):
-    keys = sorted(d.keys(), key=lambda k: (type(k).__name__, k))
+    try:
+        keys = sorted(d.keys())
+    except TypeError:       # keys of types that do not compare (1 and "y"): as JAX
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys: "
+                         f"{list(d.keys())!r:.200}") from None
     return [d[k] for k in keys], tuple(keys)
 
 
@@ -239,7 +248,11 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {c._pp()}" for k, c in zip(self.aux, self.children)) + "}"
         if self.node is type(None):
             return "None"
-        return f"{getattr(self.node, '__name__', self.node)}({kids})"
+        name = getattr(self.node, "__name__", self.node)
+        if isinstance(self.node, type) and issubclass(self.node, tuple) and \
+                hasattr(self.node, "_fields"):
+            return f"CustomNode(namedtuple[{name}], [{kids}])"
+        return f"CustomNode({name}[{self.aux!r}], [{kids}])"
 
 
 def _hashable(aux):
@@ -292,6 +305,13 @@ def _unflatten(treedef: PyTreeDef, it):
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves):
+    """The tree of structure ``treedef`` holding ``leaves``: the inverse of
+    ``tree_flatten``.
+
+    >>> leaves, treedef = fnx.tree_util.tree_flatten((1, [2, 3]))
+    >>> fnx.tree_util.tree_unflatten(treedef, [x * 10 for x in leaves])
+    (10, [20, 30])
+    """
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, "
@@ -300,10 +320,20 @@ def tree_unflatten(treedef: PyTreeDef, leaves):
 
 
 def tree_leaves(tree, is_leaf=None):
+    """The leaves of ``tree``, in the order ``tree_flatten`` gives them.
+
+    >>> fnx.tree_util.tree_leaves({"b": (2, 3), "a": 1})
+    [1, 2, 3]
+    """
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree, is_leaf=None):
+    """The structure (treedef) of ``tree``, without its leaves.
+
+    >>> fnx.tree_util.tree_structure({"a": 1, "b": (2, 3)}).num_leaves
+    3
+    """
     return tree_flatten(tree, is_leaf)[1]
 
 
@@ -369,6 +399,11 @@ def broadcast_prefix(prefix, tree, what: str, is_leaf=None) -> list:
 
 
 def all_leaves(iterable, is_leaf=None):
+    """Whether every element of ``iterable`` is a leaf (a tree of one node).
+
+    >>> fnx.tree_util.all_leaves([1.0, jnp.ones(2)]), fnx.tree_util.all_leaves([(1, 2)])
+    (True, False)
+    """
     return all(tree_structure(x, is_leaf).node is _LEAF for x in iterable)
 
 
@@ -392,6 +427,11 @@ def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """Whether ``treedef`` is the structure of a single leaf.
+
+    >>> fnx.tree_util.treedef_is_leaf(fnx.tree_util.tree_structure(1.0))
+    True
+    """
     return treedef.node is _LEAF
 
 
@@ -526,7 +566,7 @@ class Partial(functools.partial):
     arguments are children, so it can be passed to (and returned from) jit, grad and vmap.
 
     >>> fnx.jit(lambda g, x: g(x))(Partial(fnx.numpy.add, 1.0), 2.0)
-    Array(3., dtype=float32)
+    Array(3., dtype=float32, weak_type=True)
 
     As in JAX, a functools.partial (or Partial) given as the function is kept whole and static.
     """

@@ -23,6 +23,7 @@ import numpy as np
 from ..core import control_flow
 from ..core.jaxpr import Jaxpr, Var
 from .compile import compile_together, kernel as compiled
+from .copies import copy_into, dense_copy
 from .decompose import CALLS
 from .elementwise import C_TYPES
 
@@ -154,15 +155,6 @@ def on_device(x):
     return cp.full(x.shape, x[()] if x.ndim == 0 else x, x.dtype)
 
 
-def _copy(dst, src):
-    """``dst[...] = src`` on the current stream, one device-to-device copy."""
-    import cupy as cp
-    if dst.data.ptr != src.data.ptr and dst.nbytes:
-        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes,
-                                    cp.cuda.runtime.memcpyDeviceToDevice,
-                                    cp.cuda.get_current_stream().ptr)
-
-
 class Body:
     """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``
     (``outputs_into``: as GpuExecutable's)."""
@@ -219,10 +211,10 @@ def _copy_back(fixed, new):
     """The body's new carry into the loop's fixed buffers; a carry the body passes on to
     another position is copied aside first, so it is read before it is overwritten."""
     held = {f.data.ptr for f in fixed}
-    new = [n.copy() if n.data.ptr in held and n.data.ptr != f.data.ptr else n
+    new = [dense_copy(n) if n.data.ptr in held and n.data.ptr != f.data.ptr else n
            for f, n in zip(fixed, new)]
     for f, n in zip(fixed, new):
-        _copy(f, n)
+        copy_into(f, n)
 
 
 class Scan:
@@ -279,14 +271,14 @@ class Scan:
             outs = self.body(*consts, *carry, *[x[i] for x in xs], *[y[i] for y in ys])
             carry = outs[:self.nk]
             for y, out in zip(ys, outs[self.nk:]):
-                _copy(y[i], out)
+                copy_into(y[i], out)
         return carry + ys
 
     def _looped(self, consts, carry, xs):
         import cupy as cp
         fixed = [cp.empty_like(c) for c in carry]
         for f, c in zip(fixed, carry):
-            _copy(f, c)
+            copy_into(f, c)
         rows = [cp.empty(a.shape, a.dtype) for a in self.x_avals]
         ys = [cp.empty(a.shape, a.dtype) for a in self.y_avals]
         y_rows = [cp.empty(a.shape[1:], a.dtype) for a in self.y_avals]
@@ -337,7 +329,7 @@ class While:
         import cupy as cp
         fixed = [cp.empty_like(c) for c in carry]      # the addresses every iteration reads
         for f, c in zip(fixed, carry):
-            _copy(f, c)
+            copy_into(f, c)
         stream = cp.cuda.get_current_stream()
         handle, graph = _conditional_body(stream, "while", self.cond(*cc, *fixed)[0])
         with _Capturing(self.stream, graph):
@@ -375,7 +367,7 @@ class Cond:
             _, graph = _conditional_body(stream, "if", index, branch=k, n=n)
             with _Capturing(self.stream, graph):
                 for o, r in zip(outs, branch(*ops)):
-                    _copy(o, r)
+                    copy_into(o, r)
         return outs
 
     def describe(self):

@@ -48,15 +48,34 @@ class MultiCopy:
         if not self.sizes:
             return
         if len(self.sizes) == 1:     # one buffer: a plain copy costs the host less than a launch
-            import cupy as cp
-            cp.cuda.runtime.memcpyAsync(dsts[0].data.ptr, srcs[0].data.ptr, self.sizes[0],
-                                        cp.cuda.runtime.memcpyDeviceToDevice,
-                                        cp.cuda.get_current_stream().ptr)
+            copy_into(dsts[0], srcs[0])
             return
         args = []
         for s, d in zip(srcs, dsts):
             args += [s, d]
         self._kernel(self.grid, self.block, tuple(args))
+
+
+def copy_into(dst, src):
+    """``dst[...] = src`` on the current stream: one device-to-device memcpy where both are
+    dense with one dtype (CuPy's copy is a kernel, which a fresh machine must compile first)."""
+    import cupy as cp
+    if dst.dtype == src.dtype and dst.shape == src.shape and dst.flags.c_contiguous and \
+            src.flags.c_contiguous:
+        if dst.data.ptr != src.data.ptr and dst.nbytes:
+            cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, dst.nbytes,
+                                        cp.cuda.runtime.memcpyDeviceToDevice,
+                                        cp.cuda.get_current_stream().ptr)
+    else:
+        cp.copyto(dst, src)
+
+
+def dense_copy(a):
+    """A new C-contiguous copy of device array ``a`` (see :func:`copy_into`)."""
+    import cupy as cp
+    out = cp.empty(a.shape, a.dtype)
+    copy_into(out, a)
+    return out
 
 
 def fresh_outputs(metas, align: int = 256):

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from .cublas import _CUDA_TYPE, WORKSPACE_BYTES, compute_type
+from .cublas import WORKSPACE_BYTES, _CUDA_TYPE, _lib as cublas_lib, compute_type, handle_for
 
 _DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
 _DESC_AUX_POINTER, _DESC_AUX_LD, _DESC_BIAS_DATA_TYPE = 11, 12, 26
@@ -33,7 +33,6 @@ class _HeuristicResult(ctypes.Structure):
 
 @functools.lru_cache(maxsize=None)
 def _lib():
-    from .cublas import _lib as cublas_lib
     cublas_lib()       # libcublas brings libcublasLt into the process
     with open("/proc/self/maps") as fh:
         paths = {line.split()[-1] for line in fh if "libcublasLt.so" in line}
@@ -147,7 +146,6 @@ class Plan:
         auxiliary matrix (``aux_shape``) the epilogue writes (forward) or reads (backward);
         ``bias``: the bias gradient a ``*_bgrad`` epilogue writes."""
         import cupy as cp
-        from .cublas import handle_for
         lib = _lib()
         stream = cp.cuda.get_current_stream()
         ws = handle_for(stream.ptr).workspace

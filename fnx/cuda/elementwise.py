@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
+from ..core.remat_policies import name_p
 from .fusion import MOVEMENT, moved_operands, small_product
 from .compile import kernel as _compile
 
@@ -70,6 +71,25 @@ def _integer_pow(a, dt, y):
     return f"(({compute_type(dt)})1 / ({base}))" if y < 0 else f"({base})"
 
 
+def _unsigned(dt) -> str:
+    """The unsigned C type of an integer dtype's width."""
+    return C_TYPES[f"uint{np.dtype(dt).itemsize * 8}"]
+
+
+def _shift(op, over_wide):
+    """XLA's shifts: a count outside [0, bit width) gives ``over_wide(a, dt)``; shifted bits
+    move as unsigned ones (no undefined behaviour for negative values)."""
+    def emit(a, b, dt):
+        u, bits = _unsigned(dt), np.dtype(dt).itemsize * 8
+        return (f"(({u})({b}) >= {bits} ? {over_wide(a, dt)} : "
+                f"({compute_type(dt)})({op(a, b, u)}))")
+    return emit
+
+
+def _sign_fill(a, dt):
+    return f"({a} < 0 ? ({compute_type(dt)})-1 : ({compute_type(dt)})0)"
+
+
 # primitive -> C expression; ``dt`` is the operands' dtype
 UNARY = {
     lax.neg_p: lambda a, dt: f"(-{a})",
@@ -91,6 +111,8 @@ UNARY = {
     lax.erf_p: lambda a, dt: f"erf({a})",
     lax.not_p: lambda a, dt: f"(!{a})" if np.dtype(dt) == np.bool_ else f"(~{a})",
     lax.stop_gradient_p: lambda a, dt: a,
+    lax.erf_inv_p: lambda a, dt: f"erfinv({a})",
+    name_p: lambda a, dt: a,     # checkpoint_name, inside a remat that was spliced in
 }
 BINARY = {
     lax.add_p: lambda a, b, dt: f"({a} + {b})", lax.sub_p: lambda a, b, dt: f"({a} - {b})",
@@ -105,6 +127,11 @@ BINARY = {
     lax.eq_p: lambda a, b, dt: f"({a} == {b})", lax.ne_p: lambda a, b, dt: f"({a} != {b})",
     lax.lt_p: lambda a, b, dt: f"({a} < {b})", lax.le_p: lambda a, b, dt: f"({a} <= {b})",
     lax.gt_p: lambda a, b, dt: f"({a} > {b})", lax.ge_p: lambda a, b, dt: f"({a} >= {b})",
+    lax.shift_left_p: _shift(lambda a, b, u: f"({u})({a}) << ({u})({b})",
+                             lambda a, dt: f"({compute_type(dt)})0"),
+    lax.shift_right_logical_p: _shift(lambda a, b, u: f"({u})({a}) >> ({u})({b})",
+                                      lambda a, dt: f"({compute_type(dt)})0"),
+    lax.shift_right_arithmetic_p: _shift(lambda a, b, u: f"{a} >> ({u})({b})", _sign_fill),
 }
 ELEMENTWISE = set(UNARY) | set(BINARY) | {lax.integer_pow_p, lax.select_n_p,
                                           lax.convert_element_type_p, lax.iota_p}

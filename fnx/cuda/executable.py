@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes, lax
+from ..core import collectives, dtypes, lax
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
 from . import gemm_table, scatter, solver
 from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
+from .copies import copy_into
 from .control import lowering as control_lowering, on_device
 from .decompose import decompose
-from .epilogue import (dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p,
-                       product_layout)
+from .epilogue import (bias_act_source, dense_p, fuse_dense_epilogues, fuse_gradient_steps,
+                       gemm_update_p)
 from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel, joins_rows
@@ -158,7 +159,6 @@ def _fallback_sources(e):
     activation) runs, compiled with the program's own: a first call times that candidate. The
     generated GEMM candidates are not: the first call leaves them out, and they compile after
     it (fnx.cuda.gemm_table.impatient)."""
-    from .epilogue import bias_act_source
     if e.primitive is not dense_p:
         return []
     return [bias_act_source(e.params["act"], np.dtype(e.invars[0].aval.dtype))]
@@ -176,6 +176,7 @@ class GpuExecutable:
         self.nested: dict = {}      # step -> its control-flow lowering
         self.units: list = []       # (source, name) of every generated kernel it launches
         self.jaxpr, self.const_values = jaxpr, consts
+        self._has_collectives = any(e.primitive in collectives.ALL for e in jaxpr.eqns)
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.consts = [backend.to_buffer(c, np.dtype(v.aval.dtype))
                        for c, v in zip(consts, jaxpr.constvars)]
@@ -332,7 +333,10 @@ class GpuExecutable:
         def views_of(s):
             return views.get(s, {s}) if s in var_of else {s}
         single = schedule(self.accesses, views_of, kept, 0)
-        if self.nested:     # control flow captures its bodies on streams of its own
+        if self.nested or self._has_collectives:
+            # control flow captures its bodies on streams of its own; NCCL calls on one
+            # communicator must not run concurrently from two streams, so a program with
+            # collectives keeps every step on one stream
             return single, single
         side = schedule(self.accesses, views_of, kept, config.gpu_side_streams)
         return (side if side.side_steps else single), single
@@ -382,8 +386,7 @@ class GpuExecutable:
         src, dst = self._slot_of(v), self._slot_of(u)
 
         def run(env):
-            import cupy as cp
-            cp.copyto(env[dst], env[src])
+            copy_into(env[dst], env[src])
         self._push(run, f"copy into donated {u.aval.str_short()}", [src], [], [dst])
 
     def _plan_fused(self, group, shape, outputs, kernel_class=FusedKernel, overwrite=None):
@@ -550,7 +553,6 @@ class GpuExecutable:
     def _add_gradient_step(self, eqn, index):
         """``p + alpha * op(x) @ op(w)`` on the gemm table, written straight into ``p``'s buffer
         when ``p`` is donated to this result and read by nothing later."""
-        from . import gemm_table
         x, w, p = eqn.invars
         out = eqn.outvars[0]
         in_place = self._write_into.get(out) is p and self._may_overwrite(p, {index}, index)
@@ -604,7 +606,7 @@ class GpuExecutable:
         elif p is lax.concatenate_p:
             from .copies import concatenate as fn
         elif p in solver.impls():
-            solver.prepare_kernels()
+            self.units += solver.units()
             fn = impls.get(p)
         elif p.impl is not None:
             fn = None

@@ -11,8 +11,8 @@ import contextlib
 import json
 import os
 import re
+import logging
 import threading
-import warnings
 
 import numpy as np
 
@@ -37,8 +37,8 @@ _impatient = 0
 
 def cache_file() -> str:
     import cupy as cp
-    root = os.environ.get("FNX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                           "fnx")
+    from .compile import cache_root
+    root = cache_root()
     name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
     name = name.decode() if isinstance(name, bytes) else name
     tag = "".join(c if c.isalnum() else "-" for c in name)
@@ -59,14 +59,16 @@ def _load():
 # forward:backward pair), or a generated kernel's kind
 _CHOICE = re.compile(r"fallback|lt:\d+(?::\d+)*|[A-Za-z_][A-Za-z0-9_]*")
 _warned: set = set()
+logger = logging.getLogger("fnx.cuda")
 _file_lock = threading.Lock()
 
 
 def _warn_once(path, what):
     if path not in _warned:
         _warned.add(path)
-        warnings.warn(f"fnx: ignoring {what} in the GEMM choice cache {path}; those problems "
-                      "are timed again and the file rewritten", RuntimeWarning, stacklevel=3)
+        # fnx repairs the file itself: a log record, not a warning the user must act on
+        logger.warning("ignoring %s in the GEMM choice cache %s; those problems are timed again "
+                       "and the file rewritten", what, path)
 
 
 def _read(path) -> tuple[dict, str | None]:

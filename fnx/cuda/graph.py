@@ -28,7 +28,7 @@ import functools
 import sys
 
 from . import gemm_table
-from .copies import MultiCopy, fresh_outputs
+from .copies import MultiCopy, copy_into, dense_copy, fresh_outputs
 
 # id(buffer) -> how many times a compiled program has overwritten it in place. Inputs are
 # buffers of immutable arrays, so an input passed again (same object, same count) still holds
@@ -178,7 +178,7 @@ class GraphExecutable:
                     copier(srcs, dsts)
                     srcs = ()
             for src, dst in zip(srcs, dsts):
-                cp.copyto(dst, src)
+                copy_into(dst, src)
         graph, results, owned = self._pick()
         graph.launch(cp.cuda.get_current_stream())
         outs = list(self._aliased_out)
@@ -243,7 +243,7 @@ class GraphExecutable:
         """Which recorded graph replays faster, timed on the static inputs; the donated ones,
         which replays update, are put back afterwards."""
         import cupy as cp
-        saved = [static_in[i].copy() for i in self._donated]
+        saved = [dense_copy(static_in[i]) for i in self._donated]
         stream = cp.cuda.get_current_stream()
         start, stop = cp.cuda.Event(), cp.cuda.Event()
 
@@ -258,7 +258,7 @@ class GraphExecutable:
         reps = int(min(20, max(1, 20e3 / max(first))))   # about 20 ms per graph at most
         times = [min(time(r[0], reps), time(r[0], reps)) for r in recorded]
         for i, v in zip(self._donated, saved):
-            cp.copyto(static_in[i], v)
+            copy_into(static_in[i], v)
         stream.synchronize()
         return min(range(len(times)), key=times.__getitem__), times
 
@@ -266,7 +266,7 @@ class GraphExecutable:
         import cupy as cp
         exe = self.executable
         self._upgrades = gemm_table.upgrades
-        static_in = [cp.array(a, copy=True, order="C") for a in args]
+        static_in = [dense_copy(a) for a in args]
         cp.cuda.get_current_stream().synchronize()
         schedules = [exe.schedule] + ([exe.single] if exe.single is not exe.schedule else [])
         try:

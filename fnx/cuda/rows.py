@@ -26,7 +26,7 @@ from ..core import lax
 from ..core.jaxpr import Literal, Var
 from .fusion import row_kind, row_total
 from .compile import compute_capability
-from .elementwise import C_TYPES, _literal, emit
+from .elementwise import C_TYPES, _compile, _literal, emit
 
 MAX_CLUSTER = 8             # blocks a row may be split over (8: the portable cluster size)
 REGISTER_WORDS = 64         # 32-bit registers per thread that hold a row's input elements
@@ -477,7 +477,6 @@ class RowKernel:
 
     def kernel(self):
         if self._kernel is None:
-            from .elementwise import _compile
             self._kernel = _compile(self.source, self.name)
             if self.shared_bytes > 48 * 1024:
                 self._kernel.max_dynamic_shared_size_bytes = self.shared_bytes

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compile import kernel as compiled
+from .copies import dense_copy
 from .elementwise import C_TYPES
 
 _BITS = {"float": "unsigned int", "int": "unsigned int", "unsigned int": "unsigned int",
@@ -112,7 +113,7 @@ def scatter(x, idx, upd, *, axis, mode):
     pre = int(np.prod(x.shape[:axis], dtype=np.int64))
     post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
     n_axis, n_idx = x.shape[axis], idx.size
-    out = cp.ascontiguousarray(x).copy()
+    out = dense_copy(x)
     idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
     dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
     (update, name), *winners = units(x.dtype, idx.dtype, mode)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 
 import numpy as np
 
@@ -122,6 +121,99 @@ def _lib():
     return lib
 
 
+_CUDA_R = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}      # cudaDataType_t
+_L, _S = ctypes.c_int64, ctypes.c_size_t
+_EXTRA: dict = {}        # what a batched routine keeps: its parameters object, workspace sizes
+
+
+def has_batched_eigen() -> bool:
+    """Whether this cuSOLVER has ``cusolverDnXsyevBatched`` (CUDA 12.6 update 2 and later)."""
+    return hasattr(_lib(), "cusolverDnXsyevBatched")
+
+
+def _params(kind):
+    """One cuSOLVER parameters object per kind ("x": cusolverDnParams, "gesvdj")."""
+    obj = _EXTRA.get(("params", kind))
+    if obj is None:
+        obj = ctypes.c_void_p()
+        create = {"x": "cusolverDnCreateParams", "gesvdj": "cusolverDnCreateGesvdjInfo"}[kind]
+        _check(getattr(_lib(), create)(ctypes.byref(obj)), create)
+        _EXTRA[("params", kind)] = obj
+    return obj
+
+
+def _workspace(key, query):
+    """A workspace size from its host query, once per key (a capture repeats the eager call's
+    sizes)."""
+    size = _EXTRA.get(key)
+    if size is None:
+        size = _EXTRA[key] = query()
+    return size
+
+
+def _x_call(handle, routine, dtype, uplo, n, a, lda, w, info, nb):
+    import cupy as cp
+    lib, t, params = _lib(), _CUDA_R[np.dtype(dtype)], _params("x")
+    head = (ctypes.c_void_p(handle), params, _I(EIG_MODE_VECTOR), _I(uplo), _L(n), _I(t),
+            _P(a), _L(lda), _I(t), _P(w), _I(t))
+
+    def query():
+        dev, host = _S(), _S()
+        _check(lib.cusolverDnXsyevBatched_bufferSize(*head, ctypes.byref(dev),
+                                                      ctypes.byref(host), _L(nb)),
+               "cusolverDnXsyevBatched_bufferSize")
+        return dev.value, host.value
+    dev_bytes, host_bytes = _workspace((routine, np.dtype(dtype).char, uplo, n, lda, nb), query)
+    if host_bytes:
+        _refuse_capture("XsyevBatched with a host workspace")
+    work = cp.empty((max(dev_bytes, 1),), np.uint8)
+    host = (ctypes.c_char * max(host_bytes, 1))()
+    _check(lib.cusolverDnXsyevBatched(*head, _P(work.data.ptr), _S(dev_bytes),
+                                      ctypes.cast(host, _P), _S(host_bytes), _P(info), _L(nb)),
+           "cusolverDnXsyevBatched")
+    return work, host          # kept by the caller until the call is enqueued
+
+
+def _gesvdj_batched(handle, dtype, m, n, a, s, u, v, info, nb):
+    import cupy as cp
+    lib, prefix, params = _lib(), _PREFIX[np.dtype(dtype)], _params("gesvdj")
+    args = (ctypes.c_void_p(handle), _I(EIG_MODE_VECTOR), _I(m), _I(n), _P(a), _I(m), _P(s),
+            _P(u), _I(m), _P(v), _I(n))
+
+    def query():
+        lwork = _I()
+        fn = getattr(lib, f"cusolverDn{prefix}gesvdjBatched_bufferSize")
+        _check(fn(*args, ctypes.byref(lwork), params, _I(nb)), "gesvdjBatched_bufferSize")
+        return lwork.value
+    lwork = _workspace(("gesvdjBatched", prefix, m, n, nb), query)
+    work = cp.empty((max(lwork, 1),), dtype)
+    fn = getattr(lib, f"cusolverDn{prefix}gesvdjBatched")
+    _check(fn(*args, _P(work.data.ptr), _I(lwork), _P(info), params, _I(nb)),
+           "cusolverDngesvdjBatched")
+    return work
+
+
+def _gesvda_batched(handle, dtype, vectors, m, n, a, s, u, v, info, nb):
+    import cupy as cp
+    lib, prefix = _lib(), _PREFIX[np.dtype(dtype)]
+    jobz = EIG_MODE_VECTOR if vectors else EIG_MODE_NOVECTOR
+    args = (ctypes.c_void_p(handle), _I(jobz), _I(n), _I(m), _I(n), _P(a), _I(m), _L(m * n),
+            _P(s), _L(n), _P(u), _I(m), _L(m * n), _P(v), _I(n), _L(n * n))
+
+    def query():
+        lwork = _I()
+        fn = getattr(lib, f"cusolverDn{prefix}gesvdaStridedBatched_bufferSize")
+        _check(fn(*args, ctypes.byref(lwork), _I(nb)), "gesvdaStridedBatched_bufferSize")
+        return lwork.value
+    lwork = _workspace(("gesvda", prefix, jobz, m, n, nb), query)
+    work = cp.empty((max(lwork, 1),), dtype)
+    fn = getattr(lib, f"cusolverDn{prefix}gesvdaStridedBatched")
+    # no residual norms: they are written to host memory
+    _check(fn(*args, _P(work.data.ptr), _I(lwork), _P(info), None, _I(nb)),
+           "cusolverDngesvdaStridedBatched")
+    return work
+
+
 def _check(status, what):
     if status != 0:
         raise RuntimeError(f"{what} failed with cuSOLVER status {status}")
@@ -184,7 +276,7 @@ def prepare_stream(stream_ptr: int) -> None:
 # the device operations the impls use
 
 
-_KERNELS = r"""
+_HELPERS = r"""
 __device__ __forceinline__ float fnx_nan(float) { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ double fnx_nan(double) {
   return __longlong_as_double(0x7ff8000000000000LL);
@@ -195,15 +287,19 @@ __device__ __forceinline__ bool fnx_finite(float v) {
 __device__ __forceinline__ bool fnx_finite(double v) {
   return (__double_as_longlong(v) & 0x7ff0000000000000LL) != 0x7ff0000000000000LL;
 }
+"""
 
+# each source holds one kernel (T: the element type), so the kernels compile as units of
+# fnx.cuda.compile: together with the program's own, in its compiling processes
+_SOURCES = {
+    "fnx_gather": r"""
 // dst[b*db + r*dr + c*dc] = src[b*sb + r*sr + c*sc] over (nb, rows, cols); a matrix whose
 // bad[b] is nonzero gets zeros (fill 1) or NaNs (fill 2); tri 1 / 2 keeps the upper / lower
 // triangle (c >= r / c <= r) and writes zeros elsewhere, after the fill
-template <typename T>
-__global__ void fnx_gather(const T* src, T* dst, long long nb, long long rows, long long cols,
-                           long long sb, long long sr, long long sc,
-                           long long db, long long dr, long long dc,
-                           int tri, const int* bad, int fill) {
+extern "C" __global__ void fnx_gather(const T* src, T* dst, long long nb, long long rows,
+                                      long long cols, long long sb, long long sr, long long sc,
+                                      long long db, long long dr, long long dc,
+                                      int tri, const int* bad, int fill) {
   long long total = nb * rows * cols;
   long long step = (long long)gridDim.x * blockDim.x;
   for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
@@ -220,17 +316,11 @@ __global__ void fnx_gather(const T* src, T* dst, long long nb, long long rows, l
     dst[b * db + r * dr + c * dc] = v;
   }
 }
-
-// out[b] = base + b * stride: the matrices' addresses, for the batched library calls
-extern "C" __global__ void fnx_pointers(unsigned long long base, long long stride,
-                                        unsigned long long* out, long long nb) {
-  long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < nb) out[b] = base + (unsigned long long)(b * stride);
-}
-
+""",
+    "fnx_nonfinite": r"""
 // flag[b] = 1 if matrix b (rows x cols, dense) holds a NaN or inf in its triangle tri
-template <typename T>
-__global__ void fnx_nonfinite(const T* src, int* flag, long long rows, long long cols, int tri) {
+extern "C" __global__ void fnx_nonfinite(const T* src, int* flag, long long rows,
+                                         long long cols, int tri) {
   const T* m = src + (long long)blockIdx.x * rows * cols;
   int bad = 0;
   for (long long t = threadIdx.x; t < rows * cols; t += blockDim.x) {
@@ -241,9 +331,16 @@ __global__ void fnx_nonfinite(const T* src, int* flag, long long rows, long long
   bad = __syncthreads_or(bad);
   if (threadIdx.x == 0) flag[blockIdx.x] = bad;
 }
-"""
-
-_LU_PERM = r"""
+""",
+    "fnx_pointers": r"""
+// out[b] = base + b * stride: the matrices' addresses, for the batched library calls
+extern "C" __global__ void fnx_pointers(unsigned long long base, long long stride,
+                                        unsigned long long* out, long long nb) {
+  long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < nb) out[b] = base + (unsigned long long)(b * stride);
+}
+""",
+    "fnx_lu_perm": r"""
 // getrf's 1-based pivots -> 0-based pivots and the row permutation they apply (LAPACK's
 // sequence of row swaps), one thread per matrix
 extern "C" __global__ void fnx_lu_perm(const int* ipiv, int* pivots, int* perm,
@@ -263,37 +360,28 @@ extern "C" __global__ void fnx_lu_perm(const int* ipiv, int* pivots, int* perm,
     out[pj] = t;
   }
 }
-"""
-
-
-_MODULE_LOCK = threading.Lock()
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled_module():
-    import cupy as cp
-    names = [f"{k}<{t}>" for k in ("fnx_gather", "fnx_nonfinite") for t in ("float", "double")]
-    module = cp.RawModule(code=_KERNELS, name_expressions=names)
-    module.get_function(names[0])        # compiles the module now
-    return module
-
-
-def _module():
-    with _MODULE_LOCK:        # a compile already under way (prepare_kernels) is waited for
-        return _compiled_module()
-
-
-def prepare_kernels() -> None:
-    """Compile the impls' kernels on a background thread: a jitted program with linear
-    algebra asks for this when it is lowered, so its first call finds them built."""
-    from .compile import in_background
-    in_background(lambda: (_module(), _lu_perm_kernel().kernel))
+""",
+}
+_TYPED = ("fnx_gather", "fnx_nonfinite")
 
 
 @functools.lru_cache(maxsize=None)
-def _lu_perm_kernel():
-    import cupy as cp
-    return cp.RawKernel(_LU_PERM, "fnx_lu_perm")
+def _unit(name, ctype="float"):
+    """``(source, name)`` of kernel ``name`` over elements of C type ``ctype`` (one string per
+    kernel, so a launch looks its kernel up without building or hashing a new source)."""
+    head = f"typedef {ctype} T;\n" + _HELPERS if name in _TYPED else ""
+    return (head + _SOURCES[name], name)
+
+
+def units():
+    """The impls' kernels, as units a lowered program compiles with its own."""
+    return [_unit(n, t) for n in _TYPED for t in ("float", "double")] + \
+        [_unit(n) for n in _SOURCES if n not in _TYPED]
+
+
+def _kernel(name, ctype="float"):
+    from .compile import kernel
+    return kernel(*_unit(name, ctype))
 
 
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -345,6 +433,22 @@ class _CudaDevice:
         fn = getattr(_lib(), f"cusolverDn{_PREFIX[np.dtype(dtype)]}{routine}")
         _check(fn(self.handle(), *args), f"cusolverDn{routine}")
 
+    def syev_batched(self, dtype, uplo, n, a, lda, w, info, nb):
+        """Eigen-decompositions of ``nb`` column-major n x n matrices at ``a`` (stride n*lda)
+        in place, eigenvalues ascending at ``w`` (stride n): ``cusolverDnXsyevBatched``, one
+        call for the batch that launches only (no host workspace, nothing synchronises)."""
+        return _x_call(self.handle(), "XsyevBatched", dtype, uplo, n, a, lda, w, info, nb)
+
+    def gesvdj_batched(self, dtype, m, n, a, s, u, v, info, nb):
+        """SVDs of ``nb`` column-major m x n matrices (m, n <= 32, lda = m) by Jacobi
+        rotations: ``S`` (stride min(m, n)), full ``U`` (m x m) and ``V`` (n x n), all dense."""
+        return _gesvdj_batched(self.handle(), dtype, m, n, a, s, u, v, info, nb)
+
+    def gesvda_batched(self, dtype, vectors, m, n, a, s, u, v, info, nb):
+        """Thin SVDs of ``nb`` column-major m x n matrices, m >= n, lda = m: ``S`` (n),
+        ``U`` (m x n) and ``V`` (n x n) at strides of their sizes."""
+        return _gesvda_batched(self.handle(), dtype, vectors, m, n, a, s, u, v, info, nb)
+
     def trsm(self, dtype, side, uplo, trans, diag, m, n, a_ptr, lda, b_ptr, ldb):
         from . import cublas
         cublas.trsm(dtype, side, uplo, trans, diag, m, n, a_ptr, lda, b_ptr, ldb)
@@ -359,7 +463,7 @@ class _CudaDevice:
         """A device array of the ``nb`` addresses ``base + b * stride`` (written by a kernel:
         no copy from the host, so a graph can capture it)."""
         out = self.cp.empty((nb,), np.uint64)
-        _module().get_function("fnx_pointers")(((nb + 127) // 128,), (128,), (
+        _kernel("fnx_pointers")(((nb + 127) // 128,), (128,), (
             np.uint64(base), np.int64(stride), out, np.int64(nb)))
         return out
 
@@ -370,7 +474,7 @@ class _CudaDevice:
             return dst
         if dst_strides is None:
             dst_strides = (rows * cols, cols, 1)
-        fn = _module().get_function(f"fnx_gather<{_CTYPE[np.dtype(src.dtype)]}>")
+        fn = _kernel("fnx_gather", _CTYPE[np.dtype(src.dtype)])
         block = 256
         grid = min((total + block - 1) // block, 8192)
         fn((grid,), (block,), (src, dst, nb, rows, cols, *src_strides, *dst_strides,
@@ -379,7 +483,7 @@ class _CudaDevice:
 
     def nonfinite(self, src, nb, rows, cols, tri=TRI_ALL):
         flag = self.cp.empty((nb,), np.int32)
-        fn = _module().get_function(f"fnx_nonfinite<{_CTYPE[np.dtype(src.dtype)]}>")
+        fn = _kernel("fnx_nonfinite", _CTYPE[np.dtype(src.dtype)])
         fn((nb,), (256,), (src, flag, rows, cols, np.int32(tri)))
         return flag
 
@@ -390,7 +494,8 @@ class _CudaDevice:
         pivots = self.cp.empty((nb, k), np.int32)
         perm = self.cp.empty((nb, m), np.int32)
         block = 128
-        _lu_perm_kernel()(((nb + block - 1) // block,), (block,), (ipiv, pivots, perm, nb, k, m))
+        _kernel("fnx_lu_perm")(((nb + block - 1) // block,), (block,),
+                               (ipiv, pivots, perm, nb, k, m))
         return pivots, perm
 
 
@@ -599,15 +704,16 @@ def qr(x, *, full_matrices, _dev=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# eigh: syevd
+# eigh: XsyevBatched (syevd where this cuSOLVER lacks it)
 
 
 def eigh(x, *, lower, _dev=None):
     """``[v, w]``: eigenvectors in v's columns, eigenvalues ascending; NaN for the matrices
-    whose read triangle is not finite (or that syevd did not converge for)."""
+    whose read triangle is not finite (or that did not converge)."""
     if not supported(x):
         return _fallback("eigh")(x, lower=lower)
-    if _dev is None:
+    batched = _dev.batched_eigen if _dev is not None else has_batched_eigen()
+    if _dev is None and not batched:
         _refuse_capture("syevd")
     dev = _dev or _device()
     dtype = np.dtype(x.dtype)
@@ -621,13 +727,15 @@ def eigh(x, *, lower, _dev=None):
     uplo = UPPER if lower else LOWER      # the row-major lower triangle is column-major upper
     w = dev.empty(x.shape[:-1], dtype)
     info = dev.empty((nb,), np.int32)
-    lwork = dev.buffer_size("syevd", dtype, EIG_MODE_VECTOR, uplo, n, dev.ptr(a), n,
-                            dev.ptr(w))
-    work = dev.empty((max(lwork, 1),), dtype)
-    pa, pwv, pw, pi = dev.ptr(a), dev.ptr(w), dev.ptr(work), dev.ptr(info)
-    for i in range(nb):
-        dev.solver("syevd", dtype, EIG_MODE_VECTOR, uplo, n, pa + i * n * n * isz, n,
-                   pwv + i * n * isz, pw, lwork, pi + 4 * i)
+    pa, pwv, pi = dev.ptr(a), dev.ptr(w), dev.ptr(info)
+    if batched:
+        dev.syev_batched(dtype, uplo, n, pa, n, pwv, pi, nb)
+    else:
+        lwork = dev.buffer_size("syevd", dtype, EIG_MODE_VECTOR, uplo, n, pa, n, pwv)
+        work = dev.empty((max(lwork, 1),), dtype)
+        for i in range(nb):
+            dev.solver("syevd", dtype, EIG_MODE_VECTOR, uplo, n, pa + i * n * n * isz, n,
+                       pwv + i * n * isz, dev.ptr(work), lwork, pi + 4 * i)
     bad = dev.either(flag, info)
     v = dev.empty(x.shape, dtype)
     dev.gather(a, v, nb, n, n, (n * n, 1, n), bad=bad, fill=FILL_NAN)   # v[b,i,j] = V[i, j]
@@ -637,7 +745,22 @@ def eigh(x, *, lower, _dev=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# svd: gesvd (which needs rows >= columns)
+# svd: gesvdjBatched (up to 32 x 32), gesvdaStridedBatched (thin), gesvd (the rest)
+
+JACOBI_MAX = 32         # gesvdjBatched's largest matrix side
+
+
+def svd_method(m, n, full_matrices, compute_uv, dtype=np.float32):
+    """Which routine an (m, n) SVD uses: "gesvdj" (small, any outputs), "gesvda" (one batched
+    call: the thin factors, which are the full ones for a square matrix) or "gesvd" (it
+    synchronises, so never in a graph): for a full basis of a non-square matrix's larger side,
+    and for float64, where gesvda's factors are orthogonal to about 1e-7 only (measured on
+    CUDA 13), not to float64's precision."""
+    if max(m, n) <= JACOBI_MAX:
+        return "gesvdj"
+    if compute_uv and full_matrices and m != n or np.dtype(dtype) == np.float64:
+        return "gesvd"
+    return "gesvda"
 
 
 def svd_plan(m, n, full_matrices, compute_uv):
@@ -655,26 +778,113 @@ def svd_plan(m, n, full_matrices, compute_uv):
 
 def svd(x, *, full_matrices, compute_uv, _dev=None):
     """``[s, u, vh]`` (or ``[s]``), s descending; NaN for the matrices that hold a NaN or inf
-    (or that gesvd did not converge for)."""
+    (or that did not converge)."""
     if not supported(x):
         return _fallback("svd")(x, full_matrices=full_matrices, compute_uv=compute_uv)
-    if _dev is None:
+    m, n = x.shape[-2:]
+    method = svd_method(m, n, full_matrices, compute_uv, x.dtype)
+    if _dev is None and method == "gesvd":
         _refuse_capture("gesvd")
     dev = _dev or _device()
-    dtype = np.dtype(x.dtype)
-    isz = dtype.itemsize
-    m, n = x.shape[-2:]
-    k = min(m, n)
-    nb = _nb(x.shape)
-    batch = x.shape[:-2]
     xs = dev.dense(x)
-    flag = dev.nonfinite(xs, nb, m, n)
-    transpose_in, gm, gn, job, u_cols = svd_plan(m, n, full_matrices, compute_uv)
+    flag = dev.nonfinite(xs, _nb(x.shape), m, n)
+    impl = {"gesvdj": _svd_jacobi, "gesvda": _svd_thin, "gesvd": _svd_general}[method]
+    return impl(dev, xs, flag, full_matrices, compute_uv)
+
+
+def _svd_input(dev, xs, flag, transpose_in):
+    """The column-major matrix the library factors: ``x^T`` (x's own buffer, copied with the
+    bad matrices zeroed) or, for ``transpose_in``, ``x`` (a column-major copy)."""
+    m, n = xs.shape[-2:]
+    nb = _nb(xs.shape)
     if transpose_in:
-        a = _column_major_copy(dev, xs, nb, m, n, bad=flag)
-    else:
-        a = dev.empty(x.shape, dtype)
-        dev.gather(xs, a, nb, m, n, (m * n, n, 1), bad=flag, fill=FILL_ZERO)
+        return _column_major_copy(dev, xs, nb, m, n, bad=flag)
+    a = dev.empty(xs.shape, xs.dtype)
+    dev.gather(xs, a, nb, m, n, (m * n, n, 1), bad=flag, fill=FILL_ZERO)
+    return a
+
+
+def _svd_outputs(dev, x_shape, dtype, bad, s, k, u_read=None, vh_read=None):
+    """``[s, u, vh]`` from the library's buffers, NaN for the bad matrices: ``u_read`` and
+    ``vh_read`` are ``(buffer, (rows, cols), (batch, row, column) strides)``."""
+    nb = _nb(x_shape)
+    batch = x_shape[:-2]
+    s_out = dev.empty(batch + (k,), dtype)
+    dev.gather(s, s_out, nb, 1, k, (s.shape[-1], 0, 1), bad=bad, fill=FILL_NAN)
+    if u_read is None:
+        return [s_out]
+    outs = [s_out]
+    for src, shape, strides in (u_read, vh_read):
+        out = dev.empty(batch + shape, dtype)
+        dev.gather(src, out, nb, *shape, strides, bad=bad, fill=FILL_NAN)
+        outs.append(out)
+    return outs
+
+
+def _svd_jacobi(dev, xs, flag, full_matrices, compute_uv):
+    """gesvdjBatched of ``G = x^T`` (gm = n rows, gn = m columns): ``x = V_G S U_G^T``, so
+    ``u = V_G`` and ``vh = U_G^T``, read from the full factors."""
+    dtype = np.dtype(xs.dtype)
+    m, n = xs.shape[-2:]
+    k = min(m, n)
+    nb = _nb(xs.shape)
+    batch = xs.shape[:-2]
+    a = _svd_input(dev, xs, flag, transpose_in=False)
+    s = dev.empty(batch + (k,), dtype)
+    ug = dev.empty(batch + (n, n), dtype)        # U_G: gm x gm
+    vg = dev.empty(batch + (m, m), dtype)        # V_G: gn x gn
+    info = dev.empty((nb,), np.int32)
+    dev.gesvdj_batched(dtype, n, m, dev.ptr(a), dev.ptr(s), dev.ptr(ug), dev.ptr(vg),
+                       dev.ptr(info), nb)
+    bad = dev.either(flag, info)
+    if not compute_uv:
+        return _svd_outputs(dev, xs.shape, dtype, bad, s, k)
+    uk, vk = (m, n) if full_matrices else (k, k)
+    return _svd_outputs(dev, xs.shape, dtype, bad, s, k,
+                        (vg, (m, uk), (m * m, 1, m)),       # u[i, j] = V_G[i, j]
+                        (ug, (vk, n), (n * n, n, 1)))       # vh[i, j] = U_G[j, i]
+
+
+def _svd_thin(dev, xs, flag, full_matrices, compute_uv):
+    """gesvdaStridedBatched, which needs rows >= columns: a wide ``x`` factors ``G = x^T``
+    (its own buffer) with ``u = V_G``, ``vh = U_G^T``; a tall one a column-major copy, with
+    ``u = U_G``, ``vh = V_G^T``."""
+    dtype = np.dtype(xs.dtype)
+    m, n = xs.shape[-2:]
+    k = min(m, n)
+    nb = _nb(xs.shape)
+    batch = xs.shape[:-2]
+    tall = m > n
+    gm, gn = (m, n) if tall else (n, m)
+    a = _svd_input(dev, xs, flag, transpose_in=tall)
+    s = dev.empty(batch + (gn,), dtype)
+    ug = dev.empty(batch + (gn, gm), dtype)      # U_G: gm x gn, column-major
+    vg = dev.empty(batch + (gn, gn), dtype)      # V_G: gn x gn
+    info = dev.empty((nb,), np.int32)
+    dev.gesvda_batched(dtype, compute_uv, gm, gn, dev.ptr(a), dev.ptr(s), dev.ptr(ug),
+                       dev.ptr(vg), dev.ptr(info), nb)
+    bad = dev.either(flag, info)
+    if not compute_uv:
+        return _svd_outputs(dev, xs.shape, dtype, bad, s, k)
+    if tall:
+        return _svd_outputs(dev, xs.shape, dtype, bad, s, k,
+                            (ug, (m, k), (gm * gn, 1, gm)),     # u[i, j] = U_G[i, j]
+                            (vg, (k, n), (gn * gn, gn, 1)))     # vh[i, j] = V_G[j, i]
+    return _svd_outputs(dev, xs.shape, dtype, bad, s, k,
+                        (vg, (m, k), (gn * gn, 1, gn)),         # u[i, j] = V_G[i, j]
+                        (ug, (k, n), (gm * gn, gm, 1)))         # vh[i, j] = U_G[j, i]
+
+
+def _svd_general(dev, xs, flag, full_matrices, compute_uv):
+    """gesvd, one call per matrix (see :func:`svd_plan`)."""
+    dtype = np.dtype(xs.dtype)
+    isz = dtype.itemsize
+    m, n = xs.shape[-2:]
+    k = min(m, n)
+    nb = _nb(xs.shape)
+    batch = xs.shape[:-2]
+    transpose_in, gm, gn, job, u_cols = svd_plan(m, n, full_matrices, compute_uv)
+    a = _svd_input(dev, xs, flag, transpose_in)
     s = dev.empty(batch + (k,), dtype)
     info = dev.empty((nb,), np.int32)
     rwork = dev.empty((max(k, 1),), dtype)
@@ -692,21 +902,18 @@ def svd(x, *, full_matrices, compute_uv, _dev=None):
                    pv + i * gn * gn * isz if compute_uv else None, gn,
                    pw, lwork, pr, pi + 4 * i)
     bad = dev.either(flag, info)
-    s_out = dev.empty(batch + (k,), dtype)
-    dev.gather(s, s_out, nb, 1, k, (k, 0, 1), bad=bad, fill=FILL_NAN)
     if not compute_uv:
-        return [s_out]
+        return _svd_outputs(dev, xs.shape, dtype, bad, s, k)
     uk = m if full_matrices else k
     vk = n if full_matrices else k
-    u = dev.empty(batch + (m, uk), dtype)
-    vh = dev.empty(batch + (vk, n), dtype)
     if transpose_in:       # tall: u = U' (m x u_cols), vh = V'^T (n x n), both column-major
-        dev.gather(ug, u, nb, m, uk, (u_cols * gm, 1, gm), bad=bad, fill=FILL_NAN)
-        dev.gather(vg, vh, nb, n, n, (gn * gn, 1, gn), bad=bad, fill=FILL_NAN)
-    else:                  # wide: u = V' (the VT buffer read row-major), vh = U'^T (the U one)
-        dev.gather(vg, u, nb, m, m, (gn * gn, gn, 1), bad=bad, fill=FILL_NAN)
-        dev.gather(ug, vh, nb, vk, n, (u_cols * gm, gm, 1), bad=bad, fill=FILL_NAN)
-    return [s_out, u, vh]
+        return _svd_outputs(dev, xs.shape, dtype, bad, s, k,
+                            (ug, (m, uk), (u_cols * gm, 1, gm)),
+                            (vg, (n, n), (gn * gn, 1, gn)))
+    # wide: u = V' (the VT buffer read row-major), vh = U'^T (the U one)
+    return _svd_outputs(dev, xs.shape, dtype, bad, s, k,
+                        (vg, (m, m), (gn * gn, gn, 1)),
+                        (ug, (vk, n), (u_cols * gm, gm, 1)))
 
 
 def impls():

@@ -2,7 +2,9 @@
 
 >>> import fnx.lax as lax
 >>> lax.add(1.0, 2.0)
+Array(3., dtype=float32, weak_type=True)
 >>> lax.fori_loop(0, 3, lambda i, x: x * 2.0, 1.0)
+Array(8., dtype=float32, weak_type=True)
 """
 from ..core.lax import *  # noqa: F401,F403
 from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
@@ -19,3 +21,6 @@ from .extras import (reduce, sort_key_val, population_count, clz, reduce_precisi
                      broadcast_shapes, conv_general_shape_tuple, conv_shape_tuple, split,
                      optimization_barrier)
 from ..core.fft import fft, FftType  # noqa: E402,F401
+from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatter,  # noqa
+                                ppermute, pshuffle, all_to_all, axis_index, axis_size)
+from ..core.placement import with_sharding_constraint  # noqa: E402,F401

@@ -14,11 +14,13 @@ from ..core.pytree import tree_flatten, tree_unflatten
 
 def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     """The inclusive scan of ``elems`` (a pytree of arrays of one length along ``axis``) under
-    ``fn``, which must be associative: ``out[i] = fn(... fn(elems[0], elems[1]) ...,
-    elems[i])`` (from the other end with ``reverse``). ``fn`` takes and returns pytrees like
+    ``fn``, which must be associative; ``out[i]`` is ``fn(fn(elems[0], elems[1]), ...)`` up to
+    ``elems[i]`` (from the other end with ``reverse``). ``fn`` takes and returns pytrees like
     ``elems`` and is applied to whole slices at once, as in JAX.
 
-    >>> lax.associative_scan(lambda a, b: (a[0] * b[0], b[0] * a[1] + b[1]), (decays, inputs))
+    >>> decays, inputs = jnp.full(4, 0.5), jnp.ones(4)   # h[t] = 0.5 * h[t-1] + 1
+    >>> lax.associative_scan(lambda a, b: (a[0] * b[0], b[0] * a[1] + b[1]), (decays, inputs))[1]
+    Array([1.   , 1.5  , 1.75 , 1.875], dtype=float32)
     """
     leaves, tree = tree_flatten(elems)
     if not leaves:

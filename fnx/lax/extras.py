@@ -283,7 +283,8 @@ def optimization_barrier(operand):
     """``operand`` unchanged. In XLA it keeps computations from moving across it; fnx's
     optimizing passes respect data dependence already, so this is the identity.
 
-    >>> lax.optimization_barrier((x, y))
+    >>> lax.optimization_barrier((jnp.ones(2), 3.0))
+    (Array([1., 1.], dtype=float32), 3.0)
     """
     return operand
 

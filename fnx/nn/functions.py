@@ -11,6 +11,8 @@ import numpy as np
 from .. import numpy as jnp
 from ..core import lax
 from ..core.api import stop_gradient
+from ..core.core import default_backend
+from ..core.errors import UnavailableImplementationError
 from ..numpy._core import promote_dtypes_inexact
 
 
@@ -28,22 +30,42 @@ def relu6(x):
 
 
 def leaky_relu(x, negative_slope: float = 1e-2):
+    """``x`` for ``x >= 0``, else ``negative_slope * x``.
+
+    >>> fnx.nn.leaky_relu(jnp.array([-2.0, 3.0]), negative_slope=0.1)
+    Array([-0.2,  3. ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def elu(x, alpha: float = 1.0):
+    """Exponential linear unit: ``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``.
+
+    >>> fnx.nn.elu(jnp.array([-1.0, 1.0]))
+    Array([-0.63212055,  1.        ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     safe = jnp.where(x > 0, jnp.zeros_like(x), x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
 
 
 def celu(x, alpha: float = 1.0):
+    """Continuously differentiable ELU: ``max(x, 0) + alpha * min(exp(x / alpha) - 1, 0)``.
+
+    >>> fnx.nn.celu(jnp.array([-1.0, 1.0]))
+    Array([-0.63212055,  1.        ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
 def selu(x):
+    """Scaled exponential linear unit (the self-normalizing constants of Klambauer et al.).
+
+    >>> fnx.nn.selu(jnp.array([-1.0, 1.0]))
+    Array([-1.1113307,  1.050701 ], dtype=float32)
+    """
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     return scale * elu(x, alpha)
 
@@ -55,6 +77,11 @@ def sigmoid(x):
 
 
 def log_sigmoid(x):
+    """``log(sigmoid(x))``, computed without overflow as ``-softplus(-x)``.
+
+    >>> fnx.nn.log_sigmoid(jnp.array([0.0]))
+    Array([-0.6931472], dtype=float32)
+    """
     return -softplus(-jnp.asarray(x))
 
 
@@ -74,11 +101,21 @@ def softplus(x):
 
 
 def soft_sign(x):
+    """``x / (1 + |x|)``.
+
+    >>> fnx.nn.soft_sign(jnp.array([-1.0, 3.0]))
+    Array([-0.5 ,  0.75], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return x / (jnp.abs(x) + 1)
 
 
 def hard_tanh(x):
+    """``x`` clipped to ``[-1, 1]``.
+
+    >>> fnx.nn.hard_tanh(jnp.array([-2.0, 0.5, 3.0]))
+    Array([-1. ,  0.5,  1. ], dtype=float32)
+    """
     return jnp.clip(x, -1.0, 1.0)
 
 
@@ -92,6 +129,12 @@ def gelu(x, approximate: bool = True):
 
 
 def glu(x, axis: int = -1):
+    """Gated linear unit: ``x`` split in two halves ``a, b`` along ``axis``, then ``a *
+    sigmoid(b)``.
+
+    >>> fnx.nn.glu(jnp.array([1.0, 2.0, 0.0, 100.0]))
+    Array([0.5, 2. ], dtype=float32)
+    """
     a, b = jnp.split(x, 2, axis)
     return a * sigmoid(b)
 
@@ -138,6 +181,64 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
 
 
 normalize = standardize
+
+
+def _norm_axes(x, axis):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(a % x.ndim for a in axes))
+
+
+def _stats_dtype(x):
+    """Normalisation statistics are computed in at least float32, so a bfloat16 or float16
+    input is centred and scaled without half-precision round-off (as Flax's norms do)."""
+    return jnp.promote_types(x.dtype, jnp.float32)
+
+
+def layer_norm(x, scale=None, bias=None, *, axis=-1, epsilon: float = 1e-6):
+    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` over ``axis`` (an int or a tuple),
+    with the statistics and the normalisation in float32 for half-precision inputs; the result
+    has the dtype of ``x``, ``scale`` and ``bias`` together.
+
+    >>> layer_norm(jnp.array([[1.0, 3.0]]))
+    Array([[-0.9999995,  0.9999995]], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    out_dtype = jnp.result_type(x, *(p for p in (scale, bias) if p is not None))
+    axes = _norm_axes(x, axis)
+    xf = x.astype(_stats_dtype(x))
+    centered = xf - jnp.mean(xf, axes, keepdims=True)
+    y = centered * lax.rsqrt(jnp.mean(jnp.square(centered), axes, keepdims=True) + epsilon)
+    if scale is not None:
+        y = y * _along(scale, x.ndim, axes, xf.dtype)
+    if bias is not None:
+        y = y + _along(bias, x.ndim, axes, xf.dtype)
+    return y.astype(out_dtype)
+
+
+def rms_norm(x, scale=None, *, axis=-1, epsilon: float = 1e-6):
+    """``x / sqrt(mean(x**2) + epsilon) * scale`` over ``axis``, computed in float32 for
+    half-precision inputs; the result has the dtype of ``x`` and ``scale`` together.
+
+    >>> rms_norm(jnp.array([[3.0, -3.0]]), epsilon=0.0)
+    Array([[ 1., -1.]], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    out_dtype = jnp.result_type(x, scale) if scale is not None else x.dtype
+    axes = _norm_axes(x, axis)
+    xf = x.astype(_stats_dtype(x))
+    y = xf * lax.rsqrt(jnp.mean(jnp.square(xf), axes, keepdims=True) + epsilon)
+    if scale is not None:
+        y = y * _along(scale, x.ndim, axes, xf.dtype)
+    return y.astype(out_dtype)
+
+
+def _along(param, ndim, axes, dtype):
+    """``param`` (shaped like the normalised axes) broadcast against an array of ``ndim``."""
+    param = jnp.asarray(param).astype(dtype)
+    if param.ndim == len(axes):
+        return lax.broadcast_in_dim(param, tuple(
+            param.shape[axes.index(a)] if a in axes else 1 for a in range(ndim)), axes)
+    return param
 
 
 def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
@@ -197,7 +298,7 @@ def squareplus(x, b=4):
     """``(x + sqrt(x**2 + b)) / 2``, a smooth relu.
 
     >>> squareplus(jnp.array(0.0))
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
     """
     (x,) = promote_dtypes_inexact(x)
     return (x + jnp.sqrt(x * x + b)) / 2
@@ -219,6 +320,7 @@ def log1mexp(x):
     """``log(1 - exp(-x))`` for ``x > 0``, accurate for small and large ``x``.
 
     >>> log1mexp(jnp.array(1e-8))   # about log(1e-8)
+    Array(-18.420681, dtype=float32, weak_type=True)
     """
     (x,) = promote_dtypes_inexact(x)
     # -expm1 is exact near 0, log1p(-exp) for large x; log(2) is where they trade places
@@ -260,15 +362,14 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     the start of both sequences as in JAX. ``query_seq_lengths`` / ``key_value_seq_lengths``
     (B,) mask padding; ``local_window_size`` (int or (left, right)) keeps keys within the
     window. Masked logits become a large negative number rather than -inf, so a fully masked
-    row averages the values (as in JAX) instead of giving NaN.
+    row averages the values (as in JAX) instead of giving NaN. ``implementation='cudnn'``
+    raises ``UnavailableImplementationError`` (a RuntimeError) off the GPU, as JAX's does.
 
     >>> q = k = v = jnp.ones((2, 5, 4, 8))
     >>> dot_product_attention(q, k, v, is_causal=True).shape
     (2, 5, 4, 8)
     """
-    if implementation not in (None, "xla"):
-        raise NotImplementedError(f"dot_product_attention: implementation={implementation!r}; "
-                                  "fnx has the pure-array one only")
+    _check_attention_implementation(implementation)
     query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
     unbatched = query.ndim == 3
     if unbatched:
@@ -315,6 +416,19 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         out = out * (q_pos[:, :1] < q_lens[:, 0]).reshape(B, T, 1, 1).astype(out.dtype)
     out = out.astype(query.dtype)
     return out[0] if unbatched else out
+
+
+def _check_attention_implementation(implementation):
+    """``None`` and ``'xla'`` are the array program every backend runs (the GPU compiler hands
+    the attention it recognises to cuDNN); ``'cudnn'`` insists on cuDNN, so like JAX's it
+    raises where there is none."""
+    if implementation not in (None, "xla", "cudnn"):
+        raise ValueError(f"dot_product_attention: unsupported implementation option "
+                         f"{implementation!r}; use None, 'xla' or 'cudnn'")
+    if implementation == "cudnn" and default_backend() != "gpu":
+        raise UnavailableImplementationError(
+            f"dot_product_attention(implementation='cudnn'): cuDNN is not detected (the "
+            f"default backend is {default_backend()!r}); use implementation=None or 'xla'")
 
 
 def _and(a, b):

@@ -19,7 +19,8 @@ from ..core import dtypes, lax
 from ..core.convolution import conv_general_dilated
 from ..core.pytree import register_pytree_node
 from . import initializers as init
-from .functions import relu, softmax
+from ..core.errors import ShapeError
+from .functions import layer_norm, relu, rms_norm, softmax
 
 
 def _const(value, like):
@@ -171,16 +172,33 @@ class LayerNorm(Module):
     def __call__(self, x):
         x = jnp.asarray(x)
         if tuple(x.shape[x.ndim - len(self.shape):]) != self.shape:
-            raise ValueError(f"LayerNorm over {self.shape} got input of shape {x.shape}")
+            raise ShapeError(f"LayerNorm over {self.shape} got input of shape {x.shape}")
         axes = tuple(range(x.ndim - len(self.shape), x.ndim))
-        mean = jnp.mean(x, axes, keepdims=True)
-        var = jnp.mean(jnp.square(x - mean), axes, keepdims=True)
-        y = (x - mean) * lax.rsqrt(var + _const(self.eps, var))
-        if self.weight is not None:
-            y = y * self.weight
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        return layer_norm(x, self.weight, self.bias, axis=axes, epsilon=self.eps)
+
+
+class RMSNorm(Module):
+    """Divide by the root mean square over the trailing ``shape`` axes, then scale by a learned
+    ``weight`` (ones). Needs no key.
+
+    >>> norm = RMSNorm(16); norm(jnp.ones((4, 16))).shape
+    (4, 16)
+    """
+    static_fields = ("shape", "eps")
+
+    def __init__(self, shape: int | Sequence[int], eps: float = 1e-6, use_weight: bool = True,
+                 dtype=None):
+        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else \
+            tuple(int(s) for s in shape)
+        self.eps = float(eps)
+        self.weight = init.ones(None, self.shape, dtype) if use_weight else None
+
+    def __call__(self, x):
+        x = jnp.asarray(x)
+        if tuple(x.shape[x.ndim - len(self.shape):]) != self.shape:
+            raise ShapeError(f"RMSNorm over {self.shape} got input of shape {x.shape}")
+        axes = tuple(range(x.ndim - len(self.shape), x.ndim))
+        return rms_norm(x, self.weight, axis=axes, epsilon=self.eps)
 
 
 class Dropout(Module):
@@ -188,7 +206,9 @@ class Dropout(Module):
     Randomness comes from an explicit ``key``; with ``key=None`` or ``deterministic=True`` it
     is the identity (evaluation mode).
 
-    >>> drop = Dropout(0.1); y = drop(x, key=random.key(1))
+    >>> drop = Dropout(0.5)
+    >>> drop(jnp.ones(6), key=random.key(1))
+    Array([2., 0., 2., 2., 0., 0.], dtype=float32)
     """
     static_fields = ("rate",)
 
@@ -290,7 +310,10 @@ class MultiHeadAttention(Module):
     boolean, True where attention is allowed, broadcastable to (..., num_heads, q_len, k_len).
 
     >>> mha = MultiHeadAttention(random.key(0), 32, 4)
-    >>> causal = jnp.tril(jnp.ones((10, 10), bool)); mha(x, mask=causal)
+    >>> x = random.normal(random.key(1), (10, 32))
+    >>> causal = jnp.tril(jnp.ones((10, 10), bool))
+    >>> mha(x, mask=causal).shape
+    (10, 32)
     """
     static_fields = ("embed_dim", "num_heads")
 

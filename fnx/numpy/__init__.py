@@ -63,16 +63,36 @@ def dtype(obj, align=False, copy=False):
 
 
 def isscalar(x):
+    """Whether ``element`` is a scalar: a Python or NumPy number, or a 0-d array.
+
+    >>> jnp.isscalar(1.0), jnp.isscalar(jnp.ones(2))
+    (True, False)
+    """
     return _np.isscalar(x) or (hasattr(x, "ndim") and x.ndim == 0)
 
 
 def shape(a):
+    """The shape of ``a``.
+
+    >>> jnp.shape(jnp.ones((2, 3)))
+    (2, 3)
+    """
     return _np.shape(a) if not hasattr(a, "shape") else tuple(a.shape)
 
 
 def ndim(a):
+    """The number of dimensions of ``a``.
+
+    >>> jnp.ndim(jnp.ones((2, 3)))
+    2
+    """
     return len(shape(a))
 
 
 def size(a):
+    """The number of elements of ``a``, or its length along ``axis``.
+
+    >>> jnp.size(jnp.ones((2, 3)))
+    6
+    """
     return int(_np.prod(shape(a), dtype=_np.int64))

@@ -23,14 +23,14 @@ def asarray(x, dtype=None, order=None, *, copy=None, device=None):
     fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
     their owner's later writes change nothing here; ``copy`` changes no result.
 
-    >>> asarray([1, 2, 3])
+    >>> jnp.asarray([1, 2, 3])
     Array([1, 2, 3], dtype=int32)
     """
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"asarray: order={order!r} (fnx arrays are C-ordered)")
     out = _asarray(x, dtype)
     if device is not None and type(out) is Array and out.device is not device:
-        from ..core.core import device_put
+        from ..core.placement import device_put     # a device or a sharding
         out = device_put(out, device)
     return out
 
@@ -78,6 +78,8 @@ def _asarray(x, dtype):
 def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
     it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
+    if x is None:
+        raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype, order, device=device)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -94,8 +96,8 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     """``x`` converted to ``dtype`` (and moved to ``device``); ``copy`` changes no result, fnx
     arrays being immutable.
 
-    >>> astype(jnp.array([1.5, -2.0]), jnp.int32)
-    Array([ 1, -2], dtype=int32)
+    >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
     """
     x = asarray(x, device=device)
     dt = dtypes.canonicalize(dtype, "astype")
@@ -110,7 +112,7 @@ def result_type(*args):
     """The dtype fnx.numpy promotes ``args`` to (JAX's lattice and weak types: Python scalars
     and the types ``int``, ``float``, ``complex`` are weak; ``None`` is the default float).
 
-    >>> result_type(jnp.float16, 2.0), result_type(jnp.int8, jnp.uint8)
+    >>> jnp.result_type(jnp.float16, 2.0), jnp.result_type(jnp.int8, jnp.uint8)
     (dtype('float16'), dtype('int16'))
     """
     if not args:
@@ -126,7 +128,7 @@ def promote_types(a, b):
     """The dtype a binary operation on dtypes ``a`` and ``b`` computes in (JAX's lattice; the
     Python types ``int``, ``float``, ``complex`` are weak and never widen the other dtype).
 
-    >>> promote_types(jnp.float16, float), promote_types(jnp.int32, jnp.float16)
+    >>> jnp.promote_types(jnp.float16, float), jnp.promote_types(jnp.int32, jnp.float16)
     (dtype('float16'), dtype('float16'))
     """
     return dtypes.promote_types(a, b)
@@ -187,6 +189,11 @@ def promote_dtypes_inexact(*args):
 
 
 def broadcast_shapes(*shapes, op: str = "operands"):
+    """The shape that arrays of the given shapes broadcast to.
+
+    >>> jnp.broadcast_shapes((3,), (2, 1))
+    (2, 3)
+    """
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -208,6 +215,11 @@ def broadcast_to(x, shape):
 
 
 def broadcast_arrays(*args, op: str = "operands"):
+    """The arguments broadcast to their common shape.
+
+    >>> [x.shape for x in jnp.broadcast_arrays(jnp.ones(3), jnp.ones((2, 1)))]
+    [(2, 3), (2, 3)]
+    """
     arrs = [asarray(a) for a in args]
     shape = broadcast_shapes(*(a.shape for a in arrs), op=op)
     return [broadcast_to(a, shape) for a in arrs]

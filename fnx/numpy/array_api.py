@@ -5,6 +5,8 @@ code written against the standard (``xp = x.__array_namespace__()``) runs on fnx
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..core import dtypes
@@ -25,8 +27,10 @@ def isdtype(dtype, kind) -> bool:
     'signed integer', 'unsigned integer', 'integral', 'real floating', 'complex floating',
     'numeric'), or a tuple of these. bfloat16 is a real floating type, as in JAX.
 
-    >>> isdtype(jnp.float32, "real floating"), isdtype(jnp.int8, ("bool", "unsigned integer"))
-    (True, False)
+    >>> jnp.isdtype(jnp.float32, "real floating")
+    True
+    >>> jnp.isdtype(jnp.int8, ("bool", "unsigned integer"))
+    False
     """
     d = np.dtype(dtype)
     if isinstance(kind, tuple):
@@ -43,7 +47,7 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
     """Whether ``from_`` (a dtype or an array) casts to dtype ``to`` by NumPy's ``casting``
     rule (ml_dtypes teaches NumPy bfloat16's casts, as JAX relies on).
 
-    >>> can_cast(jnp.int8, jnp.int32), can_cast(jnp.float32, jnp.int32)
+    >>> jnp.can_cast(jnp.int8, jnp.int32), jnp.can_cast(jnp.float32, jnp.int32)
     (True, False)
     """
     src = from_ if isinstance(from_, (type, str, np.dtype)) else from_.dtype
@@ -53,7 +57,7 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
 def pow(x1, x2, /):  # noqa: A001 (the standard's name)
     """``x1 ** x2`` elementwise: the standard's name for ``power``.
 
-    >>> pow(jnp.array([2.0, 3.0]), 2)
+    >>> jnp.pow(jnp.array([2.0, 3.0]), 2)
     Array([4., 9.], dtype=float32)
     """
     return ufuncs.power(x1, x2)
@@ -109,5 +113,4 @@ def array_namespace(x, api_version=None):
     if api_version is not None and api_version not in _VERSIONS:
         raise ValueError(f"fnx.numpy implements array API versions {_VERSIONS}, "
                          f"not {api_version!r}")
-    from .. import numpy
-    return numpy
+    return sys.modules[__package__]     # fnx.numpy, this module's package (imported already)

@@ -55,7 +55,13 @@ def _transpose_method(self, *axes):
 
 
 def _format_method(self, spec):
-    # f"{loss:.4f}": a 0-d array formats as its Python scalar, as JAX's arrays do
+    # f"{loss:.4f}": a 0-d array formats as its Python scalar, as JAX's arrays do; a tracer
+    # formats as its repr, and refuses a format spec (TypeError, as in JAX)
+    if isinstance(self, Tracer):
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for a traced value "
+                            f"{self.aval.str_short()}: format it with fnx.debug.print")
+        return repr(self)
     if self.ndim == 0:
         return format(self.item(), spec)
     return format(str(self), spec)

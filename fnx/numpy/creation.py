@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core.core import get_aval
+from ..core.core import concrete_or_error, get_aval
 from ..core.errors import DTypeError
-from ._core import _is_scalar, asarray
+from ._core import _is_scalar, asarray, broadcast_to, promote_dtypes_inexact
 
 
 def _shape(shape):
@@ -28,27 +28,42 @@ def _dtype(dtype, default=None, fun_name=None):
 def zeros(shape, dtype=None):
     """An array of zeros (default dtype float32).
 
-    >>> zeros((2, 3)).shape
+    >>> jnp.zeros((2, 3)).shape
     (2, 3)
     """
     return lax.full(_shape(shape), 0, _dtype(dtype, fun_name="zeros"))
 
 
 def ones(shape, dtype=None):
+    """An array of ``shape`` filled with ones (float32 by default).
+
+    >>> jnp.ones((2,))
+    Array([1., 1.], dtype=float32)
+    """
     return lax.full(_shape(shape), 1, _dtype(dtype, fun_name="ones"))
 
 
 def empty(shape, dtype=None):
+    """An array of ``shape`` (zeros: fnx has no uninitialized memory to hand out).
+
+    >>> jnp.empty((2,))
+    Array([0., 0.], dtype=float32)
+    """
     return zeros(shape, dtype)
 
 
 def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (its dtype unless ``dtype`` is
+    given).
+
+    >>> jnp.full((2,), 7)
+    Array([7, 7], dtype=int32)
+    """
     # a Python number goes straight to ``dtype`` (no rounding through the default float)
     dt = None if dtype is None else dtypes.canonicalize(dtype, "full")
     fill = asarray(fill_value, dt if _is_scalar(fill_value) else None)
     dt = fill.dtype if dt is None else dt
     if fill.ndim:
-        from ._core import broadcast_to
         return broadcast_to(lax.convert_element_type(fill, dt), _shape(shape))
     return lax.full(_shape(shape), fill, dt, weak_type=False)
 
@@ -60,20 +75,42 @@ def _like(a, dtype, shape):
 
 
 def zeros_like(a, dtype=None, shape=None):
+    """Zeros shaped like ``a``, of its dtype unless ``dtype`` is given.
+
+    >>> jnp.zeros_like(jnp.array([1.5, 2.5]))
+    Array([0., 0.], dtype=float32)
+    """
     s, d = _like(a, dtype, shape)
     return lax.full(s, 0, d)
 
 
 def ones_like(a, dtype=None, shape=None):
+    """Ones shaped like ``a``, of its dtype unless ``dtype`` is given.
+
+    >>> jnp.ones_like(jnp.arange(3))
+    Array([1, 1, 1], dtype=int32)
+    """
     s, d = _like(a, dtype, shape)
     return lax.full(s, 1, d)
 
 
 def empty_like(a, dtype=None, shape=None):
+    """An array shaped like ``a`` (zeros, as ``empty``).
+
+    >>> jnp.empty_like(jnp.ones((2, 2), jnp.int32))
+    Array([[0, 0],
+           [0, 0]], dtype=int32)
+    """
     return zeros_like(a, dtype, shape)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
+    """An array shaped like ``a`` (and of its dtype, unless given) filled with
+    ``fill_value``.
+
+    >>> jnp.full_like(jnp.ones(2), 3)
+    Array([3., 3.], dtype=float32)
+    """
     s, d = _like(a, dtype, shape)
     return full(s, fill_value, d)
 
@@ -81,10 +118,9 @@ def full_like(a, fill_value, dtype=None, shape=None):
 def arange(start, stop=None, step=None, dtype=None):
     """Evenly spaced values in ``[start, stop)``; the bounds must be concrete.
 
-    >>> arange(3)
+    >>> jnp.arange(3)
     Array([0, 1, 2], dtype=int32)
     """
-    from ..core.core import concrete_or_error
     vals = [concrete_or_error(v, "arange's bounds") if v is not None else None
             for v in (start, stop, step)]
     out = np.arange(*[v for v in vals if v is not None]) if stop is not None or step is not None \
@@ -100,7 +136,6 @@ def arange(start, stop=None, step=None, dtype=None):
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
     num = int(num)
-    from ._core import promote_dtypes_inexact
     if dtype is not None:
         dtype = dtypes.canonicalize(dtype, "linspace")
     if dtype is not None and dtypes.is_float(dtype):
@@ -127,6 +162,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+    """``num`` numbers spaced evenly on a log scale, ``base ** start`` to ``base ** stop``.
+
+    >>> jnp.logspace(0.0, 2.0, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
     from .ufuncs import power
     return power(base, linspace(start, stop, num, endpoint, dtype=dtype))
 
@@ -138,16 +178,39 @@ def eye(N, M=None, k=0, dtype=None):
 
 
 def identity(n, dtype=None):
+    """The ``n`` by ``n`` identity matrix.
+
+    >>> jnp.identity(2, jnp.int32)
+    Array([[1, 0],
+           [0, 1]], dtype=int32)
+    """
     return eye(n, dtype=dtype)
 
 
 def tri(N, M=None, k=0, dtype=None):
+    """The ``N`` by ``M`` matrix with ones at and below the ``k``-th diagonal.
+
+    >>> jnp.tri(3, dtype=jnp.int32)
+    Array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]], dtype=int32)
+    """
     return asarray(np.tri(int(N), None if M is None else int(M), int(k), dtype=_dtype(dtype)))
 
 
 def copy(a):
+    """A copy of ``a`` (fnx arrays are immutable, so this is for NumPy compatibility).
+
+    >>> jnp.copy(jnp.arange(3))
+    Array([0, 1, 2], dtype=int32)
+    """
     return asarray(a)
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """A 1-d array of ``dtype`` read from the bytes of ``buffer``.
+
+    >>> jnp.frombuffer(bytes([1, 2, 3]), jnp.uint8)
+    Array([1, 2, 3], dtype=uint8)
+    """
     return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
-from ..core.core import Array, device_put, get_backend
+from ..core.core import Array, get_backend, local_devices
 from ..core.interop import KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED
+from ..core.placement import device_put     # to a device or a sharding
 
 _PLATFORMS = {KDL_CPU: "cpu", KDL_CUDA_HOST: "cpu", KDL_CUDA: "gpu", KDL_CUDA_MANAGED: "gpu"}
 
@@ -21,17 +22,17 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     ``device`` names another; 64-bit values become 32-bit ones without x64, as in JAX.
 
     >>> import numpy as np
-    >>> from_dlpack(np.arange(3.0))
+    >>> jnp.from_dlpack(np.arange(3.0))
     Array([0., 1., 2.], dtype=float32)
     """
     if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
         raise TypeError("from_dlpack takes an object with __dlpack__ and __dlpack_device__ "
                         f"methods, got {type(x).__name__}")
-    kind = int(x.__dlpack_device__()[0])
+    kind, index = (int(v) for v in x.__dlpack_device__()[:2])
     if kind not in _PLATFORMS:
         raise TypeError(f"from_dlpack: {type(x).__name__} lives on DLPack device type {kind}, "
                         "which fnx cannot read (it reads CPU and CUDA memory)")
-    source = get_backend(_PLATFORMS[kind])
+    source = _producer_device(kind, index)
     target = source if device is None else (
         get_backend(device) if isinstance(device, str) else device)
     if target is not source and copy is False:
@@ -42,6 +43,17 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
         from ._core import astype
         out = astype(out, dtypes.canonical(out.dtype))
     return out if target is source else device_put(out, target)
+
+
+def _producer_device(kind, index):
+    """The fnx device whose memory DLPack's ``(kind, index)`` names: GPU ``index`` of this
+    process, or the CPU."""
+    platform = _PLATFORMS[kind]
+    if platform == "gpu":
+        for d in local_devices(backend="gpu"):
+            if getattr(d, "cuda_id", 0) == index:
+                return d
+    return get_backend(platform)
 
 
 def is_supported_dtype(dtype) -> bool:

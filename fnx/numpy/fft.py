@@ -116,7 +116,7 @@ def _fft_core_2d(func_name, fft_type, a, s, axes, norm):
 def fft(a, n=None, axis: int = -1, norm=None):
     """The one-dimensional discrete Fourier transform along ``axis``.
 
-    >>> fft(jnp.array([1.0, 0.0, 0.0, 0.0]))
+    >>> jnp.fft.fft(jnp.array([1.0, 0.0, 0.0, 0.0]))
     Array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j], dtype=complex64)
     """
     return _fft_core_1d("fft", FftType.FFT, a, n, axis, norm)
@@ -125,7 +125,7 @@ def fft(a, n=None, axis: int = -1, norm=None):
 def ifft(a, n=None, axis: int = -1, norm=None):
     """The inverse of ``fft``: ``ifft(fft(x))`` is ``x`` (as complex).
 
-    >>> ifft(jnp.ones(4))
+    >>> jnp.fft.ifft(jnp.ones(4))
     Array([1.+0.j, 0.+0.j, 0.+0.j, 0.+0.j], dtype=complex64)
     """
     return _fft_core_1d("ifft", FftType.IFFT, a, n, axis, norm)
@@ -134,7 +134,7 @@ def ifft(a, n=None, axis: int = -1, norm=None):
 def rfft(a, n=None, axis: int = -1, norm=None):
     """The transform of real input: the ``n // 2 + 1`` non-negative frequencies.
 
-    >>> rfft(jnp.array([1.0, 2.0, 3.0, 4.0]))
+    >>> jnp.fft.rfft(jnp.array([1.0, 2.0, 3.0, 4.0]))
     Array([10.+0.j, -2.+2.j, -2.+0.j], dtype=complex64)
     """
     return _fft_core_1d("rfft", FftType.RFFT, a, n, axis, norm)
@@ -143,7 +143,7 @@ def rfft(a, n=None, axis: int = -1, norm=None):
 def irfft(a, n=None, axis: int = -1, norm=None):
     """The inverse of ``rfft``: real output of length ``n`` (``2 * (m - 1)`` by default).
 
-    >>> irfft(rfft(jnp.array([1.0, 2.0, 3.0])), n=3)
+    >>> jnp.fft.irfft(jnp.fft.rfft(jnp.array([1.0, 2.0, 3.0])), n=3)
     Array([1., 2., 3.], dtype=float32)
     """
     return _fft_core_1d("irfft", FftType.IRFFT, a, n, axis, norm)
@@ -152,7 +152,7 @@ def irfft(a, n=None, axis: int = -1, norm=None):
 def hfft(a, n=None, axis: int = -1, norm=None):
     """The transform of a Hermitian-symmetric signal given by its first half: real output.
 
-    >>> hfft(jnp.array([1.0, 2.0, 3.0]))
+    >>> jnp.fft.hfft(jnp.array([1.0, 2.0, 3.0]))
     Array([ 8., -2.,  0., -2.], dtype=float32)
     """
     _axis_check_1d("hfft", axis)
@@ -167,7 +167,7 @@ def hfft(a, n=None, axis: int = -1, norm=None):
 def ihfft(a, n=None, axis: int = -1, norm=None):
     """The inverse of ``hfft``: the half spectrum of a real signal's Hermitian transform.
 
-    >>> ihfft(jnp.array([8.0, -2.0, 0.0, -2.0]))
+    >>> jnp.fft.ihfft(jnp.array([8.0, -2.0, 0.0, -2.0]))
     Array([1.+0.j, 2.+0.j, 3.+0.j], dtype=complex64)
     """
     _axis_check_1d("ihfft", axis)
@@ -184,7 +184,7 @@ def ihfft(a, n=None, axis: int = -1, norm=None):
 def fftn(a, s=None, axes=None, norm=None):
     """The n-dimensional transform over ``axes`` (all of them by default).
 
-    >>> fftn(jnp.ones((2, 2)))
+    >>> jnp.fft.fftn(jnp.ones((2, 2)))
     Array([[4.+0.j, 0.+0.j],
            [0.+0.j, 0.+0.j]], dtype=complex64)
     """
@@ -194,7 +194,7 @@ def fftn(a, s=None, axes=None, norm=None):
 def ifftn(a, s=None, axes=None, norm=None):
     """The inverse of ``fftn``.
 
-    >>> ifftn(fftn(jnp.ones((2, 2)))).shape
+    >>> jnp.fft.ifftn(jnp.fft.fftn(jnp.ones((2, 2)))).shape
     (2, 2)
     """
     return _fft_core("ifftn", FftType.IFFT, a, s, axes, norm)
@@ -203,7 +203,7 @@ def ifftn(a, s=None, axes=None, norm=None):
 def rfftn(a, s=None, axes=None, norm=None):
     """``fftn`` of real input, the last axis halved as in ``rfft``.
 
-    >>> rfftn(jnp.ones((2, 4))).shape
+    >>> jnp.fft.rfftn(jnp.ones((2, 4))).shape
     (2, 3)
     """
     return _fft_core("rfftn", FftType.RFFT, a, s, axes, norm)
@@ -212,7 +212,7 @@ def rfftn(a, s=None, axes=None, norm=None):
 def irfftn(a, s=None, axes=None, norm=None):
     """The inverse of ``rfftn``.
 
-    >>> irfftn(rfftn(jnp.ones((2, 4)))).shape
+    >>> jnp.fft.irfftn(jnp.fft.rfftn(jnp.ones((2, 4)))).shape
     (2, 4)
     """
     return _fft_core("irfftn", FftType.IRFFT, a, s, axes, norm)
@@ -221,7 +221,7 @@ def irfftn(a, s=None, axes=None, norm=None):
 def fft2(a, s=None, axes=(-2, -1), norm=None):
     """``fftn`` over two axes (the last two by default).
 
-    >>> fft2(jnp.ones((3, 2, 2)))[0, 0, 0]
+    >>> jnp.fft.fft2(jnp.ones((3, 2, 2)))[0, 0, 0]
     Array(4.+0.j, dtype=complex64)
     """
     return _fft_core_2d("fft2", FftType.FFT, a, s, axes, norm)
@@ -230,7 +230,7 @@ def fft2(a, s=None, axes=(-2, -1), norm=None):
 def ifft2(a, s=None, axes=(-2, -1), norm=None):
     """``ifftn`` over two axes (the last two by default).
 
-    >>> ifft2(jnp.ones((2, 2)))[0, 0]
+    >>> jnp.fft.ifft2(jnp.ones((2, 2)))[0, 0]
     Array(1.+0.j, dtype=complex64)
     """
     return _fft_core_2d("ifft2", FftType.IFFT, a, s, axes, norm)
@@ -239,7 +239,7 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
 def rfft2(a, s=None, axes=(-2, -1), norm=None):
     """``rfftn`` over two axes (the last two by default).
 
-    >>> rfft2(jnp.ones((2, 4))).shape
+    >>> jnp.fft.rfft2(jnp.ones((2, 4))).shape
     (2, 3)
     """
     return _fft_core_2d("rfft2", FftType.RFFT, a, s, axes, norm)
@@ -248,7 +248,7 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None):
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
     """``irfftn`` over two axes (the last two by default).
 
-    >>> irfft2(rfft2(jnp.ones((2, 4)))).shape
+    >>> jnp.fft.irfft2(jnp.fft.rfft2(jnp.ones((2, 4)))).shape
     (2, 4)
     """
     return _fft_core_2d("irfft2", FftType.IRFFT, a, s, axes, norm)
@@ -266,7 +266,7 @@ def _check_freq_args(name, n, d):
 def fftfreq(n: int, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an ``n``-point transform with sample spacing ``d``.
 
-    >>> fftfreq(4)
+    >>> jnp.fft.fftfreq(4)
     Array([ 0.  ,  0.25, -0.5 , -0.25], dtype=float32)
     """
     _check_freq_args("fftfreq", n, d)
@@ -282,7 +282,7 @@ def fftfreq(n: int, d=1.0, *, dtype=None, device=None):
 def rfftfreq(n: int, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an ``n``-point ``rfft``: ``n // 2 + 1`` of them.
 
-    >>> rfftfreq(4)
+    >>> jnp.fft.rfftfreq(4)
     Array([0.  , 0.25, 0.5 ], dtype=float32)
     """
     _check_freq_args("rfftfreq", n, d)
@@ -303,7 +303,7 @@ def _shifts(x, axes, sign):
 def fftshift(x, axes=None):
     """``x`` rolled so that frequency zero is at the centre of ``axes`` (all by default).
 
-    >>> fftshift(fftfreq(4))
+    >>> jnp.fft.fftshift(jnp.fft.fftfreq(4))
     Array([-0.5 , -0.25,  0.  ,  0.25], dtype=float32)
     """
     x = asarray(x)
@@ -314,7 +314,7 @@ def fftshift(x, axes=None):
 def ifftshift(x, axes=None):
     """The inverse of ``fftshift``.
 
-    >>> ifftshift(fftshift(fftfreq(5)))
+    >>> jnp.fft.ifftshift(jnp.fft.fftshift(jnp.fft.fftfreq(5)))
     Array([ 0. ,  0.2,  0.4, -0.4, -0.2], dtype=float32)
     """
     x = asarray(x)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core.core import Tracer
+from ..core.core import Tracer, concrete_or_error
 from ..core.errors import FnxError
-from ._core import _is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array
+from ._core import (_is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array,
+                    promote_dtypes)
 
 
 class IndexingError(FnxError, IndexError):
@@ -419,12 +420,11 @@ def nonzero(a, size=None, fill_value=0):
     ``a`` (the result size depends on it); with ``size`` it works under jit: the first ``size``
     indices, padded with ``fill_value`` (a scalar, or one per axis).
 
-    >>> nonzero(jnp.array([0, 3, 0, 5]), size=3, fill_value=-1)
+    >>> jnp.nonzero(jnp.array([0, 3, 0, 5]), size=3, fill_value=-1)
     (Array([ 1,  3, -1], dtype=int32),)
     """
     if size is not None:
         return _nonzero_of_size(asarray(a), int(size), fill_value)
-    from ..core.core import concrete_or_error
     vals = concrete_or_error(a, "nonzero's argument (use size= or fnx.numpy.where(c, x, y))")
     return tuple(asarray(o.astype(np.int32)) for o in np.nonzero(vals))
 
@@ -478,7 +478,7 @@ def unravel_index(indices, shape):
     """The multi-index into ``shape`` of each flat index, as a tuple of arrays. Negative indices
     count from the end; out-of-range ones are clipped (JAX's rule, as jit cannot raise).
 
-    >>> unravel_index(asarray([5, 1]), (2, 3))
+    >>> jnp.unravel_index(jnp.asarray([5, 1]), (2, 3))
     (Array([1, 0], dtype=int32), Array([2, 1], dtype=int32))
     """
     from .ufuncs import clip, floor_divide, remainder, where
@@ -502,10 +502,9 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     """Flat indices into an array of shape ``dims`` from a tuple of index arrays. ``mode`` is
     'raise' (concrete indices only), 'wrap' or 'clip'; ``order`` 'C' or 'F'.
 
-    >>> ravel_multi_index((asarray([1, 0]), asarray([2, 1])), (2, 3))
+    >>> jnp.ravel_multi_index((jnp.asarray([1, 0]), jnp.asarray([2, 1])), (2, 3))
     Array([5, 1], dtype=int32)
     """
-    from ._core import promote_dtypes
     from .ufuncs import clip, remainder
     dims = _dims(dims, "ravel_multi_index")
     if len(multi_index) != len(dims):
@@ -518,7 +517,6 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         if not dtypes.is_int(a.dtype):
             raise TypeError(f"ravel_multi_index: indices must be integers, got {a.dtype}")
     if mode == "raise":
-        from ..core.core import concrete_or_error
         for a, d in zip(arrs, dims):
             v = np.asarray(concrete_or_error(a, "ravel_multi_index's indices with mode='raise' "
                                                 "(use mode='clip' or 'wrap' under jit)"))
@@ -548,7 +546,7 @@ def tril_indices(n, k=0, m=None):
     """Row and column indices of the lower triangle of an ``(n, m)`` array (on and below the
     ``k``-th diagonal).
 
-    >>> tril_indices(2)
+    >>> jnp.tril_indices(2)
     (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
     """
     return _static_indices(*np.nonzero(np.tri(int(n), None if m is None else int(m), int(k),
@@ -583,7 +581,7 @@ def triu_indices_from(arr, k=0):
 def diag_indices(n, ndim=2):
     """Indices of the main diagonal of an ``ndim``-dimensional array with sides ``n``.
 
-    >>> diag_indices(2)
+    >>> jnp.diag_indices(2)
     (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
     """
     if int(n) < 0 or int(ndim) < 0:
@@ -604,7 +602,7 @@ def diag_indices_from(arr):
 def indices(dimensions, dtype=None, sparse=False):
     """An array (or, with ``sparse``, a tuple of broadcastable arrays) of the grid indices.
 
-    >>> indices((2, 3))[1]
+    >>> jnp.indices((2, 3))[1]
     Array([[0, 1, 2],
            [0, 1, 2]], dtype=int32)
     """
@@ -621,7 +619,7 @@ def indices(dimensions, dtype=None, sparse=False):
 def ix_(*args):
     """Open-mesh index arrays: the ``k``-th 1-D sequence reshaped to broadcast along axis ``k``.
 
-    >>> ix_(asarray([0, 1]), asarray([2]))[0].shape
+    >>> jnp.ix_(jnp.asarray([0, 1]), jnp.asarray([2]))[0].shape
     (2, 1)
     """
     out = []

@@ -27,7 +27,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     two (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf); ``axis=None`` means all axes of a vector
     or matrix, or the flattened array when ``ord`` is None too, as NumPy.
 
-    >>> norm(jnp.array([[1.0, -2.0], [3.0, 4.0]]), ord=1)   # the largest column sum
+    >>> jnp.linalg.norm(jnp.array([[1.0, -2.0], [3.0, 4.0]]), ord=1)   # the largest column sum
     Array(6., dtype=float32)
     """
     (x,) = promote_dtypes_inexact(asarray(x))
@@ -129,7 +129,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     ``a = L @ L.T`` (or upper ``U = L.T`` with ``upper=True``); NaNs if ``a`` is not positive
     definite.
 
-    >>> L = cholesky(jnp.array([[4.0, 2.0], [2.0, 3.0]]))
+    >>> L = jnp.linalg.cholesky(jnp.array([[4.0, 2.0], [2.0, 3.0]]))
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     _square("cholesky", a)
@@ -149,7 +149,7 @@ def _lu_solve(lu, perm, b):
 def solve(a, b):
     """The solution ``x`` of ``a @ x = b``; ``b`` is a vector (n,) or matrices (..., n, k).
 
-    >>> solve(jnp.array([[2.0, 0.0], [0.0, 4.0]]), jnp.array([2.0, 2.0]))
+    >>> jnp.linalg.solve(jnp.array([[2.0, 0.0], [0.0, 4.0]]), jnp.array([2.0, 2.0]))
     Array([1. , 0.5], dtype=float32)
     """
     a, b = promote_dtypes_inexact(asarray(a), asarray(b))
@@ -172,7 +172,7 @@ def solve(a, b):
 def inv(a):
     """The inverse of square ``a`` (via its LU factorisation).
 
-    >>> inv(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
+    >>> jnp.linalg.inv(jnp.array([[2.0, 0.0], [0.0, 4.0]]))
     Array([[0.5 , 0.  ],
            [0.  , 0.25]], dtype=float32)
     """
@@ -204,7 +204,7 @@ def _diag(x):
 def det(a):
     """The determinant of square ``a`` (product of the LU diagonal, signed by the pivots).
 
-    >>> det(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> jnp.linalg.det(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
     Array(-1.9999999, dtype=float32)
     """
     (a,) = promote_dtypes_inexact(asarray(a))
@@ -216,7 +216,7 @@ def det(a):
 def slogdet(a):
     """``(sign, log|det a|)``, which stays finite where ``det`` would overflow.
 
-    >>> sign, logabsdet = slogdet(jnp.eye(3) * 10.0)   # (1., 6.9077554)
+    >>> sign, logabsdet = jnp.linalg.slogdet(jnp.eye(3) * 10.0)   # (1., 6.9077554)
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     _square("slogdet", a)
@@ -229,7 +229,9 @@ def qr(a, mode: str = "reduced"):
     """QR decomposition: ``mode`` "reduced" (Q: (..., m, k)), "complete" (Q: (..., m, m)) or
     "r" (R only), as in NumPy.
 
-    >>> q, r = qr(a)
+    >>> q, r = jnp.linalg.qr(jnp.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    >>> q.shape, r.shape
+    ((3, 2), (2, 2))
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     if mode not in ("reduced", "complete", "r"):
@@ -243,7 +245,7 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     (``UPLO`` None or "L") or upper ("U") triangle; ``symmetrize_input`` uses ``(a + a.T) / 2``,
     which makes the derivative the symmetric one.
 
-    >>> w, v = eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))   # w == [1., 3.]
+    >>> w, v = jnp.linalg.eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))
     """
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be None, 'L' or 'U', got {UPLO!r}")
@@ -258,7 +260,9 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     without ``compute_uv``. With ``hermitian`` (symmetric ``a``) it comes from ``eigh``. Its
     derivative needs ``full_matrices=False`` unless ``a`` is square, as in JAX.
 
-    >>> u, s, vh = svd(a, full_matrices=False)
+    >>> u, s, vh = jnp.linalg.svd(jnp.array([[3.0, 0.0], [0.0, -4.0]]), full_matrices=False)
+    >>> s
+    Array([4., 3.], dtype=float32)
     """
     (a,) = promote_dtypes_inexact(asarray(a))
     if hermitian:
@@ -292,7 +296,7 @@ def _svd_of_symmetric(a, compute_uv):
 def eigvalsh(a, UPLO: str | None = None, *, symmetrize_input: bool = True):
     """The eigenvalues (ascending) of symmetric ``a``, as ``eigh(a).eigenvalues``.
 
-    >>> eigvalsh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> jnp.linalg.eigvalsh(jnp.array([[2.0, 1.0], [1.0, 2.0]]))
     Array([1., 3.], dtype=float32)
     """
     return eigh(a, UPLO, symmetrize_input).eigenvalues
@@ -301,7 +305,7 @@ def eigvalsh(a, UPLO: str | None = None, *, symmetrize_input: bool = True):
 def svdvals(x, /):
     """The singular values of ``x`` (..., m, n), descending, as ``svd(x, compute_uv=False)``.
 
-    >>> svdvals(jnp.array([[3.0, 0.0], [0.0, -4.0]]))
+    >>> jnp.linalg.svdvals(jnp.array([[3.0, 0.0], [0.0, -4.0]]))
     Array([4., 3.], dtype=float32)
     """
     return svd(x, full_matrices=False, compute_uv=False)
@@ -318,7 +322,7 @@ def pinv(a, rtol=None, hermitian: bool = False):
     from ``eigh``. Its derivative is the analytic one (Golub and Pereyra), valid where the rank
     does not change, as JAX's.
 
-    >>> pinv(jnp.array([[1.0], [1.0]]))
+    >>> jnp.linalg.pinv(jnp.array([[1.0], [1.0]]))
     Array([[0.5, 0.5]], dtype=float32)
     """
     (a,) = promote_dtypes_inexact(asarray(a))
@@ -361,7 +365,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     ``numpy_resid`` asks for NumPy's empty ones where the rank is short or ``m <= n`` (which
     needs a concrete ``a``), as in JAX.
 
-    >>> x, res, rank, s = lstsq(jnp.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]),
+    >>> x, res, rank, s = jnp.linalg.lstsq(jnp.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]),
     ...                         jnp.array([1.0, 2.0, 2.0]))   # a line through three points
     """
     a, b = promote_dtypes_inexact(asarray(a), asarray(b))
@@ -393,7 +397,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
     defaults to ``max(m, n) * eps``), or above the absolute ``tol``; for a vector or scalar,
     1 unless it is all zeros.
 
-    >>> matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))
+    >>> jnp.linalg.matrix_rank(jnp.array([[1.0, 2.0], [2.0, 4.0]]))
     Array(1, dtype=int32)
     """
     (M,) = promote_dtypes_inexact(asarray(M))
@@ -415,7 +419,7 @@ def matrix_power(a, n):
     """``a`` (..., k, k) raised to the integer power ``n`` by repeated squaring; ``n = 0`` gives
     identities and negative ``n`` powers of ``inv(a)``.
 
-    >>> matrix_power(jnp.array([[1.0, 1.0], [0.0, 1.0]]), 3)
+    >>> jnp.linalg.matrix_power(jnp.array([[1.0, 1.0], [0.0, 1.0]]), 3)
     Array([[1., 3.],
            [0., 1.]], dtype=float32)
     """
@@ -443,7 +447,10 @@ def multi_dot(arrays, *, precision=None):
     """The product of a chain of matrices in the cheapest order; the first may be a row vector
     (n,) and the last a column vector (n,), whose dimensions are dropped from the result.
 
-    >>> multi_dot([a, b, c])   # == a @ b @ c, multiplied as (a @ b) @ c or a @ (b @ c)
+    >>> a, b, c = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones((4, 1))
+    >>> jnp.linalg.multi_dot([a, b, c])   # == a @ b @ c, multiplied as (a @ b) @ c or a @ (b @ c)
+    Array([[12.],
+           [12.]], dtype=float32)
     """
     mats = [asarray(x) for x in arrays]
     if len(mats) < 2:
@@ -492,7 +499,7 @@ def _chain_order(dims):
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     """The norm of each matrix (..., m, n): ``ord`` 'fro', 'nuc', 1, -1, 2, -2, inf or -inf.
 
-    >>> matrix_norm(jnp.array([[3.0, 0.0], [0.0, 4.0]]), ord=2)
+    >>> jnp.linalg.matrix_norm(jnp.array([[3.0, 0.0], [0.0, 4.0]]), ord=2)
     Array(4., dtype=float32)
     """
     (x,) = promote_dtypes_inexact(asarray(x))
@@ -504,7 +511,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     """The vector ``ord``-norm over ``axis``: one axis, several (taken as one flattened vector,
     as the Array API says) or, by default, all.
 
-    >>> vector_norm(jnp.array([3.0, -4.0]), ord=1)
+    >>> jnp.linalg.vector_norm(jnp.array([3.0, -4.0]), ord=1)
     Array(7., dtype=float32)
     """
     (x,) = promote_dtypes_inexact(asarray(x))
@@ -516,7 +523,7 @@ def cond(x, p=None):
     singular value), -2 (its inverse), or 'fro', 'nuc', 1, -1, inf, -inf (``norm(x, p) *
     norm(inv(x), p)``, square matrices only). Singular matrices give inf, as NumPy.
 
-    >>> cond(jnp.array([[1.0, 0.0], [0.0, 4.0]]))
+    >>> jnp.linalg.cond(jnp.array([[1.0, 0.0], [0.0, 4.0]]))
     Array(4., dtype=float32)
     """
     (x,) = promote_dtypes_inexact(asarray(x))
@@ -537,7 +544,7 @@ def cond(x, p=None):
 def trace(x, /, *, offset: int = 0, dtype=None):
     """The sum of each matrix's diagonal (or of the diagonal ``offset`` above it).
 
-    >>> trace(jnp.eye(3))
+    >>> jnp.linalg.trace(jnp.eye(3))
     Array(3., dtype=float32)
     """
     x = asarray(x)
@@ -548,7 +555,7 @@ def trace(x, /, *, offset: int = 0, dtype=None):
 def diagonal(x, /, *, offset: int = 0):
     """The diagonal of each matrix (..., m, n) (or the one ``offset`` above it).
 
-    >>> diagonal(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> jnp.linalg.diagonal(jnp.array([[1.0, 2.0], [3.0, 4.0]]))
     Array([1., 4.], dtype=float32)
     """
     x = asarray(x)
@@ -559,7 +566,7 @@ def diagonal(x, /, *, offset: int = 0):
 def outer(x1, x2, /):
     """The outer product of two vectors.
 
-    >>> outer(jnp.array([1.0, 2.0]), jnp.array([1.0, 10.0]))
+    >>> jnp.linalg.outer(jnp.array([1.0, 2.0]), jnp.array([1.0, 10.0]))
     Array([[ 1., 10.],
            [ 2., 20.]], dtype=float32)
     """
@@ -573,7 +580,10 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
     """``fnx.numpy.tensordot``: contract the last ``axes`` of ``x1`` with the first of ``x2``,
     or the axes listed in a pair of sequences.
 
-    >>> tensordot(a, b, axes=1)   # == a @ b for matrices
+    >>> a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.eye(2)
+    >>> jnp.linalg.tensordot(a, b, axes=1)   # == a @ b for matrices
+    Array([[1., 2.],
+           [3., 4.]], dtype=float32)
     """
     out = products.tensordot(x1, x2, axes, precision)
     if preferred_element_type is not None:
@@ -584,7 +594,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """``x1 @ x2`` (``fnx.numpy.matmul``).
 
-    >>> matmul(jnp.eye(2), jnp.array([1.0, 2.0]))
+    >>> jnp.linalg.matmul(jnp.eye(2), jnp.array([1.0, 2.0]))
     Array([1., 2.], dtype=float32)
     """
     return products.matmul(x1, x2, precision, preferred_element_type)
@@ -593,7 +603,7 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
 def matrix_transpose(x, /):
     """Each matrix transposed: (..., m, n) -> (..., n, m).
 
-    >>> matrix_transpose(jnp.ones((4, 2, 3))).shape
+    >>> jnp.linalg.matrix_transpose(jnp.ones((4, 2, 3))).shape
     (4, 3, 2)
     """
     x = asarray(x)
@@ -604,7 +614,7 @@ def matrix_transpose(x, /):
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Dot products of the vectors along ``axis`` (``fnx.numpy.vecdot``).
 
-    >>> vecdot(jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([1.0, 1.0]))
+    >>> jnp.linalg.vecdot(jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([1.0, 1.0]))
     Array([3., 7.], dtype=float32)
     """
     return products.vecdot(x1, x2, axis=axis, precision=precision,
@@ -615,7 +625,7 @@ def cross(x1, x2, /, *, axis: int = -1):
     """Cross products of the 3-vectors along ``axis`` (``fnx.numpy.cross`` without its
     2-vectors), broadcasting the other dimensions.
 
-    >>> cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+    >>> jnp.linalg.cross(jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
     Array([0., 0., 1.], dtype=float32)
     """
     x1, x2 = asarray(x1), asarray(x2)
@@ -629,7 +639,7 @@ def tensorinv(a, ind: int = 2):
     """The inverse of ``a`` as a map from its first ``ind`` axes to the rest:
     ``tensordot(tensorinv(a, ind), a, ind)`` is the identity, as NumPy.
 
-    >>> tensorinv(jnp.eye(6).reshape(6, 2, 3), ind=1).shape
+    >>> jnp.linalg.tensorinv(jnp.eye(6).reshape(6, 2, 3), ind=1).shape
     (2, 3, 6)
     """
     a = asarray(a)
@@ -648,7 +658,9 @@ def tensorsolve(a, b, axes=None):
     """The ``x`` with ``tensordot(a, x, x.ndim) == b``, ``x`` taking the trailing axes of ``a``
     (after moving ``axes`` to the end), as NumPy.
 
-    >>> x = tensorsolve(a, b)   # a: (2, 3, 6), b: (2, 3) -> x: (6,)
+    >>> a, b = jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))
+    >>> jnp.linalg.tensorsolve(a, b).shape
+    (6,)
     """
     a, b = asarray(a), asarray(b)
     if axes is not None:

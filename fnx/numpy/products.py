@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.errors import ShapeError
-from ._core import broadcast_shapes, broadcast_to, promote_dtypes
+from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axis, promote_dtypes
 
 
 def matmul(a, b, precision=None, preferred_element_type=None):
@@ -62,6 +62,11 @@ def vdot(a, b, precision=None, preferred_element_type=None):
 
 
 def inner(a, b):
+    """The inner product over the last axes of ``a`` and ``b``.
+
+    >>> jnp.inner(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0]))
+    Array(11., dtype=float32)
+    """
     a, b = promote_dtypes(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return lax.mul(*broadcast_both(a, b))
@@ -69,6 +74,12 @@ def inner(a, b):
 
 
 def outer(a, b):
+    """The outer product of the flattened ``a`` and ``b``.
+
+    >>> jnp.outer(jnp.array([1, 2]), jnp.array([1, 10]))
+    Array([[ 1, 10],
+           [ 2, 20]], dtype=int32)
+    """
     a, b = promote_dtypes(a, b)
     a, b = lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,))
     return lax.dot_general(lax.reshape(a, (a.size, 1)), lax.reshape(b, (1, b.size)),
@@ -76,6 +87,12 @@ def outer(a, b):
 
 
 def tensordot(a, b, axes=2, precision=None):
+    """The sum of products of ``a`` and ``b`` over ``axes``: the last ``axes`` axes of ``a``
+    with the first of ``b``, or the two given lists of axes.
+
+    >>> jnp.tensordot(jnp.ones((2, 3)), jnp.ones((3, 4)), axes=1).shape
+    (2, 4)
+    """
     a, b = promote_dtypes(a, b)
     if isinstance(axes, (int, np.integer)):
         ca = tuple(range(a.ndim - axes, a.ndim))
@@ -92,7 +109,10 @@ def tensordot(a, b, axes=2, precision=None):
 def einsum(subscripts: str, *operands, precision=None, optimize=None):
     """Einstein summation, contracted pairwise left to right with dot_general.
 
-    >>> einsum("ij,jk->ik", a, b)   # == a @ b
+    >>> a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.ones((2, 1))
+    >>> jnp.einsum("ij,jk->ik", a, b)   # a @ b
+    Array([[3.],
+           [7.]], dtype=float32)
     """
     ops = promote_dtypes(*operands)
     subscripts = subscripts.replace(" ", "")
@@ -185,6 +205,12 @@ def _contract_pair(ta, a, tb, b, later):
 
 
 def kron(a, b):
+    """The Kronecker product of ``a`` and ``b``.
+
+    >>> jnp.kron(jnp.eye(2), jnp.array([[1.0, 2.0]]))
+    Array([[1., 2., 0., 0.],
+           [0., 0., 1., 2.]], dtype=float32)
+    """
     a, b = promote_dtypes(a, b)
     o = lax.mul(*broadcast_both(lax.reshape(a, a.shape + (1,) * b.ndim),
                                 lax.reshape(b, (1,) * a.ndim + b.shape)))
@@ -200,10 +226,9 @@ def kron(a, b):
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """Dot products of the vectors along ``axis``, broadcasting the other dimensions.
 
-    >>> vecdot(asarray([[1.0, 2.0], [3.0, 4.0]]), asarray([1.0, 1.0]))
+    >>> jnp.vecdot(jnp.asarray([[1.0, 2.0], [3.0, 4.0]]), jnp.asarray([1.0, 1.0]))
     Array([3., 7.], dtype=float32)
     """
-    from ._core import canonicalize_axis
     x1, x2 = promote_dtypes(x1, x2)
     a1 = canonicalize_axis(axis, x1.ndim, "vecdot")
     a2 = canonicalize_axis(axis, x2.ndim, "vecdot")
@@ -242,10 +267,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Cross products of 3-vectors (or 2-vectors, taken with zero third component) along the
     given axes; two 2-vectors give the scalar z component.
 
-    >>> cross(asarray([1.0, 0.0, 0.0]), asarray([0.0, 1.0, 0.0]))
+    >>> jnp.cross(jnp.asarray([1.0, 0.0, 0.0]), jnp.asarray([0.0, 1.0, 0.0]))
     Array([0., 0., 1.], dtype=float32)
     """
-    from ._core import canonicalize_axis
     from .shapes import moveaxis
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -312,14 +336,13 @@ def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=Non
 
 
 def _asarray_i32(x):
-    from ._core import asarray
     return asarray(np.asarray(x, np.int32))
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     """Discrete linear convolution of 1-D ``a`` and ``v`` (modes full, same, valid).
 
-    >>> convolve(asarray([1.0, 2.0, 3.0]), asarray([0.0, 1.0, 0.5]))
+    >>> jnp.convolve(jnp.asarray([1.0, 2.0, 3.0]), jnp.asarray([0.0, 1.0, 0.5]))
     Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
     """
     return _conv1d(a, v, mode, True, "convolve", precision, preferred_element_type)
@@ -329,7 +352,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
     """Cross-correlation of 1-D ``a`` and ``v``: ``out[k] = sum_n a[n + k] * v[n]`` (modes
     valid (default), same, full).
 
-    >>> correlate(asarray([1.0, 2.0, 3.0]), asarray([0.0, 1.0, 0.5]))
+    >>> jnp.correlate(jnp.asarray([1.0, 2.0, 3.0]), jnp.asarray([0.0, 1.0, 0.5]))
     Array([3.5], dtype=float32)
     """
     return _conv1d(a, v, mode, False, "correlate", precision, preferred_element_type)
@@ -338,7 +361,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
 def polyval(p, x):
     """The polynomial with coefficients ``p`` (highest power first) at ``x``, by Horner's rule.
 
-    >>> polyval(asarray([1.0, 0.0, -1.0]), asarray([2.0, 3.0]))
+    >>> jnp.polyval(jnp.asarray([1.0, 0.0, -1.0]), jnp.asarray([2.0, 3.0]))
     Array([3., 8.], dtype=float32)
     """
     p, x = promote_dtypes(p, x)
@@ -355,11 +378,10 @@ def vander(x, N=None, increasing=False):
     """The Vandermonde matrix of 1-D ``x``: columns are powers of ``x`` (decreasing unless
     ``increasing``).
 
-    >>> vander(asarray([2.0, 3.0]), 3)
+    >>> jnp.vander(jnp.asarray([2.0, 3.0]), 3)
     Array([[4., 2., 1.],
            [9., 3., 1.]], dtype=float32)
     """
-    from ._core import asarray
     x = asarray(x)
     if x.ndim != 1:
         raise ShapeError(f"vander: x must be 1-D, got shape {x.shape}")

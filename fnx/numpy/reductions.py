@@ -6,8 +6,17 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, astype, axis_or_flat, canonicalize_axes, canonicalize_axis, \
-    promote_dtypes_inexact
+from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
+                    canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
+
+
+def _array_like(a, name):
+    """``a`` as an array; a list or tuple is refused, as in JAX (``jnp.sum([1, 2])`` would
+    otherwise trace one value per element): TypeError."""
+    if isinstance(a, (list, tuple)):
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                        "position 0.")
+    return asarray(a)
 
 
 def _keepdims(out, in_shape, axes, keepdims):
@@ -26,6 +35,19 @@ def _sum_dtype(x, dtype):
     return x.dtype
 
 
+def _accumulates_in_float32(dtype) -> bool:
+    """float16 and bfloat16 sums, means and variances accumulate in float32 and round once at
+    the end, as JAX's do: a half-precision accumulator loses the small terms (10000 ones sum to
+    2048 in float16, 256 in bfloat16) and a float16 partial sum overflows past 65504."""
+    return np.dtype(dtype) in (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+
+
+def _in_float32(fn, a, dtype, *args, **kwargs):
+    """``fn`` of ``a`` computed in float32, rounded once to ``dtype``."""
+    out = fn(lax.convert_element_type(a, np.float32, False), *args, **kwargs)
+    return lax.convert_element_type(out, dtype, False)
+
+
 def _strong(out):
     """Reductions return strongly typed arrays, as JAX's (``sum(0.5)`` is not weak)."""
     return lax.convert_element_type(out, out.dtype) if out.weak_type else out
@@ -34,24 +56,33 @@ def _strong(out):
 def sum(a, axis=None, dtype=None, keepdims=False, where=None):  # noqa: A001
     """Sum over ``axis`` (all axes when None).
 
-    >>> sum(arange(6).reshape(2, 3), axis=0)
+    >>> jnp.sum(jnp.arange(6).reshape(2, 3), axis=0)
     Array([3, 5, 7], dtype=int32)
     """
-    a = asarray(a)
+    a = _array_like(a, "sum")
     axes = canonicalize_axes(axis, a.ndim, "sum")
     dt = _sum_dtype(a, dtype)
     if where is not None:
         from .ufuncs import where as where_
         a = where_(where, a, 0)
     a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
+    if _accumulates_in_float32(dt):
+        return _in_float32(sum, a, dt, axes, keepdims=keepdims)
     return _strong(_keepdims(lax.reduce_sum(a, axes), a.shape, axes, keepdims))
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
-    a = asarray(a)
+    """The product of the elements along ``axis`` (all of them when None).
+
+    >>> jnp.prod(jnp.array([[1, 2], [3, 4]]), axis=1)
+    Array([ 2, 12], dtype=int32)
+    """
+    a = _array_like(a, "prod")
     axes = canonicalize_axes(axis, a.ndim, "prod")
     dt = _sum_dtype(a, dtype)
     a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
+    if _accumulates_in_float32(dt):
+        return _in_float32(prod, a, dt, axes, keepdims=keepdims)
     return _strong(_keepdims(lax.reduce_prod(a, axes), a.shape, axes, keepdims))
 
 
@@ -61,11 +92,12 @@ def _size(shape, axes):
 
 def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     """Arithmetic mean; integer inputs give the default float."""
-    a = asarray(a)
+    a = _array_like(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    if _accumulates_in_float32(af.dtype):
+        return _in_float32(mean, af, af.dtype, axes, keepdims=keepdims, where=where)
     if where is not None:
-        from ._core import broadcast_to
         mask = broadcast_to(astype(asarray(where), bool), af.shape)
         w = astype(mask, af.dtype)
         # select, not multiply: masked-out entries may be NaN or inf (nanmean)
@@ -76,10 +108,16 @@ def mean(a, axis=None, dtype=None, keepdims=False, where=None):
 
 
 def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
+    """The variance along ``axis``, with ``ddof`` delta degrees of freedom.
+
+    >>> jnp.var(jnp.array([1.0, 2.0, 3.0, 4.0]))
+    Array(1.25, dtype=float32)
+    """
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim, "var")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
-    from ._core import broadcast_to
+    if _accumulates_in_float32(af.dtype):
+        return _in_float32(var, af, af.dtype, axes, ddof=ddof, keepdims=keepdims)
     centered = lax.sub(af, broadcast_to(mean(af, axes, keepdims=True), af.shape))
     sq = lax.mul(centered, centered) if dtypes.kind(centered.dtype) != "c" else \
         lax.real(lax.mul(centered, lax.conj(centered)))       # |x - mean|**2, real
@@ -89,12 +127,21 @@ def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
 
 
 def std(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
-    return lax.sqrt(var(a, axis, dtype, ddof, keepdims))
+    """The standard deviation along ``axis``, with ``ddof`` delta degrees of freedom.
+
+    >>> jnp.std(jnp.array([1.0, 2.0, 3.0, 4.0]))
+    Array(1.118034, dtype=float32)
+    """
+    a = asarray(a)
+    (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    if _accumulates_in_float32(af.dtype):
+        return _in_float32(std, af, af.dtype, axis, ddof=ddof, keepdims=keepdims)
+    return lax.sqrt(var(af, axis, None, ddof, keepdims))
 
 
 def _minmax(prim_fn, name):
     def fn(a, axis=None, keepdims=False, initial=None, where=None):
-        a = asarray(a)
+        a = _array_like(a, name)
         axes = canonicalize_axes(axis, a.ndim, name)
         if where is not None:
             if initial is None:
@@ -120,6 +167,11 @@ min = amin = _minmax(lax.reduce_min, "min")  # noqa: A001
 
 
 def ptp(a, axis=None, keepdims=False):
+    """The range (maximum minus minimum) along ``axis``.
+
+    >>> jnp.ptp(jnp.array([[1, 5], [2, 3]]), axis=1)
+    Array([4, 1], dtype=int32)
+    """
     return lax.sub(max(a, axis, keepdims), min(a, axis, keepdims))
 
 
@@ -153,6 +205,11 @@ def all(a, axis=None, keepdims=False):  # noqa: A001
 
 
 def count_nonzero(a, axis=None, keepdims=False):
+    """Whether any element along ``axis`` is true (nonzero).
+
+    >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
+    Array([ True, False], dtype=bool)
+    """
     return sum(astype(asarray(a), bool), axis, keepdims=keepdims)
 
 
@@ -165,6 +222,8 @@ def _cumulative(lax_fn, name, promote_small_int=False):
             dt = dtypes.default_int if a.dtype == dtypes.bool_ else a.dtype
         if a.dtype != dt or a.weak_type:
             a = lax.convert_element_type(a, dt)
+        if _accumulates_in_float32(dt):
+            return _in_float32(lax_fn, a, dt, ax)
         return lax_fn(a, ax)
     fn.__name__ = name
     fn.__doc__ = f"Cumulative {name[3:]} along ``axis`` (the flattened array when None)."
@@ -176,23 +235,38 @@ cumprod = _cumulative(lax.cumprod, "cumprod")
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False):
+    """The sum along ``axis``, counting NaNs as zero.
+
+    >>> jnp.nansum(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(4., dtype=float32)
+    """
     from .ufuncs import isnan, where
     a = asarray(a)
     return sum(where(isnan(a), 0, a), axis, dtype, keepdims)
 
 
 def nanmean(a, axis=None, keepdims=False):
+    """The mean along ``axis``, ignoring NaNs.
+
+    >>> jnp.nanmean(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(2., dtype=float32)
+    """
     from .ufuncs import isnan, logical_not
     a = asarray(a)
     return mean(a, axis, keepdims=keepdims, where=logical_not(isnan(a)))
 
 
 def average(a, axis=None, weights=None):
+    """The mean along ``axis``, weighted by ``weights`` when given; with ``returned``, also
+    the sum of the weights.
+
+    >>> jnp.average(jnp.array([1.0, 2.0, 4.0]), weights=jnp.array([1.0, 1.0, 2.0]))
+    Array(2.75, dtype=float32)
+    """
     if weights is None:
         return mean(a, axis)
     from .ufuncs import multiply
     a, w = promote_dtypes_inexact(a, weights)
-    from ._core import broadcast_to
     w = broadcast_to(w, a.shape) if w.ndim == a.ndim else _expand_weights(w, a, axis)
     return lax.div(sum(multiply(a, w), axis), sum(w, axis))
 
@@ -228,10 +302,9 @@ def median(a, axis=None, keepdims=False):
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """The ``n``-th discrete difference along ``axis`` (booleans: ``!=``).
 
-    >>> diff(asarray([1.0, 4.0, 9.0]))
+    >>> jnp.diff(jnp.asarray([1.0, 4.0, 9.0]))
     Array([3., 5.], dtype=float32)
     """
-    from ._core import broadcast_to, promote_dtypes
     a = asarray(a)
     n = int(n)
     if n < 0:
@@ -301,10 +374,9 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral of ``y`` along ``axis`` by the trapezoidal rule (samples at ``x`` or spaced
     ``dx``).
 
-    >>> trapezoid(asarray([1.0, 2.0, 3.0]))
+    >>> jnp.trapezoid(jnp.asarray([1.0, 2.0, 3.0]))
     Array(4., dtype=float32)
     """
-    from ._core import broadcast_shapes, broadcast_to
     y = asarray(y)
     ax = canonicalize_axis(axis, y.ndim, "trapezoid")
     if x is None:
@@ -356,7 +428,7 @@ def _nan_minmax(reduce_fn, fill, name):
         return lax.select(every, lax.full(out_.shape, np.nan, out_.dtype), out_)
     fn.__name__ = name
     fn.__doc__ = (f"The {name[3:]}imum over ``axis``, ignoring NaNs (NaN where a slice is all "
-                  "NaN).\n\n    >>> " + name + "(asarray([1.0, nan, 3.0]))\n    Array(" +
+                  "NaN).\n\n    >>> " + name + "(jnp.asarray([1.0, jnp.nan, 3.0]))\n    Array(" +
                   ("3." if name == "nanmax" else "1.") + ", dtype=float32)")
     return fn
 
@@ -391,7 +463,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum, treating NaNs as zero.
 
-    >>> nancumsum(asarray([1.0, nan, 2.0]))
+    >>> jnp.nancumsum(jnp.asarray([1.0, jnp.nan, 2.0]))
     Array([1., 1., 3.], dtype=float32)
     """
     return cumsum(_nan_replaced(a, 0), axis, dtype)
@@ -404,7 +476,6 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """The variance over ``axis`` of the non-NaN entries (NaN where fewer than ``ddof + 1``)."""
-    from ._core import broadcast_to
     from .ufuncs import isnan, logical_and, logical_not
     a = asarray(a)
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
@@ -442,7 +513,6 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     """Quantiles ``q`` (in [0, 1]) of ``a`` over ``axis``: shape ``q.shape`` + the kept dims.
     All reduced axes are merged into one last axis and sorted; NaNs sort last, so a NaN-free
     prefix of ``count`` entries holds the values the quantile interpolates between."""
-    from ._core import broadcast_to
     from .sorting import sort
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
@@ -493,7 +563,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     """The ``q``-th quantiles (``q`` in [0, 1], any shape) over ``axis``; NaN where a slice has
     NaNs. ``method`` is one of linear (default), lower, higher, midpoint, nearest.
 
-    >>> quantile(asarray([1.0, 2.0, 3.0, 4.0]), 0.5)
+    >>> jnp.quantile(jnp.asarray([1.0, 2.0, 3.0, 4.0]), 0.5)
     Array(2.5, dtype=float32)
     """
     return _quantile(a, q, axis, interpolation or method, keepdims, False, "quantile")
@@ -516,7 +586,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                keepdims=False, *, interpolation=None):
     """The ``q``-th percentiles (``q`` in [0, 100]) over ``axis``.
 
-    >>> percentile(asarray([1.0, 2.0, 3.0, 4.0]), 25.0)
+    >>> jnp.percentile(jnp.asarray([1.0, 2.0, 3.0, 4.0]), 25.0)
     Array(1.75, dtype=float32)
     """
     a, q = _percent(a, q)
@@ -533,7 +603,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over ``axis`` ignoring NaNs.
 
-    >>> nanmedian(asarray([1.0, nan, 3.0]))
+    >>> jnp.nanmedian(jnp.asarray([1.0, jnp.nan, 3.0]))
     Array(2., dtype=float32)
     """
     return _quantile(a, 0.5, axis, "linear", keepdims, True, "nanmedian")
@@ -546,12 +616,11 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     """Covariance matrix of the variables in the rows of ``m`` (columns if not ``rowvar``).
 
-    >>> cov(asarray([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    >>> jnp.cov(jnp.asarray([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
     Array([[ 1., -1.],
            [-1.,  1.]], dtype=float32)
     """
     from .shapes import atleast_2d, concatenate, squeeze
-    from ._core import broadcast_to
     m = asarray(m)
     if m.ndim > 2:
         raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
@@ -598,7 +667,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 def corrcoef(x, y=None, rowvar=True):
     """Pearson correlation coefficients of the variables in ``x`` (and ``y``)."""
-    from ._core import broadcast_to
     from .ufuncs import clip
     c = cov(x, y, rowvar)
     if c.ndim == 0:

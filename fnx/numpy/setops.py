@@ -74,7 +74,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     it works under jit: ``size`` values, padded with ``fill_value`` (by default the smallest
     value, as in JAX).
 
-    >>> unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
+    >>> jnp.unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
     Array([1, 3, 0], dtype=int32)
     """
     if axis is not None:
@@ -90,7 +90,7 @@ def unique_all(x, /, *, size=None, fill_value=None) -> UniqueAllResult:
     """The array API's unique values with first indices, inverse indices and counts (NaNs are
     distinct values, as the standard asks).
 
-    >>> unique_all(jnp.array([3, 1, 3])).counts
+    >>> jnp.unique_all(jnp.array([3, 1, 3])).counts
     Array([1, 2], dtype=int32)
     """
     return _unique_all(x, size, fill_value, equal_nan=False)
@@ -99,7 +99,7 @@ def unique_all(x, /, *, size=None, fill_value=None) -> UniqueAllResult:
 def unique_counts(x, /, *, size=None, fill_value=None) -> UniqueCountsResult:
     """The array API's unique values and their counts.
 
-    >>> unique_counts(jnp.array([2, 2, 5])).counts
+    >>> jnp.unique_counts(jnp.array([2, 2, 5])).counts
     Array([2, 1], dtype=int32)
     """
     r = _unique_all(x, size, fill_value, equal_nan=False)
@@ -109,7 +109,7 @@ def unique_counts(x, /, *, size=None, fill_value=None) -> UniqueCountsResult:
 def unique_inverse(x, /, *, size=None, fill_value=None) -> UniqueInverseResult:
     """The array API's unique values and each element's position among them.
 
-    >>> unique_inverse(jnp.array([2, 5, 2])).inverse_indices
+    >>> jnp.unique_inverse(jnp.array([2, 5, 2])).inverse_indices
     Array([0, 1, 0], dtype=int32)
     """
     r = _unique_all(x, size, fill_value, equal_nan=False)
@@ -119,7 +119,7 @@ def unique_inverse(x, /, *, size=None, fill_value=None) -> UniqueInverseResult:
 def unique_values(x, /, *, size=None, fill_value=None) -> Array:
     """The array API's sorted unique values.
 
-    >>> unique_values(jnp.array([2, 5, 2]))
+    >>> jnp.unique_values(jnp.array([2, 5, 2]))
     Array([2, 5], dtype=int32)
     """
     return _unique_all(x, size, fill_value, equal_nan=False).values

@@ -7,13 +7,14 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.errors import ShapeError
-from ._core import asarray, broadcast_to, canonicalize_axes, canonicalize_axis, promote_dtypes
+from ._core import (asarray, astype, broadcast_to, canonicalize_axes, canonicalize_axis,
+                    promote_dtypes)
 
 
 def reshape(a, newshape=None, order="C", *, shape=None):
     """``a`` with a new shape; one dimension may be -1.
 
-    >>> reshape(arange(6), (2, -1)).shape
+    >>> jnp.reshape(jnp.arange(6), (2, -1)).shape
     (2, 3)
     """
     a = asarray(a)
@@ -46,6 +47,11 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
+    """``a`` with its axes permuted by ``axes`` (reversed when None).
+
+    >>> jnp.transpose(jnp.ones((2, 3, 4))).shape
+    (4, 3, 2)
+    """
     a = asarray(a)
     perm = tuple(reversed(range(a.ndim))) if axes is None else \
         tuple(canonicalize_axis(x, a.ndim, "transpose") for x in axes)
@@ -53,15 +59,30 @@ def transpose(a, axes=None):
 
 
 def permute_dims(a, axes):
+    """``a`` with its axes permuted (the array API's name for ``transpose``).
+
+    >>> jnp.permute_dims(jnp.ones((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
     return transpose(a, axes)
 
 
 def matrix_transpose(a):
+    """``x`` with its last two axes swapped.
+
+    >>> jnp.matrix_transpose(jnp.ones((4, 2, 3))).shape
+    (4, 3, 2)
+    """
     a = asarray(a)
     return swapaxes(a, -1, -2)
 
 
 def swapaxes(a, axis1, axis2):
+    """``a`` with axes ``axis1`` and ``axis2`` exchanged.
+
+    >>> jnp.swapaxes(jnp.ones((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    """
     a = asarray(a)
     i, j = canonicalize_axis(axis1, a.ndim), canonicalize_axis(axis2, a.ndim)
     perm = list(range(a.ndim))
@@ -70,6 +91,11 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """``a`` with axes ``source`` moved to positions ``destination``.
+
+    >>> jnp.moveaxis(jnp.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
     a = asarray(a)
     src = canonicalize_axes(source, a.ndim, "moveaxis")
     dst = canonicalize_axes(destination, a.ndim, "moveaxis")
@@ -82,6 +108,11 @@ def moveaxis(a, source, destination):
 
 
 def squeeze(a, axis=None):
+    """``a`` without its size-1 axes (only those in ``axis`` when given).
+
+    >>> jnp.squeeze(jnp.ones((1, 3, 1))).shape
+    (3,)
+    """
     a = asarray(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
@@ -95,6 +126,11 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
+    """``a`` with size-1 axes inserted at ``axis`` (an int or a tuple).
+
+    >>> jnp.expand_dims(jnp.ones(3), (0, 2)).shape
+    (1, 3, 1)
+    """
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)),
                              "expand_dims")
@@ -102,11 +138,21 @@ def expand_dims(a, axis):
 
 
 def atleast_1d(*arys):
+    """Each argument as an array of at least one dimension.
+
+    >>> jnp.atleast_1d(3.0)
+    Array([3.], dtype=float32, weak_type=True)
+    """
     out = [reshape(a, (1,)) if asarray(a).ndim == 0 else asarray(a) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
+    """Each argument as an array of at least two dimensions (new axes in front).
+
+    >>> jnp.atleast_2d(jnp.arange(3)).shape
+    (1, 3)
+    """
     out = []
     for a in arys:
         a = asarray(a)
@@ -118,7 +164,6 @@ def concatenate(arrays, axis=0, dtype=None):
     """Join arrays along an existing axis (``axis=None`` flattens first)."""
     arrs = promote_dtypes(*arrays)
     if dtype is not None:
-        from ._core import astype
         arrs = [astype(a, dtype) for a in arrs]
     if axis is None:
         arrs = [ravel(a) for a in arrs]
@@ -144,15 +189,32 @@ def stack(arrays, axis=0):
 
 
 def hstack(arrays):
+    """The arrays joined along their second axis (the first for 1-d arrays).
+
+    >>> jnp.hstack([jnp.array([1, 2]), jnp.array([3])])
+    Array([1, 2, 3], dtype=int32)
+    """
     arrs = [atleast_1d(a) for a in arrays]
     return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1)
 
 
 def vstack(arrays):
+    """The arrays joined along their first axis (1-d arrays as rows).
+
+    >>> jnp.vstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
     return concatenate([atleast_2d(a) for a in arrays], 0)
 
 
 def column_stack(arrays):
+    """1-d arrays as the columns of a 2-d array (2-d arrays are stacked as they are).
+
+    >>> jnp.column_stack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
     arrs = [asarray(a) for a in arrays]
     arrs = [lax.reshape(a, (a.size, 1)) if a.ndim < 2 else a for a in arrs]
     return concatenate(arrs, 1)
@@ -178,6 +240,12 @@ def split(a, indices_or_sections, axis=0):
 
 
 def array_split(a, indices_or_sections, axis=0):
+    """``a`` split into ``indices_or_sections`` pieces along ``axis`` (the first ones one
+    longer when they do not divide evenly), or at the given indices.
+
+    >>> jnp.array_split(jnp.arange(5), 2)
+    [Array([0, 1, 2], dtype=int32), Array([3, 4], dtype=int32)]
+    """
     a = asarray(a)
     if isinstance(indices_or_sections, (int, np.integer)):
         n = a.shape[canonicalize_axis(axis, a.ndim)]
@@ -188,6 +256,11 @@ def array_split(a, indices_or_sections, axis=0):
 
 
 def tile(a, reps):
+    """``a`` repeated ``reps`` times along each axis.
+
+    >>> jnp.tile(jnp.array([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
+    """
     a = asarray(a)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     nd = builtins.max(a.ndim, len(reps))
@@ -217,19 +290,42 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
 
 
 def flip(m, axis=None):
+    """``m`` with the order of elements along ``axis`` reversed (every axis when None).
+
+    >>> jnp.flip(jnp.arange(3))
+    Array([2, 1, 0], dtype=int32)
+    """
     m = asarray(m)
     return lax.rev(m, canonicalize_axes(axis, m.ndim, "flip"))
 
 
 def fliplr(m):
+    """``m`` with its columns (axis 1) reversed.
+
+    >>> jnp.fliplr(jnp.array([[1, 2], [3, 4]]))
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+    """
     return flip(m, 1)
 
 
 def flipud(m):
+    """``m`` with its rows (axis 0) reversed.
+
+    >>> jnp.flipud(jnp.array([[1, 2], [3, 4]]))
+    Array([[3, 4],
+           [1, 2]], dtype=int32)
+    """
     return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
+    """``a`` with its elements shifted by ``shift`` along ``axis`` (of the flattened array
+    when None), wrapping around.
+
+    >>> jnp.roll(jnp.arange(4), 1)
+    Array([3, 0, 1, 2], dtype=int32)
+    """
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
@@ -273,7 +369,7 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=Non
     'median' ('empty' pads with zeros). Differentiable: the padding is copies, ramps or
     statistics of the array's own elements.
 
-    >>> pad(jnp.arange(4.0), (2, 1), mode="reflect")
+    >>> jnp.pad(jnp.arange(4.0), (2, 1), mode="reflect")
     Array([2., 1., 0., 1., 2., 3., 2.], dtype=float32)
     """
     a = asarray(array)
@@ -364,11 +460,23 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """The sum along the ``offset`` diagonal of the ``axis1``, ``axis2`` planes.
+
+    >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
+    Array(5, dtype=int32)
+    """
     from .reductions import sum as sum_
     return sum_(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
 
 
 def diag(v, k=0):
+    """The ``k``-th diagonal of a 2-d ``v``, or the 2-d array with 1-d ``v`` on its ``k``-th
+    diagonal.
+
+    >>> jnp.diag(jnp.array([1, 2]))
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    """
     v = asarray(v)
     if v.ndim == 1:
         n = v.shape[0] + builtins.abs(k)
@@ -384,6 +492,13 @@ def diag(v, k=0):
 
 
 def tril(m, k=0):
+    """``m`` with the elements above the ``k``-th diagonal zeroed.
+
+    >>> jnp.tril(jnp.ones((3, 3), jnp.int32))
+    Array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]], dtype=int32)
+    """
     m = asarray(m)
     from .ufuncs import where
     mask = asarray(np.tri(m.shape[-2], m.shape[-1], k, dtype=bool))
@@ -391,6 +506,13 @@ def tril(m, k=0):
 
 
 def triu(m, k=0):
+    """``m`` with the elements below the ``k``-th diagonal zeroed.
+
+    >>> jnp.triu(jnp.ones((3, 3), jnp.int32))
+    Array([[1, 1, 1],
+           [0, 1, 1],
+           [0, 0, 1]], dtype=int32)
+    """
     m = asarray(m)
     from .ufuncs import where
     mask = asarray(np.tri(m.shape[-2], m.shape[-1], k - 1, dtype=bool))
@@ -398,6 +520,12 @@ def triu(m, k=0):
 
 
 def meshgrid(*xi, indexing="xy"):
+    """Coordinate arrays from 1-d coordinate vectors (``indexing`` "xy", NumPy's default, or
+    "ij").
+
+    >>> [g.shape for g in jnp.meshgrid(jnp.arange(3), jnp.arange(2))]
+    [(2, 3), (2, 3)]
+    """
     xs = [ravel(asarray(x)) for x in xi]
     shape = [x.shape[0] for x in xs]
     if indexing == "xy" and len(xs) >= 2:
@@ -416,7 +544,7 @@ def atleast_3d(*arys):
     """Views with at least three dimensions: ``(N,)`` becomes ``(1, N, 1)`` and ``(M, N)``
     becomes ``(M, N, 1)``, as in NumPy.
 
-    >>> atleast_3d(arange(3)).shape
+    >>> jnp.atleast_3d(jnp.arange(3)).shape
     (1, 3, 1)
     """
     out = []
@@ -459,7 +587,7 @@ def dsplit(ary, indices_or_sections):
 def unstack(x, /, *, axis=0):
     """The slices of ``x`` along ``axis``, as a tuple (the inverse of ``stack``).
 
-    >>> len(unstack(zeros((3, 2))))
+    >>> len(unstack(jnp.zeros((3, 2))))
     3
     """
     x = asarray(x)
@@ -473,7 +601,7 @@ def unstack(x, /, *, axis=0):
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (first towards second).
 
-    >>> rot90(asarray([[1, 2], [3, 4]]))
+    >>> jnp.rot90(jnp.asarray([[1, 2], [3, 4]]))
     Array([[2, 4],
            [1, 3]], dtype=int32)
     """
@@ -501,7 +629,7 @@ def rot90(m, k=1, axes=(0, 1)):
 def append(arr, values, axis=None):
     """``arr`` with ``values`` appended along ``axis`` (both flattened when None).
 
-    >>> append(asarray([1, 2]), asarray([3]))
+    >>> jnp.append(jnp.asarray([1, 2]), jnp.asarray([3]))
     Array([1, 2, 3], dtype=int32)
     """
     if axis is None:
@@ -529,7 +657,7 @@ def insert(arr, obj, values, axis=None):
     """``arr`` with ``values`` inserted before the static index or indices ``obj`` along
     ``axis`` (the flattened array when None).
 
-    >>> insert(asarray([1, 2, 3]), 1, 9)
+    >>> jnp.insert(jnp.asarray([1, 2, 3]), 1, 9)
     Array([1, 9, 2, 3], dtype=int32)
     """
     a = asarray(arr)
@@ -556,7 +684,6 @@ def insert(arr, obj, values, axis=None):
         order = np.argsort(idx, kind="stable")
         new = np.empty(k, np.int64)
         new[order] = idx[order] + np.arange(k)
-    from ._core import broadcast_to
     v = broadcast_to(v, a.shape[:ax] + (k,) + a.shape[ax + 1:])
     src = np.empty(n + k, np.int64)
     old = np.ones(n + k, bool)
@@ -570,7 +697,7 @@ def insert(arr, obj, values, axis=None):
 def delete(arr, obj, axis=None):
     """``arr`` without the entries at the static index or indices ``obj`` along ``axis``.
 
-    >>> delete(asarray([1, 2, 3]), 1)
+    >>> jnp.delete(jnp.asarray([1, 2, 3]), 1)
     Array([1, 3], dtype=int32)
     """
     a = asarray(arr)
@@ -591,7 +718,7 @@ def delete(arr, obj, axis=None):
 def resize(a, new_shape):
     """An array of ``new_shape`` filled by repeating the flattened ``a`` cyclically.
 
-    >>> resize(asarray([1, 2, 3]), (2, 2))
+    >>> jnp.resize(jnp.asarray([1, 2, 3]), (2, 2))
     Array([[1, 2],
            [3, 1]], dtype=int32)
     """

@@ -6,7 +6,7 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, axis_or_flat, canonicalize_axis
+from ._core import asarray, axis_or_flat, canonicalize_axis, promote_dtypes, promote_dtypes_inexact
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
@@ -31,7 +31,6 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 def searchsorted(a, v, side="left"):
     """Indices where ``v`` would be inserted into sorted 1-D ``a``."""
     a, v = asarray(a), asarray(v)
-    from ._core import promote_dtypes
     a, v = promote_dtypes(a, v)
     n = a.shape[0]
     vb = lax.broadcast_in_dim(v, v.shape + (n,), tuple(range(v.ndim)))
@@ -41,6 +40,11 @@ def searchsorted(a, v, side="left"):
 
 
 def lexsort(keys, axis=-1):
+    """The indices that sort by the last key, then the one before it, and so on.
+
+    >>> jnp.lexsort((jnp.array([1, 0, 2]), jnp.array([0, 0, 1])))
+    Array([1, 0, 2], dtype=int32)
+    """
     keys = [asarray(k) for k in keys]
     ax = canonicalize_axis(axis, keys[0].ndim, "lexsort")
     iota = lax.broadcasted_iota(dtypes.int32, keys[0].shape, ax)
@@ -63,10 +67,9 @@ def topk(a, k):
 def isin(element, test_elements, assume_unique=False, invert=False):
     """Whether each element of ``element`` is in ``test_elements`` (shape of ``element``).
 
-    >>> isin(asarray([1, 2, 3]), asarray([3, 1]))
+    >>> jnp.isin(jnp.asarray([1, 2, 3]), jnp.asarray([3, 1]))
     Array([ True, False,  True], dtype=bool)
     """
-    from ._core import promote_dtypes
     e, t = promote_dtypes(element, test_elements)
     t = lax.reshape(t, (t.size,))
     shape = e.shape + (t.size,)
@@ -85,7 +88,7 @@ def _check_1d(name, **arrays):
 def digitize(x, bins, right=False):
     """Index of the bin of ``bins`` (monotonic, 1-D) each value of ``x`` falls in, as NumPy.
 
-    >>> digitize(asarray([0.5, 1.5, 9.0]), asarray([1.0, 2.0]))
+    >>> jnp.digitize(jnp.asarray([0.5, 1.5, 9.0]), jnp.asarray([1.0, 2.0]))
     Array([0, 1, 2], dtype=int32)
     """
     from .ufuncs import where
@@ -107,7 +110,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     """Counts (or summed ``weights``) of each non-negative integer in 1-D ``x``. Under jit give a
     static ``length``: values at or above it are dropped, negative values count in bin 0 (JAX).
 
-    >>> bincount(asarray([0, 1, 1, 3]))
+    >>> jnp.bincount(jnp.asarray([0, 1, 1, 3]))
     Array([1, 2, 0, 1], dtype=int32)
     """
     from ..core.core import concrete_or_error
@@ -137,7 +140,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     """The ``bins + 1`` edges ``histogram`` uses (or ``bins`` itself given as edges)."""
-    from ._core import promote_dtypes_inexact
     from .creation import linspace
     from .ufuncs import where
     (a,) = promote_dtypes_inexact(a)
@@ -161,10 +163,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     """``(hist, bin_edges)`` of the flattened ``a`` over a static number of bins; the last bin
     includes its right edge.
 
-    >>> histogram(asarray([1.0, 2.0, 2.5, 4.0]), bins=3)[0]
+    >>> jnp.histogram(jnp.asarray([1.0, 2.0, 2.5, 4.0]), bins=3)[0]
     Array([1., 2., 1.], dtype=float32)
     """
-    from ._core import promote_dtypes_inexact
     from .creation import zeros
     from .ufuncs import where
     (a,) = promote_dtypes_inexact(a)
@@ -197,10 +198,9 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``.
 
-    >>> interp(asarray([0.5, 2.5]), asarray([0.0, 1.0, 3.0]), asarray([0.0, 2.0, 3.0]))
+    >>> jnp.interp(jnp.asarray([0.5, 2.5]), jnp.asarray([0.0, 1.0, 3.0]), jnp.asarray([0.0, 2.0, 3.0]))
     Array([1.  , 2.75], dtype=float32)
     """
-    from ._core import promote_dtypes_inexact
     from .shapes import concatenate
     from .ufuncs import abs as abs_, remainder, where
     x, xp, fp = promote_dtypes_inexact(x, xp, fp)

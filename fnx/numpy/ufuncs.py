@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ._core import asarray, broadcast_arrays, promote_and_broadcast, promote_dtypes_inexact
+from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
+                    promote_and_broadcast, promote_dtypes, promote_dtypes_inexact)
 
 
 def _weak_as_jax(fn=None, *, all_weak=False):
@@ -128,10 +129,20 @@ nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
 
 
 def positive(x):
+    """Elementwise ``+x`` (a copy).
+
+    >>> jnp.positive(jnp.array([-1, 2]))
+    Array([-1,  2], dtype=int32)
+    """
     return asarray(x)
 
 
 def absolute(x):
+    """Elementwise absolute value (``abs`` is the same function).
+
+    >>> jnp.abs(jnp.array([-1.5, 0.0, 2.0]))
+    Array([1.5, 0. , 2. ], dtype=float32)
+    """
     x = asarray(x)
     return x if x.dtype == dtypes.bool_ or x.dtype.kind == "u" else lax.abs_(x)
 
@@ -150,6 +161,11 @@ divide = true_divide
 
 @_weak_as_jax
 def floor_divide(x, y):
+    """Elementwise ``x1 // x2``, rounding toward minus infinity, as Python does.
+
+    >>> jnp.floor_divide(jnp.array([7, -7]), 2)
+    Array([ 3, -4], dtype=int32)
+    """
     x, y = promote_and_broadcast(x, y, op="floor_divide")
     if dtypes.is_int(x.dtype):
         q = lax.div(x, y)
@@ -190,6 +206,11 @@ mod = remainder
 
 @_weak_as_jax
 def fmod(x, y):
+    """Elementwise remainder of ``x1 / x2`` with the sign of ``x1`` (C's fmod).
+
+    >>> jnp.fmod(jnp.array([7, -7]), 3)
+    Array([ 1, -1], dtype=int32)
+    """
     x, y = promote_and_broadcast(x, y, op="fmod")
     return lax.rem(x, y)
 
@@ -229,12 +250,23 @@ def _int_power(x, y):
 
 @_weak_as_jax
 def float_power(x, y):
+    """Elementwise ``x1 ** x2`` in the widest float type available (float32 unless x64 is
+    on).
+
+    >>> jnp.float_power(jnp.array([2, 3]), 2)
+    Array([4., 9.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="float_power", inexact=True)
     return lax.pow_(x, y)
 
 
 @_weak_as_jax
 def square(x):
+    """Elementwise ``x * x``.
+
+    >>> jnp.square(jnp.array([-2, 3]))
+    Array([4, 9], dtype=int32)
+    """
     x = asarray(x)
     if x.dtype == dtypes.bool_:     # booleans square as int32 (JAX's numeric promotion)
         x = lax.convert_element_type(x, dtypes.int32)
@@ -243,28 +275,53 @@ def square(x):
 
 @_weak_as_jax
 def reciprocal(x):
+    """Elementwise ``1 / x``.
+
+    >>> jnp.reciprocal(jnp.array([2.0, 4.0]))
+    Array([0.5 , 0.25], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.div(lax.full(x.shape, 1, x.dtype), x)
 
 
 @_weak_as_jax
 def cbrt(x):
+    """Elementwise real cube root (negative for negative inputs).
+
+    >>> jnp.cbrt(jnp.array([-8.0, 27.0]))
+    Array([-2.       ,  3.0000002], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.mul(lax.sign(x), lax.pow_(lax.abs_(x), lax.full(x.shape, 1 / 3, x.dtype)))
 
 
 @_weak_as_jax
 def exp2(x):
+    """Elementwise ``2 ** x``.
+
+    >>> jnp.exp2(jnp.array([0.0, 3.0]))
+    Array([1., 8.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.exp(lax.mul(x, lax.full(x.shape, np.log(2), x.dtype)))
 
 
 def log2(x):
+    """Elementwise base-2 logarithm.
+
+    >>> jnp.log2(jnp.array([1.0, 8.0]))
+    Array([0., 3.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.div(lax.log(x), lax.full(x.shape, np.log(2), x.dtype))
 
 
 def log10(x):
+    """Elementwise base-10 logarithm.
+
+    >>> jnp.log10(jnp.array([1.0, 1000.0]))
+    Array([0., 3.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.div(lax.log(x), lax.full(x.shape, np.log(10), x.dtype))
 
@@ -339,6 +396,11 @@ fix = trunc
 
 
 def isnan(x):
+    """Elementwise test for NaN.
+
+    >>> jnp.isnan(jnp.array([1.0, jnp.nan]))
+    Array([False,  True], dtype=bool)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
@@ -346,6 +408,11 @@ def isnan(x):
 
 
 def isinf(x):
+    """Elementwise test for positive or negative infinity.
+
+    >>> jnp.isinf(jnp.array([1.0, jnp.inf, -jnp.inf]))
+    Array([False,  True,  True], dtype=bool)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
@@ -373,14 +440,17 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def logical_not(x):
+    """Elementwise truth of ``not x``.
+
+    >>> jnp.logical_not(jnp.array([0, 2]))
+    Array([ True, False], dtype=bool)
+    """
     x = asarray(x)
-    from ._core import astype
     return lax.bitwise_not(astype(x, bool))
 
 
 def _logical(prim_fn, name):
     def fn(x, y):
-        from ._core import astype
         x, y = promote_and_broadcast(astype(asarray(x), bool), astype(asarray(y), bool), op=name)
         return prim_fn(x, y)
     fn.__name__ = name
@@ -408,7 +478,6 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
         return nonzero(condition, size, 0 if fill_value is None else fill_value)
     if x is None or y is None:
         raise ValueError("where takes either one argument or three")
-    from ._core import astype, broadcast_shapes, broadcast_to
     c = astype(asarray(condition), bool)
     x, y = promote_dtypes_both(x, y)
     shape = broadcast_shapes(c.shape, x.shape, y.shape, op="where")
@@ -416,7 +485,6 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
 
 
 def promote_dtypes_both(x, y):
-    from ._core import promote_dtypes
     return promote_dtypes(x, y)
 
 
@@ -434,18 +502,33 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
 
 @_weak_as_jax
 def fmax(x, y):
+    """Elementwise maximum that ignores a NaN when the other value is not NaN.
+
+    >>> jnp.fmax(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+    Array([1., 2.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="fmax")
     return where(isnan(y), x, where(isnan(x), y, lax.max_(x, y)))
 
 
 @_weak_as_jax
 def fmin(x, y):
+    """Elementwise minimum that ignores a NaN when the other value is not NaN.
+
+    >>> jnp.fmin(jnp.array([1.0, jnp.nan]), jnp.array([jnp.nan, 2.0]))
+    Array([1., 2.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="fmin")
     return where(isnan(y), x, where(isnan(x), y, lax.min_(x, y)))
 
 
 @_weak_as_jax
 def deg2rad(x):
+    """Degrees to radians, elementwise (``radians`` is the same).
+
+    >>> jnp.deg2rad(jnp.array([90.0, 180.0]))
+    Array([1.5707964, 3.1415927], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.mul(x, lax.full(x.shape, np.pi / 180, x.dtype))
 
@@ -461,6 +544,11 @@ radians, degrees = deg2rad, rad2deg
 
 @_weak_as_jax
 def sinc(x):
+    """Elementwise normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0.
+
+    >>> jnp.sinc(jnp.array([0.0, 0.5]))
+    Array([1.        , 0.63661975], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     pix = lax.mul(x, lax.full(x.shape, np.pi, x.dtype))
     safe = where(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, 1, x.dtype), pix)
@@ -470,6 +558,11 @@ def sinc(x):
 
 @_weak_as_jax(all_weak=True)
 def heaviside(x1, x2):
+    """The Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``.
+
+    >>> jnp.heaviside(jnp.array([-1.0, 0.0, 2.0]), 0.5)
+    Array([0. , 0.5, 1. ], dtype=float32)
+    """
     x1, x2 = promote_and_broadcast(x1, x2, op="heaviside", inexact=True)
     zero = lax.full(x1.shape, 0, x1.dtype)
     return where(lax.lt(x1, zero), zero, where(lax.gt(x1, zero), lax.full(x1.shape, 1, x1.dtype),
@@ -477,6 +570,11 @@ def heaviside(x1, x2):
 
 
 def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``.
+
+    >>> jnp.isclose(jnp.array([1.0, 1.1]), 1.0)
+    Array([ True, False], dtype=bool)
+    """
     a, b = promote_and_broadcast(a, b, op="isclose", inexact=True)
     close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
     if equal_nan:
@@ -485,11 +583,21 @@ def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """Whether ``|a - b| <= atol + rtol * |b|`` everywhere, as one boolean array.
+
+    >>> jnp.allclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.0 + 1e-7]))
+    Array(True, dtype=bool)
+    """
     from .reductions import all as all_
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a, b):
+    """Whether ``a`` and ``b`` have the same shape and elements.
+
+    >>> jnp.array_equal(jnp.arange(3), jnp.array([0, 1, 2]))
+    Array(True, dtype=bool)
+    """
     a, b = asarray(a), asarray(b)
     if a.shape != b.shape:
         return asarray(False)
@@ -504,7 +612,7 @@ def _is_complex(x) -> bool:
 def conjugate(x):
     """The complex conjugate; a real array is returned as it is.
 
-    >>> conjugate(asarray([1 + 2j, 3 - 1j]))
+    >>> jnp.conjugate(jnp.asarray([1 + 2j, 3 - 1j]))
     Array([1.-2.j, 3.+1.j], dtype=complex64)
     """
     x = asarray(x)
@@ -542,7 +650,7 @@ def angle(z, deg=False):
 def left_shift(x, y):
     """``x << y`` on integers (a shift past the bit width gives 0, as in JAX).
 
-    >>> left_shift(jnp.arange(3), 2)
+    >>> jnp.left_shift(jnp.arange(3), 2)
     Array([0, 4, 8], dtype=int32)
     """
     x, y = promote_and_broadcast(x, y, op="left_shift", keep_scalars=True)
@@ -552,7 +660,7 @@ def left_shift(x, y):
 def right_shift(x, y):
     """``x >> y`` on integers: arithmetic (sign-filling) for signed ones, logical otherwise.
 
-    >>> right_shift(jnp.array([-8, 8]), 2)
+    >>> jnp.right_shift(jnp.array([-8, 8]), 2)
     Array([-2,  2], dtype=int32)
     """
     x, y = promote_and_broadcast(x, y, op="right_shift", keep_scalars=True)
@@ -566,6 +674,11 @@ bitwise_left_shift, bitwise_right_shift, bitwise_invert = left_shift, right_shif
 
 @_weak_as_jax
 def copysign(x, y):
+    """Elementwise ``|x1|`` with the sign of ``x2``.
+
+    >>> jnp.copysign(jnp.array([1.0, 2.0]), jnp.array([-0.0, 3.0]))
+    Array([-1.,  2.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="copysign", inexact=True)
     neg = signbit(y)   # not y < 0: -0.0 and -nan count as negative, as in NumPy
     ax = lax.abs_(x)
@@ -579,7 +692,7 @@ def copysign(x, y):
 def fabs(x):
     """Absolute value as a float (integers are promoted, unlike ``abs``).
 
-    >>> fabs(asarray([-1, 2]))
+    >>> jnp.fabs(jnp.asarray([-1, 2]))
     Array([1., 2.], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
@@ -593,7 +706,7 @@ def _int_of(dtype):
 def signbit(x):
     """Whether the sign bit is set (true for -0.0 and negative NaNs).
 
-    >>> signbit(asarray([-0.0, 0.0, -2.0]))
+    >>> jnp.signbit(jnp.asarray([-0.0, 0.0, -2.0]))
     Array([ True, False,  True], dtype=bool)
     """
     x = asarray(x)
@@ -623,7 +736,7 @@ def divmod(x, y):  # noqa: A001 - NumPy's name
 def modf(x):
     """Fractional and integral parts, both with the sign of ``x``.
 
-    >>> modf(asarray([-1.5, 2.25]))
+    >>> jnp.modf(jnp.asarray([-1.5, 2.25]))
     (Array([-0.5 ,  0.25], dtype=float32), Array([-1.,  2.], dtype=float32))
     """
     (x,) = promote_dtypes_inexact(x)
@@ -651,7 +764,7 @@ def _exp2_int(n, dtype):
 def ldexp(x1, x2):
     """``x1 * 2**x2`` for integer ``x2``, exactly (barring underflow).
 
-    >>> ldexp(asarray([1.0, 3.0]), asarray([2, -1]))
+    >>> jnp.ldexp(jnp.asarray([1.0, 3.0]), jnp.asarray([2, -1]))
     Array([4. , 1.5], dtype=float32)
     """
     x2 = asarray(x2)
@@ -678,7 +791,7 @@ def frexp(x):
     """``(mantissa, exponent)`` with ``x == mantissa * 2**exponent`` and ``0.5 <= |mantissa| <
     1`` (zero, inf and NaN: ``(x, 0)``).
 
-    >>> frexp(asarray([8.0, 0.75]))
+    >>> jnp.frexp(jnp.asarray([8.0, 0.75]))
     (Array([0.5 , 0.75], dtype=float32), Array([4, 0], dtype=int32))
     """
     (x,) = promote_dtypes_inexact(x)
@@ -703,7 +816,7 @@ def frexp(x):
 def gcd(x1, x2):
     """Greatest common divisor of integers (non-negative; ``gcd(0, 0) == 0``).
 
-    >>> gcd(asarray([12, 7]), 18)
+    >>> jnp.gcd(jnp.asarray([12, 7]), 18)
     Array([6, 1], dtype=int32)
     """
     from ..core.control_flow import while_loop
@@ -782,10 +895,9 @@ def iscomplexobj(x):
 def array_equiv(a1, a2):
     """Whether ``a1`` and ``a2`` broadcast together and are equal everywhere.
 
-    >>> array_equiv(asarray([1, 2]), asarray([[1, 2], [1, 2]]))
+    >>> jnp.array_equiv(jnp.asarray([1, 2]), jnp.asarray([[1, 2], [1, 2]]))
     Array(True, dtype=bool)
     """
-    from ._core import broadcast_shapes
     from ..core.errors import ShapeError
     a1, a2 = asarray(a1), asarray(a2)
     try:
@@ -799,7 +911,7 @@ def array_equiv(a1, a2):
 def select(condlist, choicelist, default=0):
     """Per element, the choice of the first true condition (``default`` where none is).
 
-    >>> select([asarray([True, False]), asarray([True, True])], [asarray([1, 1]), asarray([2, 2])])
+    >>> jnp.select([jnp.asarray([True, False]), jnp.asarray([True, True])], [jnp.asarray([1, 1]), jnp.asarray([2, 2])])
     Array([1, 2], dtype=int32)
     """
     if len(condlist) != len(choicelist):
@@ -821,10 +933,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
     function covers the elements no condition holds for; elsewhere zero. Every function is
     evaluated on all of ``x``.
 
-    >>> piecewise(asarray([-1.0, 2.0]), [asarray([True, False])], [lambda t: -t, lambda t: t])
+    >>> jnp.piecewise(jnp.asarray([-1.0, 2.0]), [jnp.asarray([True, False])], [lambda t: -t, lambda t: t])
     Array([1., 2.], dtype=float32)
     """
-    from ._core import astype
     x = asarray(x)
     if _is_bool_array(condlist):
         condlist = [condlist]
@@ -844,6 +955,5 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
 
 def _is_bool_array(c):
-    from ._core import is_array
     return (is_array(c) and c.dtype == dtypes.bool_) or \
         (isinstance(c, np.ndarray) and c.dtype == np.bool_)

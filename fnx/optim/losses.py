@@ -2,7 +2,10 @@
 loss per example (no reduction: take ``.mean()``), as optax.
 
 >>> from fnx.optim import losses
->>> losses.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+>>> import fnx.numpy as jnp
+>>> logits, labels = jnp.array([[2.0, 0.0], [0.0, 2.0]]), jnp.array([0, 0])
+>>> losses.softmax_cross_entropy_with_integer_labels(logits, labels)
+Array([0.12692805, 2.126928  ], dtype=float32)
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ The iteration and its line search (strong Wolfe conditions, Nocedal & Wright's a
 
 >>> from fnx.scipy.optimize import minimize
 >>> res = minimize(lambda x: jnp.sum((x - 3.0) ** 2), jnp.zeros(2), method="BFGS")
->>> res.x    # [3., 3.]
+>>> res.x
+Array([3., 3.], dtype=float32)
 """
 from __future__ import annotations
 
@@ -174,7 +175,11 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1: float
     conditions with constants ``c1``, ``c2`` (Nocedal & Wright, algorithm 3.5; JAX's
     version: the first trial step comes from the last decrease, later ones double).
 
-    >>> res = line_search(f, x, -fnx.grad(f)(x))    # res.a_k, res.f_k, res.g_k
+    >>> f = lambda x: jnp.sum((x - 1.0) ** 2)
+    >>> x = jnp.zeros(2)
+    >>> res = line_search(f, x, -fnx.grad(f)(x))
+    >>> res.a_k, res.f_k
+    (Array(0.5, dtype=float32), Array(0., dtype=float32))
     """
     xk, pk = jnp.asarray(xk), jnp.asarray(pk)
     dtype = jnp.result_type(xk, pk, jnp.float32)
@@ -321,6 +326,7 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str = "BFGS", tol=N
 
     >>> res = minimize(lambda x, c: jnp.sum((x - c) ** 2), jnp.zeros(3), args=(1.0,))
     >>> res.x, res.success
+    (Array([1., 1., 1.], dtype=float32), Array(True, dtype=bool))
     """
     if not isinstance(args, tuple):
         raise TypeError(f"args argument to fnx.scipy.optimize.minimize must be a tuple, got "

@@ -2,6 +2,7 @@
 
 >>> from fnx.scipy import special
 >>> special.gammaln(5.0)     # log(4!)
+Array(3.1780539, dtype=float32, weak_type=True)
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ erfinv = _lax.erf_inv
 def gamma(x):
     """Gamma(x), with its sign for negative arguments: ``sign * exp(gammaln(x))``.
 
-    >>> gamma(5.0)     # 24
+    >>> gamma(5.0)
+    Array(24., dtype=float32)
     """
     x = _float(x)
     # Gamma is negative on (-1, 0), (-3, -2), ...: where ceil(-x) is odd
@@ -34,6 +36,7 @@ def betaln(a, b):
     """``log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)``.
 
     >>> betaln(2.0, 3.0)     # log(1/12)
+    Array(-2.4849062, dtype=float32)
     """
     a, b = _floats(a, b)
     return lgamma(a) + lgamma(b) - lgamma(a + b)
@@ -42,7 +45,8 @@ def betaln(a, b):
 def beta(a, b):
     """The beta function B(a, b) (positive arguments).
 
-    >>> beta(2.0, 3.0)     # 1/12
+    >>> beta(2.0, 3.0)
+    Array(0.08333337, dtype=float32)
     """
     return jnp.exp(betaln(a, b))
 
@@ -51,6 +55,7 @@ def multigammaln(a, d: int):
     """The log of the multivariate gamma function of dimension ``d``.
 
     >>> multigammaln(3.0, 2)
+    Array(1.5501949, dtype=float32)
     """
     a = _float(a)
     return (d * (d - 1) / 4 * math.log(math.pi)
@@ -61,7 +66,8 @@ def factorial(n, exact: bool = False):
     """``n!`` as ``Gamma(n + 1)`` (0 for negative ``n``); ``exact=True`` is not supported, as
     in JAX.
 
-    >>> factorial(5.0)     # 120
+    >>> factorial(5.0)   # 5!, as exp(gammaln(6))
+    Array(119.9999, dtype=float32)
     """
     if exact:
         raise NotImplementedError("factorial(exact=True): only the floating-point form exists")
@@ -73,6 +79,7 @@ def logit(p):
     """``log(p / (1 - p))``, the inverse of ``expit``.
 
     >>> logit(0.25)
+    Array(-1.0986123, dtype=float32)
     """
     p = _float(p)
     return jnp.log(p) - jnp.log1p(-p)
@@ -101,7 +108,8 @@ _xlog1py = _zero_at_zero_x(jnp.log1p, lambda y: jnp.reciprocal(1.0 + y))
 def xlogy(x, y):
     """``x * log(y)``, and 0 where ``x == 0`` (even where ``y == 0``).
 
-    >>> xlogy(0.0, 0.0)     # 0
+    >>> xlogy(0.0, 0.0)
+    Array(0., dtype=float32)
     """
     return _xlogy(*jnp.broadcast_arrays(*_floats(x, y)))
 
@@ -109,7 +117,8 @@ def xlogy(x, y):
 def xlog1py(x, y):
     """``x * log1p(y)``, and 0 where ``x == 0`` (even where ``y == -1``).
 
-    >>> xlog1py(0.0, -1.0)     # 0
+    >>> xlog1py(0.0, -1.0)
+    Array(0., dtype=float32)
     """
     return _xlog1py(*jnp.broadcast_arrays(*_floats(x, y)))
 
@@ -118,6 +127,7 @@ def entr(x):
     """``-x log x`` for x > 0, 0 at 0 and -inf below.
 
     >>> entr(0.5)
+    Array(0.3465736, dtype=float32)
     """
     x = _float(x)
     return jnp.where(x < 0, -jnp.inf, -xlogy(x, x))
@@ -127,6 +137,7 @@ def rel_entr(x, y):
     """``x log(x / y)`` for x, y > 0; 0 where x == 0 and y >= 0; inf elsewhere.
 
     >>> rel_entr(0.5, 0.25)
+    Array(0.3465736, dtype=float32)
     """
     x, y = jnp.broadcast_arrays(*_floats(x, y))
     inside = (x > 0) & (y > 0)
@@ -139,6 +150,7 @@ def kl_div(x, y):
     """``rel_entr(x, y) - x + y``, scipy's elementwise Kullback-Leibler term.
 
     >>> kl_div(0.5, 0.25)
+    Array(0.09657359, dtype=float32)
     """
     x, y = jnp.broadcast_arrays(*_floats(x, y))
     return rel_entr(x, y) - x + y
@@ -147,7 +159,8 @@ def kl_div(x, y):
 def ndtr(x):
     """The standard normal CDF.
 
-    >>> ndtr(0.0)     # 0.5
+    >>> ndtr(0.0)
+    Array(0.5, dtype=float32)
     """
     x = _float(x)
     return 0.5 * erfc(-x / math.sqrt(2.0))
@@ -157,6 +170,7 @@ def ndtri(p):
     """The inverse of ``ndtr``.
 
     >>> ndtri(0.975)     # about 1.96
+    Array(1.9599643, dtype=float32)
     """
     p = _float(p)
     return math.sqrt(2.0) * erfinv(2.0 * p - 1.0)
@@ -167,6 +181,7 @@ def log_ndtr(x):
     tail (where ndtr underflows), ``log1p`` in the upper one.
 
     >>> log_ndtr(-30.0)
+    Array(-454.32123, dtype=float32)
     """
     x = _float(x)
     # ndtr(x) = erfc(y) / 2 with y = -x / sqrt(2); for y >= 3 take the log of erfc's tail form

@@ -3,6 +3,7 @@ distribution, with scipy's ``loc`` and ``scale`` (and shape) arguments.
 
 >>> from fnx.scipy import stats
 >>> stats.norm.logpdf(0.3, loc=0.0, scale=2.0)
+Array(-1.6233357, dtype=float32)
 """
 from __future__ import annotations
 

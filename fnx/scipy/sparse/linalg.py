@@ -3,7 +3,11 @@
 ``bicgstab`` (any nonsingular ``A``). ``b`` may be a pytree of arrays, as in JAX: the solvers
 iterate on its flattened vector. Each returns ``(x, info)``.
 
+>>> from fnx.scipy.sparse.linalg import gmres
+>>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
 >>> x, info = gmres(lambda v: a @ v, b, tol=1e-6)
+>>> bool(jnp.allclose(a @ x, b, atol=1e-5)), int(info)
+(True, 0)
 """
 from __future__ import annotations
 
@@ -52,7 +56,10 @@ def cg(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, maxiter: int | No
     ``|r| <= max(tol * |b|, atol)`` or after ``maxiter`` (default ``10 * size``) steps; ``M``
     approximates ``A^-1``. Returns ``(x, None)``, as JAX.
 
+    >>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
     >>> x, _ = cg(lambda v: a @ v, b, tol=1e-8)
+    >>> bool(jnp.allclose(a @ x, b, atol=1e-5))
+    True
     """
     matvec, b_flat, x0_flat, precond, unravel = _flat_problem(A, b, x0, M)
     x, _ = _fnx_linalg.cg(matvec, b_flat, x0_flat, tol=tol, atol=atol, maxiter=maxiter,
@@ -66,7 +73,10 @@ def bicgstab(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0,
     (``|r| <= max(tol * |b|, atol)``, ``maxiter`` steps, default ``10 * size``, or a
     breakdown) and right preconditioner ``M``. Returns ``(x, None)``, as JAX.
 
+    >>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
     >>> x, _ = bicgstab(a, b)
+    >>> bool(jnp.allclose(a @ x, b, atol=1e-5))
+    True
     """
     matvec, b, x0, precond, unravel = _flat_problem(A, b, x0, M)
     precond = precond or _identity
@@ -149,7 +159,10 @@ def gmres(A, b, x0=None, *, tol: float = 1e-5, atol: float = 0.0, restart: int =
     ``(x, info)``, ``info`` -1 where ``x`` holds NaNs, else 0 (as JAX; its "incremental"
     ``solve_method`` computes the same solution here).
 
+    >>> a, b = jnp.array([[4.0, 2.0], [2.0, 3.0]]), jnp.array([2.0, 1.0])
     >>> x, info = gmres(lambda v: a @ v, b, restart=10)
+    >>> bool(jnp.allclose(a @ x, b, atol=1e-5)), int(info)
+    (True, 0)
     """
     if solve_method not in ("batched", "incremental"):
         raise ValueError(f"invalid solve_method {solve_method}, must be either 'incremental' "

@@ -1,470 +1,27 @@
-"""Structured control flow: ``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan`` and
-``map``, as JAX's, on three higher-order primitives holding jaxprs: ``cond``, ``while``, ``scan``.
-
-A branch or loop body is traced once into a jaxpr without constvars: the values it closes over
-become explicit leading operands (``num_consts``, ``cond_nconsts``, ``body_nconsts``), so every
-transformation sees them. Each primitive's rules transform its jaxprs:
-
-* jvp: the jaxprs' JVPs. Which loop carries get a nonzero tangent is found by a fixed point.
-* batch: the jaxprs vmapped; carries that become batched are found by a fixed point. A batched
-  cond predicate evaluates every branch and selects; a batched while predicate runs the loop
-  while any example's predicate holds and keeps finished examples' carries with a select.
-* partial_eval (grad's linearize, which is JVP over the partial evaluator): the jaxprs are split
-  by ``partial_eval_jaxpr_nounits`` into a known part, run now (or staged into an outer jit),
-  that also returns residuals, and an unknown part, staged into the linear jaxpr, that reads
-  them. A scan's known part stacks its per-iteration residuals as extra outputs; residuals that
-  depend only on loop-invariant operands are computed once, outside the loop.
-* transpose: a linear scan becomes a scan in the other direction over the transposed body, a
-  linear cond a cond over the transposed branches. A while loop has no transpose: its trip count
-  is not known ahead, so reverse mode raises ReverseModeWhileLoopError (use ``scan``, or
-  ``fori_loop`` with static bounds, which is a scan).
-
-Eagerly (and in CPU executables) a branch or body runs compiled by the backend once per jaxpr
-on the CPU, and interpreted equation by equation elsewhere.
-"""
+"""Loops: the ``scan`` and ``while`` primitives with their rules for every transformation, and
+``while_loop``, ``scan``, ``fori_loop`` and ``map`` on them."""
 from __future__ import annotations
-
-import weakref
 
 import numpy as np
 
-from . import ad, batching, dtypes
-from . import lax as _lax
-from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
-from .batching import BatchTrace, BatchTracer
-from .config import config
-from .core import Array, current_trace, get_aval, get_backend, set_current_trace
-from .errors import ConcretizationTypeError, FnxError
-from .jaxpr import (Jaxpr, JaxprTypeError, Var, dce_jaxpr, dependent_outputs, eval_jaxpr,
-                    jaxpr_with_consts_as_args)
-from .partial_eval import partial_eval_jaxpr_nounits, trace_to_jaxpr
-from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .. import lax as _lax
+from .. import ad, batching, dtypes
+from ..ad import UndefinedPrimal, Zero, backward_pass, instantiate_as, is_undefined, tangent_aval
+from ..api import vmap
+from ..api_util import flatten_fun
+from ..core import get_aval, set_current_trace
+from ..errors import ConcretizationTypeError
+from ..jaxpr import (Jaxpr, JaxprTypeError, Var, dce_jaxpr, dependent_outputs, eval_jaxpr,
+                     jaxpr_with_consts_as_args)
+from ..partial_eval import partial_eval_jaxpr_nounits, trace_to_jaxpr_dynamic
+from ..pytree import tree_flatten, tree_unflatten, treedef_is_leaf
+from .common import (ControlFlowTypeError, ReverseModeWhileLoopError, _Runner,
+                     _WHILE_REVERSE_MSG, _adopt, _arrays, _aval_or_error, _backend_of, _bdim_to,
+                     _buffers, _check_operands, _leaf_paths, _split, _trace_carry_fun,
+                     _typematch)
+from .conditionals import _avals_str, cond
 
 
-class ControlFlowTypeError(FnxError, TypeError):
-    """The branches of a cond/switch return different structures, shapes or dtypes, a loop
-    body changes its carry's structure, shape or dtype, or a predicate/index has the wrong
-    type."""
-
-
-class ReverseModeWhileLoopError(FnxError, ValueError):
-    """Reverse-mode differentiation (grad, vjp, jacrev) reached a while_loop."""
-
-
-_WHILE_REVERSE_MSG = (
-    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
-    "traced (non-static) bounds: the number of iterations is not known ahead, so the values "
-    "of every iteration cannot be saved for the backward pass. Use lax.fori_loop with static "
-    "Python-int bounds (it becomes a scan), or lax.scan, or differentiate in forward mode "
-    "(jvp, jacfwd).")
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers: splitting lists, naming pytree leaves, tracing functions into jaxprs
-
-
-def _split(xs, *sizes):
-    out, start = [], 0
-    for n in sizes:
-        out.append(list(xs[start:start + n]))
-        start += n
-    out.append(list(xs[start:]))
-    return out
-
-
-def _typematch(a, b) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype
-
-
-def _leaf_paths(treedef, prefix: str) -> list[str]:
-    """A name per leaf of ``treedef``, such as ``carry[1]['w']``, for error messages."""
-    if treedef_is_leaf(treedef):
-        return [prefix]
-    fields = getattr(treedef.node, "_fields", None)
-    out = []
-    for i, child in enumerate(treedef.children):
-        if treedef.node is dict:
-            key = f"[{treedef.aux[i]!r}]"
-        elif fields is not None:
-            key = f".{fields[i]}"
-        else:
-            key = f"[{i}]"
-        out.extend(_leaf_paths(child, prefix + key))
-    return out
-
-
-def _trace_flat(flat_fun, in_avals, what):
-    """Trace ``flat_fun`` on top of the current trace: ``(jaxpr, consts)``, the jaxpr taking
-    the consts (the values it closes over) as leading arguments."""
-    closed = trace_to_jaxpr(flat_fun, in_avals, description=what)
-    return jaxpr_with_consts_as_args(closed), closed.consts
-
-
-def _trace_tree_fun(fun, in_tree, in_avals, what):
-    """Trace ``fun(*args) -> pytree`` where ``args`` unflatten from ``in_tree``; returns
-    ``(jaxpr, consts, out_tree)``."""
-    store: dict = {}
-
-    def flat(*leaves):
-        out = fun(*tree_unflatten(in_tree, leaves))
-        out_leaves, store["tree"] = tree_flatten(out)
-        return out_leaves
-    jaxpr, consts = _trace_flat(flat, in_avals, what)
-    return jaxpr, consts, store["tree"]
-
-
-def _trace_carry_fun(fun, tree, avals, what, adopt=False):
-    """Trace ``fun(carry) -> pytree``, the carry unflattening from ``tree``; returns
-    ``(jaxpr, consts, out_tree)``. With ``adopt``, weakly typed outputs (Python scalars) take
-    the dtype of the carry they replace."""
-    store: dict = {}
-
-    def flat(*leaves):
-        out_leaves, store["tree"] = tree_flatten(fun(tree_unflatten(tree, leaves)))
-        if adopt and store["tree"] == tree:
-            out_leaves = [_adopt(o, get_aval(x)) for o, x in zip(out_leaves, leaves)]
-        return out_leaves
-    jaxpr, consts = _trace_flat(flat, avals, what)
-    return jaxpr, consts, store["tree"]
-
-
-def _join_consts(pieces):
-    """``pieces``: ``(jaxpr, consts)`` pairs, each jaxpr taking its consts first. Returns jaxprs
-    that all take the same consts first (every piece's, each value once) and those consts."""
-    union: list = []
-    where: dict = {}
-    slots_per_piece = []
-    for _, consts in pieces:
-        slots = []
-        for c in consts:
-            k = where.get(id(c))
-            if k is None or k in slots:
-                k = len(union)
-                union.append(c)
-                where.setdefault(id(c), k)
-            slots.append(k)
-        slots_per_piece.append(slots)
-    out = []
-    for (jaxpr, consts), slots in zip(pieces, slots_per_piece):
-        head: list = [None] * len(union)
-        for v, k in zip(jaxpr.invars[:len(consts)], slots):
-            head[k] = v
-        head = [v if v is not None else Var(get_aval(c)) for v, c in zip(head, union)]
-        out.append(Jaxpr([], head + jaxpr.invars[len(consts):], jaxpr.outvars, jaxpr.eqns))
-    return out, union
-
-
-def _jvp_jaxpr(jaxpr, nonzeros, instantiate):
-    """The JVP of ``jaxpr`` for tangents on the inputs marked in ``nonzeros``.
-
-    Returns ``(jvp_jaxpr, consts, out_nonzeros)``; ``jvp_jaxpr`` takes
-    ``[*consts, *primals, *nonzero_tangents]`` and returns ``[*outs, *nonzero_out_tangents]``.
-    ``instantiate`` (one bool per output) makes an output's tangent nonzero even when it is
-    zero."""
-    n = len(jaxpr.invars)
-    store: dict = {}
-
-    def fun(*xs):
-        it = iter(xs[n:])
-        ts = [next(it) if nz else Zero(tangent_aval(v.aval))
-              for v, nz in zip(jaxpr.invars, nonzeros)]
-        out_p, out_t = ad.jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts,
-                                   instantiate_zeros=False)
-        out_t = [_instantiate_as(t, v.aval) if inst else t
-                 for t, v, inst in zip(out_t, jaxpr.outvars, instantiate)]
-        store["nz"] = [not isinstance(t, Zero) for t in out_t]
-        return [*out_p, *(t for t in out_t if not isinstance(t, Zero))]
-    avals = [v.aval for v in jaxpr.invars] + \
-        [tangent_aval(v.aval) for v, nz in zip(jaxpr.invars, nonzeros) if nz]
-    jvp_jaxpr, consts = _trace_flat(fun, avals, "the JVP of a control-flow body")
-    return jvp_jaxpr, consts, store["nz"]
-
-
-def _batch_jaxpr(jaxpr, size, in_batched, instantiate):
-    """``jaxpr`` vmapped over the inputs marked in ``in_batched`` (batch axis 0).
-
-    Returns ``(batched_jaxpr, consts, out_batched)``; outputs are batched at axis 0 or not at
-    all; ``instantiate`` (one bool per output) batches an output even when it is unbatched."""
-    store: dict = {}
-
-    def fun(*xs):
-        trace = BatchTrace(current_trace(), size)
-        args = [BatchTracer(trace, x, 0) if b else x for x, b in zip(xs, in_batched)]
-        with set_current_trace(trace):
-            outs = eval_jaxpr(jaxpr, [], *args)
-        res, out_b = [], []
-        for o, inst in zip(outs, instantiate):
-            val, d = trace.unpack(o)
-            if d is None and not inst:
-                res.append(val)
-                out_b.append(False)
-            else:
-                res.append(batching.move_batch_axis(size, d, 0, val))
-                out_b.append(True)
-        store["b"] = out_b
-        return res
-    avals = [v.aval.update(shape=(size,) + v.aval.shape) if b else v.aval
-             for v, b in zip(jaxpr.invars, in_batched)]
-    batched, consts = _trace_flat(fun, avals, "a vmapped control-flow body")
-    return batched, consts, store["b"]
-
-
-def _instantiate_as(t, aval):
-    """``t`` as an array of ``aval``'s dtype (zeros for a symbolic Zero)."""
-    if isinstance(t, Zero):
-        return ad.zeros_like_aval(aval.strip_weak_type())
-    if get_aval(t).dtype != aval.dtype:
-        return _lax.convert_element_type(t, aval.dtype)
-    return t
-
-
-def _bdim_to(x, d, dst, size):
-    """``x`` batched at ``dst`` (moved from ``d``, or broadcast when ``d`` is None)."""
-    return batching.move_batch_axis(size, d, dst, x)
-
-
-def _check_operands(what, invars, avals):
-    if len(invars) != len(avals):
-        raise JaxprTypeError(f"{what} takes {len(invars)} operands, got {len(avals)}",
-                             source=None)
-    for v, a in zip(invars, avals):
-        if not _typematch(v.aval, a):
-            raise JaxprTypeError(f"{what} expects an operand {v.aval.str_short()}, got "
-                                 f"{a.str_short()}", source=None)
-
-
-# ---------------------------------------------------------------------------------------------
-# Running jaxprs on concrete buffers (the primitives' impls)
-
-_executables: "weakref.WeakKeyDictionary[Jaxpr, dict]" = weakref.WeakKeyDictionary()
-
-
-class _Runner:
-    """``jaxpr`` as a function of buffers on ``backend``: compiled once per jaxpr on the CPU,
-    interpreted equation by equation elsewhere and under debug_nans (which then checks every
-    equation)."""
-
-    def __init__(self, jaxpr: Jaxpr, backend):
-        self.backend = backend
-        self.out_dtypes = [v.aval.dtype for v in jaxpr.outvars]
-        if backend.name == "cpu" and not config.debug_nans:
-            per_backend = _executables.setdefault(jaxpr, {})
-            exe = per_backend.get(backend.name)
-            if exe is None:
-                exe = per_backend[backend.name] = backend.compile(jaxpr, [])
-            self.fn = exe
-        else:
-            weak = [v.aval.weak_type for v in jaxpr.invars]
-
-            def interpret(*bufs):
-                outs = eval_jaxpr(jaxpr, [], *[Array(b, backend, w) for b, w in zip(bufs, weak)])
-                return [backend.to_buffer(o, dt) for o, dt in zip(outs, self.out_dtypes)]
-            self.fn = interpret
-
-    def __call__(self, *bufs):
-        cast = self.backend.cast
-        return [cast(o, dt) for o, dt in zip(self.fn(*bufs), self.out_dtypes)]
-
-
-def _backend_of(args):
-    for a in args:
-        if type(a) is Array:
-            return a._backend
-    return get_backend()
-
-
-def _buffers(args, avals, backend):
-    return [backend.cast(backend.to_buffer(a, av.dtype), av.dtype) for a, av in zip(args, avals)]
-
-
-def _arrays(bufs, avals, backend):
-    return [Array(b, backend, a.weak_type) for b, a in zip(bufs, avals)]
-
-
-# ---------------------------------------------------------------------------------------------
-# cond: cond_p(index, *operands, branches) runs branches[index](*operands)
-
-cond_p = _lax.primitive("cond", multiple_results=True)
-
-
-def _cond_abstract_eval(index, *ops, branches):
-    if index.shape != () or not dtypes.is_int(index.dtype):
-        raise JaxprTypeError(f"cond index must be an integer scalar, got {index.str_short()}",
-                             source=None)
-    for i, b in enumerate(branches):
-        _check_operands(f"cond branch {i}", b.invars, ops)
-        if len(b.outvars) != len(branches[0].outvars) or not all(
-                _typematch(x, y) for x, y in zip(b.out_avals, branches[0].out_avals)):
-            raise JaxprTypeError(f"cond branch {i} returns {_avals_str(b.out_avals)}, branch 0 "
-                                 f"returns {_avals_str(branches[0].out_avals)}", source=None)
-    return _cond_out_avals(branches)
-
-
-def _cond_out_avals(branches):
-    return [a.update(weak_type=all(b.outvars[k].aval.weak_type for b in branches))
-            for k, a in enumerate(branches[0].out_avals)]
-
-
-def _avals_str(avals):
-    return "(" + ", ".join(a.str_short() for a in avals) + ")"
-
-
-def _cond_impl(index, *ops, branches):
-    backend = _backend_of((index, *ops))
-    i = min(max(int(index), 0), len(branches) - 1)
-    branch = branches[i]
-    outs = _Runner(branch, backend)(*_buffers(ops, branch.in_avals, backend))
-    return _arrays(outs, _cond_out_avals(branches), backend)
-
-
-def _cond_jvp(primals, tangents, *, branches):
-    index, ops = primals[0], primals[1:]
-    ops_nz = [not isinstance(t, Zero) for t in tangents[1:]]
-    out_nz = [False] * len(branches[0].outvars)
-    for b in branches:
-        out_nz = [a or c for a, c in zip(out_nz, _jvp_jaxpr(b, ops_nz, out_nz)[2])]
-    pieces = []
-    for b in branches:
-        j, consts, _ = _jvp_jaxpr(b, ops_nz, out_nz)
-        pieces.append((j, consts))
-    jaxprs, consts = _join_consts(pieces)
-    tangents_in = [t for t in tangents[1:] if not isinstance(t, Zero)]
-    outs = cond_p.bind(index, *consts, *ops, *tangents_in, branches=tuple(jaxprs))
-    n = len(branches[0].outvars)
-    it = iter(outs[n:])
-    out_t = [next(it) if nz else Zero(tangent_aval(a))
-             for nz, a in zip(out_nz, branches[0].out_avals)]
-    return outs[:n], out_t
-
-
-def _cond_batch(vals, dims, *, branches):
-    size = batching.batch_size(vals, dims)
-    index, ops = vals[0], vals[1:]
-    idx_dim, op_dims = dims[0], dims[1:]
-    ops = [batching.bdim_at_front(x, d, size) if d is not None else x
-           for x, d in zip(ops, op_dims)]
-    in_b = [d is not None for d in op_dims]
-    if idx_dim is not None:
-        # examples take different branches: run every branch on all of them and select
-        index = batching.bdim_at_front(index, idx_dim, size)
-        results = [batching.batch_flat(lambda *a, b=b: eval_jaxpr(b, [], *a), ops,
-                                       [0 if b_ else None for b_ in in_b], size,
-                                       lambda k: [0] * k)
-                   for b in branches]
-        outs = []
-        for k in range(len(branches[0].outvars)):
-            cases = [r[k] for r in results]
-            shape = get_aval(cases[0]).shape
-            which = index if len(shape) == 1 else _lax.broadcast_in_dim(index, shape, (0,))
-            outs.append(_lax.select_n(which, *cases))
-        return outs, [0] * len(outs)
-    out_b = [False] * len(branches[0].outvars)
-    for b in branches:
-        out_b = [a or c for a, c in zip(out_b, _batch_jaxpr(b, size, in_b, out_b)[2])]
-    pieces = []
-    for b in branches:
-        j, consts, _ = _batch_jaxpr(b, size, in_b, out_b)
-        pieces.append((j, consts))
-    jaxprs, consts = _join_consts(pieces)
-    outs = cond_p.bind(index, *consts, *ops, branches=tuple(jaxprs))
-    return outs, [0 if b else None for b in out_b]
-
-
-def _cond_partial_eval(trace, args, params):
-    branches = params["branches"]
-    index, ops = args[0], list(args[1:])
-    if trace.is_own(index):      # which branch runs is itself unknown: stage the whole cond
-        return trace.stage(cond_p, args, params)
-    ops_uk = [trace.is_own(a) for a in ops]
-    n_out = len(branches[0].outvars)
-    out_uk = [False] * n_out
-    for b in branches:
-        out_uk = [a or c for a, c in
-                  zip(out_uk, partial_eval_jaxpr_nounits(b, ops_uk, out_uk)[2])]
-    splits = [partial_eval_jaxpr_nounits(b, ops_uk, out_uk) for b in branches]
-    all_res = [a for s in splits for a in s[3]]
-    n_known = n_out - sum(out_uk)
-
-    # Known branches return every branch's residuals: their own, and zeros for the others'.
-    known_ops = [a for a, u in zip(ops, ops_uk) if not u]
-    pieces, offset = [], 0
-    for known, _, _, res_avals in splits:
-        kj = jaxpr_with_consts_as_args(known)
-        lo, hi = offset, offset + len(res_avals)
-        offset = hi
-
-        def known_branch(*xs, kj=kj, lo=lo, hi=hi):
-            outs = eval_jaxpr(kj, [], *xs)
-            own = iter(outs[n_known:])
-            res = [next(own) if lo <= r < hi else ad.zeros_like_aval(a)
-                   for r, a in enumerate(all_res)]
-            return [*outs[:n_known], *res]
-        j, consts = _trace_flat(known_branch, [v.aval for v in kj.invars],
-                                "the known part of a cond branch")
-        # the branch's own consts stay leading arguments, after the newly traced ones
-        pieces.append((j, consts + list(known.consts)))
-    known_jaxprs, known_consts = _join_consts(pieces)
-    known_outs = []
-    if known_jaxprs[0].outvars:
-        with set_current_trace(trace.parent):
-            known_outs = cond_p.bind(index, *known_consts, *known_ops,
-                                     branches=tuple(known_jaxprs))
-    residuals = known_outs[n_known:]
-
-    unknown_outs = []
-    if any(out_uk):
-        unknown_jaxprs, offset = [], 0
-        for _, uj, _, res_avals in splits:
-            k = len(res_avals)
-            before = [Var(a) for a in all_res[:offset]]
-            after = [Var(a) for a in all_res[offset + k:]]
-            unknown_jaxprs.append(Jaxpr([], before + uj.invars[:k] + after + uj.invars[k:],
-                                        uj.outvars, uj.eqns))
-            offset += k
-        unknown_ops = [a for a, u in zip(ops, ops_uk) if u]
-        unknown_outs = trace.stage(cond_p, [index, *residuals, *unknown_ops],
-                                   {"branches": tuple(unknown_jaxprs)})
-    known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
-    return [next(unknown_it) if u else next(known_it) for u in out_uk]
-
-
-def _cond_transpose(cts, index, *ops, branches):
-    assert not is_undefined(index)
-    linear = [is_undefined(x) for x in ops]
-    res = [x for x, lin in zip(ops, linear) if not lin]
-    cts_nz = [ct for ct in cts if not isinstance(ct, Zero)]
-    if not cts_nz:
-        return [None] + [Zero(x.aval) if lin else None for x, lin in zip(ops, linear)]
-    ct_nz_flags = [not isinstance(ct, Zero) for ct in cts]
-    out_avals = branches[0].out_avals
-    cts_nz = [_instantiate_as(ct, a) for ct, a, nz in zip(cts, out_avals, ct_nz_flags) if nz]
-    pieces = []
-    for b in branches:
-        def transposed(*xs, b=b):
-            r_it, c_it = iter(xs[:len(res)]), iter(xs[len(res):])
-            args = [UndefinedPrimal(v.aval) if lin else next(r_it)
-                    for v, lin in zip(b.invars, linear)]
-            full_cts = [next(c_it) if nz else Zero(a)
-                        for nz, a in zip(ct_nz_flags, out_avals)]
-            cts_in = backward_pass(b, [], args, full_cts)
-            return [_instantiate_as(c, v.aval) for c, v, lin in zip(cts_in, b.invars, linear)
-                    if lin]
-        avals = [get_aval(x) for x in res] + [get_aval(c) for c in cts_nz]
-        pieces.append(_trace_flat(transposed, avals, "the transpose of a cond branch"))
-    jaxprs, consts = _join_consts(pieces)
-    outs = iter(cond_p.bind(index, *consts, *res, *cts_nz, branches=tuple(jaxprs)))
-    return [None] + [next(outs) if lin else None for lin in linear]
-
-
-cond_p.abstract_eval = _cond_abstract_eval
-cond_p.impl = _cond_impl
-cond_p.jvp = _cond_jvp
-cond_p.batch = _cond_batch
-cond_p.partial_eval = _cond_partial_eval
-cond_p.transpose = _cond_transpose
-
-
-# ---------------------------------------------------------------------------------------------
 # scan: scan_p(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse)
 #   jaxpr: (*consts, *carry, *x) -> (*carry, *y); outputs: final carry, stacked ys
 
@@ -525,8 +82,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     const_nz, init_nz, xs_nz = _split(nz, nc, nk)
     carry_nz = init_nz
     while True:     # a carry's tangent is nonzero if the body can make it so
-        jvp, jconsts, out_nz = _jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
-                                          carry_nz + [False] * ny)
+        jvp, jconsts, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                            carry_nz + [False] * ny)
         new = [a or b for a, b in zip(carry_nz, out_nz[:nk])]
         if new == carry_nz:
             break
@@ -539,7 +96,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
     body = Jaxpr([], jc + pc + tc + pk + tk + px + tx, ok + okt + oy + oyt, jvp.eqns)
     consts, init, xs = _split(primals, nc, nk)
     t_consts, t_init, t_xs = _split(tangents, nc, nk)
-    t_init = [_instantiate_as(t, v.aval) for t, v, z in zip(t_init, jaxpr.invars[nc:nc + nk],
+    t_init = [instantiate_as(t, v.aval) for t, v, z in zip(t_init, jaxpr.invars[nc:nc + nk],
                                                             carry_nz) if z]
     outs = scan_p.bind(*jconsts, *consts, *(t for t in t_consts if not isinstance(t, Zero)),
                        *init, *t_init, *xs, *(t for t in t_xs if not isinstance(t, Zero)),
@@ -564,8 +121,8 @@ def _scan_batch(vals, dims, *, jaxpr, num_consts, num_carry, length, reverse):
     c_b, x_b = [d is not None for d in c_d], [d is not None for d in x_d]
     carry_b = [d is not None for d in k_d]
     while True:     # a carry is batched if the body can make it so
-        body, bconsts, out_b = _batch_jaxpr(jaxpr, size, c_b + carry_b + x_b,
-                                            carry_b + [False] * ny)
+        body, bconsts, out_b = batching.batch_jaxpr(jaxpr, size, c_b + carry_b + x_b,
+                                                    carry_b + [False] * ny)
         new = [a or b for a, b in zip(carry_b, out_b[:nk])]
         if new == carry_b:
             break
@@ -655,8 +212,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
     y_avals = jaxpr.out_avals[nk:]
     lin_c_avals = [a for a, lin in zip(c_avals, c_lin) if lin]
     ys_nz = [not isinstance(ct, Zero) for ct in ct_ys]
-    ct_carry = [_instantiate_as(ct, a) for ct, a in zip(ct_carry, k_avals)]
-    ct_ys = [_instantiate_as(ct, a) for ct, a, nz in zip(ct_ys, y_avals, ys_nz) if nz]
+    ct_carry = [instantiate_as(ct, a) for ct, a in zip(ct_carry, k_avals)]
+    ct_ys = [instantiate_as(ct, a) for ct, a, nz in zip(ct_ys, y_avals, ys_nz) if nz]
     n_rc, n_lc, n_yz = len(res_c), len(lin_c_avals), len(ct_ys)
     store: dict = {}
 
@@ -669,18 +226,18 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
         full_cts = list(ck) + [next(cy_it) if nz else Zero(a) for nz, a in zip(ys_nz, y_avals)]
         c_ct, k_ct, x_ct = _split(backward_pass(jaxpr, [], full, full_cts), nc, nk)
         c_ct = [c for c, lin in zip(c_ct, c_lin) if lin]
-        new_acc = [a if isinstance(c, Zero) else _lax.add(a, _instantiate_as(c, av))
+        new_acc = [a if isinstance(c, Zero) else _lax.add(a, instantiate_as(c, av))
                    for a, c, av in zip(acc, c_ct, lin_c_avals)]
         x_ct = [c for c, lin in zip(x_ct, x_lin) if lin]
         store["x_nz"] = [not isinstance(c, Zero) for c in x_ct]
-        return [*new_acc, *(_instantiate_as(c, a) for c, a in zip(k_ct, k_avals)),
-                *(_instantiate_as(c, a) for c, a in
+        return [*new_acc, *(instantiate_as(c, a) for c, a in zip(k_ct, k_avals)),
+                *(instantiate_as(c, a) for c, a in
                   zip(x_ct, [a for a, lin in zip(x_avals, x_lin) if lin])
                   if not isinstance(c, Zero))]
     avals = ([get_aval(a) for a in res_c] + lin_c_avals + list(k_avals)
              + [a for a, nz in zip(y_avals, ys_nz) if nz]
              + [a for a, lin in zip(x_avals, x_lin) if not lin])
-    body, tconsts = _trace_flat(body_t, avals, "the transpose of a scan body")
+    body, tconsts = trace_to_jaxpr_dynamic(body_t, avals, "the transpose of a scan body")
     acc0 = [ad.zeros_like_aval(a) for a in lin_c_avals]
     outs = scan_p.bind(*tconsts, *res_c, *acc0, *ct_carry, *ct_ys, *res_x, jaxpr=body,
                        num_consts=len(tconsts) + n_rc, num_carry=n_lc + nk, length=length,
@@ -702,7 +259,6 @@ scan_p.partial_eval = _scan_partial_eval
 scan_p.transpose = _scan_transpose
 
 
-# ---------------------------------------------------------------------------------------------
 # while: while_p(*cond_consts, *body_consts, *init, cond_jaxpr, body_jaxpr, cond_nconsts,
 #   body_nconsts); cond_jaxpr: (*cond_consts, *carry) -> bool[]; body_jaxpr: (*body_consts,
 #   *carry) -> carry
@@ -743,7 +299,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     _, bc_nz, init_nz = _split(nz, ncc, nbc)
     carry_nz = init_nz
     while True:     # a carry's tangent is nonzero if the body can make it so
-        jvp, jconsts, out_nz = _jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, carry_nz)
+        jvp, jconsts, out_nz = ad.jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, carry_nz)
         new = [a or b for a, b in zip(carry_nz, out_nz)]
         if new == carry_nz:
             break
@@ -758,7 +314,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
                  cond_jaxpr.eqns)
     cc, bc, init = _split(primals, ncc, nbc)
     _, t_bc, t_init = _split(tangents, ncc, nbc)
-    t_init = [_instantiate_as(t, v.aval) for t, v, z in
+    t_init = [instantiate_as(t, v.aval) for t, v, z in
               zip(t_init, body_jaxpr.invars[nbc:], carry_nz) if z]
     outs = while_p.bind(*cc, *jconsts, *bc, *(t for t in t_bc if not isinstance(t, Zero)),
                         *init, *t_init, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=ncc,
@@ -777,16 +333,16 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     carry_b = [d is not None for d in k_d]
     while True:     # a carry is batched if the body can make it so
         new = [a or b for a, b in
-               zip(carry_b, _batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b)[2])]
+               zip(carry_b, batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b)[2])]
         if new == carry_b:
             break
         carry_b = new
-    pred_b = _batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, [False])[2][0]
+    pred_b = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, [False])[2][0]
     cc = [_bdim_to(x, d, 0, size) if d is not None else x for x, d in zip(cc, cc_d)]
     bc = [_bdim_to(x, d, 0, size) if d is not None else x for x, d in zip(bc, bc_d)]
     if not pred_b:
-        body, bconsts, _ = _batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b)
-        cond, cconsts, _ = _batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, [False])
+        body, bconsts, _ = batching.batch_jaxpr(body_jaxpr, size, bc_b + carry_b, carry_b)
+        cond, cconsts, _ = batching.batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, [False])
         init = [_bdim_to(x, d, 0, size) if b else x for x, d, b in zip(init, k_d, carry_b)]
         outs = while_p.bind(*cconsts, *cc, *bconsts, *bc, *init, cond_jaxpr=cond,
                             body_jaxpr=body, cond_nconsts=len(cconsts) + ncc,
@@ -801,8 +357,7 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
     def preds(cc_vals, carry):
         return batching.batch_flat(lambda *a: eval_jaxpr(cond_jaxpr, [], *a),
-                                   [*cc_vals, *carry], cc_in + [0] * nk, size,
-                                   lambda k: [0] * k)[0]
+                                   [*cc_vals, *carry], cc_in + [0] * nk, size)[0]
 
     def any_pred(*xs):
         return [_lax.reduce_or(preds(xs[:ncc], xs[ncc:]), (0,))]
@@ -812,7 +367,7 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         pred = preds(cc_vals, carry)
         new = batching.batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a),
                                   [*bc_vals, *carry], [0 if b else None for b in bc_b]
-                                  + [0] * nk, size, lambda k: [0] * k)
+                                  + [0] * nk, size)
         out = []
         for n_, o in zip(new, carry):
             shape = get_aval(o).shape
@@ -820,10 +375,10 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
             out.append(_lax.select(which, n_, o))
         return out
     carry_avals = [get_aval(x) for x in init]
-    cond, cconsts = _trace_flat(any_pred, [get_aval(x) for x in cc] + carry_avals,
-                                "a vmapped while_loop predicate")
-    body, bconsts = _trace_flat(masked_body, [get_aval(x) for x in cc + bc] + carry_avals,
-                                "a vmapped while_loop body")
+    cond, cconsts = trace_to_jaxpr_dynamic(any_pred, [get_aval(x) for x in cc] + carry_avals,
+                                           "a vmapped while_loop predicate")
+    body, bconsts = trace_to_jaxpr_dynamic(
+        masked_body, [get_aval(x) for x in cc + bc] + carry_avals, "a vmapped while_loop body")
     outs = while_p.bind(*cconsts, *cc, *bconsts, *cc, *bc, *init, cond_jaxpr=cond,
                         body_jaxpr=body, cond_nconsts=len(cconsts) + ncc,
                         body_nconsts=len(bconsts) + ncc + nbc)
@@ -878,150 +433,6 @@ while_p.jvp = _while_jvp
 while_p.batch = _while_batch
 while_p.partial_eval = _while_partial_eval
 while_p.transpose = _while_transpose
-
-
-# ---------------------------------------------------------------------------------------------
-# The user-facing functions
-
-
-def _check_branch_outputs(names, trees, jaxprs):
-    first = names[0]
-    for name, tree, jaxpr in zip(names[1:], trees[1:], jaxprs[1:]):
-        if tree != trees[0]:
-            raise ControlFlowTypeError(
-                f"{first} and {name} must return the same structure (pytree), but {first} "
-                f"returns {trees[0]} and {name} returns {tree}")
-        diffs = []
-        for path, a, b in zip(_leaf_paths(trees[0], "output"), jaxprs[0].out_avals,
-                              jaxpr.out_avals):
-            if not _typematch(a, b):
-                diffs.append(f"  {path}: {a.str_short()} (shape {a.shape}) from {first} but "
-                             f"{b.str_short()} (shape {b.shape}) from {name}")
-        if diffs:
-            raise ControlFlowTypeError(
-                f"{first} and {name} outputs must have identical types (shapes and dtypes), "
-                "but they differ:\n" + "\n".join(diffs))
-
-
-def _trace_branches(funs, names, operands):
-    leaves, in_tree = tree_flatten(operands)
-    avals = [get_aval(x) for x in leaves]
-    traced = [_trace_tree_fun(f, in_tree, avals, f"the {name} of a lax.cond/switch")
-              for f, name in zip(funs, names)]
-    targets = _branch_output_dtypes([t[2] for t in traced], [t[0].out_avals for t in traced])
-    if targets:
-        # a Python scalar returned where another branch returns an array takes its dtype
-        traced = [_trace_tree_fun(_adopting(f, targets), in_tree, avals,
-                                  f"the {name} of a lax.cond/switch")
-                  for f, name in zip(funs, names)]
-    _check_branch_outputs(names, [t[2] for t in traced], [t[0] for t in traced])
-    jaxprs, consts = _join_consts([(j, c) for j, c, _ in traced])
-    return jaxprs, consts, leaves, traced[0][2]
-
-
-def _weak_adopts(a, target) -> bool:
-    """Whether a weakly typed value of aval ``a`` (a Python scalar, or arithmetic on one) takes
-    the dtype of a strongly typed ``target`` of the same shape, as when they meet in an op."""
-    if not a.weak_type or target.weak_type or a.shape != target.shape or \
-            a.dtype == target.dtype:
-        return False
-    try:
-        return dtypes.result_type((a.dtype, True), (target.dtype, False))[0] == target.dtype
-    except TypeError:
-        return False
-
-
-def _branch_output_dtypes(trees, out_avals):
-    """``{output position: aval}`` where weakly typed branch outputs (Python scalars) meet
-    strongly typed ones of another dtype, which they adopt; empty when nothing adopts."""
-    if any(t != trees[0] for t in trees) or \
-            any(len(a) != len(out_avals[0]) for a in out_avals):
-        return {}
-    targets = {}
-    for k, column in enumerate(zip(*out_avals)):
-        strong = {a.dtype for a in column if not a.weak_type}
-        if len(strong) == 1:
-            target = next(a for a in column if not a.weak_type)
-            if any(_weak_adopts(a, target) for a in column):
-                targets[k] = target
-    return targets
-
-
-def _adopting(fun, targets):
-    def adopting(*args):
-        leaves, tree = tree_flatten(fun(*args))
-        return tree_unflatten(tree, [_adopt(x, targets[k]) if k in targets else x
-                                     for k, x in enumerate(leaves)])
-    return adopting
-
-
-def _adopt(x, target):
-    if _weak_adopts(get_aval(x), target):
-        return _lax.convert_element_type(x, target.dtype)
-    return x
-
-
-def _aval_or_error(x, what):
-    try:
-        return get_aval(x)
-    except TypeError:
-        raise ControlFlowTypeError(f"{what} must be an array or a Python scalar, got "
-                                   f"{type(x).__name__}") from None
-
-
-def cond(pred, true_fun, false_fun, *operands):
-    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one staged
-    operation: both branches are traced, must return the same structure of the same shapes and
-    dtypes, and only the chosen one runs. ``pred`` is a bool (or integer, nonzero meaning true)
-    scalar. Under vmap with a batched ``pred`` both branches run and the results are selected.
-
-    >>> fnx.lax.cond(x > 0, lambda x: x * 2, lambda x: -x, x)
-    """
-    if not (callable(true_fun) and callable(false_fun)):
-        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    aval = _aval_or_error(pred, "lax.cond's predicate")
-    if aval.shape != ():
-        raise ControlFlowTypeError(f"lax.cond's predicate must be a scalar, got "
-                                   f"{aval.str_short()} of shape {aval.shape}")
-    if aval.dtype != dtypes.bool_:
-        if not dtypes.is_int(aval.dtype):
-            raise ControlFlowTypeError(f"lax.cond's predicate must be a boolean (or integer) "
-                                       f"scalar, got {aval.str_short()}; compare it, e.g. "
-                                       "x > 0, to make a boolean")
-        pred = _lax.ne(pred, _lax.full((), 0, aval.dtype))
-    index = _lax.convert_element_type(pred, dtypes.int32)
-    (true_j, false_j), consts, leaves, out_tree = _trace_branches(
-        (true_fun, false_fun), ("true_fun", "false_fun"), operands)
-    outs = cond_p.bind(index, *consts, *leaves, branches=(false_j, true_j))
-    return tree_unflatten(out_tree, outs)
-
-
-def switch(index, branches, *operands):
-    """``branches[index](*operands)``, with ``index`` clamped into ``[0, len(branches) - 1]``
-    (as in JAX). Every branch is traced and must return the same structure, shapes and dtypes.
-
-    >>> fnx.lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], x)
-    """
-    branches = tuple(branches)
-    if not branches:
-        raise ValueError("lax.switch: empty branch sequence")
-    if not all(callable(b) for b in branches):
-        raise TypeError("lax.switch: branches must be callable")
-    aval = _aval_or_error(index, "lax.switch's index")
-    if aval.shape != ():
-        raise ControlFlowTypeError(f"lax.switch's index must be a scalar, got "
-                                   f"{aval.str_short()} of shape {aval.shape}")
-    if not dtypes.is_int(aval.dtype):
-        raise ControlFlowTypeError(f"lax.switch's index must be an integer scalar, got "
-                                   f"{aval.str_short()}")
-    if len(branches) == 1:
-        return branches[0](*operands)
-    index = _lax.convert_element_type(index, dtypes.int32)
-    index = _lax.max_(_lax.min_(index, np.int32(len(branches) - 1)), np.int32(0))
-    names = tuple(f"branch {i}" for i in range(len(branches)))
-    jaxprs, consts, leaves, out_tree = _trace_branches(branches, names, operands)
-    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
-    return tree_unflatten(out_tree, outs)
 
 
 def _check_carry(what, in_tree, out_tree, paths, in_avals, out_avals):
@@ -1079,6 +490,7 @@ def while_loop(cond_fun, body_fun, init_val):
     ``scan``.
 
     >>> fnx.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2), (0, 1.0))
+    (Array(10, dtype=int32, weak_type=True), Array(1024., dtype=float32, weak_type=True))
     """
     return _while_loop(cond_fun, body_fun, init_val, "while_loop body",
                        lambda tree: _leaf_paths(tree, "carry"))
@@ -1111,7 +523,7 @@ def _while_loop(cond_fun, body_fun, init_val, what, paths):
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``, returning the final
-    carry and the stacked ``y``s, as this Python function does::
+    carry and the stacked ``y`` values, as this Python function does::
 
         def scan(f, init, xs, length=None):
             if xs is None:
@@ -1128,6 +540,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     modes: reverse mode saves each iteration's residuals and runs the transposed body backwards.
 
     >>> fnx.lax.scan(lambda c, x: (c + x, c * x), 0.0, jnp.arange(4.0))
+    (Array(6., dtype=float32), Array([0., 0., 2., 9.], dtype=float32))
     """
     del unroll
     return _scan(f, init, xs, length, reverse, "scan body",
@@ -1163,31 +576,36 @@ def _scan(f, init, xs, length, reverse, what, paths):
     slice_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
     leaves, tree = tree_flatten(init)
     nk = len(leaves)
-    store: dict = {}
 
-    def body(*args):
+    def pair(*args):
         out = f(tree_unflatten(tree, args[:nk]), tree_unflatten(x_tree, args[nk:]))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise ControlFlowTypeError(f"{what} function must return a pair (carry, y), got "
                                        f"{type(out).__name__}")
-        carry_leaves, store["carry_tree"] = tree_flatten(out[0])
-        y_leaves, store["y_tree"] = tree_flatten(out[1])
-        if store["carry_tree"] == tree:
-            carry_leaves = [_adopt(c, get_aval(a)) for c, a in zip(carry_leaves, args)]
-        return carry_leaves + y_leaves
+        return tuple(out)
+    flat_pair, out_tree = flatten_fun(pair)
+
+    def carry_tree():
+        return out_tree().children[0]
+
+    def body(*args):
+        outs = flat_pair(*args)
+        if carry_tree() == tree:
+            outs[:nk] = [_adopt(c, get_aval(a)) for c, a in zip(outs[:nk], args)]
+        return outs
     for attempt in range(3):
         avals = _carry_avals(leaves)
-        jaxpr, consts = _trace_flat(body, avals + slice_avals, "the body of a lax.scan")
-        if store["carry_tree"] != tree:
+        jaxpr, consts = trace_to_jaxpr_dynamic(body, avals + slice_avals, "the body of a lax.scan")
+        if carry_tree() != tree:
             break
         promoted, changed = _promote_weak_carries(leaves, avals, jaxpr.out_avals[:nk])
         if not changed or attempt == 2:
             break
         leaves = promoted
-    _check_carry(what, tree, store["carry_tree"], paths(tree), avals, jaxpr.out_avals[:nk])
+    _check_carry(what, tree, carry_tree(), paths(tree), avals, jaxpr.out_avals[:nk])
     outs = scan_p.bind(*consts, *leaves, *x_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=nk, length=length, reverse=bool(reverse))
-    return tree_unflatten(tree, outs[:nk]), tree_unflatten(store["y_tree"], outs[nk:])
+    return tree_unflatten(tree, outs[:nk]), tree_unflatten(out_tree().children[1], outs[nk:])
 
 
 def _sizes(ns):
@@ -1203,6 +621,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     differentiable in forward mode only.
 
     >>> fnx.lax.fori_loop(0, 10, lambda i, x: x * 0.5 + i, 1.0)
+    Array(16.004883, dtype=float32, weak_type=True)
     """
     del unroll
     l_aval = _aval_or_error(lower, "fori_loop's lower bound")
@@ -1217,14 +636,16 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if lo is not None:
         def step(carry, _):
             i, x = carry
-            return (_lax.add(i, np.int32(1)), body_fun(i, x)), None
-        (_, out), _ = _scan(step, (np.int32(lo), init_val), None, max(hi - lo, 0), False,
+            return (_lax.add(i, 1), body_fun(i, x)), None
+        # the counter starts as the Python int lo (a weakly typed int), as in JAX
+        (_, out), _ = _scan(step, (lo, init_val), None, max(hi - lo, 0), False,
                             "fori_loop body", _fori_paths(1))
         return out
     dt, _ = dtypes.result_type((l_aval.dtype, l_aval.weak_type),
                                (u_aval.dtype, u_aval.weak_type))
-    lower = _lax.convert_element_type(lower, dt)
-    upper = _lax.convert_element_type(upper, dt)
+    if l_aval.dtype != u_aval.dtype:     # bounds of one dtype keep their types, as in JAX
+        lower = _lax.convert_element_type(lower, dt)
+        upper = _lax.convert_element_type(upper, dt)
 
     def body(carry):
         i, n, x = carry
@@ -1246,7 +667,8 @@ def map(f, xs, *, batch_size=None):
     at a time (a ``scan``), as ``jnp.stack([f(x) for x in xs])``. With ``batch_size``,
     ``batch_size`` slices at a time under vmap.
 
-    >>> fnx.lax.map(lambda x: x @ x.T, xs)
+    >>> fnx.lax.map(lambda x: x @ x.T, jnp.arange(6.0).reshape(3, 2))
+    Array([ 1., 13., 41.], dtype=float32)
     """
     if batch_size is not None:
         return _batched_map(f, xs, int(batch_size))
@@ -1255,7 +677,6 @@ def map(f, xs, *, batch_size=None):
 
 
 def _batched_map(f, xs, batch_size):
-    from .api import vmap
     leaves, tree = tree_flatten(xs)
     n = get_aval(leaves[0]).shape[0]
     full, rest = divmod(n, batch_size)
@@ -1278,7 +699,3 @@ def _batched_map(f, xs, batch_size):
 def _tree_map_flat(fn, tree):
     leaves, td = tree_flatten(tree)
     return tree_unflatten(td, [fn(x) for x in leaves])
-
-
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "cond_p", "while_p",
-           "scan_p", "ControlFlowTypeError", "ReverseModeWhileLoopError"]

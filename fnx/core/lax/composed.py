@@ -1,0 +1,184 @@
+"""Small jax.lax functions composed from the primitives (no rules of their own)."""
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from .. import dtypes
+from ..core import get_aval
+from .base import broadcast_in_dim, convert_element_type, full, reshape, transpose
+from .elementwise import (_const, _full_like, abs_, add, exp, integer_pow, is_finite, log1p,
+                          max_, min_, mul, neg, pow_, rem, select, sign, sub)
+from .shapes import broadcasted_iota, rev, slice_in_dim, squeeze
+from .reductions import _cumulative
+from .indexing import take
+from .products import dot_general
+from .sorting import sort
+
+
+def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
+    """``x`` limited to ``[min, max]``; the bounds are 0-d or shaped like ``x``.
+
+    >>> clamp(0.0, jnp.array([-1.0, 0.5, 2.0]), 1.0)
+    Array([0. , 0.5, 1. ], dtype=float32)
+
+    At a bound the derivative is split as lax.max and lax.min split it (JAX gives 0 there).
+    """
+    # Python-number bounds take x's dtype, as JAX's weak types do
+    lo, hi = (_const(x, b) if isinstance(b, (int, float)) else b for b in (min, max))
+    return min_(max_(x, lo), hi)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``.
+
+    >>> full_like(jnp.ones((2, 3)), 7)
+    Array([[7., 7., 7.],
+           [7., 7., 7.]], dtype=float32)
+    """
+    aval = get_aval(x)
+    weak = aval.weak_type if dtype is None else False
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype, weak)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+    """The entry ``index`` (negative counts from the end) along ``axis``.
+
+    >>> index_in_dim(jnp.arange(6).reshape(2, 3), -1, axis=1, keepdims=False)
+    Array([2, 5], dtype=int32)
+    """
+    n = get_aval(operand).shape[axis]
+    index, axis = int(index), int(axis) % get_aval(operand).ndim
+    if not -n <= index < n:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} of "
+                         f"size {n}")
+    out = slice_in_dim(operand, index % n, index % n + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def index_take(src, idxs, axes):
+    """``src[idxs[0], idxs[1], ...]`` over ``axes``: the indexed entries along a new leading
+    axis, followed by ``src``'s other axes. Indices wrap around (modulo the axis size), as in
+    JAX.
+
+    >>> index_take(jnp.arange(6).reshape(2, 3), (jnp.array([1, 0]),), (0,))
+    Array([[3, 4, 5],
+           [0, 1, 2]], dtype=int32)
+    """
+    aval = get_aval(src)
+    axes = tuple(int(a) % aval.ndim for a in axes)
+    rest = tuple(a for a in range(aval.ndim) if a not in axes)
+    sizes = [aval.shape[a] for a in axes]
+    flat = None
+    for i, n in zip(idxs, sizes):     # row-major position in the product of the indexed axes
+        i = convert_element_type(i, dtypes.int32)
+        n_ = _const(i, n)
+        i = rem(add(rem(i, n_), n_), n_)
+        flat = i if flat is None else add(mul(flat, n_), i)
+    moved = reshape(transpose(src, axes + rest), (math.prod(sizes),) +
+                    tuple(aval.shape[a] for a in rest))
+    return take(moved, flat, 0)
+
+
+def reciprocal(x):
+    """``1 / x``."""
+    return integer_pow(x, -1)
+
+
+def cbrt(x):
+    """The real cube root, negative for negative ``x``. Its derivative at 0 is NaN here (JAX
+    gives inf)."""
+    return mul(sign(x), pow_(abs_(x), _const(x, 1 / 3)))
+
+
+def exp2(x):
+    """``2 ** x``."""
+    return pow_(_full_like(x, 2), x)
+
+
+def broadcast(operand, sizes):
+    """``operand`` with new leading axes of ``sizes``.
+
+    >>> broadcast(jnp.ones(3), (2,)).shape
+    (2, 3)
+    """
+    shape = get_aval(operand).shape
+    sizes = tuple(int(s) for s in sizes)
+    return broadcast_in_dim(operand, sizes + shape,
+                            tuple(range(len(sizes), len(sizes) + len(shape))))
+
+
+def broadcast_to_rank(x, rank: int):
+    """``x`` with leading size-1 axes up to ``rank`` axes.
+
+    >>> broadcast_to_rank(jnp.ones(3), 3).shape
+    (1, 1, 3)
+    """
+    return broadcast(x, (1,) * (int(rank) - get_aval(x).ndim))
+
+
+def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
+    """``operand`` with axes ``start_dimension:stop_dimension`` merged into one.
+
+    >>> collapse(jnp.ones((2, 3, 4)), 1).shape
+    (2, 12)
+    """
+    shape = get_aval(operand).shape
+    lo, hi, _ = slice(start_dimension, stop_dimension).indices(len(shape))
+    if hi < lo:
+        raise ValueError(f"collapse: stop_dimension {stop_dimension} comes before "
+                         f"start_dimension {start_dimension}")
+    return reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+
+
+def top_k(operand, k: int):
+    """``(values, indices)`` of the ``k`` largest entries along the last axis, largest first;
+    equal values come in index order. Differentiable in the values.
+
+    >>> top_k(jnp.array([1.0, 3.0, 2.0]), 2)
+    (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
+    """
+    aval = get_aval(operand)
+    n, axis = aval.shape[-1], aval.ndim - 1
+    if not 0 <= int(k) <= n:
+        raise ValueError(f"top_k: k={k} must be between 0 and the last axis size {n}")
+    # sort ascending by (value, -index) and read from the end: largest first, ties by index,
+    # and no negation of the values (which would overflow unsigned and minimum integers)
+    neg_idx = neg(broadcasted_iota(dtypes.int32, aval.shape, axis))
+    values, neg_idx = sort([operand, neg_idx], axis, num_keys=2)
+    values = slice_in_dim(rev(values, (axis,)), 0, int(k), 1, axis)
+    indices = slice_in_dim(rev(neg(neg_idx), (axis,)), 0, int(k), 1, axis)
+    return values, indices
+
+
+def _logaddexp(a, b):
+    big = max_(a, b)
+    gap = neg(abs_(sub(a, b)))
+    # -inf - -inf (and inf - inf) is NaN: those pairs add nothing to the larger one
+    gap = select(is_finite(gap), gap, _full_like(gap, -np.inf))
+    return add(big, log1p(exp(gap)))
+
+
+def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
+    """``log(cumsum(exp(x)))`` along ``axis``, without overflow.
+
+    >>> cumlogsumexp(jnp.zeros(3))   # [0., log 2, log 3]
+    Array([0.       , 0.6931472, 1.0986123], dtype=float32)
+    """
+    return _cumulative(_logaddexp, x, int(axis), reverse, -np.inf)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over the leading (batch) axes: (..., m, k) @ (..., k, n); both operands
+    have the same rank, at least 2.
+
+    >>> batch_matmul(jnp.ones((5, 2, 3)), jnp.ones((5, 3, 4))).shape
+    (5, 2, 4)
+    """
+    nl, nr = get_aval(lhs).ndim, get_aval(rhs).ndim
+    if nl < 2 or nl != nr:
+        raise ValueError(f"batch_matmul needs operands of one rank, at least 2; got ranks {nl} "
+                         f"and {nr}")
+    batch = tuple(range(nl - 2))
+    return dot_general(lhs, rhs, (((nl - 1,), (nl - 2,)), (batch, batch)), precision)

@@ -1,0 +1,87 @@
+"""Putting arrays on devices by shardings: ``fnx.device_put`` with a sharding, ``make_mesh`` and
+``with_sharding_constraint``.
+
+A sharded array holds its global value on the sharding's first device and knows its sharding;
+on GPUs each device also gets its block at once (fnx.core.spmd keeps them), so device programs
+read their blocks where they are.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import core, spmd
+from .errors import MeshError
+from .pytree import broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .sharding import Mesh, Sharding, SingleDeviceSharding
+
+
+def device_put(x, device=None, *, donate=False, may_alias=None):
+    """Move the arrays in pytree ``x`` to ``device``: a device, a backend name (the default
+    backend when None) or a sharding (``jax.sharding``), which lays each array out in blocks
+    over its devices; ``device`` may also be a pytree prefix of these.
+
+    >>> mesh = fnx.make_mesh((1,), ("data",))
+    >>> fnx.device_put(jnp.ones((8, 2)), fnx.NamedSharding(mesh, fnx.P("data"))).sharding.spec
+    PartitionSpec('data',)
+    """
+    if isinstance(device, SingleDeviceSharding):
+        device = device._device
+    if isinstance(device, Sharding):
+        return tree_map(lambda v: _put_sharded(v, device), x)
+    if device is None or isinstance(device, str) or hasattr(device, "impls"):
+        return core.device_put(x, device)
+    leaves, tree = tree_flatten(x)
+    targets = broadcast_prefix(device, x, "device_put device",
+                               is_leaf=lambda d: hasattr(d, "impls") or isinstance(d, Sharding))
+    return tree_unflatten(tree, [device_put(v, d) for v, d in zip(leaves, targets)])
+
+
+def _put_sharded(v, sharding):
+    """``v`` laid out by ``sharding``: the global value is checked against the sharding (every
+    split dimension divides) and held by the sharding's first device."""
+    aval = core.get_aval(v)
+    sharding.devices_indices_map(aval.shape)      # raises ShapeError for a misfit
+    target = sharding._device_list()[0]
+    out = core.Array(target.cast(target.to_buffer(v, aval.dtype), aval.dtype), target,
+                     aval.weak_type)
+    out._sharding = sharding
+    if target.platform != "cpu":      # each device gets its block now, not at every call
+        spmd.place_blocks(out, sharding)
+    return out
+
+
+def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
+    """A mesh of ``axis_shapes`` over ``devices`` (the first ``prod(axis_shapes)`` devices of
+    the default backend when None).
+
+    >>> fnx.make_mesh((1,), ("data",))
+    Mesh('data': 1)
+    """
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    need = math.prod(axis_shapes)
+    pool = list(devices) if devices is not None else core.devices()
+    if need != len(pool) and (devices is not None or need > len(pool)):
+        raise MeshError(f"a mesh of shape {axis_shapes} needs {need} devices, but "
+                        f"{len(pool)} are {'given' if devices is not None else 'available'}"
+                        + ("" if devices is not None else
+                           " (set jax_num_cpu_devices or XLA_FLAGS="
+                           "--xla_force_host_platform_device_count=N for virtual CPU devices)"))
+    return Mesh(np.array(pool[:need], dtype=object).reshape(axis_shapes), axis_names)
+
+
+def with_sharding_constraint(x, shardings):
+    """``x`` laid out by ``shardings`` (a sharding or a pytree prefix of them); inside a traced
+    program, whose values jit lays out itself, it is ``x``.
+
+    >>> mesh = fnx.make_mesh((1,), ("i",))
+    >>> lax.with_sharding_constraint(jnp.ones(4), fnx.NamedSharding(mesh, fnx.P()))
+    Array([1., 1., 1., 1.], dtype=float32)
+    """
+    if any(isinstance(v, core.Tracer) for v in tree_leaves(x)):
+        return x
+    return device_put(x, shardings)
+
+
+__all__ = ["device_put", "make_mesh", "with_sharding_constraint"]

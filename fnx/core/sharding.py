@@ -1,0 +1,343 @@
+"""Meshes and shardings, as ``jax.sharding``: which device holds which block of an array.
+
+A ``Mesh`` arranges devices in a grid with named axes; a ``PartitionSpec`` says, per array
+dimension, which mesh axes split it (``None``: not split); a ``NamedSharding`` pairs the two.
+Every sharding answers ``devices_indices_map(shape)``: the block (a tuple of slices) of the
+global array each device holds.
+
+>>> mesh = fnx.make_mesh((2,), ("batch",))          # with 2 (virtual) devices
+>>> x = fnx.device_put(jnp.zeros((8, 3)), NamedSharding(mesh, P("batch")))
+>>> [s.data.shape for s in x.addressable_shards]
+[(4, 3), (4, 3)]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import MeshError, ShapeError
+
+
+class PartitionSpec(tuple):
+    """Per array dimension: ``None`` (not split), a mesh axis name, or a tuple of names (split
+    over their product, the first name major). Trailing dimensions left out are not split."""
+
+    def __new__(cls, *parts):
+        return super().__new__(cls, parts)
+
+    def __repr__(self):
+        return "PartitionSpec" + (super().__repr__() if len(self) != 1 else f"({self[0]!r},)")
+
+    def names(self, dim: int) -> tuple:
+        part = self[dim] if dim < len(self) else None
+        if part is None:
+            return ()
+        return tuple(part) if isinstance(part, (tuple, list)) else (part,)
+
+
+P = PartitionSpec
+
+
+class Mesh:
+    """Devices in a grid whose axes have names.
+
+    >>> Mesh(np.array(fnx.devices()[:4]).reshape(2, 2), ("data", "model"))
+    """
+
+    def __init__(self, devices, axis_names):
+        self.devices = np.asarray(devices, dtype=object)
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        self.axis_names = tuple(axis_names)
+        if self.devices.ndim != len(self.axis_names):
+            raise MeshError(f"a mesh of devices with shape {self.devices.shape} needs "
+                            f"{self.devices.ndim} axis names, got {self.axis_names}")
+        if len(set(self.axis_names)) != len(self.axis_names):
+            raise MeshError(f"mesh axis names must differ, got {self.axis_names}")
+        ids = [d.id for d in self.devices.flat]
+        if len(set(ids)) != len(ids):
+            raise MeshError(f"a mesh holds each device once, got device ids {ids}")
+
+    @property
+    def shape(self) -> dict:
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    axis_sizes = property(lambda self: tuple(self.devices.shape))
+    size = property(lambda self: self.devices.size)
+    device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+    flat_devices = property(lambda self: list(self.devices.flat))
+
+    def __enter__(self):
+        _mesh_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _mesh_stack.pop()
+
+    def __eq__(self, other):
+        return isinstance(other, Mesh) and self.axis_names == other.axis_names and \
+            self.devices.shape == other.devices.shape and \
+            all(a is b for a, b in zip(self.devices.flat, other.devices.flat))
+
+    def __hash__(self):
+        return hash((self.axis_names, tuple(id(d) for d in self.devices.flat)))
+
+    def __repr__(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
+        return f"Mesh({axes})"
+
+
+_mesh_stack: list[Mesh] = []
+
+
+def set_mesh(mesh: Mesh):
+    """Context manager: ``mesh`` is the mesh shard_map uses when given none (``jax.set_mesh``).
+
+    >>> with fnx.set_mesh(fnx.make_mesh((1,), ("i",))):
+    ...     fnx.shard_map(lambda x: x * 2, in_specs=P("i"), out_specs=P("i"))(jnp.ones(2))
+    Array([2., 2.], dtype=float32)
+    """
+    return mesh
+
+
+use_mesh = set_mesh
+
+
+def current_mesh() -> Mesh | None:
+    """The mesh of the innermost ``with mesh:`` block, or None."""
+    return _mesh_stack[-1] if _mesh_stack else None
+
+
+class Sharding:
+    """Where the blocks of an array live: ``devices_indices_map(shape)``."""
+
+    @property
+    def device_set(self) -> set:
+        return set(self._device_list())
+
+    addressable_devices = device_set
+    num_devices = property(lambda self: len(self._device_list()))
+
+    def devices_indices_map(self, shape) -> dict:
+        raise NotImplementedError
+
+    def shard_shape(self, shape) -> tuple:
+        index = next(iter(self.devices_indices_map(shape).values()))
+        return tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.num_devices == 1
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        shape = (64,) * ndim
+        return self.devices_indices_map(shape) == other.devices_indices_map(shape)
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def _device_list(self):
+        return [self._device]
+
+    def devices_indices_map(self, shape):
+        return {self._device: tuple(slice(None) for _ in shape)}
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device is self._device
+
+    def __hash__(self):
+        return hash(id(self._device))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
+class NamedSharding(Sharding):
+    """Blocks of an array over a mesh, by a PartitionSpec.
+
+    >>> mesh = fnx.make_mesh((1,), ("data",))
+    >>> NamedSharding(mesh, P("data", None))     # rows split over 'data', replicated over the rest
+    NamedSharding(mesh=Mesh('data': 1), spec=PartitionSpec('data', None))
+    """
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
+        if not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec) if isinstance(spec, (tuple, list)) else \
+                PartitionSpec(spec)
+        used = [n for d in range(len(spec)) for n in spec.names(d)]
+        unknown = [n for n in used if n not in mesh.axis_names]
+        if unknown or len(set(used)) != len(used):
+            raise MeshError(f"{spec} names mesh axes {unknown or used} that "
+                            f"{'are not in' if unknown else 'appear twice in'} {mesh} ")
+        self.mesh, self.spec = mesh, spec
+
+    def _device_list(self):
+        return self.mesh.flat_devices
+
+    @property
+    def is_fully_replicated(self):
+        return all(not self.spec.names(d) for d in range(len(self.spec)))
+
+    def check(self, shape, what="an array"):
+        """Raise ShapeError unless every split dimension of ``shape`` divides evenly."""
+        if len(self.spec) > len(shape):
+            raise ShapeError(f"{self.spec} has {len(self.spec)} entries, more than the rank "
+                             f"of {what} of shape {tuple(shape)}")
+        for d, n in enumerate(shape):
+            parts = math.prod(self.mesh.shape[a] for a in self.spec.names(d))
+            if n % parts:
+                raise ShapeError(f"{what} of shape {tuple(shape)} cannot be split by "
+                                 f"{self.spec} over {self.mesh}: dimension {d} ({n}) is not "
+                                 f"a multiple of {parts}")
+
+    def block_index(self, coords: tuple, dim: int) -> tuple[int, int]:
+        """(which block, how many blocks) of dimension ``dim`` the device at ``coords`` has."""
+        names = self.spec.names(dim)
+        sizes = [self.mesh.shape[n] for n in names]
+        at = [coords[self.mesh.axis_names.index(n)] for n in names]
+        return (int(np.ravel_multi_index(at, sizes)) if names else 0), math.prod(sizes)
+
+    def devices_indices_map(self, shape):
+        self.check(shape)
+        out = {}
+        for coords in np.ndindex(*self.mesh.devices.shape):
+            index = []
+            for d, n in enumerate(shape):
+                b, parts = self.block_index(coords, d)
+                size = n // parts
+                index.append(slice(b * size, (b + 1) * size) if parts > 1 else slice(None))
+            out[self.mesh.devices[coords]] = tuple(index)
+        return out
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and \
+            _trimmed(other.spec) == _trimmed(self.spec)
+
+    def __hash__(self):
+        return hash((self.mesh, _trimmed(self.spec)))
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def _trimmed(spec):
+    parts = list(spec)
+    while parts and parts[-1] is None:
+        parts.pop()
+    return tuple(parts)
+
+
+class PmapSharding(Sharding):
+    """pmap's results: slice ``i`` of axis ``sharded_dim`` on device ``i``."""
+
+    def __init__(self, devices, sharded_dim: int = 0):
+        self.devices = list(devices)
+        self.sharded_dim = sharded_dim
+
+    def _device_list(self):
+        return self.devices
+
+    def devices_indices_map(self, shape):
+        if shape[self.sharded_dim] != len(self.devices):
+            raise ShapeError(f"a pmap sharding over {len(self.devices)} devices needs axis "
+                             f"{self.sharded_dim} of shape {tuple(shape)} to have that size")
+        out = {}
+        for i, dev in enumerate(self.devices):
+            index = [slice(None)] * len(shape)
+            index[self.sharded_dim] = i
+            out[dev] = tuple(index)
+        return out
+
+    def shard_shape(self, shape):
+        return tuple(n for d, n in enumerate(shape) if d != self.sharded_dim)
+
+    def __eq__(self, other):
+        return isinstance(other, PmapSharding) and other.sharded_dim == self.sharded_dim and \
+            len(other.devices) == len(self.devices) and \
+            all(a is b for a, b in zip(other.devices, self.devices))
+
+    def __hash__(self):
+        return hash((self.sharded_dim, tuple(id(d) for d in self.devices)))
+
+    def __repr__(self):
+        return f"PmapSharding(devices={self.devices!r}, sharded_dim={self.sharded_dim})"
+
+
+class PositionalSharding(Sharding):
+    """Devices in an array whose rank is the sharded array's (JAX's older API): dimension ``d``
+    is split into ``devices.shape[d]`` blocks, or held whole where ``replicate`` made it so.
+
+    >>> PositionalSharding(fnx.devices()[:2]).reshape(2, 1)
+    """
+
+    def __init__(self, devices, _split=None):
+        self._devices = np.asarray(devices, dtype=object)
+        self._split = tuple(_split) if _split is not None else (True,) * self._devices.ndim
+
+    shape = property(lambda self: tuple(n if s else 1 for n, s in
+                                        zip(self._devices.shape, self._split)))
+    ndim = property(lambda self: self._devices.ndim)
+
+    def reshape(self, *shape):
+        return PositionalSharding(self._devices.reshape(*shape))
+
+    def replicate(self, axis=None, keepdims=True):
+        """The same devices, each holding all of dimension ``axis`` (every one when None)."""
+        axes = range(self.ndim) if axis is None else [axis % self.ndim]
+        return PositionalSharding(self._devices, [s and d not in axes
+                                                  for d, s in enumerate(self._split)])
+
+    def _device_list(self):
+        return list(self._devices.flat)
+
+    @property
+    def is_fully_replicated(self):
+        return not any(self._split)
+
+    def devices_indices_map(self, shape):
+        if len(shape) != self.ndim:
+            raise ShapeError(f"a PositionalSharding of shape {self.shape} shards arrays of rank "
+                             f"{self.ndim}, got shape {tuple(shape)}")
+        out = {}
+        for coords in np.ndindex(*self._devices.shape):
+            index = []
+            for d, (n, c, parts, split) in enumerate(zip(shape, coords, self._devices.shape,
+                                                        self._split)):
+                if split and n % parts:
+                    raise ShapeError(f"an array of shape {tuple(shape)} cannot be split by a "
+                                     f"PositionalSharding of shape {self.shape}")
+                size = n // parts
+                index.append(slice(c * size, (c + 1) * size) if split and parts > 1
+                             else slice(None))
+            out[self._devices[coords]] = tuple(index)
+        return out
+
+    def __repr__(self):
+        return f"PositionalSharding(shape={self.shape})"
+
+
+class Shard:
+    """One device's block of an array: ``device``, ``index`` (slices into the global array),
+    ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``)."""
+
+    def __init__(self, device, index, replica_id, data):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data!r})")
+
+
+def index_key(index):
+    """A block's index as a hashable key."""
+    return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
+
+
+__all__ = ["Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+           "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
+           "PmapSharding", "PositionalSharding", "current_mesh"]

@@ -1,0 +1,113 @@
+"""Ahead-of-time stages of ``jit``: ``jit(f).trace(*args)`` -> ``Traced`` -> ``.lower()`` ->
+``Lowered`` -> ``.compile()`` -> ``Compiled``, as in ``jax.stages``. Arguments may be arrays or
+``ShapeDtypeStruct``s; a ``Compiled`` runs only arguments of the signature it was built for.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Array, Tracer, get_backend
+from .jaxpr import ClosedJaxpr, _Namer, pp_jaxpr
+from .pytree import tree_flatten, tree_unflatten
+
+
+class Traced:
+    """A jitted function traced for one argument signature.
+
+    >>> traced = fnx.jit(lambda x: x * 2).trace(fnx.ShapeDtypeStruct((3,), "float32"))
+    >>> traced.out_info
+    ShapeDtypeStruct(shape=(3,), dtype=float32)
+    """
+
+    def __init__(self, jitted, traced, key, leaves):
+        self._jitted, self._traced, self._key, self._leaves = jitted, traced, key, leaves
+
+    @property
+    def jaxpr(self) -> ClosedJaxpr:
+        """The traced program, before fnx's optimizations."""
+        return self._traced.closed
+
+    @property
+    def out_info(self):
+        """The output pytree of ``ShapeDtypeStruct``s."""
+        from .api import ShapeDtypeStruct
+        outvars = self._traced.jaxpr.outvars
+        outvars = outvars[:len(outvars) - len(self._traced.refs)]
+        return tree_unflatten(self._traced.out_tree,
+                              [ShapeDtypeStruct(v.aval.shape, v.aval.dtype, v.aval.weak_type)
+                               for v in outvars])
+
+    def lower(self) -> "Lowered":
+        return Lowered(self._traced, self._leaves, self._jitted, self._key)
+
+
+class Lowered:
+    """A traced program prepared for the backend: ``as_text()`` prints its optimized jaxpr
+    (and on the GPU its fusion groups); ``compile()`` builds the executable."""
+
+    def __init__(self, traced, leaves, jitted=None, key=None):
+        self.traced = traced
+        self._leaves = leaves
+        self._jitted, self._key = jitted, key
+        self._groups = None
+
+    @property
+    def backend(self):
+        """The backend the program runs on (that of its array arguments, or the default)."""
+        return next((x._backend for x in self._leaves if type(x) is Array), None) \
+            or get_backend()
+
+    @property
+    def fusion_groups(self):
+        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
+        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
+        if self._groups is None:
+            grouping = getattr(self.backend, "fusion_groups", None)
+            self._groups = grouping(self.traced.jaxpr) if grouping else []
+        return self._groups
+
+    def as_text(self) -> str:
+        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
+        namer = _Namer()
+        text = pp_jaxpr(self.traced.jaxpr, namer=namer)
+        if not self.fusion_groups:
+            return text
+        return text + "\n" + self.backend.pp_fusion_groups(self.traced.jaxpr, self.fusion_groups,
+                                                           namer)
+
+    __str__ = as_text
+
+    def compile(self) -> "Compiled":
+        return Compiled(self, self._jitted.executable_for(self.traced, self.backend))
+
+
+class Compiled:
+    """A program compiled for one signature. Call it with the jitted function's non-static
+    arguments; other shapes or dtypes raise ``TypeError`` (no retracing), and so do
+    transformations (it is no longer a traceable function). The backend executable's own
+    attributes (``describe()``, ...) are reachable through it, and it is ``.executable``.
+    """
+
+    def __init__(self, lowered: Lowered, executable):
+        self._lowered = lowered
+        self.executable = executable
+
+    def __call__(self, *args, **kwargs):
+        jitted = self._lowered._jitted
+        traced, key = self._lowered.traced, self._lowered._key
+        leaves, tree = tree_flatten((list(args), kwargs))
+        tracer = next((x for x in leaves if isinstance(x, Tracer)), None)
+        if tracer is not None:
+            raise TypeError("a compiled function cannot be transformed (it was compiled for one "
+                            f"signature), got a tracer {tracer.aval.str_short()}; transform "
+                            "the jitted function instead")
+        got = tuple(jitted.leaf_signature(x)[:2] for x in leaves)
+        want = tuple(s[:2] for s in key[1]) if key is not None else got
+        if (key is not None and tree != key[0]) or got != want:
+            fmt = lambda sigs: ", ".join(f"{np.dtype(d).name}{list(s)}" for s, d in sigs)  # noqa
+            raise TypeError("argument types differ from those the computation was compiled "
+                            f"for: compiled for ({fmt(want)}), called with ({fmt(got)})")
+        return jitted.run_traced(traced, leaves)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["executable"], name)

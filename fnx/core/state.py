@@ -1,0 +1,56 @@
+"""Which mutable references (``fnx.new_ref``) a traced function touches, so that ``jit`` can
+take their values as extra inputs and write its results back (JAX's state discharge).
+
+A reference is any object with a ``_value`` attribute (and ``_level``, the trace level it was
+made at) that calls ``touched(ref)`` before it reads or writes that value, ``check_write`` before
+it stores one, and ``created(ref)`` when it is made.
+"""
+from __future__ import annotations
+
+import contextlib
+
+_trackers: list = []     # one per jit trace in progress, innermost last
+
+
+class _Tracker:
+    def __init__(self):
+        self.first_values: dict = {}    # id -> (ref, its value when first touched)
+        self.made_here: set = set()     # ids of references created during the trace
+
+    def outside_refs(self):
+        """(ref, value before the trace wrote it) for the references made before the trace."""
+        return [(r, v) for i, (r, v) in self.first_values.items() if i not in self.made_here]
+
+
+def touched(ref) -> None:
+    for t in _trackers:
+        t.first_values.setdefault(id(ref), (ref, ref._value))
+
+
+def created(ref) -> None:
+    for t in _trackers:
+        t.made_here.add(id(ref))
+
+
+def check_write(ref, value) -> None:
+    """A reference may not take a value of a transformation (grad, vmap) applied inside the one
+    it was made under: the value would outlive its trace. ``jit``'s own tracing is exempt (it
+    discharges references into inputs and outputs)."""
+    from .core import Tracer
+    from .partial_eval import JaxprTrace
+    if isinstance(value, Tracer) and not isinstance(value._trace, JaxprTrace) and \
+            value._trace.level > getattr(ref, "_level", 0):
+        raise ValueError(
+            f"a {type(value._trace).__name__} value {value.aval.str_short()} was written to a "
+            "reference made outside that transformation; pass the reference as an argument "
+            "of the transformed function, or return the value instead")
+
+
+@contextlib.contextmanager
+def tracking():
+    t = _Tracker()
+    _trackers.append(t)
+    try:
+        yield t
+    finally:
+        _trackers.remove(t)

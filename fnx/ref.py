@@ -1,0 +1,66 @@
+"""Mutable array references, as ``jax.new_ref``: ``ref[idx]`` reads, ``ref[idx] = v`` writes.
+
+A reference made inside a function is plain Python state there (grad, vmap and jit see only the
+array operations). One made outside and used inside a jitted function is discharged: the
+compiled program takes its value as an input and the call writes the result back.
+
+>>> r = fnx.new_ref(fnx.numpy.zeros(3))
+>>> r[1] += 1.0
+>>> r
+Ref([0., 1., 0.], dtype=float32)
+"""
+from __future__ import annotations
+
+from .core import lax, state
+from .core.core import current_trace, get_aval
+
+
+class Ref:
+    """A mutable reference to an array (``fnx.new_ref(x)``). Arithmetic needs its value
+    (``ref[...]``): ``jnp.sin(ref)`` raises TypeError, as in JAX."""
+    __slots__ = ("_value", "_level", "__weakref__")
+
+    def __init__(self, value):
+        self._value = value
+        self._level = current_trace().level     # the transformation it was made under
+        state.created(self)
+
+    shape = property(lambda self: get_aval(self._value).shape)
+    dtype = property(lambda self: get_aval(self._value).dtype)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: get_aval(self._value).size)
+
+    def __getitem__(self, idx):
+        state.touched(self)
+        return self._value if idx is Ellipsis or idx == () else self._value[idx]
+
+    def __setitem__(self, idx, value):
+        state.touched(self)
+        aval = get_aval(self._value)
+        if idx is Ellipsis or idx == ():
+            from .numpy import asarray, broadcast_to
+            new = broadcast_to(lax.convert_element_type(asarray(value), aval.dtype), aval.shape)
+        else:
+            new = self._value.at[idx].set(value)
+        state.check_write(self, new)
+        self._value = new
+
+    def __repr__(self):
+        text = repr(self._value)
+        body = text[len("Array("):] if text.startswith("Array(") else text + ")"
+        return "Ref(" + body.replace("\n  ", "\n")
+
+    def __len__(self):
+        return len(self._value)
+
+
+def new_ref(init_val) -> Ref:
+    """A new mutable reference holding ``init_val`` (an array or a Python scalar)."""
+    from .numpy import asarray
+    return Ref(asarray(init_val))
+
+
+def freeze(ref: Ref):
+    """The array a reference holds."""
+    state.touched(ref)
+    return ref._value

@@ -1,0 +1,100 @@
+"""fnx.scipy.signal: N-d convolution and correlation with SciPy's modes (``full``, ``same``,
+``valid``), computed as one ``lax.conv_general_dilated``.
+
+>>> from fnx.scipy import signal
+>>> signal.convolve(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 0.5]))
+Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
+"""
+from __future__ import annotations
+
+from ..core import lax
+from ..core.convolution import conv_general_dilated
+from ..numpy import asarray, flip
+from ..numpy._core import promote_dtypes_inexact
+
+_MODES = ("full", "same", "valid")
+
+
+def _convolve_nd(in1, in2, mode, precision, name):
+    if mode not in _MODES:
+        raise ValueError(f"{name}: mode must be one of {_MODES}, got {mode!r}")
+    in1, in2 = promote_dtypes_inexact(asarray(in1), asarray(in2))
+    if in1.ndim != in2.ndim:
+        raise ValueError(f"{name}: in1 and in2 must have the same number of dimensions, got "
+                         f"shapes {in1.shape} and {in2.shape}")
+    if in1.size == 0 or in2.size == 0:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {in1.shape} and "
+                         f"{in2.shape}")
+    no_swap = all(a >= b for a, b in zip(in1.shape, in2.shape))
+    swap = all(a <= b for a, b in zip(in1.shape, in2.shape))
+    if not (no_swap or swap):
+        raise ValueError(f"{name}: one input must be smaller than the other in every "
+                         f"dimension, got shapes {in1.shape} and {in2.shape}")
+    out_shape = in2.shape       # 'same' centres the result on in1's shape
+    if swap and not no_swap:
+        in1, in2 = in2, in1
+    shape = in2.shape
+    in2 = flip(in2)
+    if mode == "valid":
+        padding = [(0, 0)] * len(shape)
+    elif mode == "same":
+        padding = [(s - 1 - (o - 1) // 2, s - o + (o - 1) // 2) for s, o in zip(shape, out_shape)]
+    else:
+        padding = [(s - 1, s - 1) for s in shape]
+    lhs = lax.reshape(in1, (1, 1) + in1.shape)
+    rhs = lax.reshape(in2, (1, 1) + in2.shape)
+    out = conv_general_dilated(lhs, rhs, (1,) * len(shape), padding, precision=precision)
+    return lax.reshape(out, out.shape[2:])
+
+
+def convolve(in1, in2, mode="full", method="auto", precision=None):
+    """The N-d convolution of ``in1`` and ``in2`` (``method`` is accepted for SciPy's sake: one
+    direct convolution computes every one).
+
+    >>> convolve(jnp.ones((3, 3)), jnp.ones((2, 2)), mode="valid")
+    Array([[4., 4.],
+           [4., 4.]], dtype=float32)
+    """
+    if method not in ("auto", "direct", "fft"):
+        raise ValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    return _convolve_nd(in1, in2, mode, precision, "convolve")
+
+
+def correlate(in1, in2, mode="full", method="auto", precision=None):
+    """The N-d cross-correlation of ``in1`` and ``in2``: ``convolve`` with ``in2`` flipped and
+    conjugated."""
+    if method not in ("auto", "direct", "fft"):
+        raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    in2 = asarray(in2)
+    in2 = lax.conj(in2) if in2.dtype.kind == "c" else in2
+    return _convolve_nd(in1, flip(in2), mode, precision, "correlate")
+
+
+def _check_2d(in1, in2, boundary, fillvalue, name):
+    in1, in2 = asarray(in1), asarray(in2)
+    if in1.ndim != 2 or in2.ndim != 2:
+        raise ValueError(f"{name} only supports 2-dimensional inputs, got shapes {in1.shape} "
+                         f"and {in2.shape}")
+    if boundary != "fill" or fillvalue != 0:
+        raise NotImplementedError(f"{name} supports only boundary='fill' with fillvalue=0")
+    return in1, in2
+
+
+def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    """The 2-d convolution of ``in1`` and ``in2`` (zero-filled boundary)."""
+    in1, in2 = _check_2d(in1, in2, boundary, fillvalue, "convolve2d")
+    return _convolve_nd(in1, in2, mode, precision, "convolve2d")
+
+
+def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    """The 2-d cross-correlation of ``in1`` and ``in2`` (zero-filled boundary)."""
+    in1, in2 = _check_2d(in1, in2, boundary, fillvalue, "correlate2d")
+    in2 = lax.conj(in2) if in2.dtype.kind == "c" else in2
+    swap = all(a <= b for a, b in zip(in1.shape, in2.shape))
+    same_shape = in1.shape == in2.shape
+    # SciPy's correlate2d centres its 'same' result, and orders a swapped pair, unlike its
+    # correlate: flip the larger input instead of the kernel
+    if mode == "valid" and swap and not same_shape or mode == "full" and swap:
+        out = _convolve_nd(flip(in2), in1, mode, precision, "correlate2d")
+        return lax.conj(out) if out.dtype.kind == "c" and mode == "full" else out
+    return flip(_convolve_nd(flip(in1), in2, mode, precision, "correlate2d"))

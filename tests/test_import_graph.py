@@ -1,0 +1,148 @@
+"""The module import graph of fnx: no circles, and fnx/core standing on nothing above it.
+
+Every ``import`` of an fnx module counts, the ones inside functions too (an import moved into a
+function to break a circle still is one), except the edges in ``ALLOWED_LATE``, each with the
+reason it must be late.
+"""
+import ast
+import os
+import subprocess
+import sys
+
+import fnx
+
+ROOT = os.path.dirname(fnx.__file__)
+
+# (importer, imported): imports inside functions that close a circle, and why. fnx.numpy's
+# functions are written with each other (its modules stand, bottom to top: _core, ufuncs,
+# creation, shapes, reductions, indexing, sorting); each edge here points up that order. The
+# GPU's entries point up from the kernel kinds to the program that runs them.
+ALLOWED_LATE = {
+    ("fnx.numpy._core", "fnx.numpy.shapes"): "asarray of a list of arrays stacks them",
+    ("fnx.numpy.ufuncs", "fnx.numpy.indexing"): "where(cond, size=...) is nonzero",
+    ("fnx.numpy.ufuncs", "fnx.numpy.reductions"): "allclose and array_equal reduce with all",
+    ("fnx.numpy.ufuncs", "fnx.numpy.shapes"): "a ufunc over a list of arrays stacks them",
+    ("fnx.numpy.shapes", "fnx.numpy.reductions"): "trace sums a diagonal",
+    ("fnx.numpy.reductions", "fnx.numpy.sorting"): "median and quantile sort",
+    ("fnx.cuda.control", "fnx.cuda.executable"):
+        "a loop body or branch is lowered as a program of its own",
+    ("fnx.cuda.epilogue", "fnx.cuda.executable"): "an eager dense layer runs the program's product",
+    ("fnx.cuda.epilogue", "fnx.cuda.gemm_table"): "an eager dense layer times its GEMM candidates",
+    ("fnx.cuda.lt_backward", "fnx.cuda.executable"): "its steps run the program's product",
+    ("fnx.cuda.rows", "fnx.cuda.epilogue"): "row kernels fuse a dense layer's activation",
+    ("fnx.cuda.small_gemm", "fnx.cuda.epilogue"): "small GEMMs share the epilogues' activations",
+}
+
+
+def _module_name(path):
+    rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+    return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def _modules():
+    out = {}
+    for dirpath, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(importer, node):
+    """The fnx modules an import statement brings in."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "fnx"]
+    if node.level:
+        is_pkg = MODULES[importer].endswith("__init__.py")
+        parts = importer.split(".")[:len(importer.split(".")) - node.level + (1 if is_pkg else 0)]
+        base = ".".join(parts + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    if base.split(".")[0] != "fnx":
+        return []
+    out = []
+    for a in node.names:
+        sub = f"{base}.{a.name}"
+        out.append(sub if sub in MODULES else base)
+    return out
+
+
+def _edges():
+    """``{(importer, imported): is_late}``; late means inside a function."""
+    edges = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(open(path).read())
+        top = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                late = id(node) not in top
+                for target in _resolve(name, node):
+                    if target != name:
+                        key = (name, target)
+                        edges[key] = edges.get(key, True) and late
+    return edges
+
+
+def _cycles(edges):
+    """The strongly connected components with more than one module (Tarjan)."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    sys.setrecursionlimit(10000)
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_import_graph_has_no_circles():
+    edges = {e for e in _edges() if e not in ALLOWED_LATE}
+    cycles = _cycles(edges)
+    assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_allowed_late_imports_are_late_and_still_there():
+    edges = _edges()
+    for edge, why in ALLOWED_LATE.items():
+        assert edge in edges, f"{edge} is allowed ({why}) but no longer imported: drop it"
+        assert edges[edge], f"{edge} is allowed only inside functions ({why})"
+
+
+def test_core_imports_nothing_outside_core():
+    outside = sorted((a, b) for a, b in _edges()
+                     if a.startswith("fnx.core") and not b.startswith("fnx.core"))
+    assert not outside, f"fnx/core imports modules above it: {outside}"
+
+
+def test_import_fnx_imports_no_cupy():
+    code = "import sys, fnx, fnx.numpy, fnx.lax; print('cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(ROOT))
+    assert out.stdout.split() == ["False"], out.stdout + out.stderr
