@@ -443,7 +443,7 @@ def test_kernels_compile_together_in_the_background(gpu):
     for unit in units:                      # each launch waits for its own program
         nvrtc.kernel(*unit)((1,), (32,), (x,))
     np.testing.assert_array_equal(cp.asnumpy(x), np.full(32, 10.0))
-    assert all(u in nvrtc._KERNELS and u not in nvrtc._PENDING for u in units)
+    assert all(nvrtc.ready(u) and (0, u) not in nvrtc._PENDING for u in units)
 
 
 def test_a_kernel_that_fails_to_compile_reports_its_own_error(gpu):

@@ -8,6 +8,7 @@ skip the timing. During stream capture an unknown problem uses cublasGemmEx.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -184,7 +185,14 @@ def _plan(key, args):
     return plan
 
 
-_timing_stream = None
+@functools.lru_cache(maxsize=None)
+def _timing_stream(device: int):
+    """The stream candidates are timed on, one per device, with its cuBLAS handle."""
+    import cupy as cp
+    from .cublas import handle_for
+    stream = cp.cuda.Stream(non_blocking=True)
+    handle_for(stream.ptr)
+    return stream
 
 
 def _captured(fn, reps):
@@ -192,26 +200,22 @@ def _captured(fn, reps):
     call outside it: a first call may allocate or load), so that timing it leaves host launch
     cost (which dwarfs small GEMMs) out of the figure."""
     import cupy as cp
-    from .cublas import handle_for
-    global _timing_stream
-    if _timing_stream is None:
-        _timing_stream = cp.cuda.Stream(non_blocking=True)
-        handle_for(_timing_stream.ptr)
-    with _timing_stream:
+    stream = _timing_stream(cp.cuda.runtime.getDevice())
+    with stream:
         fn()
-        _timing_stream.begin_capture()
+        stream.begin_capture()
         try:
             for _ in range(reps):
                 fn()
         finally:
-            graph = _timing_stream.end_capture()
+            graph = stream.end_capture()
     return graph
 
 
 def _replay_time(graph, reps):
     """GPU milliseconds per captured call, from one replay of ``graph``."""
     import cupy as cp
-    stream = _timing_stream
+    stream = _timing_stream(cp.cuda.runtime.getDevice())
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     if reps > 2:        # small problems: one untimed replay settles clocks and caches
         graph.launch(stream)
