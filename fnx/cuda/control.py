@@ -108,19 +108,19 @@ def body_stream(device: int, depth: int):
     stream = _BODY_STREAMS.get((device, depth))
     if stream is None:
         import cupy as cp
-        from .cublas import handle_for
+        from .streams import prepare_libraries
         with cp.cuda.Device(device):
             stream = _BODY_STREAMS[device, depth] = cp.cuda.Stream(non_blocking=True)
-        handle_for(stream.ptr)
+        prepare_libraries(stream.ptr)
     return stream
 
 
 def prepare_body_streams():
-    """Library handles for the body streams, made before a capture begins (a cuSOLVER handle
-    exists once the process has run linear algebra: fnx.cuda.solver.prepare_stream)."""
-    from .solver import prepare_stream
+    """Library handles for the body streams, made before a capture begins (cuSOLVER's and
+    cuDNN's exist once the process has used them: fnx.cuda.streams.prepare_libraries)."""
+    from .streams import prepare_libraries
     for stream in _BODY_STREAMS.values():
-        prepare_stream(stream.ptr)
+        prepare_libraries(stream.ptr)
 
 
 class _Capturing:

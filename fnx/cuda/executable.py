@@ -707,11 +707,9 @@ class GpuExecutable:
         """``[(label, microseconds)]``: each launch's GPU time, measured by capturing it alone
         into a CUDA graph and replaying it ``repeats`` times (no host overhead in the figure)."""
         import cupy as cp
-        from .cublas import handle_for
-        from .solver import prepare_stream
+        from .streams import prepare_libraries
         stream = cp.cuda.Stream(non_blocking=True)
-        handle_for(stream.ptr)
-        prepare_stream(stream.ptr)
+        prepare_libraries(stream.ptr)
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
