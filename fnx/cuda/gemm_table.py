@@ -17,7 +17,9 @@ import threading
 
 import numpy as np
 
+from ..core.config import config
 from . import cublas
+from .copies import dense as contiguous
 from .elementwise import C_TYPES
 
 # raised whenever the candidates change, so that choices made among older ones are timed again
@@ -189,9 +191,8 @@ def _plan(key, args):
 def _timing_stream(device: int):
     """The stream candidates are timed on, one per device, with its cuBLAS handle."""
     import cupy as cp
-    from .cublas import handle_for
     stream = cp.cuda.Stream(non_blocking=True)
-    handle_for(stream.ptr)
+    cublas.handle_for(stream.ptr)
     return stream
 
 
@@ -387,6 +388,23 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
                                                  epilogue),
                     run=lambda g, timing: g(out, a, b, bias))
+
+
+def matmul_precision(precision) -> str:
+    """The precision a product is lowered with, fixed when the jaxpr is lowered (as in JAX)."""
+    if precision is not None:
+        return str(precision)
+    return getattr(config, "default_matmul_precision", None) or "highest"
+
+
+def dense_layer(x, w, b, *, act, trans_a, trans_b, shape, precision):
+    """``act(op(x) @ op(w) + b)`` (fnx.cuda.epilogue's ``dense_p``) run eagerly, through the
+    epilogue candidates of ``dense_into``."""
+    import cupy as cp
+    out = cp.empty(shape, x.dtype)
+    dense_into(out, contiguous(x), contiguous(w), contiguous(b), act, trans_a, trans_b,
+               matmul_precision(precision))
+    return out
 
 
 def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from ..core import dtypes
-from ..core.core import get_backend
+from ..core.core import devices, get_backend
 from . import ufuncs
 
 __array_api_version__ = "2024.12"
@@ -76,7 +76,6 @@ class ArrayNamespaceInfo:
         return get_backend()
 
     def devices(self) -> list:
-        from ..core.core import devices
         out = devices("cpu")
         try:
             out = out + [d for d in devices("gpu") if d not in out]

@@ -7,6 +7,7 @@ from ..core import dtypes
 from ..core.core import Array, get_backend, local_devices
 from ..core.interop import KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED
 from ..core.placement import device_put     # to a device or a sharding
+from ._core import astype
 
 _PLATFORMS = {KDL_CPU: "cpu", KDL_CUDA_HOST: "cpu", KDL_CUDA: "gpu", KDL_CUDA_MANAGED: "gpu"}
 
@@ -40,7 +41,6 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
                          "copy, but copy=False was given")
     out = Array(source.import_dlpack(x, copy=copy if target is source else False), source)
     if dtypes.canonical(out.dtype) != out.dtype:
-        from ._core import astype
         out = astype(out, dtypes.canonical(out.dtype))
     return out if target is source else device_put(out, target)
 
@@ -58,5 +58,9 @@ def _producer_device(kind, index):
 
 def is_supported_dtype(dtype) -> bool:
     """Whether fnx arrays of ``dtype`` travel through DLPack (booleans, integers, floats and
-    complex numbers; bfloat16 where the other library reads it)."""
+    complex numbers; bfloat16 where the other library reads it).
+
+    >>> fnx.dlpack.is_supported_dtype(jnp.float32), fnx.dlpack.is_supported_dtype(np.str_)
+    (True, False)
+    """
     return np.dtype(dtype).kind in "biufc"

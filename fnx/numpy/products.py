@@ -23,11 +23,50 @@ def matmul(a, b, precision=None, preferred_element_type=None):
                          f"({a2.shape[-1]} != {b2.shape[-2]})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
     nb = len(batch)
-    a3 = broadcast_to(a2, batch + a2.shape[-2:]) if a2.ndim > 2 or nb else a2
-    b3 = broadcast_to(b2, batch + b2.shape[-2:]) if b2.ndim > 2 or nb else b2
-    bd = tuple(range(nb))
-    out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (bd, bd)), precision,
-                          preferred_element_type)
+    # A leading dimension both operands have (same size, not 1) is a batch dimension of the
+    # product; one only one operand has is a free dimension of that operand, so that
+    # (B, T, D) @ (D, F) is one product over B*T rows and its weight gradient contracts B and T
+    # at once, with no broadcast weight and no per-example products summed afterwards (JAX
+    # does the same).
+    a_lead = (None,) * (nb - (a2.ndim - 2)) + tuple(range(a2.ndim - 2))
+    b_lead = (None,) * (nb - (b2.ndim - 2)) + tuple(range(b2.ndim - 2))
+    a_drop, b_drop, a_batch, b_batch, a_free, b_free, order = [], [], [], [], [], [], []
+    for i, (ai, bi) in enumerate(zip(a_lead, b_lead)):
+        a_size = a2.shape[ai] if ai is not None else 1
+        b_size = b2.shape[bi] if bi is not None else 1
+        if ai is not None and bi is not None and a_size == b_size != 1:
+            a_batch.append(ai), b_batch.append(bi), order.append(("batch", len(a_batch) - 1))
+            continue
+        if ai is not None and a_size == 1 and (b_size != 1 or bi is not None):
+            a_drop.append(ai)
+            ai = None
+        if bi is not None and b_size == 1 and ai is not None:
+            b_drop.append(bi)
+            bi = None
+        if ai is not None:
+            a_free.append(ai), order.append(("a", len(a_free) - 1))
+        elif bi is not None:
+            b_free.append(bi), order.append(("b", len(b_free) - 1))
+        else:
+            order.append(("one", None))
+    a3 = lax.squeeze(a2, tuple(a_drop)) if a_drop else a2
+    b3 = lax.squeeze(b2, tuple(b_drop)) if b_drop else b2
+    a_pos = {ax: k for k, ax in enumerate(d for d in range(a2.ndim) if d not in a_drop)}
+    b_pos = {ax: k for k, ax in enumerate(d for d in range(b2.ndim) if d not in b_drop)}
+    out = lax.dot_general(
+        a3, b3, (((a3.ndim - 1,), (b3.ndim - 2,)),
+                 (tuple(a_pos[d] for d in a_batch), tuple(b_pos[d] for d in b_batch))),
+        precision, preferred_element_type)
+    # dot_general's result: batch dims, a's free (its leading ones, then m), b's (then n)
+    nbatch, na = len(a_batch), len(a_free)
+    place = {"batch": lambda k: k, "a": lambda k: nbatch + k,
+             "b": lambda k: nbatch + na + 1 + k}
+    perm = [place[kind](k) for kind, k in order if kind != "one"]
+    perm += [nbatch + na, out.ndim - 1]
+    if perm != list(range(out.ndim)):
+        out = lax.transpose(out, tuple(perm))
+    if len(perm) < nb + 2:          # leading dims of size 1 in both operands
+        out = lax.reshape(out, batch + out.shape[-2:])
     if a_vec:
         out = lax.squeeze(out, (nb,))
     if b_vec:

@@ -8,6 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Array, concrete_or_error
 from ._core import asarray
+from .indexing import nonzero
 from .sorting import argsort
 
 
@@ -54,7 +55,6 @@ def _unique_all(a, size, fill_value, equal_nan):
     first = lax.concatenate([lax.full((1,), True, dtypes.bool_), new], 0)
     group = lax.sub(lax.cumsum(lax.convert_element_type(first, i32), 0), lax.full((), 1, i32))
     inverse = lax.scatter(lax.full((n,), 0, i32), perm, group, axis=0, mode="set")
-    from .indexing import nonzero
     (pos,) = nonzero(first, size=size, fill_value=-1)
     found = lax.ge(pos, lax.full((), 0, i32))
     at = lax.max_(pos, lax.full((), 0, i32))
