@@ -12,6 +12,7 @@ import cupy as cp
 
 from ..core import lax
 from ..core.core import Array, get_backend, global_devices, process_index, process_store
+from ..core.interop import host_view, is_foreign_array, on_gpu
 from ..cuda import nccl, solver
 from . import numpy_backend
 
@@ -157,6 +158,13 @@ class CupyBackend:
             return upload(x._backend.to_numpy(x._value))
         if isinstance(x, cp.ndarray):
             return x
+        if is_foreign_array(x):
+            # another library's array (torch, JAX): a private copy, device to device if it
+            # lives on a GPU, so a later write by its owner changes no fnx array
+            if on_gpu(x):
+                with cp.cuda.Device(self.cuda_id):      # onto this GPU, a peer copy if need be
+                    return cp.array(x, dtype=dtype, copy=True)
+            return upload(np.asarray(host_view(x), dtype=dtype))
         if np.ndim(x) == 0:
             return np.dtype(dtype).type(x)      # scalars ride along as kernel arguments
         return upload(np.asarray(x, dtype=dtype))
@@ -174,6 +182,35 @@ class CupyBackend:
 
     def synchronize(self, buf):
         cp.cuda.get_current_stream().synchronize()
+
+    def import_dlpack(self, x, copy):
+        """A buffer of GPU DLPack producer ``x``: its memory itself only with ``copy=False``."""
+        buf = cp.from_dlpack(x)
+        if copy is False:
+            return buf
+        with cp.cuda.Device(self.cuda_id):
+            return buf.copy()
+
+    def export_dlpack(self, buf, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # CuPy arrays cannot be flagged read-only: the consumer shares fnx's memory, as JAX's
+        # GPU arrays share theirs (writing to it is the consumer's error)
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return buf.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_device(self, buf):
+        return tuple(buf.__dlpack_device__())
+
+    def cuda_array_interface(self, buf):
+        """CuPy's interface for ``buf`` with its data marked read-only, as JAX marks its own.
+        The work writing ``buf`` may be on any of fnx's streams: it is finished first, so the
+        consumer needs no stream to wait on."""
+        buf.device.synchronize()
+        cai = dict(buf.__cuda_array_interface__)
+        cai["data"] = (cai["data"][0], True)
+        cai["stream"] = None
+        cai["version"] = 3
+        return cai
 
     def compile(self, jaxpr, consts, donated=()):
         """Lower ``jaxpr`` to fused kernels and cuBLAS calls, replayed as one CUDA graph from
