@@ -471,6 +471,7 @@ class Array(metaclass=_ArrayMeta):
     global_shards = addressable_shards
 
     def devices(self) -> set:
+        """The devices holding this array: its backend's, or its sharding's."""
         return self.sharding.device_set
 
     @property
@@ -594,12 +595,6 @@ class Array(metaclass=_ArrayMeta):
         """Give up this array's buffer (jit does this to donated arguments); later uses raise
         DeletedArrayError."""
         self._value = _Donated(by)
-
-    def devices(self) -> set:
-        """The devices holding this array: one, its backend's."""
-        return {self._backend}
-
-    device = property(lambda self: self._backend)
 
     def is_deleted(self) -> bool:
         return type(self._value) is _Donated
