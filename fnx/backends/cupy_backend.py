@@ -11,9 +11,11 @@ import numpy as np
 import cupy as cp
 
 from ..core import lax
+from ..core.convolution import conv_general_dilated_p, im2col
 from ..core.core import Array
 from ..cuda import nccl, solver
 from . import numpy_backend
+from .decomposed import decomposed_impl
 
 
 def _erf(x):
@@ -215,6 +217,11 @@ class _LazyTable(dict):
 
     def __contains__(self, prim):
         return prim in _OVERRIDES or prim in numpy_backend.impls
+
+
+# eager convolutions are im2col on CuPy arrays; compiled programs give cuDNN those it supports
+# (fnx.cuda.decompose)
+_OVERRIDES[conv_general_dilated_p] = decomposed_impl(im2col, _LazyTable(), cp)
 
 
 _local_gpus: list = []

@@ -9,11 +9,12 @@ the rest.
 from __future__ import annotations
 
 from ..core import lax
+from ..core.convolution import conv_general_dilated_p, im2col
 from ..core.jaxpr import Var
 from ..core.partial_eval import trace_to_jaxpr
 
 
-def _pick_along_last_axis(x, idx):
+def _pick_along_last_axis(x, idx, *, axis):
     """``take_along_axis(x, idx, -1)`` with one index per row as a masked sum over the row: a
     row reduction, so it joins the row kernel that computes ``x`` (a log-softmax, say)."""
     shape, nd = x.aval.shape, len(x.aval.shape)
@@ -30,8 +31,21 @@ def _one_pick_per_row(eqn) -> bool:
             and eqn.params["axis"] == len(x.aval.shape) - 1 and idx.aval.shape[-1] == 1)
 
 
-# primitive -> (applies(eqn), rule(*operand tracers) -> list of results)
-RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis)}
+def _cudnn_cannot(eqn) -> bool:
+    """Whether a convolution goes to im2col (pads, slices, one product): where fnx.cuda.cudnn
+    is absent, or does not support it."""
+    try:
+        from .cudnn import supports
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.cudnn":
+            raise
+        return True
+    return not supports(eqn)
+
+
+# primitive -> (applies(eqn), rule(*operand tracers, **eqn.params) -> list of results)
+RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis),
+         conv_general_dilated_p: (_cudnn_cannot, lambda lhs, rhs, **p: [im2col(lhs, rhs, **p)])}
 
 
 # higher-order primitives that, evaluated, call one jaxpr: name -> the param holding it
@@ -74,7 +88,8 @@ def decompose(eqns):
         if rule is None or not rule[0](e):
             out.append(e)
             continue
-        closed = trace_to_jaxpr(lambda *xs: rule[1](*xs), [v.aval for v in e.invars])
+        closed = trace_to_jaxpr(lambda *xs: rule[1](*xs, **e.params),
+                                [v.aval for v in e.invars])
         sub = closed.jaxpr
         if closed.consts or sub.constvars:
             out.append(e)
