@@ -256,6 +256,22 @@ def test_grad_of_a_conv_net_is_convolutions():
         _close(ours, theirs, 1e-4)
 
 
+@pytest.mark.parametrize("policy, kept", [("dots_saveable", True), ("nothing_saveable", False),
+                                          ("dots_with_no_batch_dims_saveable", False)])
+def test_checkpoint_policies_see_convolutions(policy, kept):
+    """As in JAX, ``dots_saveable`` keeps a convolution's result for the backward pass."""
+    from fnx.ad_checkpoint import checkpoint_policies
+    from fnx.core.ad import linearize_flat
+    lhs, rhs = _operands("2d-nchw-same-strides")
+    conv = _conv(lax, "2d-nchw-same-strides")
+    f = fnx.checkpoint(lambda a, b: fnx.numpy.sin(conv(a, b)).sum(),
+                       policy=getattr(checkpoint_policies, policy))
+    _, lin = linearize_flat(lambda a, b: [f(a, b)], [lhs, rhs])
+    y = np.asarray(conv(lhs, rhs))
+    assert kept == any(np.shape(c) == y.shape and np.allclose(np.asarray(c), y)
+                       for c in lin.consts)
+
+
 # ---------------------------------------------------------------------------------------------
 # The GPU's decomposition rule (backend-neutral: it rewrites equations)
 
@@ -276,3 +292,24 @@ def test_gpu_decomposes_convolutions_without_cudnn(monkeypatch):
     j = closed.jaxpr
     (out,) = eval_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars, eqns), closed.consts, lhs, rhs)
     _close(out, _conv(lax, "2d-mixed-layouts")(lhs, rhs))
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["2d-mixed-layouts", "2d-batch-groups", "2d-depthwise-nhwc",
+                                  "3d-ndhwc-same"])
+def test_gpu_matches_cpu_eager_and_jitted(name, gpu):
+    """Eager (CuPy im2col), and compiled (cuDNN where it takes the convolution, im2col where
+    it does not), forward and both gradients."""
+    lhs, rhs = _operands(name)
+    f = _conv(lax, name)
+    grad = fnx.grad(lambda a, b: (f(a, b) ** 2).sum(), argnums=(0, 1))
+    on_gpu = [fnx.device_put(a, gpu) for a in (lhs, rhs)]
+    for fn, want in [(f, [f(lhs, rhs)]), (grad, grad(lhs, rhs))]:
+        for run in (fn, fnx.jit(fn)):
+            got = run(*on_gpu)
+            for ours, theirs in zip(got if isinstance(got, tuple) else [got], want):
+                _close(fnx.device_get(ours), theirs, 1e-10)

@@ -266,8 +266,8 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     shape = [0] * len(canonical)
     for j, axis in enumerate(dn.out_spec):
         shape[axis] = canonical[j]
-    return ShapedArray(tuple(shape), preferred_element_type or lhs.dtype,
-                       lhs.weak_type and rhs.weak_type)
+    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    return ShapedArray(tuple(shape), dtype, lhs.weak_type and rhs.weak_type)
 
 
 def _check_groups(name, shapes, n, c, o, i, feature_groups, batch_groups):
