@@ -159,6 +159,23 @@ def test_vmap_over_an_empty_axis():
     assert out.shape == (0,) + f(lhs, rhs).shape and out.dtype == np.float64
 
 
+@pytest.mark.parametrize("lhs_shape, rhs_shape, out_shape", [
+    ((0, 2, 5, 5), (3, 2, 3, 3), (0, 3, 5, 5)),          # no batch
+    ((2, 0, 5, 5), (3, 0, 3, 3), (2, 3, 5, 5)),          # no features: empty sums
+    ((2, 2, 5, 5), (0, 2, 3, 3), (2, 0, 5, 5)),          # no kernels
+])
+def test_empty_operands(lhs_shape, rhs_shape, out_shape):
+    """As in JAX: zeros of the shape the sizes give, and zero gradients."""
+    lhs, rhs = rng.standard_normal(lhs_shape), rng.standard_normal(rhs_shape)
+    f = lambda a, b: lax.conv(a, b, (1, 1), "SAME")      # noqa: E731
+    out = f(lhs, rhs)
+    assert out.shape == out_shape and not np.asarray(out).any()
+    for step in (fnx.grad, lambda g, **kw: fnx.jit(fnx.grad(g, **kw))):
+        grads = step(lambda a, b: (f(a, b) ** 2).sum(), argnums=(0, 1))(lhs, rhs)
+        assert [g.shape for g in grads] == [lhs_shape, rhs_shape]
+        assert not any(np.asarray(g).any() for g in grads)
+
+
 @pytest.mark.parametrize("name", ["2d-mixed-layouts", "2d-batch-groups", "3d-ndhwc-same"])
 def test_im2col_is_the_primitive(name):
     """The decomposition every backend falls back to computes what the primitive does."""

@@ -504,6 +504,14 @@ def im2col(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     ...        feature_group_count=1, batch_group_count=1).shape
     (1, 3, 4)
     """
+    if 0 in get_aval(lhs).shape + get_aval(rhs).shape:     # an empty batch or sum
+        out = _conv_aval(get_aval(lhs), get_aval(rhs), window_strides=window_strides,
+                         padding=padding, lhs_dilation=lhs_dilation,
+                         rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                         feature_group_count=feature_group_count,
+                         batch_group_count=batch_group_count,
+                         preferred_element_type=preferred_element_type)
+        return lax.full(out.shape, 0, out.dtype)
     dn = dimension_numbers
     lhs = lax.transpose(lhs, dn.lhs_spec)     # canonical layouts: (N, C, spatial...),
     rhs = lax.transpose(rhs, dn.rhs_spec)     # (O, I, spatial...)
@@ -720,5 +728,5 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
 
 __all__ = ["ConvDimensionNumbers", "ConvDimensionNumbersError", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_general_dilated_p", "conv", "conv_with_general_padding", "conv_transpose",
-           "padtype_to_pads", "reduce_window"]
+           "conv_general_dilated", "conv_general_dilated_p", "conv", "conv_with_general_padding",
+           "conv_transpose", "padtype_to_pads", "reduce_window"]
