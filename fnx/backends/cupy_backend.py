@@ -11,10 +11,13 @@ import numpy as np
 import cupy as cp
 
 from ..core import lax
+from ..core.convolution import conv_general_dilated_p, im2col
 from ..core.core import Array, get_backend, global_devices, process_index, process_store
 from ..core.interop import host_view, is_foreign_array, on_gpu
-from ..cuda import nccl, solver
+from ..cuda import cudnn, nccl, solver
+from ..cuda.gemm_table import matmul_precision
 from . import numpy_backend
+from .decomposed import decomposed_impl
 
 
 def _erf(x):
@@ -250,6 +253,22 @@ class _LazyTable(dict):
 
     def __contains__(self, prim):
         return prim in _OVERRIDES or prim in numpy_backend.impls
+
+
+_im2col = decomposed_impl(im2col, _LazyTable(), cp)
+
+
+def _conv_general_dilated(lhs, rhs, *, precision=None, **params):
+    """A convolution on cuDNN where it takes it (compiled programs choose the same way, in
+    fnx.cuda.decompose), else im2col on CuPy arrays."""
+    if lhs.dtype == rhs.dtype and cudnn.available() and \
+            cudnn.mapping(lhs.shape, rhs.shape, lhs.dtype, params) is not None:
+        return cudnn.conv_general_dilated(lhs, rhs, precision=matmul_precision(precision),
+                                          **params)
+    return _im2col(lhs, rhs, precision=precision, **params)
+
+
+_OVERRIDES[conv_general_dilated_p] = _conv_general_dilated
 
 
 _local_gpus: list = []

@@ -6,12 +6,13 @@ import math
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core import fft as fft_prims
+from ..core import convolution, fft as fft_prims
 from ..core.core import Array
 from ..core.interop import host_view, is_foreign_array
 import contextlib
 
 from . import host_comm, numpy_linalg
+from .decomposed import decomposed_impl
 from .numpy_executable import NumpyExecutable
 
 
@@ -312,6 +313,8 @@ impls.update({
 })
 impls.update(numpy_linalg.impls)
 impls.update(host_comm.impls)
+# a convolution is im2col: its pads, slices and one product through the impls above
+impls[convolution.conv_general_dilated_p] = decomposed_impl(convolution.im2col, impls)
 
 
 def computed_in_float32(impl):
