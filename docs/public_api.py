@@ -13,7 +13,7 @@ MODULES = (
     "fnx.linalg", "fnx.scipy.special", "fnx.scipy.stats", "fnx.scipy.linalg",
     "fnx.scipy.optimize", "fnx.scipy.sparse.linalg", "fnx.scipy.signal", "fnx.tree_util",
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
-    "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing",
+    "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing", "fnx.dlpack",
     "fnx.amp",
 )
 

@@ -128,3 +128,34 @@ def test_cudnn_convolutions_match_jax(case, rng):
             graph.launch(stream)
         stream.synchronize()
         np.testing.assert_allclose(cp.asnumpy(out), ref, atol=2e-5 * scale)
+
+
+@cuda
+def test_a_jitted_conv_net_gradient_runs_on_cudnn_and_matches_the_cpu(gpu, cpu, rng):
+    import fnx
+    import fnx.numpy as fjnp
+    from fnx import lax
+    from fnx.cuda.executable import GpuExecutable
+
+    def loss(ws, x):
+        h = x
+        for w in ws:
+            h = lax.conv_general_dilated(h, w, (1, 1), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            h = fjnp.tanh(h)
+        return fjnp.sum(h * h)
+
+    ws = [(rng.standard_normal((3, 3, 3, 8)) / 5).astype(np.float32),
+          (rng.standard_normal((3, 3, 8, 16)) / 9).astype(np.float32)]
+    x = rng.standard_normal((8, 16, 16, 3)).astype(np.float32)
+    grad = fnx.grad(loss)
+    closed = fnx.make_jaxpr(grad)(ws, x)
+    text = GpuExecutable(closed.jaxpr, closed.consts, gpu).describe()
+    assert text.count("conv_general_dilated") >= 4 and "dot_general" not in text, text
+    want = [np.asarray(g) for g in fnx.jit(grad)(*fnx.device_put((ws, x), cpu))]
+    step = fnx.jit(grad)
+    args = fnx.device_put((ws, x), gpu)
+    for _ in range(3):          # eager first call, the capturing call, a replay
+        got = step(*args)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-4, atol=2e-4 * np.abs(w).max())

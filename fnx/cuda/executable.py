@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import collectives, dtypes, lax
+from ..core.convolution import conv_general_dilated_p
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
-from . import gemm_table, scatter, solver
+from . import cudnn, gemm_table, scatter, solver
 from .gemm_table import matmul_precision
 from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
@@ -583,6 +584,9 @@ class GpuExecutable:
         if p is lax.dot_general_p:
             fn = dot_general
             params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
+        elif p is conv_general_dilated_p:     # fnx.cuda.decompose left those cuDNN runs
+            fn = cudnn.conv_general_dilated
+            params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
         elif p is dense_p:
             fn = gemm_table.dense_layer
         elif p is lax.scatter_p and scatter.supported(eqn.invars[0].aval.dtype,
@@ -602,7 +606,7 @@ class GpuExecutable:
         reads = [(None, self.backend.to_buffer(v.val, v.aval.dtype)) if isinstance(v, Literal)
                  else (self._slot_of(v), None) for v in eqn.invars]
         writes = [self._slot_of(v) for v in eqn.outvars]
-        params = params if p is lax.dot_general_p else eqn.params
+        params = params if p in (lax.dot_general_p, conv_general_dilated_p) else eqn.params
         multiple = p.multiple_results
         dtypes_out = [v.aval.dtype for v in eqn.outvars]
         backend = self.backend

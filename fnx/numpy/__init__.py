@@ -34,7 +34,8 @@ from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, co
                      squeeze, swapaxes, tile, transpose, tril, triu, unstack,
                      vsplit, vstack)
 from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edges, interp, isin,
-                      lexsort, searchsorted, sort, unique)
+                      lexsort, searchsorted, sort)
+from .setops import unique, unique_all, unique_counts, unique_inverse, unique_values
 from .ufuncs import *  # noqa: F401,F403
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum  # noqa
 from .ufunc_objects import *  # noqa: F401,F403  (add, multiply, ...: with ufunc methods)
@@ -43,6 +44,9 @@ from . import array_methods as _array_methods  # noqa: F401  (installs operators
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
 from .vectorize import vectorize  # noqa: E402,F401
+from .dlpack import from_dlpack  # noqa: E402,F401
+from .array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402,F401
+                        can_cast, isdtype, pow)
 
 pi = _np.pi
 e = _np.e

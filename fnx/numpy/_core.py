@@ -7,6 +7,8 @@ from ..core import dtypes, lax
 from ..core.config import config
 from ..core.core import Array, Tracer, get_aval, get_backend
 from ..core.errors import ShapeError, TypePromotionError
+from ..core.interop import is_foreign_array
+from ..core.placement import device_put
 
 
 def is_array(x) -> bool:
@@ -22,12 +24,23 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
-def asarray(x, dtype=None):
-    """Convert ``x`` (array, scalar, nested list, NumPy array) to an fnx array.
+def asarray(x, dtype=None, order=None, *, copy=None, device=None):
+    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array) to an
+    fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
+    their owner's later writes change nothing here; ``copy`` changes no result.
 
     >>> jnp.asarray([1, 2, 3])
     Array([1, 2, 3], dtype=int32)
     """
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"asarray: order={order!r} (fnx arrays are C-ordered)")
+    out = _asarray(x, dtype)
+    if device is not None and type(out) is Array and out.device is not device:
+        out = device_put(out, device)
+    return out
+
+
+def _asarray(x, dtype):
     if is_array(x):
         return x if dtype is None else astype(x, dtype)
     if _is_scalar(x):
@@ -42,8 +55,13 @@ def asarray(x, dtype=None):
     # a NumPy array (or anything else with __array__) may be written to later by its owner: the
     # backend copies it in (to_buffer); a list converted here, or a download, is already ours
     private = isinstance(x, (list, tuple))
-    if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
-        arr, private = np.asarray(x.get()), True
+    if is_foreign_array(x):     # torch tensors, JAX and CuPy arrays: copied by the backend
+        backend = get_backend()
+        dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else get_aval(x).dtype
+        buf = backend.to_buffer(x, dt)
+        if buf is x:            # a GPU backend takes a CuPy array as it is: keep a copy
+            buf = buf.copy()
+        return Array(backend.cast(buf, dt), backend)
     else:
         try:
             arr = np.asarray(x)
@@ -64,12 +82,12 @@ def asarray(x, dtype=None):
     return Array(backend.cast(buf, dt), backend)
 
 
-def array(x, dtype=None, copy=True, ndmin: int = 0):
+def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
     it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
     if x is None:
         raise ValueError("None is not a valid value for jnp.array")
-    out = asarray(x, dtype)
+    out = asarray(x, dtype, order, device=device)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -81,13 +99,14 @@ def _contains_traced(x) -> bool:
     return is_array(x)
 
 
-def astype(x, dtype):
-    """``x`` converted to ``dtype``.
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    """``x`` converted to ``dtype`` (and moved to ``device``); ``copy`` changes no result, fnx
+    arrays being immutable.
 
     >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
     Array([ 1, -1], dtype=int32)
     """
-    x = asarray(x)
+    x = asarray(x, device=device)
     dt = dtypes.canonicalize(dtype, "astype")
     if x.dtype == dt and not x.weak_type:
         return x

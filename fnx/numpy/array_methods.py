@@ -8,6 +8,7 @@ from ..core.core import Array, Tracer
 from ..core.traceback_util import api_boundary, boundary_methods
 from . import indexing, products, reductions, shapes, sorting, ufuncs
 from ._core import astype
+from .array_api import array_namespace
 
 
 def _swap(f):
@@ -97,6 +98,7 @@ _METHODS = {
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
     "nonzero": indexing.nonzero, "copy": lambda a: a,
+    "__array_namespace__": array_namespace,
 }
 # methods NumPy's functions of the same name call with an ``out=`` argument
 _NUMPY_CALLED = {"sum", "mean", "var", "std", "prod", "max", "min", "argmax", "argmin", "any",

@@ -6,6 +6,7 @@ import string
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.convolution import conv_general_dilated
 from ..core.errors import ShapeError
 from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axis, promote_dtypes
 
@@ -340,9 +341,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=None):
-    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one gather of
-    sliding windows and a matrix-vector product."""
-    from .shapes import ravel
+    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one
+    ``conv_general_dilated``, as JAX computes them."""
     a, v = promote_dtypes(a, v)
     if a.ndim != 1 or v.ndim != 1:
         raise ShapeError(f"{name}: only 1-D inputs are supported, got shapes {a.shape} and "
@@ -357,25 +357,14 @@ def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=Non
         a, v, n, m = v, a, m, n
     if flip_v:
         v = lax.rev(v, (0,))
-    length = n + m - 1
-    pad = lax.pad(a, lax.full((), 0, a.dtype), [(m - 1, m - 1, 0)])
-    # out[k] = sum_j pad[k + j] * v[j]
-    idx = np.arange(length)[:, None] + np.arange(m)[None, :]
-    windows = lax.take(pad, _asarray_i32(idx.reshape(-1)), 0)
-    out = lax.dot_general(lax.reshape(windows, (length, m)), v, (((1,), (0,)), ((), ())),
-                          precision, preferred_element_type)
+    pads = {"full": (m - 1, m - 1), "same": (m // 2, m - m // 2 - 1), "valid": (0, 0)}[mode]
+    out = conv_general_dilated(lax.reshape(a, (1, 1, n)), lax.reshape(v, (1, 1, m)), (1,),
+                               [pads], precision=precision,
+                               preferred_element_type=preferred_element_type)
+    out = lax.reshape(out, out.shape[2:])
     if swapped and not flip_v:
         out = lax.rev(out, (0,))   # correlate(a, v) is reversed correlate(v, a)
-    if mode == "same":
-        start = (m - 1) // 2
-        out = lax.slice_in_dim(out, start, start + n)
-    elif mode == "valid":
-        out = lax.slice_in_dim(out, m - 1, n)
-    return ravel(out)
-
-
-def _asarray_i32(x):
-    return asarray(np.asarray(x, np.int32))
+    return out
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):

@@ -1,0 +1,13 @@
+"""fnx.dlpack: arrays from other libraries through DLPack, as ``jax.dlpack``.
+
+>>> import numpy as np, fnx
+>>> fnx.dlpack.from_dlpack(np.ones(2))
+Array([1., 1.], dtype=float32)
+"""
+from .numpy.dlpack import from_dlpack, is_supported_dtype
+
+__all__ = ["from_dlpack", "is_supported_dtype"]
+
+from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
+
+_export_boundaries(globals())   # errors end at the caller's line
