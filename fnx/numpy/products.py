@@ -15,24 +15,23 @@ def matmul(a, b, precision=None, preferred_element_type=None):
     a, b = promote_dtypes(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be scalars (shapes {a.shape} and {b.shape})")
-    a_vec, b_vec = a.ndim == 1, b.ndim == 1
-    a2 = lax.reshape(a, (1,) + a.shape) if a_vec else a
-    b2 = lax.reshape(b, b.shape + (1,)) if b_vec else b
-    if a2.shape[-1] != b2.shape[-2]:
+    k_b = b.ndim - 2 if b.ndim > 1 else 0
+    if a.shape[-1] != b.shape[k_b]:
         raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
-                         f"({a2.shape[-1]} != {b2.shape[-2]})")
-    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+                         f"({a.shape[-1]} != {b.shape[k_b]})")
+    if a.ndim == 1 or b.ndim <= 2:
+        # a vector, or a matrix that every leading dim of ``a`` shares: one product whose
+        # free dimensions are those leading dims (no reshape to matrices, no broadcast copy
+        # of ``b``), so under vmap the batch axis is a row dimension of a 2-D product
+        return lax.dot_general(a, b, (((a.ndim - 1,), (k_b,)), ((), ())), precision,
+                               preferred_element_type)
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], op="matmul")
     nb = len(batch)
-    a3 = broadcast_to(a2, batch + a2.shape[-2:]) if a2.ndim > 2 or nb else a2
-    b3 = broadcast_to(b2, batch + b2.shape[-2:]) if b2.ndim > 2 or nb else b2
+    a3 = broadcast_to(a, batch + a.shape[-2:])
+    b3 = broadcast_to(b, batch + b.shape[-2:])
     bd = tuple(range(nb))
-    out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (bd, bd)), precision,
-                          preferred_element_type)
-    if a_vec:
-        out = lax.squeeze(out, (nb,))
-    if b_vec:
-        out = lax.squeeze(out, (out.ndim - 1,))
-    return out
+    return lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (bd, bd)), precision,
+                           preferred_element_type)
 
 
 def dot(a, b, precision=None, preferred_element_type=None):
