@@ -532,7 +532,7 @@ def perex_torch(cfg, state, data, dev):
         for i in range(n_layers - 1):
             h = torch.relu(h @ p[f"w{i}"] + p[f"b{i}"])
         logits = h @ p[f"w{n_layers - 1}"] + p[f"b{n_layers - 1}"]
-        return -torch.log_softmax(logits, -1)[y]
+        return -torch.log_softmax(logits, -1).gather(0, y[None])[0]
 
     def clipped(p, x, y):
         g, value = grad_and_value(loss)(p, x, y)
