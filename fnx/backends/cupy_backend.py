@@ -11,7 +11,7 @@ import numpy as np
 import cupy as cp
 
 from ..core import lax
-from ..core.core import Array
+from ..core.core import Array, get_backend, global_devices, process_index, process_store
 from ..cuda import nccl, solver
 from . import numpy_backend
 
@@ -133,13 +133,11 @@ class CupyBackend:
     def devices(self) -> list:
         """Every GPU of the program: this process's, and other processes' once
         fnx.distributed has joined them."""
-        from ..core.core import global_devices
         joined = global_devices("gpu")
         return joined if joined is not None else local_gpus()
 
     def communicator(self, devices):
         """NCCL communicators among ``devices`` (fnx.cuda.nccl)."""
-        from ..core.core import process_index, process_store
         remote = any(getattr(d, "process_index", 0) != process_index() for d in devices)
         if remote and process_store() is None:
             raise RuntimeError("collectives across processes need fnx.distributed.initialize")
@@ -222,7 +220,6 @@ _local_gpus: list = []
 
 def local_gpus() -> list:
     """One backend per GPU this process sees; the first is the default one."""
-    from ..core.core import get_backend
     if not _local_gpus:
         first = get_backend("gpu")
         _local_gpus.append(first)

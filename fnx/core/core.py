@@ -163,6 +163,11 @@ _state = None  # set below once EvalTrace exists
 
 
 def current_trace() -> Trace:
+    """The trace values are being bound in now: ``EvalTrace`` outside any transformation.
+
+    >>> type(fnx.ref.current_trace()).__name__
+    'EvalTrace'
+    """
     return _state.trace
 
 

@@ -10,6 +10,11 @@ from ..core.errors import ShapeError, TypePromotionError
 
 
 def is_array(x) -> bool:
+    """Whether ``x`` is an fnx array, or a traced value standing for one.
+
+    >>> jnp.is_array(jnp.ones(2)), jnp.is_array(np.ones(2))
+    (True, False)
+    """
     return isinstance(x, (Array, Tracer))
 
 
@@ -33,7 +38,6 @@ def asarray(x, dtype=None):
         return lax.convert_element_type_p.bind(lax.exact_scalar(x, dt), new_dtype=dt,
                                                weak_type=False)
     if isinstance(x, (list, tuple)) and _contains_traced(x):
-        from .shapes import stack
         return stack([asarray(e, dtype) for e in x])
     # a NumPy array (or anything else with __array__) may be written to later by its owner: the
     # backend copies it in (to_buffer); a list converted here, or a download, is already ours
@@ -231,6 +235,12 @@ def axis_or_flat(a, axis, op: str):
 
 
 def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None for all, an int or a tuple) as a tuple of non-negative axes of an array of
+    ``ndim`` axes.
+
+    >>> canonicalize_axes((-1, 0), 3)
+    (2, 0)
+    """
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
@@ -239,6 +249,22 @@ def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: repeated axis in {axis}")
     return out
+
+
+def stack(arrays, axis=0):
+    """Join arrays of one shape along a new axis (asarray stacks a list of arrays with it).
+
+    >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
+    arrs = [asarray(a) for a in arrays]
+    shapes = {a.shape for a in arrs}
+    if len(shapes) != 1:
+        raise ShapeError(f"all input arrays must have the same shape, got "
+                         f"{', '.join(str(a.shape) for a in arrs)}")
+    ax = canonicalize_axis(axis, arrs[0].ndim + 1, "stack")
+    return lax.concatenate(promote_dtypes(*[lax.expand_dims(a, (ax,)) for a in arrs]), ax)
 
 
 from ..core.errors import FnxError  # noqa: E402

@@ -92,7 +92,7 @@ _METHODS = {
     "cumprod": reductions.cumprod, "ptp": reductions.ptp,
     "ravel": shapes.ravel, "flatten": shapes.ravel, "squeeze": shapes.squeeze,
     "swapaxes": shapes.swapaxes, "repeat": shapes.repeat, "diagonal": shapes.diagonal,
-    "trace": shapes.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
+    "trace": reductions.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
     "nonzero": indexing.nonzero, "copy": lambda a: a,

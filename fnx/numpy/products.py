@@ -19,19 +19,58 @@ def matmul(a, b, precision=None, preferred_element_type=None):
     if a.shape[-1] != b.shape[k_b]:
         raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
                          f"({a.shape[-1]} != {b.shape[k_b]})")
-    if a.ndim == 1 or b.ndim <= 2:
-        # a vector, or a matrix that every leading dim of ``a`` shares: one product whose
-        # free dimensions are those leading dims (no reshape to matrices, no broadcast copy
-        # of ``b``), so under vmap the batch axis is a row dimension of a 2-D product
+    if a.ndim == 1 or b.ndim == 1:
+        # a vector contracts as it is, with no reshape to a 1-row matrix (as in JAX): under
+        # vmap the batch axis is then a row of a 2-D product
         return lax.dot_general(a, b, (((a.ndim - 1,), (k_b,)), ((), ())), precision,
                                preferred_element_type)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], op="matmul")
     nb = len(batch)
-    a3 = broadcast_to(a, batch + a.shape[-2:])
-    b3 = broadcast_to(b, batch + b.shape[-2:])
-    bd = tuple(range(nb))
-    return lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (bd, bd)), precision,
-                           preferred_element_type)
+    # A leading dimension both operands have (same size, not 1) is a batch dimension of the
+    # product; one only one operand has is a free dimension of that operand, so that
+    # (B, T, D) @ (D, F) is one product over B*T rows and its weight gradient contracts B and T
+    # at once, with no broadcast weight and no per-example products summed afterwards (JAX
+    # does the same).
+    a_lead = (None,) * (nb - (a.ndim - 2)) + tuple(range(a.ndim - 2))
+    b_lead = (None,) * (nb - (b.ndim - 2)) + tuple(range(b.ndim - 2))
+    a_drop, b_drop, a_batch, b_batch, a_free, b_free, order = [], [], [], [], [], [], []
+    for i, (ai, bi) in enumerate(zip(a_lead, b_lead)):
+        a_size = a.shape[ai] if ai is not None else 1
+        b_size = b.shape[bi] if bi is not None else 1
+        if ai is not None and bi is not None and a_size == b_size != 1:
+            a_batch.append(ai), b_batch.append(bi), order.append(("batch", len(a_batch) - 1))
+            continue
+        if ai is not None and a_size == 1 and (b_size != 1 or bi is not None):
+            a_drop.append(ai)
+            ai = None
+        if bi is not None and b_size == 1 and ai is not None:
+            b_drop.append(bi)
+            bi = None
+        if ai is not None:
+            a_free.append(ai), order.append(("a", len(a_free) - 1))
+        elif bi is not None:
+            b_free.append(bi), order.append(("b", len(b_free) - 1))
+        else:
+            order.append(("one", None))
+    a3 = lax.squeeze(a, tuple(a_drop)) if a_drop else a
+    b3 = lax.squeeze(b, tuple(b_drop)) if b_drop else b
+    a_pos = {ax: k for k, ax in enumerate(d for d in range(a.ndim) if d not in a_drop)}
+    b_pos = {ax: k for k, ax in enumerate(d for d in range(b.ndim) if d not in b_drop)}
+    out = lax.dot_general(
+        a3, b3, (((a3.ndim - 1,), (b3.ndim - 2,)),
+                 (tuple(a_pos[d] for d in a_batch), tuple(b_pos[d] for d in b_batch))),
+        precision, preferred_element_type)
+    # dot_general's result: batch dims, a's free (its leading ones, then m), b's (then n)
+    nbatch, na = len(a_batch), len(a_free)
+    place = {"batch": lambda k: k, "a": lambda k: nbatch + k,
+             "b": lambda k: nbatch + na + 1 + k}
+    perm = [place[kind](k) for kind, k in order if kind != "one"]
+    perm += [nbatch + na, out.ndim - 1]
+    if perm != list(range(out.ndim)):
+        out = lax.transpose(out, tuple(perm))
+    if len(perm) < nb + 2:          # leading dims of size 1 in both operands
+        out = lax.reshape(out, batch + out.shape[-2:])
+    return out
 
 
 def dot(a, b, precision=None, preferred_element_type=None):
