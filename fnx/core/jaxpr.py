@@ -207,6 +207,15 @@ class _Namer:
             self.names[v] = next(self.gen)
         return self.names[v]
 
+    def suggest(self, for_vars, like_vars):
+        """Name each of ``for_vars`` (not yet named) as its partner in ``like_vars``."""
+        used = set()
+        for v, like in zip(for_vars, like_vars):
+            if isinstance(v, Var) and isinstance(like, Var) and like not in used \
+                    and v not in self.names:
+                used.add(like)
+                self.names[v] = self(like)
+
 
 def _pp_literal(lit: Literal) -> str:
     val = np.asarray(lit.val).item()
@@ -263,9 +272,11 @@ def _pp_jaxpr(jaxpr, indent, namer, lead: int = 0) -> str:
 
     head = (f"{{ lambda {' '.join(map(binder, jaxpr.constvars))}; "
             f"{' '.join(map(binder, jaxpr.invars))}. let")
-    lhs = [" ".join(binder(v) if v in read else f"_:{v.aval.str_short()}" for v in e.outvars)
-           or "_" for e in jaxpr.eqns]
-    eqns = [_pp_eqn(e, l, indent + 4, namer) for e, l in zip(jaxpr.eqns, lhs)]
+    def lhs(e):
+        return " ".join(binder(v) if v in read else f"_:{v.aval.str_short()}"
+                        for v in e.outvars) or "_"
+    # an equation's results are named before the jaxprs in its params, one equation at a time
+    eqns = [_pp_eqn(e, lhs, indent + 4, namer) for e in jaxpr.eqns]
     outs = ", ".join(map(namer, jaxpr.outvars)) + ("," if len(jaxpr.outvars) == 1 else "")
     one_line = f"{head} {'; '.join(eqns)} in ({outs}) }}"
     if "\n" not in one_line and indent + lead + len(one_line) <= _WIDTH:
@@ -275,10 +286,16 @@ def _pp_jaxpr(jaxpr, indent, namer, lead: int = 0) -> str:
     return f"{head}{body}\n{pad}  in ({outs}) }}"
 
 
-def _pp_eqn(eqn, lhs, indent, namer) -> str:
+def _pp_eqn(eqn, lhs_of, indent, namer) -> str:
     params = dict(eqn.params)
     if eqn.primitive.pp_params is not None:
         params = eqn.primitive.pp_params(params)
+    for sub in subjaxprs(eqn):
+        if getattr(eqn.primitive, "pp_shares_names", False):
+            # a call's jaxpr names its arguments and results as the call site does (JAX's jit)
+            namer.suggest(sub.invars, eqn.invars)
+            namer.suggest(sub.outvars, eqn.outvars)
+    lhs = lhs_of(eqn)
     args = " ".join(map(namer, eqn.invars))
     name = eqn.primitive.name
 
@@ -292,6 +309,8 @@ def _pp_eqn(eqn, lhs, indent, namer) -> str:
     if not params:
         return f"{lhs} = {name} {args}".rstrip()
     keys = sorted(params)
+    if getattr(eqn.primitive, "pp_shares_names", False):
+        keys.sort(key=lambda k: k != "name")         # a call's name leads, as in JAX
     flat = [f"{k}={value(k, params[k], indent)}" for k in keys]
     line = f"{lhs} = {name}[{' '.join(flat)}] {args}".rstrip()
     if "\n" not in line and indent + len(line) <= _WIDTH:

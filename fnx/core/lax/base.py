@@ -249,6 +249,8 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 
 deflinear(reduce_sum_p, _reduce_sum_transpose)
+# JAX's reduce_sum also takes the sharding of its result; fnx places results where jit says
+reduce_sum_p.pp_params = lambda params: {**params, "out_sharding": None}
 
 
 def reduce_sum(x, axes):
