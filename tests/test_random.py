@@ -13,7 +13,8 @@ N = 200_000
 
 
 def _np(x):
-    return np.asarray(x)
+    """NumPy values of arrays, and of typed keys their data."""
+    return np.asarray(random.key_data(x) if isinstance(x, fnx.prng.KeyArray) else x)
 
 
 def _within(value, expected, std_error, sigmas=5.0):
@@ -37,25 +38,28 @@ def test_threefry_known_answers(key, count, expected):
 
 def test_keys_and_split_match_jax():
     np.testing.assert_array_equal(_np(random.PRNGKey(42)), [0, 42])
-    np.testing.assert_array_equal(_np(random.key(0)), [0, 0])
-    assert random.key(0).dtype == np.uint32
+    np.testing.assert_array_equal(_np(random.key_data(random.key(0))), [0, 0])
+    assert random.PRNGKey(0).dtype == np.uint32
     # jax.random.split(jax.random.key(0)) with JAX's default (partitionable) Threefry
-    np.testing.assert_array_equal(_np(random.split(random.key(0))),
+    np.testing.assert_array_equal(_np(random.split(random.PRNGKey(0))),
                                   [[1797259609, 2579123966], [928981903, 3453687069]])
     # split is fold-like: the i-th key is fold_in(key, i)
     k = random.key(123)
     ks = random.split(k, 5)
     for i in range(5):
-        np.testing.assert_array_equal(_np(ks[i]), _np(random.fold_in(k, i)))
+        np.testing.assert_array_equal(_np(random.key_data(ks[i])),
+                                      _np(random.key_data(random.fold_in(k, i))))
 
 
 def test_seeds():
-    np.testing.assert_array_equal(_np(random.key(-1)), [0, 2**32 - 1])
-    np.testing.assert_array_equal(_np(random.key(np.int64(2**40 + 5))), [2**8, 5])
-    np.testing.assert_array_equal(_np(random.key(jnp.asarray(7))), [0, 7])
+    np.testing.assert_array_equal(_np(random.PRNGKey(-1)), [0, 2**32 - 1])
+    np.testing.assert_array_equal(_np(random.PRNGKey(np.int64(2**40 + 5))), [2**8, 5])
+    np.testing.assert_array_equal(_np(random.key_data(random.key(jnp.asarray(7)))), [0, 7])
     with pytest.raises(TypeError, match="integer"):
         random.key(1.5)
     with pytest.raises(TypeError, match="one key"):
+        random.uniform(random.split(random.PRNGKey(0), 3), (2,))
+    with pytest.raises(ValueError, match="single key"):
         random.uniform(random.split(random.key(0), 3), (2,))
 
 
@@ -68,12 +72,13 @@ def test_reproducible_and_key_sensitive():
 
 
 def test_split_keys_are_distinct_and_independent():
-    keys = _np(random.split(random.key(3), 1000))
+    keys = _np(random.key_data(random.split(random.key(3), 1000)))
     assert len({tuple(k) for k in keys}) == 1000
     k1, k2 = random.split(random.key(3))
     a, b = _np(random.normal(k1, (N,))), _np(random.normal(k2, (N,)))
     _within(np.corrcoef(a, b)[0, 1], 0.0, 1 / math.sqrt(N))
-    assert random.split(random.key(0), (2, 3)).shape == (2, 3, 2)
+    assert random.split(random.key(0), (2, 3)).shape == (2, 3)
+    assert random.split(random.PRNGKey(0), (2, 3)).shape == (2, 3, 2)
 
 
 def test_bits_dtypes_and_uniformity():
