@@ -62,6 +62,7 @@ convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.batch = lambda vals, dims, **p: (convert_element_type_p.bind(vals[0], **p),
                                                         dims[0])
 convert_element_type_p.is_linear = True
+convert_element_type_p.folds_constants = True   # a constant converted is a literal (partial_eval)
 
 
 def exact_scalar(x, dtype):
