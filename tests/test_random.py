@@ -674,3 +674,51 @@ def test_multinomial():
     y = _np(random.multinomial(K, jnp.asarray([5.0, 100.0]), jnp.asarray([1.0, 1.0])))
     assert y.shape == (2, 2)
     np.testing.assert_array_equal(y.sum(1), [5, 100])
+
+
+@pytest.mark.x32
+def test_typed_keys_as_jax():
+    jax = _jax()
+    k, fk = jax.random.key(42), random.key(42)
+    assert repr(fk) == repr(k) and str(fk) == str(k)
+    assert str(fnx.typeof(fk)) == str(jax.typeof(k)) == "key<fry>[]"
+    assert fk.shape == k.shape and str(fk.dtype) == str(k.dtype)
+    assert random.key_impl(fk) == str(jax.random.key_impl(k))
+    assert jnp.issubdtype(fk.dtype, fnx.dtypes.prng_key)
+    assert not jnp.issubdtype(jnp.float32, fnx.dtypes.prng_key)
+    ks, fks = jax.random.split(k, 3), random.split(fk, 3)
+    assert repr(fks) == repr(ks) and fks.shape == (3,) and fks[1].shape == ()
+    np.testing.assert_array_equal(_np(random.key_data(fks)), np.asarray(jax.random.key_data(ks)))
+    data = np.array([[1, 2], [3, 4]], np.uint32)
+    w, fw = jax.random.wrap_key_data(data), random.wrap_key_data(data)
+    assert repr(fw) == repr(w)
+    np.testing.assert_array_equal(_np(random.bits(fw[1], (4,))),
+                                  np.asarray(jax.random.bits(w[1], (4,))))
+    # keys through jit, vmap, a scan carry, unpacking, reshape
+    np.testing.assert_array_equal(_np(fnx.jit(lambda k: random.fold_in(k, 3))(fk)),
+                                  np.asarray(jax.random.key_data(jax.random.fold_in(k, 3))))
+    np.testing.assert_array_equal(_np(fnx.vmap(lambda k: random.bits(k, (2,)))(fks)),
+                                  np.asarray(jax.vmap(lambda k: jax.random.bits(k, (2,)))(ks)))
+    out = fnx.vmap(random.split)(fks)
+    assert isinstance(out, fnx.prng.KeyArray) and out.shape == (3, 2)
+
+    def step(key, _):
+        key, sub = random.split(key)
+        return key, random.bits(sub)
+
+    def jstep(key, _):
+        key, sub = jax.random.split(key)
+        return key, jax.random.bits(sub)
+    last, draws = fnx.lax.scan(step, fk, None, length=4)
+    jlast, jdraws = jax.lax.scan(jstep, k, None, length=4)
+    np.testing.assert_array_equal(_np(draws), np.asarray(jdraws))
+    assert repr(last) == repr(jlast)
+    a, b = random.split(fk)
+    ja, jb = jax.random.split(k)
+    assert repr(b) == repr(jb)
+    assert fks.reshape(3, 1).shape == (3, 1) and repr(fks.reshape(3, 1)) == repr(ks.reshape(3, 1))
+    np.testing.assert_array_equal(np.asarray(fks == fks), [True] * 3)
+    with pytest.raises(ValueError, match="single key"):
+        random.normal(fks)
+    with pytest.raises(TypeError):
+        np.asarray(fk)
