@@ -169,8 +169,9 @@ eq, ne, lt, le, gt, ge = map(_bind1, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 
 
 # the zeros and sums of tangents that ad_util (below lax) builds
-register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype), add=add,
-                            convert=convert_element_type)
+# (zeros keep a weak type: a zero cotangent of a Python-number output is weak, as in JAX)
+register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype, aval.weak_type),
+                            add=add, convert=convert_element_type)
 
 
 def integer_pow(x, y: int):
