@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import numpy as jnp
 from .core import dtypes
 from .core.core import ShapedArray, Tracer, get_aval
 from .core.pytree import register_pytree_node
@@ -99,8 +100,7 @@ class KeyArray:
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        from .numpy import reshape
-        return KeyArray(reshape(self._data, tuple(shape) + (2,)))
+        return KeyArray(jnp.reshape(self._data, tuple(shape) + (2,)))
 
     def ravel(self):
         return self.reshape(-1)
@@ -109,14 +109,12 @@ class KeyArray:
 
     @property
     def T(self):  # noqa: N802 - NumPy's name
-        from .numpy import transpose
-        return KeyArray(transpose(self._data, tuple(range(self.ndim))[::-1] + (self.ndim,)))
+        return KeyArray(jnp.transpose(self._data, tuple(range(self.ndim))[::-1] + (self.ndim,)))
 
     def __eq__(self, other):
-        from .numpy import all as all_
         if not isinstance(other, KeyArray):
             return NotImplemented
-        return all_(self._data == other._data, axis=-1)
+        return jnp.all(self._data == other._data, axis=-1)
 
     def __ne__(self, other):
         eq = self.__eq__(other)

@@ -18,7 +18,6 @@ ROOT = os.path.dirname(fnx.__file__)
 # creation, shapes, reductions, indexing, sorting); each edge here points up that order. The
 # GPU's entries point up from the kernel kinds to the program that runs them.
 ALLOWED_LATE = {
-    ("fnx.numpy._core", "fnx.numpy.shapes"): "asarray of a list of arrays stacks them",
     ("fnx.numpy.ufuncs", "fnx.numpy.indexing"): "where(cond, size=...) is nonzero",
     ("fnx.numpy.ufuncs", "fnx.numpy.reductions"): "allclose and array_equal reduce with all",
     ("fnx.numpy.ufuncs", "fnx.numpy.shapes"): "a ufunc over a list of arrays stacks them",
