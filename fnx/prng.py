@@ -132,8 +132,8 @@ class KeyArray:
         return self
 
     def __repr__(self):
-        if isinstance(self._data, Tracer):
-            return f"Traced<{self.aval.str_short()}>"
+        if isinstance(self._data, Tracer):     # as its data's tracer: JitTracer(key<fry>[])
+            return f"{repr(self._data).split('(')[0]}({self.aval.str_short()})"
         return f"Array({self.shape}, dtype={key_dtype}) overlaying:\n{np.asarray(self._data)}"
 
     __str__ = __repr__

@@ -722,3 +722,24 @@ def test_typed_keys_as_jax():
         random.normal(fks)
     with pytest.raises(TypeError):
         np.asarray(fk)
+
+
+@pytest.mark.x32
+def test_typed_keys_through_control_flow_and_grad_as_jax():
+    jax = _jax()
+
+    def program(lib):
+        r = lib.random
+        k = r.key(1)
+        seen = [repr(lib.vmap(r.key)(lib.numpy.arange(3))),
+                repr(lib.lax.fori_loop(0, 3, lambda i, k: r.fold_in(k, i), k)),
+                repr(lib.lax.cond(True, lambda k: r.split(k)[0], lambda k: k, k))]
+        printed = []
+        lib.jit(lambda k: printed.append(repr(k)) or r.uniform(k))(k)
+        seen.append(printed[0])
+        g = lib.grad(lambda w, k: (w * r.normal(k, (2,))).sum())(lib.numpy.ones(2), k)
+        seen.append(np.round(np.asarray(g), 5).tolist())
+        state = lib.jit(lambda s: s)({"k": k, "w": lib.numpy.ones(2)})
+        seen.append(str(state["k"].dtype))
+        return seen
+    assert program(fnx) == program(jax)
