@@ -13,7 +13,7 @@ MODULES = (
     "fnx.linalg", "fnx.scipy.special", "fnx.scipy.stats", "fnx.scipy.linalg",
     "fnx.scipy.optimize", "fnx.scipy.sparse.linalg", "fnx.scipy.signal", "fnx.tree_util",
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
-    "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing",
+    "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing", "fnx.dlpack",
     "fnx.amp",
 )
 
@@ -23,7 +23,8 @@ _LAX_INTERNALS = frozenset("""
     Primitive ShapedArray Zero abs_ all_primitives bdim_at_front canonicalize_precision
     complex_ complex_basetype complex_dtype defjvp defjvp_with_output deflinear elementwise
     exact_scalar get_aval instantiate is_undefined max_ min_ not_mapped pow_ primitive reduction
-    round_ stop_gradient_raw zero_jvp zeros_like_aval
+    round_ stop_gradient_raw zero_jvp zeros_like_aval unary binary elementwise_primitives
+    broadcast_batch move_batch_axis register_option register_tangent_arithmetic shape_str
 """.split())
 _EXCLUDED = {"fnx.lax": _LAX_INTERNALS}
 

@@ -66,6 +66,21 @@ def _binary(name, fn, ref, d1="any", d2="any", grad=True, s1=(3, 4), s2=(3, 4)):
     return OpSpec(name, fn, ref, [(s1, d1), (s2, d2)], grad)
 
 
+def _conv_nhwc_ref(x, w, strides, pads, groups):
+    """An NHWC/HWIO convolution: over kernel offsets, a sum of strided slices of the padded
+    input times the kernel's slice, each feature group on its own."""
+    x = np.pad(x, [(0, 0), *pads, (0, 0)])
+    (kh, kw, c, o), (sh, sw), n = w.shape, strides, x.shape[0]
+    oh, ow = (x.shape[1] - kh) // sh + 1, (x.shape[2] - kw) // sw + 1
+    out = 0
+    for i, j in np.ndindex(kh, kw):
+        patch = x[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw]
+        patch = patch.reshape(n, oh, ow, groups, c)
+        out = out + np.einsum("nhwgc,cgo->nhwgo", patch,
+                              w[i, j].reshape(c, groups, o // groups))
+    return out.reshape(n, oh, ow, o)
+
+
 def _softmax(x, axis=-1):
     e = np.exp(x - x.max(axis, keepdims=True))
     return e / e.sum(axis, keepdims=True)
@@ -199,6 +214,12 @@ SPECS = [
     _binary("batched_matmul", jnp.matmul, np.matmul, s1=(2, 3, 4), s2=(4, 5)),
     _binary("einsum", lambda a, b: jnp.einsum("bij,bkj->bik", a, b),
             lambda a, b: np.einsum("bij,bkj->bik", a, b), s1=(2, 3, 4), s2=(2, 5, 4)),
+    _binary("conv_nhwc_grouped",
+            lambda x, w: lax.conv_general_dilated(x, w, (2, 1), ((1, 0), (1, 1)),
+                                                  dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                                  feature_group_count=2),
+            lambda x, w: _conv_nhwc_ref(x, w, (2, 1), [(1, 0), (1, 1)], 2),
+            s1=(2, 5, 4, 4), s2=(2, 3, 2, 4)),
     _unary("sort", lambda x: jnp.sort(x, 1), lambda x: np.sort(x, 1)),
     _unary("argsort", lambda x: jnp.argsort(x, 0), lambda x: np.argsort(x, 0, kind="stable"),
            grad=False),

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+import fnx
 from fnx.backends import numpy_backend
 from fnx.core import lax as core_lax
 from fnx.core import passes
@@ -64,3 +65,27 @@ def test_one_statement_wrappers_match_numpy(name):
     wrapper = getattr(core_lax, name)
     assert wrapper.__name__ == name and wrapper.__doc__
     np.testing.assert_allclose(np.asarray(wrapper(x)), ref(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide),
+    ("rem", np.fmod), ("pow", np.power), ("max", np.maximum), ("min", np.minimum),
+    ("atan2", np.arctan2), ("nextafter", np.nextafter), ("lt", np.less),
+    ("ge", np.greater_equal)])
+def test_one_statement_binary_wrappers_match_numpy(name, ref):
+    rng = np.random.default_rng()
+    x, y = rng.uniform(0.1, 2.0, size=(2, 5))
+    wrapper = getattr(fnx.lax, name)   # fnx.lax.pow is fnx.core.lax.pow_
+    assert wrapper.__name__ == name and wrapper.__doc__
+    np.testing.assert_allclose(np.asarray(wrapper(x, y)), ref(x, y), rtol=1e-12)
+
+
+def test_binary_defines_the_rules_it_is_given():
+    # linear in both operands: a transpose and the linear flag; piecewise constant: zero tangents
+    assert core_lax.add_p.is_linear and core_lax.add_p.transpose is not None
+    assert not core_lax.mul_p.is_linear and core_lax.mul_p.transpose is not None
+    x = np.array([0.5, 1.5])
+    _, t = fnx.jvp(lambda a: core_lax.lt(a, 1.0), (x,), (np.ones(2),))
+    assert not np.asarray(t).any()
+    _, t = fnx.jvp(lambda a: core_lax.atan2(a, 2.0), (x,), (np.ones(2),))
+    np.testing.assert_allclose(np.asarray(t), 2.0 / (x ** 2 + 4.0), rtol=1e-12)

@@ -29,7 +29,7 @@ def test_a_program_built_by_the_workers_runs_and_is_cached(workers, tmp_path):
     assert workers.alive == 2 and workers.usable()
     source = _TWICE + "// " + str(np.random.default_rng().integers(1 << 30))  # not yet built
     C._build_program([(source, "fnx_twice")], cp.cuda.Device().id)
-    kernel = C._KERNELS.pop((source, "fnx_twice"))
+    kernel = C._KERNELS.pop((cp.cuda.Device().id, (source, "fnx_twice")))
     assert isinstance(kernel, C.LoadedKernel)
     x = cp.arange(5, dtype=cp.float32)
     kernel((1,), (32,), (x, np.int32(5)))

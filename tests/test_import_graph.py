@@ -1,8 +1,7 @@
 """The module import graph of fnx: no circles, and fnx/core standing on nothing above it.
 
 Every ``import`` of an fnx module counts, the ones inside functions too (an import moved into a
-function to break a circle still is one), except the edges in ``ALLOWED_LATE``, each with the
-reason it must be late.
+function to break a circle still is one).
 """
 import ast
 import os
@@ -12,26 +11,6 @@ import sys
 import fnx
 
 ROOT = os.path.dirname(fnx.__file__)
-
-# (importer, imported): imports inside functions that close a circle, and why. fnx.numpy's
-# functions are written with each other (its modules stand, bottom to top: _core, ufuncs,
-# creation, shapes, reductions, indexing, sorting); each edge here points up that order. The
-# GPU's entries point up from the kernel kinds to the program that runs them.
-ALLOWED_LATE = {
-    ("fnx.numpy.ufuncs", "fnx.numpy.indexing"): "where(cond, size=...) is nonzero",
-    ("fnx.numpy.ufuncs", "fnx.numpy.reductions"): "allclose and array_equal reduce with all",
-    ("fnx.numpy.ufuncs", "fnx.numpy.shapes"): "a ufunc over a list of arrays stacks them",
-    ("fnx.numpy.shapes", "fnx.numpy.reductions"): "trace sums a diagonal",
-    ("fnx.numpy.reductions", "fnx.numpy.sorting"): "median and quantile sort",
-    ("fnx.cuda.control", "fnx.cuda.executable"):
-        "a loop body or branch is lowered as a program of its own",
-    ("fnx.cuda.epilogue", "fnx.cuda.executable"): "an eager dense layer runs the program's product",
-    ("fnx.cuda.epilogue", "fnx.cuda.gemm_table"): "an eager dense layer times its GEMM candidates",
-    ("fnx.cuda.lt_backward", "fnx.cuda.executable"): "its steps run the program's product",
-    ("fnx.cuda.rows", "fnx.cuda.epilogue"): "row kernels fuse a dense layer's activation",
-    ("fnx.cuda.small_gemm", "fnx.cuda.epilogue"): "small GEMMs share the epilogues' activations",
-}
-
 
 def _module_name(path):
     rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
@@ -71,18 +50,12 @@ def _resolve(importer, node):
 
 
 def _edges():
-    """``{(importer, imported): is_late}``; late means inside a function."""
-    edges = {}
+    """Every ``(importer, imported)`` pair, at module level or inside functions."""
+    edges = set()
     for name, path in MODULES.items():
-        tree = ast.parse(open(path).read())
-        top = {id(n) for n in tree.body}
-        for node in ast.walk(tree):
+        for node in ast.walk(ast.parse(open(path).read())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                late = id(node) not in top
-                for target in _resolve(name, node):
-                    if target != name:
-                        key = (name, target)
-                        edges[key] = edges.get(key, True) and late
+                edges.update((name, target) for target in _resolve(name, node) if target != name)
     return edges
 
 
@@ -122,16 +95,15 @@ def _cycles(edges):
 
 
 def test_the_import_graph_has_no_circles():
-    edges = {e for e in _edges() if e not in ALLOWED_LATE}
-    cycles = _cycles(edges)
+    cycles = _cycles(_edges())
     assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
-def test_allowed_late_imports_are_late_and_still_there():
-    edges = _edges()
-    for edge, why in ALLOWED_LATE.items():
-        assert edge in edges, f"{edge} is allowed ({why}) but no longer imported: drop it"
-        assert edges[edge], f"{edge} is allowed only inside functions ({why})"
+def test_the_walk_sees_imports_inside_functions_and_finds_circles():
+    # fnx.cuda.executable imports lt_backward only inside a method
+    assert ("fnx.cuda.executable", "fnx.cuda.lt_backward") in _edges()
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e")}
+    assert _cycles(edges) == [["a", "b", "c"]]
 
 
 def test_core_imports_nothing_outside_core():

@@ -1929,3 +1929,37 @@ def test_vectorize_matches_jax(rng):
         assert_close(g, w, rtol=1e-5, atol=1e-5)
     g = fnx.grad(lambda x: jnp.sum(jnp.vectorize(jnp.sin)(x)))(a)
     assert_close(g, np.cos(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)),
+    ((5, 2, 3), (5, 3, 4)), ((1, 2, 3), (5, 3, 4)), ((5, 2, 3), (1, 3, 4)),
+    ((6, 1, 2, 3), (5, 3, 4)), ((1, 1, 2, 3), (1, 3, 4)), ((7, 5, 2, 3), (3,)),
+    ((4, 1, 2, 3), (4, 5, 3, 4))])
+def test_matmul_broadcasts_as_numpy_with_its_gradients(sa, sb, rng):
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    np.testing.assert_allclose(np.asarray(jnp.matmul(a, b)), np.matmul(a, b), rtol=1e-12)
+    ga, gb = fnx.grad(lambda a, b: jnp.sum(jnp.matmul(a, b) ** 2), argnums=(0, 1))(a, b)
+    c = 2 * np.matmul(a, b)
+    a2 = a[None] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    c2 = c.reshape(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]) + (a2.shape[-2], b2.shape[-1]))
+    ref_a = np.matmul(c2, np.swapaxes(b2, -1, -2))
+    ref_b = np.matmul(np.swapaxes(a2, -1, -2), c2)
+    ref_a = ref_a.reshape((-1,) + a2.shape).sum(0) if ref_a.ndim > a2.ndim else ref_a
+    for axis, size in enumerate(a2.shape[:-2]):
+        if size == 1:
+            ref_a = ref_a.sum(axis, keepdims=True)
+    ref_b = ref_b.sum(tuple(range(ref_b.ndim - b2.ndim))) if ref_b.ndim > b2.ndim else ref_b
+    for axis, size in enumerate(b2.shape[:-2]):
+        if size == 1:
+            ref_b = ref_b.sum(axis, keepdims=True)
+    np.testing.assert_allclose(np.asarray(ga), ref_a.reshape(sa), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(gb), ref_b.reshape(sb), rtol=1e-10)
+
+
+def test_matmul_of_a_batch_by_a_matrix_is_one_product_and_so_is_its_weight_gradient():
+    x, w = np.ones((8, 16, 32), np.float32), np.ones((32, 4), np.float32)
+    text = str(fnx.make_jaxpr(fnx.grad(lambda x, w: jnp.sum(jnp.matmul(x, w)), argnums=1))(x, w))
+    assert "dimension_numbers=(([0, 1], [0, 1]), ([], []))" in text, text
+    assert "broadcast_in_dim b" not in text and text.count("dot_general") == 2

@@ -134,3 +134,41 @@ def test_losses_match_optax(rng):
     grad = fnx.grad(lambda x: jnp.mean(losses.softmax_cross_entropy_with_integer_labels(x, ids)))
     ref = jax.grad(lambda x: jax.numpy.mean(ol.softmax_cross_entropy_with_integer_labels(x, ids)))
     close(grad(logits), ref(logits))
+
+
+def _factorable(rng):
+    # a matrix whose two axes reach min_dim_size_to_factor (factored), a small matrix and a
+    # vector (full second moments), a 3-d array factored over its two largest axes
+    return {"big": rng.standard_normal((130, 140)).astype(np.float32),
+            "w": rng.standard_normal((3, 4)).astype(np.float32),
+            "b": rng.standard_normal(4).astype(np.float32),
+            "t": rng.standard_normal((3, 8, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"learning_rate": 1e-2},
+    {"learning_rate": 0.05, "momentum": 0.9, "weight_decay_rate": 1e-3,
+     "min_dim_size_to_factor": 4, "clipping_threshold": None},
+    {"learning_rate": 1e-2, "multiply_by_parameter_scale": False, "factored": False},
+], ids=["defaults", "lr", "momentum-decay-small-factor", "unfactored"])
+def test_adafactor_matches_optax(rng, kwargs):
+    params = _factorable(rng)
+    grads = [_factorable(rng) for _ in range(5)]
+    fx, fx_state = _run(optim, optim.adafactor(**kwargs), params, grads)
+    ref, ref_state = _run(optax, optax.adafactor(**kwargs), params, grads)
+    close(fx, ref, 2e-5)
+    close(fx_state, ref_state, 2e-5)            # the factored moments and counts, step by step
+
+
+def test_adafactor_under_jit(rng):
+    params = _factorable(rng)
+    grads = _factorable(rng)
+    opt, ref_opt = optim.adafactor(1e-2, min_dim_size_to_factor=4), \
+        optax.adafactor(1e-2, min_dim_size_to_factor=4)
+    step = fnx.jit(lambda g, s, p: opt.update(g, s, p))
+    u, s = step(grads, opt.init(params), params)
+    u, s = step(grads, s, params)
+    ru, rs = ref_opt.update(grads, ref_opt.init(params), params)
+    ru, rs = ref_opt.update(grads, rs, params)
+    close(u, ru, 2e-5)
+    assert int(s[0].count) == 2                  # the factored moments' step count

@@ -417,6 +417,30 @@ def test_jit_with_shardings_runs_a_data_parallel_step_on_every_device(rng):
     assert w1.sharding == rep
 
 
+def test_jit_with_shardings_keeps_a_conv_net_data_parallel(rng):
+    """Convolutions of the device's images, and each kernel's gradient from them psum'd."""
+    mesh = fnx.make_mesh((8,), ("batch",))
+    rep, rows = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
+    params = (rng.standard_normal((3, 3, 2, 4)), rng.standard_normal((3, 3, 4, 3)))
+    x = rng.standard_normal((16, 6, 6, 2))
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(p, x):
+        h = fnx.nn.relu(lax.conv_general_dilated(x, p[0], (1, 1), "SAME",
+                                                 dimension_numbers=dn))
+        y = lax.conv_general_dilated(h, p[1], (2, 2), "VALID", dimension_numbers=dn)
+        return jnp.mean(y ** 2)
+
+    grad = fnx.grad(loss)
+    placed = fnx.jit(grad, in_shardings=(rep, rows), out_shardings=rep)
+    for got, want in zip(placed(params, x), fnx.jit(grad)(params, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    jaxpr = _device_program(placed)
+    names = [e.primitive.name for e in jaxpr.eqns]
+    assert "all_gather" not in names and names.count("conv_general_dilated") == 5
+    assert all(16 not in v.aval.shape for e in jaxpr.eqns for v in e.invars)
+
+
 @pytest.mark.parametrize("case", ["model_parallel", "reshape", "fallback", "2d_reduce",
                                   "attention", "gram"])
 def test_jit_with_shardings_partitions_like_the_global_program(rng, case):

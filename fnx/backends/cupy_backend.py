@@ -11,9 +11,13 @@ import numpy as np
 import cupy as cp
 
 from ..core import lax
-from ..core.core import Array
-from ..cuda import nccl, solver
+from ..core.convolution import conv_general_dilated_p, im2col
+from ..core.core import Array, get_backend, global_devices, process_index, process_store
+from ..core.interop import host_view, is_foreign_array, on_gpu
+from ..cuda import cudnn, nccl, solver
+from ..cuda.gemm_table import matmul_precision
 from . import numpy_backend
+from .decomposed import decomposed_impl
 
 
 def _erf(x):
@@ -133,13 +137,11 @@ class CupyBackend:
     def devices(self) -> list:
         """Every GPU of the program: this process's, and other processes' once
         fnx.distributed has joined them."""
-        from ..core.core import global_devices
         joined = global_devices("gpu")
         return joined if joined is not None else local_gpus()
 
     def communicator(self, devices):
         """NCCL communicators among ``devices`` (fnx.cuda.nccl)."""
-        from ..core.core import process_index, process_store
         remote = any(getattr(d, "process_index", 0) != process_index() for d in devices)
         if remote and process_store() is None:
             raise RuntimeError("collectives across processes need fnx.distributed.initialize")
@@ -159,6 +161,13 @@ class CupyBackend:
             return upload(x._backend.to_numpy(x._value))
         if isinstance(x, cp.ndarray):
             return x
+        if is_foreign_array(x):
+            # another library's array (torch, JAX): a private copy, device to device if it
+            # lives on a GPU, so a later write by its owner changes no fnx array
+            if on_gpu(x):
+                with cp.cuda.Device(self.cuda_id):      # onto this GPU, a peer copy if need be
+                    return cp.array(x, dtype=dtype, copy=True)
+            return upload(np.asarray(host_view(x), dtype=dtype))
         if np.ndim(x) == 0:
             return np.dtype(dtype).type(x)      # scalars ride along as kernel arguments
         return upload(np.asarray(x, dtype=dtype))
@@ -176,6 +185,35 @@ class CupyBackend:
 
     def synchronize(self, buf):
         cp.cuda.get_current_stream().synchronize()
+
+    def import_dlpack(self, x, copy):
+        """A buffer of GPU DLPack producer ``x``: its memory itself only with ``copy=False``."""
+        buf = cp.from_dlpack(x)
+        if copy is False:
+            return buf
+        with cp.cuda.Device(self.cuda_id):
+            return buf.copy()
+
+    def export_dlpack(self, buf, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # CuPy arrays cannot be flagged read-only: the consumer shares fnx's memory, as JAX's
+        # GPU arrays share theirs (writing to it is the consumer's error)
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return buf.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_device(self, buf):
+        return tuple(buf.__dlpack_device__())
+
+    def cuda_array_interface(self, buf):
+        """CuPy's interface for ``buf`` with its data marked read-only, as JAX marks its own.
+        The work writing ``buf`` may be on any of fnx's streams: it is finished first, so the
+        consumer needs no stream to wait on."""
+        buf.device.synchronize()
+        cai = dict(buf.__cuda_array_interface__)
+        cai["data"] = (cai["data"][0], True)
+        cai["stream"] = None
+        cai["version"] = 3
+        return cai
 
     def compile(self, jaxpr, consts, donated=()):
         """Lower ``jaxpr`` to fused kernels and cuBLAS calls, replayed as one CUDA graph from
@@ -217,12 +255,27 @@ class _LazyTable(dict):
         return prim in _OVERRIDES or prim in numpy_backend.impls
 
 
+_im2col = decomposed_impl(im2col, _LazyTable(), cp)
+
+
+def _conv_general_dilated(lhs, rhs, *, precision=None, **params):
+    """A convolution on cuDNN where it takes it (compiled programs choose the same way, in
+    fnx.cuda.decompose), else im2col on CuPy arrays."""
+    if lhs.dtype == rhs.dtype and cudnn.available() and \
+            cudnn.mapping(lhs.shape, rhs.shape, lhs.dtype, params) is not None:
+        return cudnn.conv_general_dilated(lhs, rhs, precision=matmul_precision(precision),
+                                          **params)
+    return _im2col(lhs, rhs, precision=precision, **params)
+
+
+_OVERRIDES[conv_general_dilated_p] = _conv_general_dilated
+
+
 _local_gpus: list = []
 
 
 def local_gpus() -> list:
     """One backend per GPU this process sees; the first is the default one."""
-    from ..core.core import get_backend
     if not _local_gpus:
         first = get_backend("gpu")
         _local_gpus.append(first)

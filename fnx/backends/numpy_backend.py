@@ -6,11 +6,13 @@ import math
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core import fft as fft_prims
+from ..core import convolution, fft as fft_prims
 from ..core.core import Array
+from ..core.interop import host_view, is_foreign_array
 import contextlib
 
 from . import host_comm, numpy_linalg
+from .decomposed import decomposed_impl
 from .numpy_executable import NumpyExecutable
 
 
@@ -311,6 +313,8 @@ impls.update({
 })
 impls.update(numpy_linalg.impls)
 impls.update(host_comm.impls)
+# a convolution is im2col: its pads, slices and one product through the impls above
+impls[convolution.conv_general_dilated_p] = decomposed_impl(convolution.im2col, impls)
 
 
 def computed_in_float32(impl):
@@ -331,6 +335,9 @@ COMPUTED_IN_FLOAT32 = frozenset({
     L.reduce_sum_p, L.reduce_prod_p, L.cumsum_p, L.scatter_p, L.dot_general_p,
     L.integer_pow_p, L.logistic_p, L.erf_p, L.erf_inv_p, *numpy_linalg.impls})
 impls.update({p: computed_in_float32(impls[p]) for p in COMPUTED_IN_FLOAT32})
+
+
+_SCALARS = (bool, int, float, complex, np.generic)
 
 
 class NumpyBackend:
@@ -374,6 +381,8 @@ class NumpyBackend:
             # the caller's array: a private copy (converted on the way, so one copy), as an
             # upload to a device would be, so later writes to it change no fnx array
             return np.array(x, dtype=dtype, order="C")
+        if not isinstance(x, _SCALARS) and is_foreign_array(x):
+            return np.array(host_view(x), dtype=dtype, order="C")   # torch's, JAX's: a copy
         return np.asarray(x, dtype=dtype)
 
     def cast(self, buf, dtype):
@@ -389,6 +398,33 @@ class NumpyBackend:
 
     def synchronize(self, buf):
         pass
+
+    def import_dlpack(self, x, copy):
+        """A buffer of CPU DLPack producer ``x``: its memory itself only with ``copy=False``."""
+        buf = np.from_dlpack(x)
+        return buf if copy is False else np.array(buf, order="C")
+
+    def export_dlpack(self, buf, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # fnx arrays are immutable: a consumer of DLPack 1.0 gets fnx's memory flagged
+        # read-only; an older one (or NumPy < 2.1, which cannot set the flag) gets a copy
+        kwargs = {} if dl_device is None else {"dl_device": dl_device}
+        if not copy and max_version is not None and max_version[0] >= 1:
+            view = np.asarray(buf).view()
+            view.flags.writeable = False
+            try:
+                return view.__dlpack__(stream=stream, max_version=max_version, **kwargs)
+            except TypeError:
+                pass
+        if copy is False:
+            raise BufferError("fnx arrays are immutable, and this DLPack consumer cannot be told "
+                              "the memory is read-only: it needs a copy, but copy=False was given")
+        mine = np.array(buf, order="C")
+        if max_version is None:
+            return mine.__dlpack__(stream=stream)
+        return mine.__dlpack__(stream=stream, max_version=max_version, **kwargs)
+
+    def dlpack_device(self, buf):
+        return tuple(np.asarray(buf).__dlpack_device__())
 
     def compile(self, jaxpr, consts, donated=()):
         """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy (nothing is

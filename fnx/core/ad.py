@@ -15,7 +15,7 @@ from .core import (Trace, Tracer, current_trace, full_lower_to_array, get_aval,
                    set_current_trace)
 from .errors import ConcretizationTypeError
 from .jaxpr import Jaxpr, Literal, Var, eval_jaxpr
-from .partial_eval import JaxprTrace, trace_to_jaxpr_dynamic
+from .partial_eval import JaxprTrace, JaxprTracer, trace_to_jaxpr_dynamic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -35,7 +35,6 @@ class JVPTracer(Tracer):
         return get_aval(self.primal)
 
     def __repr__(self):
-        from .partial_eval import JaxprTracer
         primal = repr(self.primal) if isinstance(self.primal, Tracer) else str(self.primal)
         if isinstance(self.tangent, JaxprTracer):   # reverse mode: the tangent is being staged
             return f"GradTracer(primal={primal}, " \

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
+
+R = TypeVar("R")
 
 import numpy as np
 
@@ -188,7 +190,7 @@ def _check_grad_input(x, argnum, name, holomorphic=False, real_only=False):
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False):
+                   holomorphic: bool = False) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(fun(*args), gradient)`` (``((value, aux), gradient)`` with
     ``has_aux``).
 
@@ -262,7 +264,7 @@ def _ones_like_aval(aval):
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False):
+         holomorphic: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
     ``holomorphic``).
 
@@ -455,7 +457,8 @@ def block_until_ready(x):
 # vmap
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None):
+def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
+         axis_size: int | None = None) -> Callable[..., R]:
     """Vectorise ``fun`` over a leading (or any) axis of its arguments.
 
     >>> xs, w = jnp.ones((5, 3)), jnp.array([1.0, 2.0, 3.0])

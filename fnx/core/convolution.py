@@ -1,9 +1,13 @@
-"""Convolutions and windowed reductions, as JAX's ``lax`` has them, composed from existing
-primitives so that grad, jvp, vmap, jit and every backend work through them unchanged.
+"""Convolutions and windowed reductions, as JAX's ``lax`` has them.
 
-Both gather windows the same way (im2col): ``pad`` the input (its interior padding dilates it),
-take one strided ``slice`` per window offset, then combine the slices: a single ``dot_general``
-for a convolution, a pairwise reduction for ``reduce_window``.
+A convolution is one primitive, ``conv_general_dilated_p``, with JAX's rules: its JVP is
+bilinear, its transposes are convolutions (so ``grad`` of a conv net is convolutions too) and
+vmap folds the mapped axis into the batch or the features. Backends compute it by its
+decomposition, ``im2col``, or by a library (cuDNN).
+
+``im2col`` and ``reduce_window`` gather windows the same way: ``pad`` the input (its interior
+padding dilates it), take one strided ``slice`` per window offset, then combine the slices: a
+single ``dot_general`` for a convolution, a pairwise reduction for ``reduce_window``.
 
 >>> import fnx.lax as lax
 >>> lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -12,14 +16,17 @@ for a convolution, a pairwise reduction for ``reduce_window``.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from . import lax
-from .core import get_aval
+from . import dtypes, lax
+from .ad_util import Zero, defjvp, is_undefined
+from .core import ShapedArray, get_aval
 from .errors import DTypeError, ShapeError
+from .lax import not_mapped
 
 
 class ConvDimensionNumbersError(ShapeError, TypeError):
@@ -179,7 +186,7 @@ def _stack(xs, axis):
 
 
 # =============================================================================================
-# Convolution
+# Convolution: the public function validates and normalises, then binds the primitive
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
@@ -201,34 +208,322 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     if nsp < 0:
         raise ShapeError(f"{name}: lhs of shape {lhs_aval.shape} needs batch and feature "
                          f"dimensions")
-    if lhs_aval.dtype != rhs_aval.dtype:
-        raise DTypeError(f"{name}: lhs and rhs need the same dtype, got {lhs_aval.dtype} and "
-                         f"{rhs_aval.dtype}")
     strides = _ints(name, "window_strides", window_strides, nsp)
     lhs_dilation = _ints(name, "lhs_dilation", lhs_dilation, nsp)
     rhs_dilation = _ints(name, "rhs_dilation", rhs_dilation, nsp)
-    # canonical layouts: lhs (N, C, spatial...), rhs (O, I, spatial...)
-    lhs = lax.transpose(lhs, dn.lhs_spec)
-    rhs = lax.transpose(rhs, dn.rhs_spec)
-    if batch_group_count != 1:
-        lhs = _batch_groups_as_features(name, lhs, rhs, lhs_aval.shape, rhs_aval.shape,
-                                        batch_group_count, feature_group_count)
-        feature_group_count = batch_group_count
-    (_, c, *in_sp), (o, i, *k_sp) = get_aval(lhs).shape, get_aval(rhs).shape
-    groups = _check_features(name, lhs_aval.shape, rhs_aval.shape, c, i, o, feature_group_count)
     if isinstance(padding, str):
         if lhs_dilation != (1,) * nsp:
             raise ValueError(f"{name}: string padding {padding!r} with lhs_dilation "
                              f"{lhs_dilation}: pass explicit (low, high) pairs, or use "
                              f"conv_transpose")
+        in_sp = [lhs_aval.shape[a] for a in dn.lhs_spec[2:]]
+        k_sp = [rhs_aval.shape[a] for a in dn.rhs_spec[2:]]
         pads = padtype_to_pads(in_sp, map(_dilated, k_sp, rhs_dilation), strides, padding)
     else:
         pads = _explicit_pads(name, padding, nsp)
-    zero = lax.full((), 0, lhs_aval.dtype)
-    context = f"lhs shape {lhs_aval.shape}, rhs shape {rhs_aval.shape}, padding {pads}"
-    slices = _windows(name, lhs, zero, (1, 1) + tuple(k_sp), (1, 1) + strides,
-                      ((0, 0), (0, 0)) + pads, (1, 1) + lhs_dilation, (1, 1) + rhs_dilation,
-                      context)
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize(preferred_element_type, name)
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=ConvDimensionNumbers(*(tuple(map(int, s)) for s in dn)),
+        feature_group_count=operator.index(feature_group_count),
+        batch_group_count=operator.index(batch_group_count),
+        precision=lax.canonicalize_precision(precision),
+        preferred_element_type=preferred_element_type)
+
+
+# =============================================================================================
+# The primitive and its rules. Params, all explicit: window_strides, padding ((lo, hi) pairs),
+# lhs_dilation, rhs_dilation (tuples of ints), dimension_numbers (ConvDimensionNumbers of int
+# tuples), feature_group_count, batch_group_count, precision (dot_general's), and
+# preferred_element_type (a dtype or None).
+
+conv_general_dilated_p = lax.primitive("conv_general_dilated")
+
+
+def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision=None,
+               preferred_element_type=None):
+    name = "conv_general_dilated"
+    if lhs.dtype != rhs.dtype:
+        raise DTypeError(f"{name}: lhs and rhs need the same dtype, got {lhs.dtype} and "
+                         f"{rhs.dtype}")
+    dn = dimension_numbers
+    n, c, *in_sp = (lhs.shape[a] for a in dn.lhs_spec)
+    o, i, *k_sp = (rhs.shape[a] for a in dn.rhs_spec)
+    shapes = f"lhs shape {tuple(lhs.shape)}, rhs shape {tuple(rhs.shape)}"
+    _check_groups(name, shapes, n, c, o, i, feature_group_count, batch_group_count)
+    padded = [_dilated(s, d) + lo + hi
+              for s, d, (lo, hi) in zip(in_sp, lhs_dilation, padding)]
+    spans = [_dilated(k, d) for k, d in zip(k_sp, rhs_dilation)]
+    if any(p < k for p, k in zip(padded, spans)):
+        raise ShapeError(f"{name}: the window of size {(1, 1) + tuple(spans)} does not fit "
+                         f"the padded input of size {(n, c) + tuple(padded)} ({shapes}, "
+                         f"padding {tuple(padding)})")
+    out_sp = [(p - k) // s + 1 for p, k, s in zip(padded, spans, window_strides)]
+    canonical = (n // batch_group_count, o, *out_sp)
+    shape = [0] * len(canonical)
+    for j, axis in enumerate(dn.out_spec):
+        shape[axis] = canonical[j]
+    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    return ShapedArray(tuple(shape), dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _check_groups(name, shapes, n, c, o, i, feature_groups, batch_groups):
+    """XLA's rules for feature and batch groups, in terms of the canonical sizes: n batch
+    elements, c features, o kernel output features, i kernel input features."""
+    if batch_groups != 1:
+        if feature_groups != 1:
+            raise ValueError(f"{name}: feature_group_count {feature_groups} and "
+                             f"batch_group_count {batch_groups} cannot both be above 1")
+        if batch_groups < 1 or n % batch_groups or o % batch_groups:
+            raise ShapeError(f"{name}: batch_group_count {batch_groups} must divide the {n} "
+                             f"lhs batch elements and the {o} rhs output features ({shapes})")
+        if c != i:
+            raise ShapeError(f"{name}: lhs has {c} features, rhs {i} input features "
+                             f"({shapes})")
+        return
+    if feature_groups < 1 or c % feature_groups:
+        raise ShapeError(f"{name}: feature_group_count {feature_groups} does not divide the "
+                         f"{c} lhs features ({shapes})")
+    if c // feature_groups != i:
+        raise ShapeError(f"{name}: lhs has {c} features in {feature_groups} group(s), so rhs "
+                         f"needs {c // feature_groups} input features, it has {i} ({shapes})")
+    if o % feature_groups:
+        raise ShapeError(f"{name}: feature_group_count {feature_groups} does not divide the "
+                         f"{o} rhs output features ({shapes})")
+
+
+def _pp_conv_params(params):
+    # a NamedTuple prints by its fields, as JAX prints ConvDimensionNumbers
+    return dict(params, dimension_numbers=repr(params["dimension_numbers"]))
+
+
+conv_general_dilated_p.abstract_eval = _conv_aval
+conv_general_dilated_p.pp_params = _pp_conv_params
+defjvp(conv_general_dilated_p,
+       lambda t, lhs, rhs, **p: conv_general_dilated_p.bind(t, rhs, **p),
+       lambda t, lhs, rhs, **p: conv_general_dilated_p.bind(lhs, t, **p))
+
+
+# ---------------------------------------------------------------------------------------------
+# Transposes, as JAX's. Ignoring spatial axes, with m batch, j input and k output features,
+# a convolution is the product [m, j] [j, k] -> [m, k], so the lhs cotangent is
+# [m, k] [k, j] -> [m, j] (the kernel with its feature roles swapped and its window reversed,
+# the cotangent dilated by the forward strides) and the kernel cotangent [j, m] [m, k] -> [j, k]
+# (the input with batch and features swapped, the cotangent as the kernel). Feature groups in
+# the forward convolution are batch groups of the kernel cotangent, and the reverse.
+
+
+def _spec_transpose(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                     rhs_dilation):
+    pads = []
+    for n, k, s, m, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                            lhs_dilation, rhs_dilation):
+        before = _dilated(k, rd) - lo - 1
+        after = _dilated(n, ld) + _dilated(k, rd) - 1 - _dilated(m, s) - before
+        pads.append((before, after))
+    return tuple(pads)
+
+
+def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                     rhs_dilation):
+    pads = []
+    for n, k, s, m, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                            lhs_dilation, rhs_dilation):
+        high = _dilated(m, s) - _dilated(n, ld) + _dilated(k, rd) - lo - 1
+        pads.append((lo, high))
+    return tuple(pads)
+
+
+def _spatial(shape, spec):
+    return [shape[a] for a in spec[2:]]
+
+
+def _as_dtype(x, dtype):
+    return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)
+
+
+def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rhs_shape = get_aval(rhs).shape
+    groups = max(feature_group_count, batch_group_count)
+    if groups > 1:
+        # the groups move from the kernel's output features to its input features, which
+        # are the transposed convolution's output features
+        rhs = _reshape_axis_out_of(rhs_spec[0], groups, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+    pads = _vjp_lhs_padding(_spatial(lhs_aval.shape, lhs_spec), _spatial(rhs_shape, rhs_spec),
+                            window_strides, _spatial(get_aval(g).shape, out_spec), padding,
+                            lhs_dilation, rhs_dilation)
+    kernel = _as_dtype(lax.rev(rhs, rhs_spec[2:]), get_aval(g).dtype)
+    out = conv_general_dilated_p.bind(
+        g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec),
+        feature_group_count=groups, batch_group_count=1, precision=precision,
+        preferred_element_type=preferred_element_type)
+    out = _as_dtype(out, lhs_aval.dtype)
+    if batch_group_count > 1:
+        out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+    return out
+
+
+def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    if math.prod(get_aval(g).shape) == 0:
+        return Zero(rhs_aval)     # no degenerate convolution with an empty kernel
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    pads = _vjp_rhs_padding(_spatial(get_aval(lhs).shape, lhs_spec),
+                            _spatial(rhs_aval.shape, rhs_spec), window_strides,
+                            _spatial(get_aval(g).shape, out_spec), padding, lhs_dilation,
+                            rhs_dilation)
+    out = conv_general_dilated_p.bind(
+        _as_dtype(lhs, get_aval(g).dtype), g, window_strides=rhs_dilation, padding=pads,
+        lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
+        dimension_numbers=ConvDimensionNumbers(_spec_transpose(lhs_spec),
+                                               _spec_transpose(out_spec),
+                                               _spec_transpose(rhs_spec)),
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count,
+        precision=precision, preferred_element_type=preferred_element_type)
+    return _as_dtype(out, rhs_aval.dtype)
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    if isinstance(ct, Zero):
+        return [None, None]
+    if is_undefined(lhs) and not is_undefined(rhs):
+        return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
+    if is_undefined(rhs) and not is_undefined(lhs):
+        return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+    raise ValueError("conv_general_dilated is not linear in both operands at once")
+
+
+conv_general_dilated_p.transpose = _conv_transpose
+
+
+# ---------------------------------------------------------------------------------------------
+# Batching, as JAX's: the mapped axis joins the batch (lhs mapped), the kernel's output
+# features (rhs mapped), or both with one feature (or batch) group per example.
+
+
+def _reshape_axis_into(src, dst, x):
+    """``x`` with axis ``src`` merged, as the major part, into axis ``dst`` (``dst`` counted
+    once ``src`` is removed)."""
+    shape = get_aval(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new_shape = [d for i, d in enumerate(shape) if i != src]
+    new_shape[dst] *= shape[src]
+    return lax.reshape(lax.transpose(x, perm), new_shape)
+
+
+def _reshape_axis_out_of(src, major, x):
+    """``x`` with axis ``src`` split in two, the first of size ``major``."""
+    shape = list(get_aval(x).shape)
+    shape[src:src + 1] = [major, shape[src] // major]
+    return lax.reshape(x, shape)
+
+
+def _conv_batch(vals, dims, **params):
+    (lhs, rhs), (ld, rd) = vals, dims
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
+    size = get_aval(lhs).shape[ld] if ld is not not_mapped else get_aval(rhs).shape[rd]
+    if size == 0:     # nothing to merge an empty axis into: the result's shape suffices
+        avals = [_unbatched_aval(x, d) for x, d in zip(vals, dims)]
+        out = _conv_aval(*avals, **params)
+        return lax.full((0,) + out.shape, 0, out.dtype), 0
+    bind = conv_general_dilated_p.bind
+    if ld is not not_mapped and rd is not not_mapped:
+        if bgc > 1:
+            lhs, bgc = _reshape_axis_into(ld, lhs_spec[0], lhs), bgc * size
+        else:
+            lhs, fgc = _reshape_axis_into(ld, lhs_spec[1], lhs), fgc * size
+        rhs = _reshape_axis_into(rd, rhs_spec[0], rhs)
+        out = bind(lhs, rhs, **dict(params, feature_group_count=fgc, batch_group_count=bgc))
+        return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
+    if ld is not not_mapped:
+        if bgc > 1:
+            # the example axis goes inside each batch group
+            lhs = _reshape_axis_out_of(lhs_spec[0] + int(ld <= lhs_spec[0]), bgc, lhs)
+            lhs = _reshape_axis_into(ld + int(lhs_spec[0] < ld), lhs_spec[0] + 1, lhs)
+            lhs = _reshape_axis_into(lhs_spec[0], lhs_spec[0], lhs)
+        else:
+            lhs = _reshape_axis_into(ld, lhs_spec[0], lhs)
+        return _reshape_axis_out_of(out_spec[0], size, bind(lhs, rhs, **params)), out_spec[0]
+    if fgc == 1 and bgc == 1:
+        rhs = _reshape_axis_into(rd, rhs_spec[0], rhs)
+        return _reshape_axis_out_of(out_spec[1], size, bind(lhs, rhs, **params)), out_spec[1]
+    # groups stay outermost in the kernel's output features: the example axis goes inside
+    # each group, and comes out of each group of the result's features again
+    groups = max(fgc, bgc)
+    rhs = _reshape_axis_out_of(rhs_spec[0] + int(rd <= rhs_spec[0]), groups, rhs)
+    rhs = _reshape_axis_into(rd + int(rhs_spec[0] < rd), rhs_spec[0] + 1, rhs)
+    rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[0], rhs)
+    out = bind(lhs, rhs, **params)
+    out = _reshape_axis_out_of(out_spec[1], groups, out)
+    out = _reshape_axis_out_of(out_spec[1] + 1, size, out)
+    return _reshape_axis_into(out_spec[1], out_spec[1] + 1, out), out_spec[1]
+
+
+def _unbatched_aval(x, bdim):
+    aval = get_aval(x)
+    if bdim is not_mapped:
+        return aval
+    return aval.update(shape=aval.shape[:bdim] + aval.shape[bdim + 1:])
+
+
+conv_general_dilated_p.batch = _conv_batch
+
+
+# ---------------------------------------------------------------------------------------------
+# The decomposition (im2col): how the CPU computes the primitive, and the GPU where cuDNN
+# does not take it
+
+
+def im2col(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+           dimension_numbers, feature_group_count, batch_group_count, precision=None,
+           preferred_element_type=None):
+    """The convolution ``conv_general_dilated_p`` computes, from other primitives: ``pad``
+    (its interior padding dilates the input), one strided ``slice`` per kernel offset, and
+    one ``dot_general`` over input features and kernel offsets.
+
+    >>> dn = ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+    >>> im2col(jnp.ones((1, 2, 5)), jnp.ones((3, 2, 2)), window_strides=(1,),
+    ...        padding=((0, 0),), lhs_dilation=(1,), rhs_dilation=(1,), dimension_numbers=dn,
+    ...        feature_group_count=1, batch_group_count=1).shape
+    (1, 3, 4)
+    """
+    if 0 in get_aval(lhs).shape + get_aval(rhs).shape:     # an empty batch or sum
+        out = _conv_aval(get_aval(lhs), get_aval(rhs), window_strides=window_strides,
+                         padding=padding, lhs_dilation=lhs_dilation,
+                         rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+                         feature_group_count=feature_group_count,
+                         batch_group_count=batch_group_count,
+                         preferred_element_type=preferred_element_type)
+        return lax.full(out.shape, 0, out.dtype)
+    dn = dimension_numbers
+    lhs = lax.transpose(lhs, dn.lhs_spec)     # canonical layouts: (N, C, spatial...),
+    rhs = lax.transpose(rhs, dn.rhs_spec)     # (O, I, spatial...)
+    groups = feature_group_count
+    if batch_group_count > 1:
+        lhs, groups = _batch_groups_as_features(lhs, batch_group_count), batch_group_count
+    k_sp = get_aval(rhs).shape[2:]
+    zero = lax.full((), 0, get_aval(lhs).dtype)
+    slices = _windows("conv_general_dilated", lhs, zero, (1, 1) + tuple(k_sp),
+                      (1, 1) + tuple(window_strides), ((0, 0), (0, 0)) + tuple(padding),
+                      (1, 1) + tuple(lhs_dilation), (1, 1) + tuple(rhs_dilation),
+                      f"padding {padding}")
     patches = _stack(slices, 2)                                  # (N, C, K, out...)
     out = _contract(patches, rhs, groups, precision, preferred_element_type)
     return _to_out_layout(out, dn.out_spec)
@@ -245,37 +540,12 @@ def _to_out_layout(out, out_spec):
     return lax.transpose(out, perm)
 
 
-def _check_features(name, lhs_shape, rhs_shape, c, i, o, groups):
-    groups = operator.index(groups)
-    shapes = f"lhs shape {tuple(lhs_shape)}, rhs shape {tuple(rhs_shape)}"
-    if groups < 1 or c % groups:
-        raise ShapeError(f"{name}: feature_group_count {groups} does not divide the "
-                         f"{c} lhs features ({shapes})")
-    if c // groups != i:
-        raise ShapeError(f"{name}: lhs has {c} features in {groups} group(s), so rhs needs "
-                         f"{c // groups} input features, it has {i} ({shapes})")
-    if o % groups:
-        raise ShapeError(f"{name}: feature_group_count {groups} does not divide the {o} rhs "
-                         f"output features ({shapes})")
-    return groups
-
-
-def _batch_groups_as_features(name, lhs, rhs, lhs_shape, rhs_shape, groups, feature_groups):
+def _batch_groups_as_features(lhs, groups):
     """Canonical ``lhs`` with its batch split into ``groups`` (group-major) and the groups
     moved into the features: feature group g of the result is batch group g, so a feature
     grouped convolution gives output feature group g from batch group g only, as XLA's
     batch_group_count does."""
-    groups = operator.index(groups)
-    (n, c, *sp), (o, i) = get_aval(lhs).shape, get_aval(rhs).shape[:2]
-    shapes = f"lhs shape {tuple(lhs_shape)}, rhs shape {tuple(rhs_shape)}"
-    if feature_groups != 1:
-        raise ValueError(f"{name}: feature_group_count {feature_groups} and batch_group_count "
-                         f"{groups} cannot both be above 1")
-    if groups < 1 or n % groups or o % groups:
-        raise ShapeError(f"{name}: batch_group_count {groups} must divide the {n} lhs batch "
-                         f"elements and the {o} rhs output features ({shapes})")
-    if c != i:
-        raise ShapeError(f"{name}: lhs has {c} features, rhs {i} input features ({shapes})")
+    n, c, *sp = get_aval(lhs).shape
     x = lax.reshape(lhs, (groups, n // groups, c, *sp))
     x = lax.transpose(x, (1, 0) + tuple(range(2, len(sp) + 3)))
     return lax.reshape(x, (n // groups, groups * c, *sp))
@@ -458,5 +728,5 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
 
 __all__ = ["ConvDimensionNumbers", "ConvDimensionNumbersError", "conv_dimension_numbers",
-           "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
-           "padtype_to_pads", "reduce_window"]
+           "conv_general_dilated", "conv_general_dilated_p", "conv", "conv_with_general_padding",
+           "conv_transpose", "padtype_to_pads", "reduce_window"]

@@ -289,4 +289,9 @@ def finfo(dtype):
 
 
 def iinfo(dtype):
+    """The limits of an integer dtype (NumPy's ``iinfo``).
+
+    >>> jnp.iinfo(jnp.int8).max
+    127
+    """
     return np.iinfo(dtype)

@@ -11,7 +11,7 @@ import functools
 import logging
 import types
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -176,6 +176,28 @@ class _Traced:
         # references the program reads and writes: extra trailing inputs and outputs
         self.refs = list(refs)
         self.concrete_consts = all(not isinstance(c, Tracer) for c in consts)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@overload
+def jit(fun: Callable[P, R], *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (), in_shardings: Any = None,
+        out_shardings: Any = None, keep_unused: bool = False, device: Any = None,
+        backend: Any = None, inline: bool = False,
+        compiler_options: Any = None) -> "Jitted[P, R]": ...
+
+
+@overload
+def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (), in_shardings: Any = None,
+        out_shardings: Any = None, keep_unused: bool = False, device: Any = None,
+        backend: Any = None, inline: bool = False,
+        compiler_options: Any = None) -> Callable[[Callable[P, R]], "Jitted[P, R]"]: ...
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
@@ -387,7 +409,10 @@ def _shared_cache(fun, options) -> dict:
     return per_fun.setdefault(options, {})
 
 
-class Jitted:
+class Jitted(Generic[P, R]):
+    """A jitted function: called as ``fun`` is (types included), plus ``lower`` and
+    ``clear_cache``."""
+
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
                  donate_argnames=()):
         functools.update_wrapper(self, fun)
@@ -471,7 +496,7 @@ class Jitted:
             jaxpr = optimize(jaxpr)
         return _Traced(jaxpr, closed.consts, store["tree"], closed, refs)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import collectives as C, lax
+from .convolution import conv_general_dilated_p
 from .core import get_aval
 from .jaxpr import Literal
 from .passes import ELEMENTWISE
@@ -122,6 +123,8 @@ def _rewrite(eqn, vals, sizes) -> list:
         return [_broadcast(eqn, vals[0], sizes)]
     if p is lax.dot_general_p:
         return [_dot(eqn, vals, sizes)]
+    if p is conv_general_dilated_p:
+        return _conv(eqn, vals, sizes)
     if p in (lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p):
         return [_reduce(eqn, vals[0])]
     if p is lax.transpose_p:
@@ -191,6 +194,28 @@ def _whole(eqn, vals, sizes):
     out = eqn.primitive.bind(*blocks, **eqn.params)
     outs = out if eqn.primitive.multiple_results else [out]
     return [_Value(o, (None,) * len(v.aval.shape)) for o, v in zip(outs, eqn.outvars)]
+
+
+def _conv(eqn, vals, sizes):
+    """A convolution split along the batch (data parallelism) stays split; one split alike
+    along the input features of both operands (a kernel's gradient in a batch-split step, the
+    batch being those features) is computed on the local blocks and psum'd. Other splits
+    gather."""
+    (lhs, rhs), params = vals, eqn.params
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    batch, features = lhs.layout[lhs_spec[0]], lhs.layout[lhs_spec[1]]
+    elsewhere = [lhs.layout[d] for d in lhs_spec[2:]] + \
+        [rhs.layout[d] for d in rhs_spec if d != rhs_spec[1]]
+    if any(a is not None for a in elsewhere) or params["batch_group_count"] != 1 \
+            or features != rhs.layout[rhs_spec[1]] or (batch is not None and batch == features) \
+            or (features is not None and params["feature_group_count"] != 1):
+        return _whole(eqn, vals, sizes)
+    out = eqn.primitive.bind(lhs.block, rhs.block, **params)
+    if features is not None:
+        out = C.psum(out, (features,))
+    layout = [None] * len(out_spec)
+    layout[out_spec[0]] = batch
+    return [_Value(out, tuple(layout))]
 
 
 def _elementwise(eqn, vals, sizes):

@@ -15,11 +15,11 @@ import numpy as np
 from . import spmd
 from .api import _normalize_axis, vmap
 from .config import config
-from .core import (EvalTrace, Tracer, current_trace, devices as all_devices, get_aval,
+from .core import (Array, EvalTrace, Tracer, current_trace, devices as all_devices, get_aval,
                    process_count, process_index)
 from .axis_env import axis_env_key
 from .errors import BatchingError, MeshError, ShapeError
-from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 from .sharding import PmapSharding
 
 
@@ -182,7 +182,6 @@ def device_put_replicated(x, devices):
     >>> params["w"].shape
     (1, 2)
     """
-    from .pytree import tree_map
 
     def put(v):
         v = np.asarray(v)
@@ -194,7 +193,6 @@ def device_put_replicated(x, devices):
 def device_put_sharded(shards, devices):
     """The list ``shards`` (pytrees of one structure) stacked along a new leading axis, shard
     ``i`` on ``devices[i]``."""
-    from .pytree import tree_map
     if len(shards) != len(devices):
         raise MeshError(f"device_put_sharded got {len(shards)} shards for {len(devices)} "
                         "devices")
@@ -203,7 +201,6 @@ def device_put_sharded(shards, devices):
 
 
 def _pmap_array(blocks, devices, aval):
-    from .core import Array
     per_device = [Array(d.from_numpy(np.ascontiguousarray(b, dtype=aval.dtype)), d,
                         aval.weak_type) for b, d in zip(blocks, devices)]
     shape = (len(devices),) + tuple(blocks[0].shape)

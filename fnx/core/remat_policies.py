@@ -17,6 +17,7 @@ a ``name`` primitive (the identity) that the name-based policies look for.
 from __future__ import annotations
 
 from . import lax as _lax
+from .convolution import conv_general_dilated_p
 
 name_p = _lax.primitive("name")
 name_p.abstract_eval = lambda aval, *, name: aval
@@ -38,7 +39,7 @@ def checkpoint_name(x, name: str):
 
 
 def _is_dot(prim) -> bool:
-    return prim is _lax.dot_general_p
+    return prim is _lax.dot_general_p or prim is conv_general_dilated_p    # as JAX's
 
 
 def _has_no_batch_dims(params) -> bool:
@@ -69,7 +70,7 @@ class checkpoint_policies:
 
     @staticmethod
     def dots_with_no_batch_dims_saveable(prim, *avals, **params):
-        return _is_dot(prim) and _has_no_batch_dims(params)
+        return prim is _lax.dot_general_p and _has_no_batch_dims(params)
 
     checkpoint_dots = dots_saveable
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable

@@ -69,6 +69,10 @@ def run(jaxpr, axes, devices, blocks, comm=None, ranks=None):
     comm = comm if comm is not None else devices[0].communicator(devices)
     invars = jaxpr.invars
     caller = user_frame()
+    # No device starts running before every device has compiled: a device waiting in a
+    # collective for a peer that is still compiling keeps its GPU busy, and compiling may
+    # synchronise with that GPU (reading a constant back), which would then wait for ever.
+    compiled = threading.Barrier(len(devices))
 
     def one(i):
         dev = devices[i]
@@ -76,13 +80,15 @@ def run(jaxpr, axes, devices, blocks, comm=None, ranks=None):
         with dev.scope(), device_context(DeviceContext(axes, coords, comm)):
             try:
                 exe = _executable(jaxpr, dev)
+                compiled.wait()
                 bufs = [dev.cast(dev.to_buffer(b, v.aval.dtype), v.aval.dtype)
                         for b, v in zip(blocks[i], invars)]
                 outs = exe(*bufs)
             except threading.BrokenBarrierError:
                 raise
             except BaseException:
-                comm.abort()       # the other devices would wait for this one for ever
+                compiled.abort()   # the other devices would wait for this one for ever
+                comm.abort()
                 raise
             return [Array(dev.cast(o, v.aval.dtype), dev, v.aval.weak_type)
                     for o, v in zip(outs, jaxpr.outvars)]

@@ -29,23 +29,29 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-_KERNELS: dict = {}      # (source, name) -> cupy.RawKernel
-_PENDING: dict = {}      # (source, name) -> Future of the program compiling it
+# keyed by (device, (source, name)): a loaded module's functions launch on its own device only
+_KERNELS: dict = {}      # -> cupy.RawKernel
+_PENDING: dict = {}      # -> Future of the program compiling it
+
+
+def _current_device() -> int:
+    import cupy as cp
+    return cp.cuda.runtime.getDevice()
 
 
 def kernel(source: str, name: str):
     """The compiled kernel ``name`` of ``source``: waits for the program compiling it, if one
     is, and compiles it alone if none did."""
-    unit = (source, name)
-    k = _KERNELS.get(unit)
+    key = (_current_device(), (source, name))
+    k = _KERNELS.get(key)
     if k is None:
-        future = _PENDING.get(unit)
+        future = _PENDING.get(key)
         if future is not None:
             future.result()
-            k = _KERNELS.get(unit)
+            k = _KERNELS.get(key)
     if k is None:
         import cupy as cp
-        k = _KERNELS[unit] = cp.RawKernel(source, name)
+        k = _KERNELS[key] = cp.RawKernel(source, name)
     return k
 
 
@@ -58,13 +64,14 @@ def compute_capability() -> int:
 
 def ready(unit) -> bool:
     """Whether ``unit = (source, name)`` is compiled (launching it would not wait)."""
-    return unit in _KERNELS
+    return (_current_device(), unit) in _KERNELS
 
 
 def when_compiled(units, callback) -> None:
     """Call ``callback()`` (on a compiling thread) once the programs compiling ``units`` are
     done, or at once if none is still compiling."""
-    futures = {id(f): f for f in (_PENDING.get(u) for u in units) if f is not None}
+    device = _current_device()
+    futures = {id(f): f for f in (_PENDING.get((device, u)) for u in units) if f is not None}
     if not futures:
         callback()
         return
@@ -241,7 +248,9 @@ def compile_together(units) -> None:
     its kernel is renamed (kernels have C linkage, which namespaces do not separate) and
     ``#include`` lines move to the top. If a combined program fails to build, nothing of it is
     cached and each of its kernels compiles alone when first launched."""
-    pending = list(dict.fromkeys(u for u in units if u not in _KERNELS and u not in _PENDING))
+    device = _current_device()
+    pending = list(dict.fromkeys(u for u in units if (device, u) not in _KERNELS
+                                 and (device, u) not in _PENDING))
     if not pending:
         return
     start_workers()
@@ -254,11 +263,9 @@ def compile_together(units) -> None:
         k = sizes.index(min(sizes))
         chunks[k].append(unit)
         sizes[k] += len(unit[0])
-    import cupy as cp
-    device = cp.cuda.Device().id
     for chunk in chunks:
         future = _compile_pool().submit(_build, chunk, device)
-        _PENDING.update((unit, future) for unit in chunk)
+        _PENDING.update(((device, unit), future) for unit in chunk)
 
 
 def _build(units, device) -> None:
@@ -266,7 +273,7 @@ def _build(units, device) -> None:
         _build_program(units, device)
     finally:
         for unit in units:
-            _PENDING.pop(unit, None)
+            _PENDING.pop((device, unit), None)
 
 
 def _build_program(units, device) -> None:
@@ -295,4 +302,4 @@ def _build_program(units, device) -> None:
             kernels = [module.get_function(f"{name}__u{i}") for i, (_, name) in enumerate(units)]
     except Exception:       # compile each alone, where the failing one reports its own error
         return
-    _KERNELS.update(zip(units, kernels))
+    _KERNELS.update(zip([(device, u) for u in units], kernels))

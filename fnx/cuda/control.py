@@ -108,19 +108,19 @@ def body_stream(device: int, depth: int):
     stream = _BODY_STREAMS.get((device, depth))
     if stream is None:
         import cupy as cp
-        from .cublas import handle_for
+        from .streams import prepare_libraries
         with cp.cuda.Device(device):
             stream = _BODY_STREAMS[device, depth] = cp.cuda.Stream(non_blocking=True)
-        handle_for(stream.ptr)
+        prepare_libraries(stream.ptr)
     return stream
 
 
 def prepare_body_streams():
-    """Library handles for the body streams, made before a capture begins (a cuSOLVER handle
-    exists once the process has run linear algebra: fnx.cuda.solver.prepare_stream)."""
-    from .solver import prepare_stream
+    """Library handles for the body streams, made before a capture begins (cuSOLVER's and
+    cuDNN's exist once the process has used them: fnx.cuda.streams.prepare_libraries)."""
+    from .streams import prepare_libraries
     for stream in _BODY_STREAMS.values():
-        prepare_stream(stream.ptr)
+        prepare_libraries(stream.ptr)
 
 
 class _Capturing:
@@ -157,11 +157,11 @@ def on_device(x):
 
 class Body:
     """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``
-    (``outputs_into``: as GpuExecutable's)."""
+    (``outputs_into``: as GpuExecutable's). ``program(jaxpr, depth, outputs_into)`` lowers it:
+    the program holding the control flow passes it in, being the one that knows how."""
 
-    def __init__(self, jaxpr, backend, depth, outputs_into=None):
-        from .executable import GpuExecutable
-        self.exe = GpuExecutable(jaxpr, [], backend, depth=depth, outputs_into=outputs_into)
+    def __init__(self, jaxpr, program, depth, outputs_into=None):
+        self.exe = program(jaxpr, depth, outputs_into)
 
     def __call__(self, *bufs):
         return self.exe.run(*map(on_device, bufs), sched=self.exe.single)[0]
@@ -224,7 +224,7 @@ class Scan:
     into a fixed buffer, runs, writes its row of each stacked result and steps a device
     counter."""
 
-    def __init__(self, eqn, backend, depth):
+    def __init__(self, eqn, program, depth):
         p = eqn.params
         self.nc, self.nk, self.length, self.reverse = (p["num_consts"], p["num_carry"],
                                                        p["length"], p["reverse"])
@@ -235,7 +235,7 @@ class Scan:
         rows = [Var(v.aval) for v in outs[self.nk:]]
         into = {self.nk + k: n_in + k for k, v in enumerate(outs[self.nk:])
                 if isinstance(v, Var) and v not in jaxpr.invars and outs.count(v) == 1}
-        self.body = Body(Jaxpr(jaxpr.constvars, jaxpr.invars + rows, outs, jaxpr.eqns), backend,
+        self.body = Body(Jaxpr(jaxpr.constvars, jaxpr.invars + rows, outs, jaxpr.eqns), program,
                          depth + 1, outputs_into=into)
         self.bodies = [self.body]
         self.y_avals = [v.aval for v in eqn.outvars[self.nk:]]
@@ -309,10 +309,10 @@ class Scan:
 class While:
     """``while_p``: a WHILE conditional node once captured; a host loop when run eagerly."""
 
-    def __init__(self, eqn, backend, depth):
+    def __init__(self, eqn, program, depth):
         p = eqn.params
-        self.cond = Body(p["cond_jaxpr"], backend, depth + 1)
-        self.body = Body(p["body_jaxpr"], backend, depth + 1)
+        self.cond = Body(p["cond_jaxpr"], program, depth + 1)
+        self.body = Body(p["body_jaxpr"], program, depth + 1)
         self.bodies = [self.cond, self.body]
         self.ncc, self.nbc = p["cond_nconsts"], p["body_nconsts"]
         self.stream = body_stream(_device(), depth + 1)
@@ -347,8 +347,8 @@ class Cond:
     """``cond_p``: one IF conditional node per branch once captured; run eagerly, the branch
     the host reads off the index."""
 
-    def __init__(self, eqn, backend, depth):
-        self.branches = self.bodies = [Body(b, backend, depth + 1)
+    def __init__(self, eqn, program, depth):
+        self.branches = self.bodies = [Body(b, program, depth + 1)
                                        for b in eqn.params["branches"]]
         self.out_avals = [v.aval for v in eqn.outvars]
         self.stream = body_stream(_device(), depth + 1)
@@ -387,8 +387,8 @@ class Call:
     """A higher-order primitive that only calls its jaxpr (``custom_jvp_call``, ``remat``, ...)
     where its equations cannot be spliced into the program (fnx.cuda.decompose)."""
 
-    def __init__(self, eqn, backend, depth):
-        self.body = Body(eqn.params[CALLS[eqn.primitive.name]], backend, depth + 1)
+    def __init__(self, eqn, program, depth):
+        self.body = Body(eqn.params[CALLS[eqn.primitive.name]], program, depth + 1)
         self.bodies = [self.body]
 
     def __call__(self, *args):

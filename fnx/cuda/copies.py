@@ -12,6 +12,13 @@ import numpy as np
 from .elementwise import _compile
 
 
+def dense(x):
+    """``x`` as a C-contiguous buffer, keeping its shape (CuPy's ascontiguousarray would turn a
+    0-d array into a 1-d one)."""
+    import cupy as cp
+    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+
+
 def _word(nbytes: int):
     if nbytes % 16 == 0:
         return "uint4", 16

@@ -61,10 +61,16 @@ class Handle:
                                          ctypes.c_size_t(WORKSPACE_BYTES)), "cublasSetWorkspace")
 
 
-@functools.lru_cache(maxsize=None)
 def handle_for(stream_ptr: int) -> Handle:
-    """One handle per stream, created (with its workspace) the first time the stream is used,
-    which is the eager warm-up run, never during capture."""
+    """One handle per stream of the current device (each device's default stream is 0), created
+    with its workspace the first time the stream is used, which is the eager warm-up run, never
+    during capture."""
+    import cupy as cp
+    return _handle(cp.cuda.runtime.getDevice(), stream_ptr)
+
+
+@functools.lru_cache(maxsize=None)
+def _handle(device: int, stream_ptr: int) -> Handle:
     return Handle(stream_ptr)
 
 

@@ -54,8 +54,15 @@ def _check(status, what):
         raise RuntimeError(f"{what} failed with cuBLASLt status {status}")
 
 
-@functools.lru_cache(maxsize=None)
 def _handle():
+    """The current device's cuBLASLt handle (a handle holds resources on the device it was
+    created on)."""
+    import cupy as cp
+    return _device_handle(cp.cuda.runtime.getDevice())
+
+
+@functools.lru_cache(maxsize=None)
+def _device_handle(device: int):
     h = ctypes.c_void_p()
     _check(_lib().cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
     return h

@@ -9,11 +9,14 @@ the rest.
 from __future__ import annotations
 
 from ..core import lax
+from ..core.convolution import conv_general_dilated_p, im2col
+from ..core.core import get_aval
 from ..core.jaxpr import Var
 from ..core.partial_eval import trace_to_jaxpr
+from . import cudnn
 
 
-def _pick_along_last_axis(x, idx):
+def _pick_along_last_axis(x, idx, *, axis):
     """``take_along_axis(x, idx, -1)`` with one index per row as a masked sum over the row: a
     row reduction, so it joins the row kernel that computes ``x`` (a log-softmax, say)."""
     shape, nd = x.aval.shape, len(x.aval.shape)
@@ -30,8 +33,23 @@ def _one_pick_per_row(eqn) -> bool:
             and eqn.params["axis"] == len(x.aval.shape) - 1 and idx.aval.shape[-1] == 1)
 
 
-# primitive -> (applies(eqn), rule(*operand tracers) -> list of results)
-RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis)}
+def _convolution(lhs, rhs, **params):
+    """A convolution cuDNN runs, with its operands and result transposed into the layouts it
+    reads (fnx.cuda.cudnn); any other as im2col: pads, strided slices and one product."""
+    lhs_aval = get_aval(lhs)
+    if cudnn.available() and lhs_aval.dtype == get_aval(rhs).dtype and cudnn.mapping(
+            lhs_aval.shape, get_aval(rhs).shape, lhs_aval.dtype, params) is not None:
+        return cudnn.layout_rule(lhs, rhs, **params)
+    return [im2col(lhs, rhs, **params)]
+
+
+def _convolution_changes(eqn) -> bool:
+    return not cudnn.supports(eqn) or cudnn.needs_layouts(eqn)
+
+
+# primitive -> (applies(eqn), rule(*operand tracers, **eqn.params) -> list of results)
+RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis),
+         conv_general_dilated_p: (_convolution_changes, _convolution)}
 
 
 # higher-order primitives that, evaluated, call one jaxpr: name -> the param holding it
@@ -74,7 +92,8 @@ def decompose(eqns):
         if rule is None or not rule[0](e):
             out.append(e)
             continue
-        closed = trace_to_jaxpr(lambda *xs: rule[1](*xs), [v.aval for v in e.invars])
+        closed = trace_to_jaxpr(lambda *xs: rule[1](*xs, **e.params),
+                                [v.aval for v in e.invars])
         sub = closed.jaxpr
         if closed.consts or sub.constvars:
             out.append(e)

@@ -193,14 +193,3 @@ def bias_act_(y, b, act):
     kernel(*bias_act_source(act, y.dtype))((blocks,), (256,),
                                            (y, b, np.int64(n), np.int64(y.shape[-1])))
     return y
-
-
-def dense(x, w, b, *, act, trans_a, trans_b, shape, precision):
-    """``act(op(x) @ op(w) + b)`` on the GPU through the gemm table's epilogue candidates."""
-    import cupy as cp
-    from . import gemm_table
-    from .executable import _matmul_precision, dense as contiguous
-    out = cp.empty(shape, x.dtype)
-    gemm_table.dense_into(out, contiguous(x), contiguous(w), contiguous(b), act, trans_a,
-                          trans_b, _matmul_precision(precision))
-    return out

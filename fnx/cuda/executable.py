@@ -12,13 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import collectives, dtypes, lax
+from ..core.convolution import conv_general_dilated_p
 from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
-from . import gemm_table, scatter, solver
+from . import cudnn, gemm_table, scatter, solver
+from .gemm_table import matmul_precision
 from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
-from .copies import copy_into
+from .copies import concatenate, copy_into, dense
 from .control import lowering as control_lowering, on_device
 from .decompose import decompose
 from .epilogue import (bias_act_source, dense_p, fuse_dense_epilogues, fuse_gradient_steps,
@@ -27,17 +29,6 @@ from .elementwise import FusedKernel, MultiKernel
 from .reductions import ReduceKernel, reduces, split_over_blocks
 from .rows import RowKernel, joins_rows
 from .streams import Access, schedule, side_streams
-
-
-def _matmul_precision(precision):
-    """The precision a product is lowered with, fixed when the jaxpr is lowered (as in JAX)."""
-    if precision is not None:
-        return str(precision)
-    try:
-        from ..core.config import config
-    except ImportError:
-        return "highest"
-    return getattr(config, "default_matmul_precision", None) or "highest"
 
 
 def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
@@ -64,7 +55,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     gemm_table.matmul_into(out, a if lb else a.reshape(a.shape[-2:]),
                        b if lb else b.reshape(b.shape[-2:]), trans_a, trans_b,
                        precision if precision in ("highest", "tensorfloat32")
-                       else _matmul_precision(precision), batch=B if lb else 1)
+                       else matmul_precision(precision), batch=B if lb else 1)
     return out.reshape(bshape + tuple(lhs.shape[i] for i in lfree)
                        + tuple(rhs.shape[i] for i in rfree))
 
@@ -115,13 +106,6 @@ def pair_donations(jaxpr: Jaxpr, donated) -> dict:
                 pairs[j] = i
                 break
     return pairs
-
-
-def dense(x):
-    """``x`` as a C-contiguous buffer, keeping its shape (CuPy's ascontiguousarray would turn a
-    0-d array into a 1-d one)."""
-    import cupy as cp
-    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
 
 
 def fold_transposed_products(jaxpr: Jaxpr):
@@ -292,20 +276,20 @@ class GpuExecutable:
             if found is None or forward is None:
                 continue
             product, col, launch = found
-            pair = ReluPair(match, self._slot_of, _matmul_precision, launch)
+            pair = ReluPair(match, self._slot_of, matmul_precision, launch)
             self.steps[forward] = pair.forward(self.steps[forward])
             self.steps[product] = pair.product(self.steps[product])
             self.steps[col] = pair.column(self.steps[col])
             chosen.append(pair)
         for match in find_gelu(eqns, outvars):
-            if _matmul_precision(match.product.params.get("precision")) != "tensorfloat32":
+            if matmul_precision(match.product.params.get("precision")) != "tensorfloat32":
                 continue        # cuBLASLt's GELU derivative is not float32-exact
             found = column_of(match.product.outvars[0], (match.product.outvars[0], match.z),
                               match.total.invars[0], match.total.outvars[0])
             if found is None:
                 continue
             product, col, launch = found
-            grad = GeluBackward(match, self._slot_of, _matmul_precision, launch)
+            grad = GeluBackward(match, self._slot_of, matmul_precision, launch)
             self.steps[product] = grad.product(self.steps[product])
             self.steps[col] = grad.column(self.steps[col])
             chosen.append(grad)
@@ -561,7 +545,7 @@ class GpuExecutable:
             self.in_place += 1
         xs, ws, ps, os_ = (self._slot_of(v) for v in (x, w, p, out))
         prm = eqn.params
-        precision = _matmul_precision(prm["precision"])
+        precision = matmul_precision(prm["precision"])
 
         def run(env):
             import cupy as cp
@@ -573,10 +557,14 @@ class GpuExecutable:
                         f"{p.aval.str_short()}" + (" in place" if in_place else ""),
                    [xs, ws, ps], [os_], [ps] if in_place else [])
 
+    def _program(self, jaxpr, depth, outputs_into=None):
+        """A body of this program's control flow, lowered as a program of its own."""
+        return GpuExecutable(jaxpr, [], self.backend, depth=depth, outputs_into=outputs_into)
+
     def _add_control(self, eqn, lowering_class):
         """Control flow or a call: its bodies lowered as programs of their own
         (fnx.cuda.control), run inside this program's launches and graph."""
-        lowering = lowering_class(eqn, self.backend, self.depth)
+        lowering = lowering_class(eqn, self._program, self.depth)
         reads = [(None, self.backend.to_buffer(v.val, v.aval.dtype)) if isinstance(v, Literal)
                  else (self._slot_of(v), None) for v in eqn.invars]
         writes = [self._slot_of(v) for v in eqn.outvars]
@@ -595,16 +583,19 @@ class GpuExecutable:
         p = eqn.primitive
         if p is lax.dot_general_p:
             fn = dot_general
-            params = dict(eqn.params, precision=_matmul_precision(eqn.params.get("precision")))
+            params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
+        elif p is conv_general_dilated_p:     # fnx.cuda.decompose left those cuDNN runs
+            fn = cudnn.conv_general_dilated
+            params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
         elif p is dense_p:
-            from .epilogue import dense as fn
+            fn = gemm_table.dense_layer
         elif p is lax.scatter_p and scatter.supported(eqn.invars[0].aval.dtype,
                                                       eqn.params["mode"]):
             fn = scatter.scatter
             self.units += scatter.units(eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype,
                                         eqn.params["mode"])
         elif p is lax.concatenate_p:
-            from .copies import concatenate as fn
+            fn = concatenate
         elif p in solver.impls():
             self.units += solver.units()
             fn = impls.get(p)
@@ -615,7 +606,7 @@ class GpuExecutable:
         reads = [(None, self.backend.to_buffer(v.val, v.aval.dtype)) if isinstance(v, Literal)
                  else (self._slot_of(v), None) for v in eqn.invars]
         writes = [self._slot_of(v) for v in eqn.outvars]
-        params = params if p is lax.dot_general_p else eqn.params
+        params = params if p in (lax.dot_general_p, conv_general_dilated_p) else eqn.params
         multiple = p.multiple_results
         dtypes_out = [v.aval.dtype for v in eqn.outvars]
         backend = self.backend
@@ -707,11 +698,9 @@ class GpuExecutable:
         """``[(label, microseconds)]``: each launch's GPU time, measured by capturing it alone
         into a CUDA graph and replaying it ``repeats`` times (no host overhead in the figure)."""
         import cupy as cp
-        from .cublas import handle_for
-        from .solver import prepare_stream
+        from .streams import prepare_libraries
         stream = cp.cuda.Stream(non_blocking=True)
-        handle_for(stream.ptr)
-        prepare_stream(stream.ptr)
+        prepare_libraries(stream.ptr)
         env = [None] * self.n_slots
         env[:len(self.consts)] = self.consts
         env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]

@@ -8,6 +8,7 @@ skip the timing. During stream capture an unknown problem uses cublasGemmEx.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -16,7 +17,9 @@ import threading
 
 import numpy as np
 
+from ..core.config import config
 from . import cublas
+from .copies import dense as contiguous
 from .elementwise import C_TYPES
 
 # raised whenever the candidates change, so that choices made among older ones are timed again
@@ -184,7 +187,13 @@ def _plan(key, args):
     return plan
 
 
-_timing_stream = None
+@functools.lru_cache(maxsize=None)
+def _timing_stream(device: int):
+    """The stream candidates are timed on, one per device, with its cuBLAS handle."""
+    import cupy as cp
+    stream = cp.cuda.Stream(non_blocking=True)
+    cublas.handle_for(stream.ptr)
+    return stream
 
 
 def _captured(fn, reps):
@@ -192,26 +201,22 @@ def _captured(fn, reps):
     call outside it: a first call may allocate or load), so that timing it leaves host launch
     cost (which dwarfs small GEMMs) out of the figure."""
     import cupy as cp
-    from .cublas import handle_for
-    global _timing_stream
-    if _timing_stream is None:
-        _timing_stream = cp.cuda.Stream(non_blocking=True)
-        handle_for(_timing_stream.ptr)
-    with _timing_stream:
+    stream = _timing_stream(cp.cuda.runtime.getDevice())
+    with stream:
         fn()
-        _timing_stream.begin_capture()
+        stream.begin_capture()
         try:
             for _ in range(reps):
                 fn()
         finally:
-            graph = _timing_stream.end_capture()
+            graph = stream.end_capture()
     return graph
 
 
 def _replay_time(graph, reps):
     """GPU milliseconds per captured call, from one replay of ``graph``."""
     import cupy as cp
-    stream = _timing_stream
+    stream = _timing_stream(cp.cuda.runtime.getDevice())
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     if reps > 2:        # small problems: one untimed replay settles clocks and caches
         graph.launch(stream)
@@ -383,6 +388,23 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
                     make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
                                                  epilogue),
                     run=lambda g, timing: g(out, a, b, bias))
+
+
+def matmul_precision(precision) -> str:
+    """The precision a product is lowered with, fixed when the jaxpr is lowered (as in JAX)."""
+    if precision is not None:
+        return str(precision)
+    return getattr(config, "default_matmul_precision", None) or "highest"
+
+
+def dense_layer(x, w, b, *, act, trans_a, trans_b, shape, precision):
+    """``act(op(x) @ op(w) + b)`` (fnx.cuda.epilogue's ``dense_p``) run eagerly, through the
+    epilogue candidates of ``dense_into``."""
+    import cupy as cp
+    out = cp.empty(shape, x.dtype)
+    dense_into(out, contiguous(x), contiguous(w), contiguous(b), act, trans_a, trans_b,
+               matmul_precision(precision))
+    return out
 
 
 def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):

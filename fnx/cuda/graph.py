@@ -29,6 +29,7 @@ import sys
 
 from . import gemm_table
 from .copies import MultiCopy, copy_into, dense_copy, fresh_outputs
+from .streams import prepare_libraries
 
 # id(buffer) -> how many times a compiled program has overwritten it in place. Inputs are
 # buffers of immutable arrays, so an input passed again (same object, same count) still holds
@@ -69,10 +70,9 @@ def capture_stream(device: int):
     workspace, made once: graphs replay one after another on the caller's stream, so they share
     that workspace, and a program captured again makes no new handle (nor 32 MiB)."""
     import cupy as cp
-    from .cublas import handle_for
     with cp.cuda.Device(device):
         stream = cp.cuda.Stream(non_blocking=True)
-    handle_for(stream.ptr)
+    prepare_libraries(stream.ptr)
     return stream
 
 
@@ -221,10 +221,10 @@ class GraphExecutable:
         captured with schedule ``sched`` on ``stream`` (the device's capture stream if None),
         in a new pool."""
         import cupy as cp
-        from . import control, solver
+        from . import control
         if stream is None:
             stream = capture_stream(cp.cuda.Device().id)
-        solver.prepare_stream(stream.ptr)
+        prepare_libraries(stream.ptr)
         control.prepare_body_streams()
         # Everything allocated while capturing comes from a private pool that lives as long as
         # the graph: a temporary freed inside the captured program (CuPy's own, which fnx cannot

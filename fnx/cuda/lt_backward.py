@@ -27,6 +27,7 @@ from ..core import lax
 from ..core.jaxpr import Var
 from .fusion import (GELU_SLOPES, is_constant, kernel_ids, probe_values,
                            small_product)
+from .copies import dense
 from .epilogue import dense_p, product_layout
 
 MAX_FLOPS = 1e9
@@ -181,7 +182,6 @@ class _Choice:
     def _column_on(self, env, scratch):
         """A launch of the column kernel reading ``scratch[slot]`` for the slots given there
         (its product, its outputs) and the program's buffers for the rest."""
-        from .executable import dense
         kernel, grid, block, in_slots, out_slots, extra, shared = self.column_launch
         args = tuple(scratch[s] if s in scratch else dense(env[s]) for s in in_slots) + \
             tuple(scratch[s] for s in out_slots) + extra
@@ -254,7 +254,6 @@ class ReluPair(_Choice):
     def forward(self, run):
         def step(env):
             import cupy as cp
-            from .executable import dense
             chosen = self._algos()
             self.lt = chosen is not None
             if not self.lt:
@@ -269,7 +268,6 @@ class ReluPair(_Choice):
     def product(self, run):
         def step(env):
             import cupy as cp
-            from .executable import dense
             if self.lt:
                 (_, bwd), _, bi = self._algos()
                 gz, db = cp.empty((self.m, self.n), np.float32), cp.empty(self.n, np.float32)
@@ -286,7 +284,6 @@ class ReluPair(_Choice):
         """Time both paths on this call's operands (into scratch outputs) and remember the
         faster: ``"fnx"`` or ``"lt:<forward algorithm>:<backward algorithm>"``."""
         import cupy as cp
-        from .executable import dense
         t = self._table
         x, w, b, g, w2 = (dense(env[s]) for s in (self.x, self.w, self.b, self.g, self.w2))
         h_s, gh_s, gz_s = (cp.empty((self.m, self.n), np.float32) for _ in range(3))
@@ -352,7 +349,6 @@ class GeluBackward(_Choice):
     def product(self, run):
         def step(env):
             import cupy as cp
-            from .executable import dense
             choice = self._table.choice_for(self.key)
             if choice is None and not cp.cuda.get_current_stream().is_capturing():
                 choice = self._choose(env)
@@ -371,7 +367,6 @@ class GeluBackward(_Choice):
         """Time both paths on this call's operands (into scratch outputs) and remember the
         faster: ``"fnx"`` or ``"lt:<algorithm>"``."""
         import cupy as cp
-        from .executable import dense
         t = self._table
         g, w2, z = (dense(env[s]) for s in (self.g, self.w2, self.z))
         gh_s, gz_s = (cp.empty((self.m, self.n), np.float32) for _ in range(2))

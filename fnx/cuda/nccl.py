@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..core import collectives as C
+from ..core import collectives as C, dtypes
 from ..core.errors import ShapeError
 
 if os.environ.get("FNX_NCCL_NVLS") != "1":
@@ -38,7 +38,6 @@ _SUM, _PROD, _MAX, _MIN = 0, 1, 2, 3
 
 
 def nccl_dtype(dtype) -> int:
-    from ..core import dtypes
     dtype = np.dtype(dtype)
     if dtype == dtypes.bfloat16:
         return 9

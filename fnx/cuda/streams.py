@@ -205,13 +205,23 @@ def _plan_frees(launches, accesses, kept, side):
         launches[t].frees.append(s)
 
 
+def prepare_libraries(stream_ptr: int) -> None:
+    """The library handles a stream needs, made before a graph is captured on it (making one
+    while capturing is not allowed): cuBLAS's with its workspace always, cuSOLVER's and cuDNN's
+    once this process has used them (a program's first call runs eagerly, so any program that
+    uses them has)."""
+    from . import cublas, cudnn, solver
+    cublas.handle_for(stream_ptr)
+    solver.prepare_stream(stream_ptr)
+    cudnn.prepare_stream(stream_ptr)
+
+
 @functools.lru_cache(maxsize=None)
 def side_streams(n: int, device: int) -> tuple:
     """``n`` non-blocking streams shared by every lowered program on ``device``, each with its
-    own cuBLAS handle and workspace (made here, never while a graph is being captured)."""
+    own library handles and workspaces (made here, never while a graph is being captured)."""
     import cupy as cp
-    from .cublas import handle_for
     streams = tuple(cp.cuda.Stream(non_blocking=True) for _ in range(n))
     for s in streams:
-        handle_for(s.ptr)
+        prepare_libraries(s.ptr)
     return streams

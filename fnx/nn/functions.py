@@ -174,6 +174,12 @@ def softmax(x, axis=-1):
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
+    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (``normalize`` is the same
+    function); the mean and variance are ``x``'s own unless given.
+
+    >>> fnx.nn.standardize(jnp.array([1., 2., 3.]), epsilon=0.0) * jnp.sqrt(2 / 3)
+    Array([-1.,  0.,  1.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
     variance = jnp.var(x, axis, keepdims=True) if variance is None else variance

@@ -241,7 +241,7 @@ def _pair(v, name):
 
 class Conv2d(Module):
     """2-D convolution over NCHW input (or CHW, unbatched) with an OIHW ``weight``, by
-    ``lax.conv_general_dilated`` (im2col from existing primitives, so every derivative works).
+    ``lax.conv_general_dilated`` (one convolution primitive forward, and in each gradient).
 
     ``padding`` is an int, a pair, ``((top, bottom), (left, right))``, "VALID" or "SAME".
 

@@ -11,7 +11,7 @@ from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, floa
                            float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
-                    broadcast_to, promote_types, result_type)
+                    broadcast_to, promote_types, result_type, stack)
 from .creation import *  # noqa: F401,F403
 from .creation import arange, copy, empty, empty_like, eye, full, full_like, identity, linspace, \
     logspace, ones, ones_like, tri, zeros, zeros_like
@@ -24,22 +24,29 @@ from .reductions import (all, amax, amin, any, argmax, argmin, average, corrcoef
                          cov, cumprod, cumsum, cumulative_prod, cumulative_sum, diff, ediff1d, max,
                          mean, median, min, nanargmax, nanargmin, nancumprod, nancumsum, nanmax,
                          nanmean, nanmedian, nanmin, nanpercentile, nanprod, nanquantile, nanstd,
-                         nansum, nanvar, percentile, prod, ptp, quantile, std, sum, trapezoid, var)
+                         nansum, nanvar, percentile, prod, ptp, quantile, std, sum, trace,
+                         trapezoid, var)
+from .padding import pad  # noqa: F401
 from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, concat,
                      concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
                      fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,
-                     pad, permute_dims, ravel, repeat, reshape, resize, roll, rot90, split,
-                     squeeze, stack, swapaxes, tile, trace, transpose, tril, triu, unstack,
+                     permute_dims, ravel, repeat, reshape, resize, roll, rot90, split,
+                     squeeze, swapaxes, tile, transpose, tril, triu, unstack,
                      vsplit, vstack)
 from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edges, interp, isin,
-                      lexsort, searchsorted, sort, unique)
+                      lexsort, searchsorted, sort)
+from .setops import unique, unique_all, unique_counts, unique_inverse, unique_values
 from .ufuncs import *  # noqa: F401,F403
-from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum, where  # noqa
+from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum  # noqa
 from .ufunc_objects import *  # noqa: F401,F403  (add, multiply, ...: with ufunc methods)
+from .indexing import where  # noqa: F401  (three arguments, or one: nonzero)
 from . import array_methods as _array_methods  # noqa: F401  (installs operators)
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
 from .vectorize import vectorize  # noqa: E402,F401
+from .dlpack import from_dlpack  # noqa: E402,F401
+from .array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402,F401
+                        can_cast, isdtype, pow)
 
 pi = _np.pi
 e = _np.e

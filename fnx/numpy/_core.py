@@ -7,9 +7,16 @@ from ..core import dtypes, lax
 from ..core.config import config
 from ..core.core import Array, Tracer, get_aval, get_backend
 from ..core.errors import ShapeError, TypePromotionError
+from ..core.interop import is_foreign_array
+from ..core.placement import device_put
 
 
 def is_array(x) -> bool:
+    """Whether ``x`` is an fnx array, or a traced value standing for one.
+
+    >>> jnp.is_array(jnp.ones(2)), jnp.is_array(np.ones(2))
+    (True, False)
+    """
     return isinstance(x, (Array, Tracer))
 
 
@@ -17,12 +24,23 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
-def asarray(x, dtype=None):
-    """Convert ``x`` (array, scalar, nested list, NumPy array) to an fnx array.
+def asarray(x, dtype=None, order=None, *, copy=None, device=None):
+    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array) to an
+    fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
+    their owner's later writes change nothing here; ``copy`` changes no result.
 
     >>> jnp.asarray([1, 2, 3])
     Array([1, 2, 3], dtype=int32)
     """
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"asarray: order={order!r} (fnx arrays are C-ordered)")
+    out = _asarray(x, dtype)
+    if device is not None and type(out) is Array and out.device is not device:
+        out = device_put(out, device)
+    return out
+
+
+def _asarray(x, dtype):
     if is_array(x):
         return x if dtype is None else astype(x, dtype)
     if _is_scalar(x):
@@ -37,8 +55,13 @@ def asarray(x, dtype=None):
     # a NumPy array (or anything else with __array__) may be written to later by its owner: the
     # backend copies it in (to_buffer); a list converted here, or a download, is already ours
     private = isinstance(x, (list, tuple))
-    if hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray):
-        arr, private = np.asarray(x.get()), True
+    if is_foreign_array(x):     # torch tensors, JAX and CuPy arrays: copied by the backend
+        backend = get_backend()
+        dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else get_aval(x).dtype
+        buf = backend.to_buffer(x, dt)
+        if buf is x:            # a GPU backend takes a CuPy array as it is: keep a copy
+            buf = buf.copy()
+        return Array(backend.cast(buf, dt), backend)
     else:
         arr = np.asarray(x)
         if isinstance(x, (list, tuple)) and dtype is None:
@@ -56,12 +79,12 @@ def asarray(x, dtype=None):
     return Array(backend.cast(buf, dt), backend)
 
 
-def array(x, dtype=None, copy=True, ndmin: int = 0):
+def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
     it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
     if x is None:
         raise ValueError("None is not a valid value for jnp.array")
-    out = asarray(x, dtype)
+    out = asarray(x, dtype, order, device=device)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
@@ -91,13 +114,14 @@ def _contains_traced(x) -> bool:
     return is_array(x)
 
 
-def astype(x, dtype):
-    """``x`` converted to ``dtype``.
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    """``x`` converted to ``dtype`` (and moved to ``device``); ``copy`` changes no result, fnx
+    arrays being immutable.
 
     >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
     Array([ 1, -1], dtype=int32)
     """
-    x = asarray(x)
+    x = asarray(x, device=device)
     dt = dtypes.canonicalize(dtype, "astype")
     if x.dtype == dt and not x.weak_type:
         return x
@@ -248,6 +272,12 @@ def axis_or_flat(a, axis, op: str):
 
 
 def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None for all, an int or a tuple) as a tuple of non-negative axes of an array of
+    ``ndim`` axes.
+
+    >>> canonicalize_axes((-1, 0), 3)
+    (2, 0)
+    """
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
@@ -256,6 +286,22 @@ def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: repeated axis in {axis}")
     return out
+
+
+def stack(arrays, axis=0):
+    """Join arrays of one shape along a new axis (asarray stacks a list of arrays with it).
+
+    >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
+    arrs = [asarray(a) for a in arrays]
+    shapes = {a.shape for a in arrs}
+    if len(shapes) != 1:
+        raise ShapeError(f"all input arrays must have the same shape, got "
+                         f"{', '.join(str(a.shape) for a in arrs)}")
+    ax = canonicalize_axis(axis, arrs[0].ndim + 1, "stack")
+    return lax.concatenate(promote_dtypes(*[lax.expand_dims(a, (ax,)) for a in arrs]), ax)
 
 
 from ..core.errors import FnxError  # noqa: E402

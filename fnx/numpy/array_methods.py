@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..core.core import Array, Tracer
 from . import indexing, products, reductions, shapes, sorting, ufuncs
 from ._core import astype
+from .array_api import array_namespace
 
 
 def _swap(f):
@@ -92,10 +93,11 @@ _METHODS = {
     "cumprod": reductions.cumprod, "ptp": reductions.ptp,
     "ravel": shapes.ravel, "flatten": shapes.ravel, "squeeze": shapes.squeeze,
     "swapaxes": shapes.swapaxes, "repeat": shapes.repeat, "diagonal": shapes.diagonal,
-    "trace": shapes.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
+    "trace": reductions.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
     "nonzero": indexing.nonzero, "copy": lambda a: a,
+    "__array_namespace__": array_namespace,
 }
 # methods NumPy's functions of the same name call with an ``out=`` argument
 _NUMPY_CALLED = {"sum", "mean", "var", "std", "prod", "max", "min", "argmax", "argmin", "any",

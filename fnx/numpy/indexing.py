@@ -16,8 +16,11 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import Tracer, concrete_or_error
 from ..core.errors import FnxError
+from . import ufuncs
+from .ufuncs import clip, floor_divide, negative, remainder, true_divide
 from ._core import (_is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array,
-                    promote_dtypes)
+                    promote_dtypes, stack)
+from .shapes import ravel
 
 
 class IndexingError(FnxError, IndexError):
@@ -315,7 +318,6 @@ class _IndexUpdateRef:
         return scatter_update(self.array, self.index, values, "add", mode)
 
     def subtract(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        from .ufuncs import negative
         neg = -values if _is_scalar(values) else negative(values)
         return scatter_update(self.array, self.index, neg, "add", mode)
 
@@ -327,7 +329,6 @@ class _IndexUpdateRef:
     def divide(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
         # x / (the product of the divisors that land on each element), as JAX does
         from .creation import ones_like
-        from .ufuncs import true_divide
         return true_divide(self.array, scatter_update(ones_like(self.array), self.index, values,
                                                       "mul", mode))
 
@@ -372,7 +373,6 @@ def _take_mode(mode, op):
 def _take_index(indices, n, mode, wrap_negative_in_clip=False):
     """(index, valid mask or None) for take and take_along_axis."""
     if mode == "wrap":
-        from .ufuncs import remainder
         return remainder(_normalize_index(indices, n), n), None
     if mode == "fill" or wrap_negative_in_clip:
         return _index_in_range(indices, n, check=mode == "fill")
@@ -450,21 +450,45 @@ def _nonzero_of_size(a, size, fill_value):
 
 
 def argwhere(a, *, size=None, fill_value=None):
-    """Indices of non-zero elements as rows; ``size``/``fill_value`` as for ``nonzero``."""
-    from .shapes import stack
+    """Indices of non-zero elements as rows; ``size``/``fill_value`` as for ``nonzero``.
+
+    >>> jnp.argwhere(jnp.array([[0, 1], [2, 0]]))
+    Array([[0, 1],
+           [1, 0]], dtype=int32)
+    """
     return stack(nonzero(a, size, 0 if fill_value is None else fill_value), axis=1)
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
     """Indices of the non-zero elements of ``a`` flattened; ``size``/``fill_value`` as for
-    ``nonzero``."""
-    from .shapes import ravel
+    ``nonzero``.
+
+    >>> jnp.flatnonzero(jnp.array([[0, 1], [2, 0]]))
+    Array([1, 2], dtype=int32)
+    """
     return nonzero(ravel(a), size, 0 if fill_value is None else fill_value)[0]
 
 
 
 # ---------------------------------------------------------------------------------------------
 # index arithmetic and index-array builders
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """``x`` where ``condition`` else ``y``, broadcasting all three. The one-argument form is
+    ``nonzero`` (a concrete condition, or ``size=`` under jit).
+
+    >>> x = jnp.array([1., -2., 3.])
+    >>> jnp.where(x > 0, x, 0.0)
+    Array([1., 0., 3.], dtype=float32)
+    >>> jnp.where(jnp.array([0, 7, 0, 9]))
+    (Array([1, 3], dtype=int32),)
+    """
+    if x is None and y is None:
+        return nonzero(condition, size, 0 if fill_value is None else fill_value)
+    if x is None or y is None:
+        raise ValueError("where takes either one argument or three")
+    return ufuncs.where(condition, x, y)
 
 
 def _dims(shape, name):
@@ -481,7 +505,6 @@ def unravel_index(indices, shape):
     >>> jnp.unravel_index(jnp.asarray([5, 1]), (2, 3))
     (Array([1, 0], dtype=int32), Array([2, 1], dtype=int32))
     """
-    from .ufuncs import clip, floor_divide, remainder, where
     shape = _dims(shape, "unravel_index")
     idx = asarray(indices)
     if not dtypes.is_int(idx.dtype):
@@ -505,7 +528,6 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     >>> jnp.ravel_multi_index((jnp.asarray([1, 0]), jnp.asarray([2, 1])), (2, 3))
     Array([5, 1], dtype=int32)
     """
-    from .ufuncs import clip, remainder
     dims = _dims(dims, "ravel_multi_index")
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "

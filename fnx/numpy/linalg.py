@@ -549,7 +549,7 @@ def trace(x, /, *, offset: int = 0, dtype=None):
     """
     x = asarray(x)
     _matrices("trace", x)
-    return shapes.trace(x, offset, -2, -1, dtype)
+    return reductions.trace(x, offset, -2, -1, dtype)
 
 
 def diagonal(x, /, *, offset: int = 0):

@@ -6,6 +6,7 @@ import string
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.convolution import conv_general_dilated
 from ..core.errors import ShapeError
 from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axis, promote_dtypes
 
@@ -25,23 +26,56 @@ def matmul(a, b, precision=None, preferred_element_type=None):
                              f"({a.shape[-1]} != {b.shape[cb]})")
         return lax.dot_general(a, b, (((a.ndim - 1,), (cb,)), ((), ())), precision,
                                preferred_element_type)
-    a_vec, b_vec = a.ndim == 1, b.ndim == 1
-    a2 = lax.reshape(a, (1,) + a.shape) if a_vec else a
-    b2 = lax.reshape(b, b.shape + (1,)) if b_vec else b
+    a2, b2 = a, b          # both have a batch of matrices from here on
     if a2.shape[-1] != b2.shape[-2]:
         raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
                          f"({a2.shape[-1]} != {b2.shape[-2]})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
     nb = len(batch)
-    a3 = broadcast_to(a2, batch + a2.shape[-2:]) if a2.ndim > 2 or nb else a2
-    b3 = broadcast_to(b2, batch + b2.shape[-2:]) if b2.ndim > 2 or nb else b2
-    bd = tuple(range(nb))
-    out = lax.dot_general(a3, b3, (((nb + 1,), (nb,)), (bd, bd)), precision,
-                          preferred_element_type)
-    if a_vec:
-        out = lax.squeeze(out, (nb,))
-    if b_vec:
-        out = lax.squeeze(out, (out.ndim - 1,))
+    # A leading dimension both operands have (same size, not 1) is a batch dimension of the
+    # product; one only one operand has is a free dimension of that operand, so that
+    # (B, T, D) @ (D, F) is one product over B*T rows and its weight gradient contracts B and T
+    # at once, with no broadcast weight and no per-example products summed afterwards (JAX
+    # does the same).
+    a_lead = (None,) * (nb - (a2.ndim - 2)) + tuple(range(a2.ndim - 2))
+    b_lead = (None,) * (nb - (b2.ndim - 2)) + tuple(range(b2.ndim - 2))
+    a_drop, b_drop, a_batch, b_batch, a_free, b_free, order = [], [], [], [], [], [], []
+    for i, (ai, bi) in enumerate(zip(a_lead, b_lead)):
+        a_size = a2.shape[ai] if ai is not None else 1
+        b_size = b2.shape[bi] if bi is not None else 1
+        if ai is not None and bi is not None and a_size == b_size != 1:
+            a_batch.append(ai), b_batch.append(bi), order.append(("batch", len(a_batch) - 1))
+            continue
+        if ai is not None and a_size == 1 and (b_size != 1 or bi is not None):
+            a_drop.append(ai)
+            ai = None
+        if bi is not None and b_size == 1 and ai is not None:
+            b_drop.append(bi)
+            bi = None
+        if ai is not None:
+            a_free.append(ai), order.append(("a", len(a_free) - 1))
+        elif bi is not None:
+            b_free.append(bi), order.append(("b", len(b_free) - 1))
+        else:
+            order.append(("one", None))
+    a3 = lax.squeeze(a2, tuple(a_drop)) if a_drop else a2
+    b3 = lax.squeeze(b2, tuple(b_drop)) if b_drop else b2
+    a_pos = {ax: k for k, ax in enumerate(d for d in range(a2.ndim) if d not in a_drop)}
+    b_pos = {ax: k for k, ax in enumerate(d for d in range(b2.ndim) if d not in b_drop)}
+    out = lax.dot_general(
+        a3, b3, (((a3.ndim - 1,), (b3.ndim - 2,)),
+                 (tuple(a_pos[d] for d in a_batch), tuple(b_pos[d] for d in b_batch))),
+        precision, preferred_element_type)
+    # dot_general's result: batch dims, a's free (its leading ones, then m), b's (then n)
+    nbatch, na = len(a_batch), len(a_free)
+    place = {"batch": lambda k: k, "a": lambda k: nbatch + k,
+             "b": lambda k: nbatch + na + 1 + k}
+    perm = [place[kind](k) for kind, k in order if kind != "one"]
+    perm += [nbatch + na, out.ndim - 1]
+    if perm != list(range(out.ndim)):
+        out = lax.transpose(out, tuple(perm))
+    if len(perm) < nb + 2:          # leading dims of size 1 in both operands
+        out = lax.reshape(out, batch + out.shape[-2:])
     return out
 
 
@@ -311,9 +345,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=None):
-    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one gather of
-    sliding windows and a matrix-vector product."""
-    from .shapes import ravel
+    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one
+    ``conv_general_dilated``, as JAX computes them."""
     a, v = promote_dtypes(a, v)
     if a.ndim != 1 or v.ndim != 1:
         raise ShapeError(f"{name}: only 1-D inputs are supported, got shapes {a.shape} and "
@@ -328,25 +361,14 @@ def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=Non
         a, v, n, m = v, a, m, n
     if flip_v:
         v = lax.rev(v, (0,))
-    length = n + m - 1
-    pad = lax.pad(a, lax.full((), 0, a.dtype), [(m - 1, m - 1, 0)])
-    # out[k] = sum_j pad[k + j] * v[j]
-    idx = np.arange(length)[:, None] + np.arange(m)[None, :]
-    windows = lax.take(pad, _asarray_i32(idx.reshape(-1)), 0)
-    out = lax.dot_general(lax.reshape(windows, (length, m)), v, (((1,), (0,)), ((), ())),
-                          precision, preferred_element_type)
+    pads = {"full": (m - 1, m - 1), "same": (m // 2, m - m // 2 - 1), "valid": (0, 0)}[mode]
+    out = conv_general_dilated(lax.reshape(a, (1, 1, n)), lax.reshape(v, (1, 1, m)), (1,),
+                               [pads], precision=precision,
+                               preferred_element_type=preferred_element_type)
+    out = lax.reshape(out, out.shape[2:])
     if swapped and not flip_v:
         out = lax.rev(out, (0,))   # correlate(a, v) is reversed correlate(v, a)
-    if mode == "same":
-        start = (m - 1) // 2
-        out = lax.slice_in_dim(out, start, start + n)
-    elif mode == "valid":
-        out = lax.slice_in_dim(out, m - 1, n)
-    return ravel(out)
-
-
-def _asarray_i32(x):
-    return asarray(np.asarray(x, np.int32))
+    return out
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):

@@ -8,6 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
+from .shapes import atleast_2d, concatenate, diagonal, ravel, squeeze
 
 
 def _array_like(a, name):
@@ -175,7 +176,7 @@ def ptp(a, axis=None, keepdims=False):
     return lax.sub(max(a, axis, keepdims), min(a, axis, keepdims))
 
 
-def _arg(prim_fn, name):
+def _arg(prim_fn, name, doc):
     def fn(a, axis=None, keepdims=False):
         a = asarray(a)
         if axis is None:
@@ -185,30 +186,51 @@ def _arg(prim_fn, name):
         out = prim_fn(a, ax)
         return _keepdims(out, a.shape, (ax,), keepdims)
     fn.__name__ = name
+    fn.__doc__ = doc
     return fn
 
 
-argmax = _arg(lax.argmax, "argmax")
-argmin = _arg(lax.argmin, "argmin")
+argmax = _arg(lax.argmax, "argmax", """The index of the largest element along ``axis`` (of the
+    flattened array when None); the first one on ties.
+
+    >>> jnp.argmax(jnp.array([[1, 7, 7], [9, 2, 3]]), axis=1)
+    Array([1, 0], dtype=int32)
+    """)
+argmin = _arg(lax.argmin, "argmin", """The index of the smallest element along ``axis`` (of the
+    flattened array when None); the first one on ties.
+
+    >>> jnp.argmin(jnp.array([[4, 1], [0, 5]]))
+    Array(2, dtype=int32)
+    """)
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001
+    """Whether any element along ``axis`` is true (nonzero).
+
+    >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
+    Array([ True, False], dtype=bool)
+    """
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "any")
     return _keepdims(lax.reduce_or(a, axes), a.shape, axes, keepdims)
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
+    """Whether every element along ``axis`` is true (nonzero).
+
+    >>> jnp.all(jnp.array([[True, False], [True, True]]), axis=1)
+    Array([False,  True], dtype=bool)
+    """
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "all")
     return _keepdims(lax.reduce_and(a, axes), a.shape, axes, keepdims)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    """Whether any element along ``axis`` is true (nonzero).
+    """The number of nonzero elements along ``axis``.
 
-    >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
-    Array([ True, False], dtype=bool)
+    >>> jnp.count_nonzero(jnp.array([[1, 0], [2, 3]]), axis=1)
+    Array([1, 2], dtype=int32)
     """
     return sum(astype(asarray(a), bool), axis, keepdims=keepdims)
 
@@ -278,7 +300,6 @@ def _expand_weights(w, a, axis):
 
 def median(a, axis=None, keepdims=False):
     """The median over ``axis`` (an int, a tuple of ints, or None for all axes)."""
-    from .sorting import sort
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim, "median")
     # move the reduced axes to the end and merge them into one
@@ -286,7 +307,7 @@ def median(a, axis=None, keepdims=False):
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes),
                     tuple(a.shape[i] for i in rest) + (_size(a.shape, axes),))
     ax = m.ndim - 1
-    s = sort(m, axis=ax)
+    s = lax.sort(m, ax)
     n = m.shape[ax]
     lo = lax.slice_in_dim(s, (n - 1) // 2, (n - 1) // 2 + 1, 1, ax)
     hi = lax.slice_in_dim(s, n // 2, n // 2 + 1, 1, ax)
@@ -331,7 +352,6 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened array, with optional ends."""
-    from .shapes import concatenate, ravel
     d = diff(ravel(ary))
     parts = [ravel(asarray(to_begin, d.dtype)) if to_begin is not None else None, d,
              ravel(asarray(to_end, d.dtype)) if to_end is not None else None]
@@ -513,7 +533,6 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     """Quantiles ``q`` (in [0, 1]) of ``a`` over ``axis``: shape ``q.shape`` + the kept dims.
     All reduced axes are merged into one last axis and sorted; NaNs sort last, so a NaN-free
     prefix of ``count`` entries holds the values the quantile interpolates between."""
-    from .sorting import sort
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
@@ -526,7 +545,7 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
         raise ValueError(f"{name}: cannot take a quantile of an empty reduction (shape "
                          f"{a.shape}, axis {axis})")
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
-    s = sort(m, axis=-1)
+    s = lax.sort(m, -1)
     nan = isnan(m)
     nq = q.size
     qs = lax.broadcast_in_dim(lax.reshape(q, (nq,)), rest_shape + (nq,), (len(rest),))
@@ -620,7 +639,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     Array([[ 1., -1.],
            [-1.,  1.]], dtype=float32)
     """
-    from .shapes import atleast_2d, concatenate, squeeze
     m = asarray(m)
     if m.ndim > 2:
         raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
@@ -671,13 +689,17 @@ def corrcoef(x, y=None, rowvar=True):
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return lax.div(c, c)
-    d = lax.sqrt(_diag_of(c))
+    d = lax.sqrt(diagonal(c))
     n = d.shape[0]
     c = lax.div(c, lax.broadcast_in_dim(d, (n, n), (0,)))
     c = lax.div(c, broadcast_to(d, (n, n)))
     return clip(c, -1, 1)
 
 
-def _diag_of(c):
-    from .shapes import diagonal
-    return diagonal(c)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """The sum along the ``offset`` diagonal of the ``axis1``, ``axis2`` planes.
+
+    >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
+    Array(5, dtype=int32)
+    """
+    return sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)

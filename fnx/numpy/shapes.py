@@ -5,7 +5,7 @@ import builtins
 
 import numpy as np
 
-from ..core import dtypes, lax
+from ..core import lax
 from ..core.errors import ShapeError
 from ._core import (asarray, astype, broadcast_to, canonicalize_axes, canonicalize_axis,
                     promote_dtypes)
@@ -177,17 +177,6 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
-def stack(arrays, axis=0):
-    """Join arrays along a new axis."""
-    arrs = [asarray(a) for a in arrays]
-    shapes = {a.shape for a in arrs}
-    if len(shapes) != 1:
-        raise ShapeError(f"all input arrays must have the same shape, got "
-                         f"{', '.join(str(a.shape) for a in arrs)}")
-    ax = canonicalize_axis(axis, arrs[0].ndim + 1, "stack")
-    return concatenate([lax.expand_dims(a, (ax,)) for a in arrs], ax)
-
-
 def hstack(arrays):
     """The arrays joined along their second axis (the first for 1-d arrays).
 
@@ -347,106 +336,6 @@ def roll(a, shift, axis=None):
     return a
 
 
-def _pad_pairs(value, ndim, what):
-    """NumPy's per-axis ``(before, after)`` pairs from a scalar, a pair, or one pair per axis."""
-    v = np.asarray(value, dtype=object if what == "constant_values" else np.int64)
-    if v.ndim == 0:
-        v = np.asarray([[value, value]], dtype=v.dtype)
-    return np.broadcast_to(v.reshape(-1, 2) if v.size != 1 else v.reshape(1, 1),
-                           (ndim, 2)) if ndim else np.zeros((0, 2), v.dtype)
-
-
-# modes whose padding repeats elements of the array: NumPy's own pad of the positions
-# 0..n-1 gives, for each output position, the input position it copies
-_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
-_STAT_MODES = {"maximum": "max", "minimum": "min", "mean": "mean", "median": "median"}
-
-
-def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=None,
-        end_values=0, reflect_type="even"):
-    """``array`` padded by ``pad_width`` (NumPy's forms) in any of NumPy's modes: 'constant',
-    'edge', 'reflect', 'symmetric', 'wrap', 'linear_ramp', 'maximum', 'minimum', 'mean',
-    'median' ('empty' pads with zeros). Differentiable: the padding is copies, ramps or
-    statistics of the array's own elements.
-
-    >>> jnp.pad(jnp.arange(4.0), (2, 1), mode="reflect")
-    Array([2., 1., 0., 1., 2., 3., 2.], dtype=float32)
-    """
-    a = asarray(array)
-    pw = _pad_pairs(pad_width, a.ndim, "pad_width")
-    if (pw < 0).any():
-        raise ValueError("pad widths must be non-negative")
-    if mode == "empty":
-        mode, constant_values = "constant", 0
-    if mode == "constant":
-        values = _pad_pairs(constant_values, a.ndim, "constant_values")
-        if len({repr(v) for v in values.ravel()}) <= 1:     # one value: one pad primitive
-            value = lax.convert_element_type(asarray(values.ravel()[0] if values.size
-                                                     else 0), a.dtype)
-            return lax.pad(a, value, [(int(lo), int(hi), 0) for lo, hi in pw])
-        return _pad_blocks(a, pw, lambda b, ax, side, n: _full_block(b, ax, n, values[ax][side]))
-    if mode in _INDEX_MODES:
-        if reflect_type != "even":
-            raise NotImplementedError("pad: reflect_type='odd' is not supported")
-        for ax, (lo, hi) in enumerate(pw):
-            if lo or hi:
-                src = np.pad(np.arange(a.shape[ax]), (int(lo), int(hi)), mode=mode)
-                a = lax.take(a, asarray(src.astype(np.int32)), ax)
-        return a
-    if mode in _STAT_MODES:
-        lengths = None if stat_length is None else _pad_pairs(stat_length, a.ndim,
-                                                              "stat_length")
-        return _pad_blocks(a, pw, lambda b, ax, side, n: _stat_block(
-            b, ax, side, n, _STAT_MODES[mode], None if lengths is None else lengths[ax][side]))
-    if mode == "linear_ramp":
-        ends = _pad_pairs(end_values, a.ndim, "constant_values")
-        return _pad_blocks(a, pw, lambda b, ax, side, n: _ramp_block(b, ax, side, n,
-                                                                     ends[ax][side]))
-    raise NotImplementedError(f"pad mode {mode!r}")
-
-
-def _pad_blocks(a, pw, block):
-    """Pad one axis after another, ``block(a, axis, side, width)`` making each side's padding
-    from the array padded so far (so corners are filled as NumPy fills them)."""
-    for ax, (lo, hi) in enumerate(pw):
-        parts = [block(a, ax, 0, int(lo))] if lo else []
-        parts.append(a)
-        if hi:
-            parts.append(block(a, ax, 1, int(hi)))
-        if len(parts) > 1:
-            a = lax.concatenate(parts, ax)
-    return a
-
-
-def _full_block(a, ax, n, value):
-    shape = a.shape[:ax] + (n,) + a.shape[ax + 1:]
-    return lax.convert_element_type(broadcast_to(asarray(value), shape), a.dtype)
-
-
-def _stat_block(a, ax, side, n, stat, length):
-    from . import reductions, ufuncs
-    m = a.shape[ax]
-    k = m if length is None else builtins.max(1, builtins.min(int(length), m))
-    part = lax.slice_in_dim(a, 0, k, 1, ax) if side == 0 else lax.slice_in_dim(a, m - k, m, 1,
-                                                                              ax)
-    v = getattr(reductions, stat)(part, axis=ax, keepdims=True)
-    if dtypes.is_int(a.dtype) and stat in ("mean", "median"):
-        v = ufuncs.round(v)                  # NumPy rounds an integer array's statistic
-    return repeat(lax.convert_element_type(v, a.dtype), n, ax)
-
-
-def _ramp_block(a, ax, side, n, end):
-    from .creation import linspace
-    m = a.shape[ax]
-    edge = lax.slice_in_dim(a, 0, 1, 1, ax) if side == 0 else lax.slice_in_dim(a, m - 1, m, 1,
-                                                                              ax)
-    edge = squeeze(edge, ax)
-    # NumPy's ramp: from end_value toward (not including) the edge value, in a's dtype
-    ramp = linspace(broadcast_to(asarray(end, a.dtype), edge.shape), edge, n, endpoint=False,
-                    dtype=a.dtype, axis=ax)
-    return ramp if side == 0 else lax.rev(ramp, (ax,))
-
-
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The diagonal of the 2-D subarrays spanned by ``axis1`` and ``axis2`` (put last)."""
     a = asarray(a)
@@ -457,16 +346,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     flat = lax.reshape(a, a.shape[:-2] + (n * m,))
     lin = asarray((rows * m + cols).astype(np.int32))
     return lax.take(flat, lin, a.ndim - 2)
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
-    """The sum along the ``offset`` diagonal of the ``axis1``, ``axis2`` planes.
-
-    >>> jnp.trace(jnp.array([[1, 2], [3, 4]]))
-    Array(5, dtype=int32)
-    """
-    from .reductions import sum as sum_
-    return sum_(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
 
 
 def diag(v, k=0):

@@ -39,34 +39,6 @@ def searchsorted(a, v, side="left"):
     return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (v.ndim,))
 
 
-def unique(a, *, size=None, fill_value=None):
-    """Sorted unique values of ``a`` flattened. Without ``size`` it needs a concrete ``a`` (the
-    result size depends on it); with ``size`` it works under jit: the first ``size`` unique
-    values, padded with ``fill_value`` (by default the smallest value, as in JAX).
-
-    >>> jnp.unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
-    Array([1, 3, 0], dtype=int32)
-    """
-    if size is None:
-        from ..core.core import concrete_or_error
-        return asarray(np.unique(concrete_or_error(a, "unique's argument")))
-    from .indexing import nonzero
-    a = asarray(a)
-    s = sort(lax.reshape(a, (a.size,)))
-    # first occurrences in the sorted values; NaNs count as one value, as in JAX
-    prev = lax.slice_in_dim(s, 0, s.shape[0] - 1)
-    rest = lax.slice_in_dim(s, 1, s.shape[0])
-    new = lax.bitwise_and(lax.ne(rest, prev), lax.bitwise_or(lax.eq(rest, rest),
-                                                            lax.eq(prev, prev)))
-    first = lax.concatenate([lax.full((1,), True, dtypes.bool_), new], 0)
-    (pos,) = nonzero(first, size=size, fill_value=-1)
-    vals = lax.take(s, lax.max_(pos, lax.full((), 0, dtypes.int32)))
-    fill = lax.slice_in_dim(s, 0, 1)[0] if fill_value is None else \
-        lax.convert_element_type(asarray(fill_value), s.dtype)
-    return lax.select(lax.ge(pos, lax.full((), 0, dtypes.int32)), vals,
-                      lax.broadcast_in_dim(fill, (size,), ()))
-
-
 def lexsort(keys, axis=-1):
     """The indices that sort by the last key, then the one before it, and so on.
 

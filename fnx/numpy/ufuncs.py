@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
-                    promote_and_broadcast, promote_dtypes, promote_dtypes_inexact)
+                    promote_and_broadcast, promote_dtypes, promote_dtypes_inexact, stack)
 
 
 def _weak_as_jax(fn=None, *, all_weak=False):
@@ -386,6 +386,11 @@ def rint(x):
 
 @_weak_as_jax
 def trunc(x):
+    """Rounds toward zero (``fix`` is the same function); integers are returned unchanged.
+
+    >>> jnp.trunc(jnp.array([-1.7, 1.7]))
+    Array([-1.,  1.], dtype=float32)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
@@ -449,35 +454,55 @@ def logical_not(x):
     return lax.bitwise_not(astype(x, bool))
 
 
-def _logical(prim_fn, name):
+def _logical(prim_fn, name, doc):
     def fn(x, y):
         x, y = promote_and_broadcast(astype(asarray(x), bool), astype(asarray(y), bool), op=name)
         return prim_fn(x, y)
     fn.__name__ = name
+    fn.__doc__ = doc
     return fn
 
 
-logical_and = _logical(lax.bitwise_and, "logical_and")
-logical_or = _logical(lax.bitwise_or, "logical_or")
-logical_xor = _logical(lax.bitwise_xor, "logical_xor")
+logical_and = _logical(lax.bitwise_and, "logical_and", """Elementwise ``x and y`` of the
+    operands' truth values, broadcasting.
+
+    >>> jnp.logical_and(jnp.array([1, 0, 2]), True)
+    Array([ True, False,  True], dtype=bool)
+    """)
+logical_or = _logical(lax.bitwise_or, "logical_or", """Elementwise ``x or y`` of the
+    operands' truth values, broadcasting.
+
+    >>> jnp.logical_or(jnp.array([1, 0, 0]), jnp.array([0, 0, 3]))
+    Array([ True, False,  True], dtype=bool)
+    """)
+logical_xor = _logical(lax.bitwise_xor, "logical_xor", """Elementwise: whether exactly one
+    of the operands' truth values holds, broadcasting.
+
+    >>> jnp.logical_xor(jnp.array([1, 0, 2]), jnp.array([1, 1, 0]))
+    Array([False,  True,  True], dtype=bool)
+    """)
 
 
 def invert(x):
+    """Bitwise ``~x`` (logical not for booleans); ``bitwise_invert`` and ``bitwise_not`` are
+    the same function.
+
+    >>> jnp.invert(jnp.array([0, 5]))
+    Array([-1, -6], dtype=int32)
+    """
     return lax.bitwise_not(asarray(x))
 
 
 bitwise_not = invert
 
 
-def where(condition, x=None, y=None, *, size=None, fill_value=None):
-    """``x`` where ``condition`` else ``y``, broadcasting all three.
+def where(condition, x, y):
+    """``x`` where ``condition`` else ``y``, broadcasting all three (``fnx.numpy.where`` adds
+    the one-argument form, ``nonzero``).
 
-    The one-argument form is ``nonzero`` (a concrete condition, or ``size=`` under jit)."""
-    if x is None and y is None:
-        from .indexing import nonzero
-        return nonzero(condition, size, 0 if fill_value is None else fill_value)
-    if x is None or y is None:
-        raise ValueError("where takes either one argument or three")
+    >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
+    Array([1, 0, 3], dtype=int32)
+    """
     c = astype(asarray(condition), bool)
     x, y = promote_dtypes_both(x, y)
     shape = broadcast_shapes(c.shape, x.shape, y.shape, op="where")
@@ -485,6 +510,11 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
 
 
 def promote_dtypes_both(x, y):
+    """``x`` and ``y`` as arrays of their promoted dtype (JAX's promotion).
+
+    >>> [a.dtype for a in jnp.promote_dtypes_both(jnp.int32(1), jnp.float32(2))]
+    [dtype('float32'), dtype('float32')]
+    """
     return promote_dtypes(x, y)
 
 
@@ -535,6 +565,11 @@ def deg2rad(x):
 
 @_weak_as_jax
 def rad2deg(x):
+    """Radians to degrees (``degrees`` is the same function).
+
+    >>> jnp.rad2deg(jnp.array([np.pi, np.pi / 2]))
+    Array([180.,  90.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.mul(x, lax.full(x.shape, 180 / np.pi, x.dtype))
 
@@ -588,8 +623,7 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     >>> jnp.allclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.0 + 1e-7]))
     Array(True, dtype=bool)
     """
-    from .reductions import all as all_
-    return all_(isclose(a, b, rtol, atol, equal_nan))
+    return _all_true(isclose(a, b, rtol, atol, equal_nan))
 
 
 def array_equal(a, b):
@@ -601,8 +635,12 @@ def array_equal(a, b):
     a, b = asarray(a), asarray(b)
     if a.shape != b.shape:
         return asarray(False)
-    from .reductions import all as all_
-    return all_(equal(a, b))
+    return _all_true(equal(a, b))
+
+
+def _all_true(x):
+    """Whether every element of the boolean array ``x`` is true (fnx.numpy.all's reduction)."""
+    return lax.reduce_and(x, tuple(range(x.ndim)))
 
 
 def _is_complex(x) -> bool:
@@ -904,8 +942,7 @@ def array_equiv(a1, a2):
         broadcast_shapes(a1.shape, a2.shape)
     except ShapeError:
         return asarray(False)
-    from .reductions import all as all_
-    return all_(equal(a1, a2))
+    return _all_true(equal(a1, a2))
 
 
 def select(condlist, choicelist, default=0):
@@ -941,9 +978,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         condlist = [condlist]
     conds = [astype(asarray(c), bool) for c in condlist]
     if len(funclist) == len(conds) + 1:
-        from .reductions import any as any_
-        from .shapes import stack
-        conds.append(logical_not(any_(stack(conds), 0)))
+        conds.append(logical_not(lax.reduce_or(stack(conds), (0,))))
     elif len(funclist) != len(conds):
         raise ValueError(f"piecewise: {len(funclist)} functions for {len(conds)} conditions "
                          "(need as many, or one more)")

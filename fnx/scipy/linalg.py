@@ -548,6 +548,9 @@ def hilbert(n: int):
     return 1.0 / (i[:, None] + i[None, :] + 1.0)
 
 
+from .schur import schur, sqrtm  # noqa: E402
+
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm",
            "expm_frechet", "hilbert", "inv", "lu", "lu_factor", "lu_pivots_to_permutation",
-           "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+           "lu_solve", "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd",
+           "toeplitz"]

@@ -74,6 +74,11 @@ def exact_scalar(x, dtype):
 
 
 def convert_element_type(x, dtype, weak_type: bool = False):
+    """``x`` converted to ``dtype`` (floats to integers round toward zero).
+
+    >>> lax.convert_element_type(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
+    """
     dtype = dtypes.canonical(dtype)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type and not isinstance(x, (int, float, bool)):
@@ -124,6 +129,14 @@ broadcast_in_dim_p.pp_params = lambda params: (
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
+    """``x`` broadcast to ``shape``; ``x``'s axis ``i`` becomes axis
+    ``broadcast_dimensions[i]`` of the result.
+
+    >>> lax.broadcast_in_dim(jnp.array([1, 2]), (3, 2), (1,))
+    Array([[1, 2],
+           [1, 2],
+           [1, 2]], dtype=int32)
+    """
     shape, bd = tuple(int(s) for s in shape), tuple(int(b) for b in broadcast_dimensions)
     aval = get_aval(x)
     if aval.shape == shape and bd == tuple(range(len(shape))) \
@@ -168,6 +181,12 @@ reshape_p.batch = _reshape_batch
 
 
 def reshape(x, new_sizes):
+    """``x`` with the same elements in ``new_sizes`` (row-major order).
+
+    >>> lax.reshape(jnp.arange(6), (2, 3))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+    """
     new_sizes = tuple(int(s) for s in new_sizes)
     if get_aval(x).shape == new_sizes:
         return x
@@ -199,6 +218,11 @@ transpose_p.batch = _transpose_batch
 
 
 def transpose(x, permutation):
+    """``x``'s axes permuted: axis ``i`` of the result is axis ``permutation[i]`` of ``x``.
+
+    >>> lax.transpose(jnp.ones((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))):
         return x
@@ -206,6 +230,11 @@ def transpose(x, permutation):
 
 
 def moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to position ``dst``.
+
+    >>> lax.moveaxis(jnp.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
     n = get_aval(x).ndim
     src, dst = src % n, dst % n
     perm = [i for i in range(n) if i != src]
@@ -255,6 +284,11 @@ reduce_sum_p.pp_params = lambda params: {**params, "out_sharding": None}
 
 
 def reduce_sum(x, axes):
+    """The sum over ``axes``.
+
+    >>> lax.reduce_sum(jnp.array([[1, 2], [3, 4]]), (0,))
+    Array([4, 6], dtype=int32)
+    """
     return reduce_sum_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 

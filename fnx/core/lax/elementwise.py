@@ -95,87 +95,82 @@ def elementwise(name, kinds=_FLOAT + _INT, out_dtype=None):
 
 
 def elementwise_primitives() -> list[Primitive]:
-    """Every elementwise primitive (the backend-table tests walk this list)."""
+    """Every elementwise primitive (the backend-table tests walk this list).
+
+    >>> "sin" in [p.name for p in fnx.lax.elementwise_primitives()]
+    True
+    """
     return list(_elementwise)
 
 
-def unary(name: str, jvp, doc: str, kinds=_FLOAT):
-    """An elementwise primitive of one operand, its JVP and its wrapper, in one statement:
-    ``jvp(t, x, out)`` is the tangent of the result ``out`` for the tangent ``t`` of ``x``.
-    Returns ``(primitive, wrapper)``; ``doc`` becomes the wrapper's docstring. This is how
-    ``sin`` is defined (a doctest would register a primitive, so it is not one)::
+def _define(name, nargs, jvp, doc, kinds, out_dtype, transpose, fn_name):
+    """The primitive and its wrapper behind ``unary`` and ``binary``."""
+    p = elementwise(name, kinds, out_dtype)
+    if jvp is None and transpose is not None:
+        deflinear(p, transpose)
+    else:
+        if jvp is None:
+            zero_jvp(p)             # piecewise constant: comparisons, floor, sign, ...
+        elif nargs == 1:
+            defjvp_with_output(p, jvp)
+        else:
+            defjvp(p, *jvp)
+        if transpose is not None:   # linear in one operand at a time (mul, div)
+            p.transpose = transpose
 
-        sin_p, sin = unary("sin", lambda t, x, out: mul(t, cos(x)), "The sine.")
-    """
-    p = elementwise(name, kinds)
-    defjvp_with_output(p, jvp)
-
-    def wrapper(x):
-        return p.bind(x)
-    wrapper.__name__ = wrapper.__qualname__ = name
-    # an example that runs for every such function: it keeps its operand's shape
-    operand = "jnp.ones((2, 3))" if set(kinds) & set(_FLOAT) else "jnp.ones((2, 3), int)"
-    wrapper.__doc__ = f"{doc}\n\n    >>> fnx.lax.{name}({operand}).shape\n    (2, 3)\n    "
+    if nargs == 1:
+        def wrapper(x):
+            return p.bind(x)
+    else:
+        def wrapper(x, y):
+            return p.bind(x, y)
+    fn_name = fn_name or name
+    wrapper.__name__ = wrapper.__qualname__ = fn_name
+    if ">>>" not in doc:
+        # an example that runs for every such function: it keeps its operands' shape
+        operand = "jnp.ones((2, 3))" if set(kinds) & set(_FLOAT) else "jnp.ones((2, 3), int)"
+        args = ", ".join([operand] * nargs)
+        doc = f"{doc}\n\n    >>> fnx.lax.{fn_name}({args}).shape\n    (2, 3)\n    "
+    wrapper.__doc__ = doc
     return p, wrapper
 
 
-# -- unary
+def unary(name: str, jvp, doc: str, kinds=_FLOAT, *, out_dtype=None, transpose=None,
+          fn_name=None):
+    """An elementwise primitive of one operand, its JVP and its wrapper, in one statement:
+    ``jvp(t, x, out)`` is the tangent of the result ``out`` for the tangent ``t`` of ``x``
+    (``None``: the result is piecewise constant, its tangent zero). A linear primitive passes
+    its ``transpose`` rule instead of a JVP. Returns ``(primitive, wrapper)``; ``doc`` becomes
+    the wrapper's docstring (given an example unless it has one) and ``fn_name`` its name (the
+    primitive's by default). This is how ``sin`` is defined (a doctest would register a
+    primitive, so it is not one)::
+
+        sin_p, sin = unary("sin", lambda t, x, out: mul(t, cos(x)), "The sine.")
+    """
+    return _define(name, 1, jvp, doc, kinds, out_dtype, transpose, fn_name)
 
 
-neg_p = elementwise("neg")
-sign_p = elementwise("sign")
-floor_p = elementwise("floor", _FLOAT)
-ceil_p = elementwise("ceil", _FLOAT)
-round_p = elementwise("round", _FLOAT)
-is_finite_p = elementwise("is_finite", _FLOAT, dtypes.bool_)
-abs_p = elementwise("abs")
-not_p = elementwise("not", _INT + _BOOL)
-integer_pow_p = elementwise("integer_pow")
-stop_gradient_p = elementwise("stop_gradient", _FLOAT + _INT + _BOOL)
+def binary(name: str, jvp, doc: str, kinds=_FLOAT + _INT, *, out_dtype=None, transpose=None,
+           fn_name=None):
+    """An elementwise primitive of two operands, its JVP and its wrapper, in one statement:
+    ``jvp`` is ``(jvp_x, jvp_y)``, ``jvp_x(t, x, y)`` the tangent of the result for the tangent
+    ``t`` of ``x`` (``None`` for an operand it does not depend on differentiably), or ``None``
+    for a piecewise constant result. A primitive linear in both operands passes its
+    ``transpose`` rule instead of a JVP; one linear in each operand separately (``mul``) passes
+    both. The rest is as for ``unary``::
 
-# -- binary
-add_p = elementwise("add")
-sub_p = elementwise("sub")
-mul_p = elementwise("mul", _FLOAT + _INT + _BOOL)
-div_p = elementwise("div")
-rem_p = elementwise("rem")
-pow_p = elementwise("pow", _FLOAT)
-max_p = elementwise("max", _FLOAT + _INT + _BOOL)
-min_p = elementwise("min", _FLOAT + _INT + _BOOL)
-atan2_p = elementwise("atan2", _FLOAT)
-nextafter_p = elementwise("nextafter", _FLOAT)
-and_p = elementwise("and", _INT + _BOOL)
-or_p = elementwise("or", _INT + _BOOL)
-xor_p = elementwise("xor", _INT + _BOOL)
-eq_p = elementwise("eq", _FLOAT + _INT + _BOOL, dtypes.bool_)
-ne_p = elementwise("ne", _FLOAT + _INT + _BOOL, dtypes.bool_)
-lt_p = elementwise("lt", _FLOAT + _INT + _BOOL, dtypes.bool_)
-le_p = elementwise("le", _FLOAT + _INT + _BOOL, dtypes.bool_)
-gt_p = elementwise("gt", _FLOAT + _INT + _BOOL, dtypes.bool_)
-ge_p = elementwise("ge", _FLOAT + _INT + _BOOL, dtypes.bool_)
+        atan2_p, atan2 = binary(
+            "atan2", (lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+                      lambda t, x, y: mul(t, neg(div(x, add(square(x), square(y)))))),
+            "The two-argument inverse tangent.", _FLOAT)
+    """
+    return _define(name, 2, jvp, doc, kinds, out_dtype, transpose, fn_name)
 
 
-def _bind1(p):
-    return lambda *args, **params: p.bind(*args, **params)
+# -- arithmetic, comparisons and bit operations: one statement each makes the primitive, its
+# JVP (or transpose, where linear) and its documented wrapper (see CONTRIBUTING.md)
 
-
-neg, sign, floor, ceil, round_, is_finite, abs_ = map(
-    _bind1, (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, abs_p))
-bitwise_not, stop_gradient_raw = map(_bind1, (not_p, stop_gradient_p))
-add, sub, mul, div, rem, pow_, max_, min_, atan2, nextafter = map(
-    _bind1, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p))
-bitwise_and, bitwise_or, bitwise_xor = map(_bind1, (and_p, or_p, xor_p))
-eq, ne, lt, le, gt, ge = map(_bind1, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
-
-
-# the zeros and sums of tangents that ad_util (below lax) builds
-# (zeros keep a weak type: a zero cotangent of a Python-number output is weak, as in JAX)
-register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype, aval.weak_type),
-                            add=add, convert=convert_element_type)
-
-
-def integer_pow(x, y: int):
-    return integer_pow_p.bind(x, y=int(y))
+_ANY = _FLOAT + _INT + _BOOL
 
 
 def _const(x, value):
@@ -188,14 +183,126 @@ def _full_like(x, value):
     return full(aval.shape, value, aval.dtype)
 
 
+neg_p, neg = unary("neg", None, "``-x``.", _FLOAT + _INT, transpose=lambda ct, x: [neg(ct)])
+sign_p, sign = unary("sign", None, "-1, 0 or 1 after the sign of ``x``.", _FLOAT + _INT)
+floor_p, floor = unary("floor", None, "Rounds down to a whole number.")
+ceil_p, ceil = unary("ceil", None, "Rounds up to a whole number.")
+round_p, round_ = unary("round", None, "Rounds to the nearest whole number, halves away from 0.",
+                        fn_name="round")
+is_finite_p, is_finite = unary("is_finite", None, "True where ``x`` is neither inf nor nan.",
+                               out_dtype=dtypes.bool_)
+abs_p = elementwise("abs")
+not_p, bitwise_not = unary("not", None, "``~x`` (``not x`` for booleans).", _INT + _BOOL,
+                           fn_name="bitwise_not")
+integer_pow_p = elementwise("integer_pow")
+stop_gradient_p = elementwise("stop_gradient", _ANY)
+
+
+def _linear_ct(ct, x):
+    return _unbroadcast(ct, x) if is_undefined(x) else None
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise ValueError("mul is not linear in both operands at once")
+    if is_undefined(x):
+        return [_unbroadcast(mul(ct, y), x), None]
+    return [None, _unbroadcast(mul(x, ct), y)]
+
+
+def _div_transpose(ct, x, y):
+    assert is_undefined(x) and not is_undefined(y)
+    return [_unbroadcast(div(ct, y), x), None]
+
+
+def _replace_zero(x):
+    return select(eq(x, _const(x, 0)), _full_like(x, 1), x)
+
+
+def _balanced_eq(x, out, y):
+    # ties share the tangent equally, as JAX does
+    one, half, zero = _full_like(out, 1), _full_like(out, 0.5), _full_like(out, 0)
+    return select(eq(x, out), select(eq(y, out), half, one), zero)
+
+
+add_p, add = binary("add", None, "``x + y``.",
+                    transpose=lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(ct, y)])
+sub_p, sub = binary("sub", None, "``x - y``.",
+                    transpose=lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(neg(ct), y)])
+mul_p, mul = binary("mul", (lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t)), "``x * y``.",
+                    _ANY, transpose=_mul_transpose)
+div_p, div = binary("div", (lambda t, x, y: div(t, y),
+                            lambda t, x, y: mul(t, neg(div(x, mul(y, y))))),
+                    "``x / y``; integers divide rounding toward zero, as in C.",
+                    transpose=_div_transpose)
+rem_p, rem = binary(
+    "rem", (lambda t, x, y: t,
+            lambda t, x, y: mul(t, neg(mul(sign(div(x, y)), floor(abs_(div(x, y))))))),
+    "The remainder of ``x / y`` rounded toward zero; it takes the sign of ``x``, as C's fmod.")
+pow_p, pow_ = binary("pow", (lambda t, x, y: mul(t, mul(y, pow_(x, sub(y, _const(y, 1))))),
+                             lambda t, x, y: mul(t, mul(log(_replace_zero(x)), pow_(x, y)))),
+                     "``x ** y``.", _FLOAT, fn_name="pow")
+max_p, max_ = binary("max", (lambda t, x, y: mul(t, _balanced_eq(x, max_(x, y), y)),
+                             lambda t, x, y: mul(t, _balanced_eq(y, max_(x, y), x))),
+                     "The larger of ``x`` and ``y``; ties share the gradient equally.", _ANY,
+                     fn_name="max")
+min_p, min_ = binary("min", (lambda t, x, y: mul(t, _balanced_eq(x, min_(x, y), y)),
+                             lambda t, x, y: mul(t, _balanced_eq(y, min_(x, y), x))),
+                     "The smaller of ``x`` and ``y``; ties share the gradient equally.", _ANY,
+                     fn_name="min")
+atan2_p, atan2 = binary("atan2", (lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+                                  lambda t, x, y: mul(t, neg(div(x, add(square(x), square(y)))))),
+                        "The two-argument inverse tangent: ``atan(x / y)`` in the quadrant of "
+                        "the point ``(y, x)``.", _FLOAT)
+nextafter_p, nextafter = binary("nextafter", None,
+                                "The next representable number after ``x`` towards ``y``.",
+                                _FLOAT)
+and_p, bitwise_and = binary("and", None, "``x & y``.", _INT + _BOOL, fn_name="bitwise_and")
+or_p, bitwise_or = binary("or", None, "``x | y``.", _INT + _BOOL, fn_name="bitwise_or")
+xor_p, bitwise_xor = binary("xor", None, "``x ^ y``.", _INT + _BOOL, fn_name="bitwise_xor")
+eq_p, eq = binary("eq", None, "``x == y``.", _ANY, out_dtype=dtypes.bool_)
+ne_p, ne = binary("ne", None, "``x != y``.", _ANY, out_dtype=dtypes.bool_)
+lt_p, lt = binary("lt", None, "``x < y``.", _ANY, out_dtype=dtypes.bool_)
+le_p, le = binary("le", None, "``x <= y``.", _ANY, out_dtype=dtypes.bool_)
+gt_p, gt = binary("gt", None, "``x > y``.", _ANY, out_dtype=dtypes.bool_)
+ge_p, ge = binary("ge", None, "``x >= y``.", _ANY, out_dtype=dtypes.bool_)
+
+
+def stop_gradient_raw(x):
+    return stop_gradient_p.bind(x)
+
+
+# the zeros and sums of tangents that ad_util (below lax) builds
+# (zeros keep a weak type: a zero cotangent of a Python-number output is weak, as in JAX)
+register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype, aval.weak_type),
+                            add=add, convert=convert_element_type)
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a Python integer ``y`` (a repeated product, differentiable at 0).
+
+    >>> fnx.lax.integer_pow(jnp.array([1., 2., 3.]), 3)
+    Array([ 1.,  8., 27.], dtype=float32)
+    """
+    return integer_pow_p.bind(x, y=int(y))
+
+
 def square(x):
+    """``x * x``.
+
+    >>> fnx.lax.square(jnp.array([-2., 3.]))
+    Array([4., 9.], dtype=float32)
+    """
     return integer_pow(x, 2)
 
 
-# -- unary JVPs
-deflinear(neg_p, lambda ct, x: [neg(ct)])
-for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p):
-    zero_jvp(_p)
+def abs_(x):
+    """``|x|``; the magnitude (a real array) for complex ``x``.
+
+    >>> fnx.lax.abs(jnp.array([-1.5, 2.]))
+    Array([1.5, 2. ], dtype=float32)
+    """
+    return abs_p.bind(x)
 
 
 def _abs_jvp(primals, tangents):
@@ -262,6 +369,9 @@ logistic_p, logistic = unary(
 erf_p, erf = unary(
     "erf", lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)), exp(neg(square(x))))),
     "The error function.")
+erf_inv_p, erf_inv = unary(
+    "erf_inv", lambda t, x, out: mul(t, mul(_const(x, math.sqrt(math.pi) / 2), exp(square(out)))),
+    "The inverse of ``erf`` on (-1, 1).")
 
 
 def _integer_pow_jvp(t, x, *, y):
@@ -280,66 +390,6 @@ def _stop_gradient_jvp(primals, tangents):
 
 
 stop_gradient_p.jvp = _stop_gradient_jvp
-
-
-# -- binary JVPs and transposes
-
-
-def _linear_ct(ct, x):
-    return _unbroadcast(ct, x) if is_undefined(x) else None
-
-
-deflinear(add_p, lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(ct, y)])
-deflinear(sub_p, lambda ct, x, y: [_linear_ct(ct, x), _linear_ct(neg(ct), y)])
-
-
-def _mul_transpose(ct, x, y):
-    if is_undefined(x) and is_undefined(y):
-        raise ValueError("mul is not linear in both operands at once")
-    if is_undefined(x):
-        return [_unbroadcast(mul(ct, y), x), None]
-    return [None, _unbroadcast(mul(x, ct), y)]
-
-
-defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
-mul_p.transpose = _mul_transpose
-
-
-def _div_transpose(ct, x, y):
-    assert is_undefined(x) and not is_undefined(y)
-    return [_unbroadcast(div(ct, y), x), None]
-
-
-defjvp(div_p, lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(t, neg(div(x, mul(y, y)))))
-div_p.transpose = _div_transpose
-defjvp(rem_p, lambda t, x, y: t,
-       lambda t, x, y: mul(t, neg(mul(sign(div(x, y)), floor(abs_(div(x, y)))))))
-
-
-def _replace_zero(x):
-    return select(eq(x, _const(x, 0)), _full_like(x, 1), x)
-
-
-defjvp(pow_p,
-       lambda t, x, y: mul(t, mul(y, pow_(x, sub(y, _const(y, 1))))),
-       lambda t, x, y: mul(t, mul(log(_replace_zero(x)), pow_(x, y))))
-
-
-def _balanced_eq(x, out, y):
-    # ties share the tangent equally, as JAX does
-    one, half, zero = _full_like(out, 1), _full_like(out, 0.5), _full_like(out, 0)
-    return select(eq(x, out), select(eq(y, out), half, one), zero)
-
-
-defjvp(max_p, lambda t, x, y: mul(t, _balanced_eq(x, max_(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, max_(x, y), x)))
-defjvp(min_p, lambda t, x, y: mul(t, _balanced_eq(x, min_(x, y), y)),
-       lambda t, x, y: mul(t, _balanced_eq(y, min_(x, y), x)))
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
-       lambda t, x, y: mul(t, neg(div(x, add(square(x), square(y))))))
-for _p in (and_p, or_p, xor_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, nextafter_p):
-    zero_jvp(_p)
 
 
 select_n_p = primitive("select_n")
@@ -403,6 +453,12 @@ select_n_p.is_linear = True
 
 
 def select_n(which, *cases):
+    """Per element, ``cases[which]``: a boolean ``which`` picks between two cases (False
+    the first), an integer one among any number.
+
+    >>> lax.select_n(jnp.array([0, 2, 1]), jnp.zeros(3), jnp.ones(3), jnp.full(3, 2.))
+    Array([0., 2., 1.], dtype=float32)
+    """
     return select_n_p.bind(which, *cases)
 
 
@@ -494,26 +550,14 @@ deflinear(conj_p, _conj_transpose)
 deflinear(complex_p, _complex_transpose)
 
 
-shift_left_p = elementwise("shift_left", _INT)
-shift_right_logical_p = elementwise("shift_right_logical", _INT)
-shift_right_arithmetic_p = elementwise("shift_right_arithmetic", _INT)
-for _p in (shift_left_p, shift_right_logical_p, shift_right_arithmetic_p):
-    zero_jvp(_p)
-
-
-def shift_left(x, y):
-    """``x << y``; a shift by the bit width or more gives 0, as in XLA."""
-    return shift_left_p.bind(x, y)
-
-
-def shift_right_logical(x, y):
-    """``x >> y`` filling with zeros (also for signed ``x``); over-wide shifts give 0."""
-    return shift_right_logical_p.bind(x, y)
-
-
-def shift_right_arithmetic(x, y):
-    """``x >> y`` filling with the sign bit; over-wide shifts give 0 or -1."""
-    return shift_right_arithmetic_p.bind(x, y)
+shift_left_p, shift_left = binary(
+    "shift_left", None, "``x << y``; a shift by the bit width or more gives 0, as in XLA.", _INT)
+shift_right_logical_p, shift_right_logical = binary(
+    "shift_right_logical", None,
+    "``x >> y`` filling with zeros (also for signed ``x``); over-wide shifts give 0.", _INT)
+shift_right_arithmetic_p, shift_right_arithmetic = binary(
+    "shift_right_arithmetic", None,
+    "``x >> y`` filling with the sign bit; over-wide shifts give 0 or -1.", _INT)
 
 
 bitcast_convert_type_p = primitive("bitcast_convert_type")
@@ -535,13 +579,3 @@ bitcast_convert_type_p.batch = lambda vals, dims, **p: (
 def bitcast_convert_type(x, new_dtype):
     """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32."""
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonical(new_dtype))
-
-
-erf_inv_p = elementwise("erf_inv", _FLOAT)
-defjvp_with_output(erf_inv_p, lambda t, x, out: mul(
-    t, mul(_const(x, math.sqrt(math.pi) / 2), exp(square(out)))))
-
-
-def erf_inv(x):
-    """The inverse of ``erf`` on (-1, 1)."""
-    return erf_inv_p.bind(x)

@@ -208,6 +208,14 @@ register_option("default_matmul_precision",
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """The general tensor product: ``dimension_numbers`` is
+    ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``; the result's axes are the
+    batch axes, then ``lhs``'s free axes, then ``rhs``'s.
+
+    >>> a, b = jnp.ones((5, 2, 3)), jnp.ones((5, 3, 4))
+    >>> lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))).shape
+    (5, 2, 4)
+    """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,

@@ -65,22 +65,47 @@ defjvp(reduce_prod_p, _reduce_prod_jvp)
 
 
 def reduce_max(x, axes):
+    """The maximum over ``axes``.
+
+    >>> lax.reduce_max(jnp.array([[1, 5], [4, 2]]), (1,))
+    Array([5, 4], dtype=int32)
+    """
     return reduce_max_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 
 def reduce_min(x, axes):
+    """The minimum over ``axes``.
+
+    >>> lax.reduce_min(jnp.array([[1, 5], [4, 2]]), (0,))
+    Array([1, 2], dtype=int32)
+    """
     return reduce_min_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 
 def reduce_prod(x, axes):
+    """The product over ``axes``.
+
+    >>> lax.reduce_prod(jnp.array([[1., 2.], [3., 4.]]), (0, 1))
+    Array(24., dtype=float32)
+    """
     return reduce_prod_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 
 def reduce_and(x, axes):
+    """Whether every element over ``axes`` is true (bitwise and for integers).
+
+    >>> lax.reduce_and(jnp.array([[True, False], [True, True]]), (1,))
+    Array([False,  True], dtype=bool)
+    """
     return reduce_and_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 
 def reduce_or(x, axes):
+    """Whether any element over ``axes`` is true (bitwise or for integers).
+
+    >>> lax.reduce_or(jnp.array([[True, False], [False, False]]), (1,))
+    Array([ True, False], dtype=bool)
+    """
     return reduce_or_p.bind(x, axes=tuple(sorted(int(a) for a in axes)))
 
 
@@ -105,10 +130,20 @@ for _p in (argmax_p, argmin_p):
 
 
 def argmax(x, axis, index_dtype=dtypes.int32):
+    """The index of the largest element along ``axis`` (the first one on ties).
+
+    >>> lax.argmax(jnp.array([[1., 5., 5.], [4., 2., 0.]]), 1)
+    Array([1, 0], dtype=int32)
+    """
     return argmax_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
 
 
 def argmin(x, axis, index_dtype=dtypes.int32):
+    """The index of the smallest element along ``axis`` (the first one on ties).
+
+    >>> lax.argmin(jnp.array([[1., 5.], [4., 0.]]), 0)
+    Array([0, 1], dtype=int32)
+    """
     return argmin_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
 
 
@@ -120,6 +155,11 @@ cumsum_p.batch = lambda vals, dims, *, axis, reverse: (
 
 
 def cumsum(x, axis: int = 0, reverse: bool = False):
+    """The running sum along ``axis`` (from the end with ``reverse``).
+
+    >>> lax.cumsum(jnp.array([1, 2, 3]))
+    Array([1, 3, 6], dtype=int32)
+    """
     return cumsum_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
 
@@ -143,16 +183,31 @@ def _cumulative(op, x, axis, reverse, identity):
 
 
 def cumprod(x, axis: int = 0, reverse: bool = False):
+    """The running product along ``axis`` (from the end with ``reverse``).
+
+    >>> lax.cumprod(jnp.array([1, 2, 3]), reverse=True)
+    Array([6, 6, 3], dtype=int32)
+    """
     return _cumulative(mul, x, axis, reverse, 1)
 
 
 def cummax(x, axis: int = 0, reverse: bool = False):
+    """The running maximum along ``axis`` (from the end with ``reverse``).
+
+    >>> lax.cummax(jnp.array([1, 3, 2]))
+    Array([1, 3, 3], dtype=int32)
+    """
     dt = get_aval(x).dtype
     low = -np.inf if dtypes.is_float(dt) else np.iinfo(dt).min
     return _cumulative(max_, x, axis, reverse, low)
 
 
 def cummin(x, axis: int = 0, reverse: bool = False):
+    """The running minimum along ``axis`` (from the end with ``reverse``).
+
+    >>> lax.cummin(jnp.array([3, 1, 2]))
+    Array([3, 1, 1], dtype=int32)
+    """
     dt = get_aval(x).dtype
     high = np.inf if dtypes.is_float(dt) else np.iinfo(dt).max
     return _cumulative(min_, x, axis, reverse, high)

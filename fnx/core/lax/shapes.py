@@ -20,6 +20,12 @@ rev_p.batch = lambda vals, dims, *, dimensions: (
 
 
 def rev(x, dimensions):
+    """``x`` reversed along each of ``dimensions``.
+
+    >>> lax.rev(jnp.array([[1, 2], [3, 4]]), (1,))
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+    """
     dimensions = tuple(int(d) for d in dimensions)
     return rev_p.bind(x, dimensions=dimensions) if dimensions else x
 
@@ -65,6 +71,11 @@ slice_p.batch = _slice_batch
 
 
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 - lax's name
+    """The static slice ``x[start:limit:stride]`` along every axis.
+
+    >>> lax.slice(jnp.arange(10), (1,), (7,), (2,))
+    Array([1, 3, 5], dtype=int32)
+    """
     strides = tuple(strides) if strides is not None else (1,) * len(start_indices)
     return slice_p.bind(x, start_indices=tuple(map(int, start_indices)),
                         limit_indices=tuple(map(int, limit_indices)),
@@ -72,6 +83,12 @@ def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 - lax's 
 
 
 def slice_in_dim(x, start, limit, stride=1, axis=0):
+    """The static slice ``start:limit:stride`` along ``axis`` alone.
+
+    >>> lax.slice_in_dim(jnp.arange(6).reshape(2, 3), 1, 3, axis=1)
+    Array([[1, 2],
+           [4, 5]], dtype=int32)
+    """
     shape = get_aval(x).shape
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
     starts[axis], limits[axis], strides[axis] = start, limit, stride
@@ -120,6 +137,12 @@ pad_p.batch = _pad_batch
 
 
 def pad(x, padding_value, padding_config):
+    """``x`` padded with ``padding_value``: ``(low, high, interior)`` per axis (negative
+    ``low``/``high`` cut elements off).
+
+    >>> lax.pad(jnp.array([1, 2]), 0, [(1, 2, 1)])
+    Array([0, 1, 0, 2, 0, 0], dtype=int32)
+    """
     cfg = tuple((int(a), int(b), int(c)) for a, b, c in padding_config)
     return pad_p.bind(x, padding_value, padding_config=cfg)
 
@@ -162,6 +185,11 @@ concatenate_p.batch = _concatenate_batch
 
 
 def concatenate(xs, dimension: int):
+    """The arrays joined along ``dimension`` (same dtype; other axes equal).
+
+    >>> lax.concatenate([jnp.array([1, 2]), jnp.array([3])], 0)
+    Array([1, 2, 3], dtype=int32)
+    """
     if len(xs) == 1:
         return xs[0]
     return concatenate_p.bind(*xs, dimension=int(dimension))
@@ -179,15 +207,31 @@ zero_jvp(iota_p)
 
 
 def iota(dtype, size: int):
+    """``0, 1, ..., size - 1`` as a 1-d array of ``dtype``.
+
+    >>> lax.iota(jnp.int32, 4)
+    Array([0, 1, 2, 3], dtype=int32)
+    """
     return iota_p.bind(dtype=dtypes.canonical(dtype), shape=(int(size),), dimension=0)
 
 
 def broadcasted_iota(dtype, shape, dimension):
+    """An array of ``shape`` holding each element's index along ``dimension``.
+
+    >>> lax.broadcasted_iota(jnp.int32, (2, 3), 1)
+    Array([[0, 1, 2],
+           [0, 1, 2]], dtype=int32)
+    """
     return iota_p.bind(dtype=dtypes.canonical(dtype), shape=tuple(shape),
                        dimension=int(dimension))
 
 
 def expand_dims(x, dimensions):
+    """``x`` with axes of size 1 inserted at ``dimensions``.
+
+    >>> lax.expand_dims(jnp.array([1, 2]), (0,)).shape
+    (1, 2)
+    """
     shape = list(get_aval(x).shape)
     for d in sorted(dimensions):
         shape.insert(d, 1)
@@ -195,9 +239,19 @@ def expand_dims(x, dimensions):
 
 
 def squeeze(x, dimensions):
+    """``x`` without its axes ``dimensions`` (each of size 1).
+
+    >>> lax.squeeze(jnp.ones((1, 3, 1)), (0, 2)).shape
+    (3,)
+    """
     shape = get_aval(x).shape
     return reshape(x, tuple(d for i, d in enumerate(shape) if i not in dimensions))
 
 
 def zeros_like(x):
+    """Zeros of ``x``'s shape and dtype.
+
+    >>> lax.zeros_like(jnp.array([1, 2]))
+    Array([0, 0], dtype=int32)
+    """
     return zeros_like_aval(get_aval(x))
