@@ -1,7 +1,7 @@
 """Training and solve programs fnx was not tuned for, beside JAX and PyTorch.
 
     PYTHONPATH=. python3 benchmarks/workloads.py [--quick] [--cpu] [--precision fp32|tf32|both]
-        [--json PATH] [gru ridge lstsq conv mlp transformer ...]
+        [--json PATH] [gru ridge lstsq conv mlp transformer perex kmeans ...]
 
 Programs (the whole step jitted in fnx and JAX; the same math from the same initial values,
 float32, in every framework):
@@ -22,6 +22,14 @@ float32, in every framework):
   layers, softmax cross-entropy, SGD.
 - ``transformer``: a decoder-only transformer LM (pre-LayerNorm, causal attention as einsum +
   mask + softmax, GELU MLP, AdamW on every parameter).
+- ``perex``: DP-SGD-style per-example gradients: ``vmap(value_and_grad(loss))`` over the batch
+  of a ReLU MLP (784-512-512-10, batch 256), each example's gradient clipped to norm 1 inside
+  the vmap, averaged, Gaussian noise from ``random.normal`` added, SGD. PyTorch runs
+  ``torch.func.vmap(grad_and_value)``; its noise comes from its own generator.
+- ``kmeans``: one Lloyd iteration per step (65536 points x 64 dims, 256 centroids): distances
+  by ``||x||^2 + ||c||^2 - 2 x.c``, argmin, ``ops.segment_sum`` of the points and of their
+  counts, the new centroids carried to the next step (PyTorch: ``index_add_`` and
+  ``bincount``). The loss is the mean squared distance to the nearest centroid.
 
 Each program is written once, ``build(L, cfg)``, against a namespace ``L`` holding ``jnp``,
 ``lax``, ``nn``, ``jax`` (the top-level module) and ``solve_triangular``, and runs unchanged with
@@ -452,6 +460,145 @@ def transformer_torch(cfg, state, data, dev):
 
 
 # ---------------------------------------------------------------------------------------------
+# perex: DP-SGD-style per-example gradients
+
+def perex_init(cfg, rng):
+    import numpy as np
+    sizes, B = cfg["sizes"], cfg["batch"]
+    params = {}
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        params[f"w{i}"] = _normal(rng, (a, b), math.sqrt(2 / a))
+        params[f"b{i}"] = np.zeros(b, np.float32)
+    x = _normal(rng, (B, sizes[0]), 1.0)
+    y = rng.integers(0, sizes[-1], B).astype(np.int32)
+    return (params, np.zeros(2, np.uint32)), [x, y]      # the key: PRNGKey(0)'s bits
+
+
+def _perex_example_loss(L, n_layers):
+    """One example's softmax cross-entropy through the ReLU MLP."""
+    jnp, nn = L.jnp, L.nn
+
+    def loss(p, x, y):
+        h = x
+        for i in range(n_layers - 1):
+            h = nn.relu(jnp.matmul(h, p[f"w{i}"]) + p[f"b{i}"])
+        logits = jnp.matmul(h, p[f"w{n_layers - 1}"]) + p[f"b{n_layers - 1}"]
+        return -nn.log_softmax(logits)[y]
+    return loss
+
+
+def perex_build(L, cfg):
+    """Each example's gradient clipped to norm ``clip`` inside the vmap (the per-example norm
+    is a reduction over every axis of one example's gradient), averaged, Gaussian noise of
+    std ``noise * clip / batch`` added, then SGD."""
+    jnp, jax = L.jnp, L.jax
+    n_layers = len(cfg["sizes"]) - 1
+    loss = _perex_example_loss(L, n_layers)
+    clip, lr = cfg["clip"], cfg["lr"]
+
+    def clipped(p, x, y):
+        value, g = jax.value_and_grad(loss)(p, x, y)
+        norm = jnp.sqrt(sum(jnp.sum(v * v) for v in L.tree_leaves(g)))
+        scale = jnp.minimum(1.0, clip / (norm + 1e-6))
+        return value, L.tree_map(lambda v: v * scale, g)
+
+    def step(state, x, y):
+        params, key = state
+        losses, grads = jax.vmap(clipped, in_axes=(None, 0, 0))(params, x, y)
+        key, *keys = jax.random.split(key, len(params) + 1)
+        std = cfg["noise"] * clip / x.shape[0]
+        noisy = {k: jnp.mean(grads[k], axis=0) + std * jax.random.normal(kk, params[k].shape)
+                 for k, kk in zip(sorted(params), keys)}
+        params = {k: params[k] - lr * noisy[k] for k in params}
+        return jnp.mean(losses), (params, key)
+    return step
+
+
+def perex_torch(cfg, state, data, dev):
+    """The same step through torch.func (vmap of grad_and_value); the noise is torch's own
+    generator, so losses after the first call differ from JAX's by the noise's effect."""
+    import torch
+    from torch.func import grad_and_value, vmap
+    (params, _), (x, y) = state, data
+    p = {k: torch.tensor(v, device=dev) for k, v in params.items()}
+    x, y = torch.tensor(x, device=dev), torch.tensor(y, device=dev).long()
+    n_layers = len(cfg["sizes"]) - 1
+    clip, lr = cfg["clip"], cfg["lr"]
+    std = cfg["noise"] * clip / x.shape[0]
+    gen = torch.Generator(device=dev).manual_seed(0)
+
+    def loss(p, x, y):
+        h = x
+        for i in range(n_layers - 1):
+            h = torch.relu(h @ p[f"w{i}"] + p[f"b{i}"])
+        logits = h @ p[f"w{n_layers - 1}"] + p[f"b{n_layers - 1}"]
+        return -torch.log_softmax(logits, -1).gather(0, y[None])[0]
+
+    def clipped(p, x, y):
+        g, value = grad_and_value(loss)(p, x, y)
+        norm = torch.sqrt(sum(torch.sum(v * v) for v in g.values()))
+        scale = torch.clamp(clip / (norm + 1e-6), max=1.0)
+        return value, {k: v * scale for k, v in g.items()}
+    per_example = vmap(clipped, in_dims=(None, 0, 0))
+
+    def step():
+        losses, grads = per_example(p, x, y)
+        for k in p:
+            noise = torch.randn(p[k].shape, device=dev, generator=gen)
+            p[k] = p[k] - lr * (grads[k].mean(0) + std * noise)
+        return losses.mean()
+    return step
+
+
+# ---------------------------------------------------------------------------------------------
+# kmeans: one Lloyd iteration per step
+
+def kmeans_init(cfg, rng):
+    import numpy as np
+    N, D, K = cfg["points"], cfg["dims"], cfg["k"]
+    centers = _normal(rng, (K, D), 4.0)
+    x = (centers[rng.integers(0, K, N)] + _normal(rng, (N, D), 1.0)).astype(np.float32)
+    return x[rng.choice(N, K, replace=False)].copy(), [x]
+
+
+def kmeans_build(L, cfg):
+    """Squared distances by ``||x||^2 + ||c||^2 - 2 x.c``, each point's nearest centroid,
+    segment sums of the points and their counts per centroid, the new centroids (an empty
+    cluster keeps its centroid). The loss is the mean squared distance to the old centroids."""
+    jnp = L.jnp
+    K = cfg["k"]
+
+    def step(c, x):
+        d = (jnp.sum(x * x, axis=1, keepdims=True) + jnp.sum(c * c, axis=1)
+             - 2 * jnp.matmul(x, c.T))
+        assign = jnp.argmin(d, axis=1)
+        inertia = jnp.mean(jnp.min(d, axis=1))
+        sums = L.segment_sum(x, assign, num_segments=K)
+        counts = L.segment_sum(jnp.ones_like(x[:, 0]), assign, num_segments=K)
+        new = jnp.where(counts[:, None] > 0, sums / jnp.maximum(counts, 1)[:, None], c)
+        return inertia, new
+    return step
+
+
+def kmeans_torch(cfg, state, data, dev):
+    import torch
+    c = torch.tensor(state, device=dev)
+    x = torch.tensor(data[0], device=dev)
+    K = cfg["k"]
+    box = {"c": c}
+
+    def step():
+        c = box["c"]
+        d = (x * x).sum(1, keepdim=True) + (c * c).sum(1) - 2 * (x @ c.T)
+        mins, assign = d.min(1)
+        sums = torch.zeros_like(c).index_add_(0, assign, x)
+        counts = torch.bincount(assign, minlength=K).to(x.dtype)
+        box["c"] = torch.where(counts[:, None] > 0, sums / counts.clamp(min=1)[:, None], c)
+        return mins.mean()
+    return step
+
+
+# ---------------------------------------------------------------------------------------------
 # The table of programs: init (NumPy values), build (fnx/JAX), torch, whether the step carries
 # state (its second result is the next call's first argument, donated), and sizes per mode.
 
@@ -477,6 +624,12 @@ PROGRAMS = {
                     wd=0.01),
         "cpu": dict(batch=2, seq=8, vocab=13, d=16, heads=2, ff=32, layers=2, lr=1e-2,
                     wd=0.01)}),
+    "perex": dict(init=perex_init, build=perex_build, torch=perex_torch, carry=True, sizes={
+        "gpu": dict(batch=256, sizes=[784, 512, 512, 10], clip=1.0, noise=1.0, lr=0.1),
+        "cpu": dict(batch=8, sizes=[12, 16, 16, 5], clip=1.0, noise=1.0, lr=0.1)}),
+    "kmeans": dict(init=kmeans_init, build=kmeans_build, torch=kmeans_torch, carry=True, sizes={
+        "gpu": dict(points=65536, dims=64, k=256),
+        "cpu": dict(points=256, dims=4, k=8)}),
 }
 
 
@@ -523,15 +676,21 @@ def _library(fw):
         import fnx.lax
         import fnx.nn
         import fnx.numpy
+        import fnx.ops
         import fnx.scipy
         return types.SimpleNamespace(jax=fnx, jnp=fnx.numpy, lax=fnx.lax, nn=fnx.nn,
                                      tree_map=fnx.tree_util.tree_map,
+                                     tree_leaves=fnx.tree_util.tree_leaves,
+                                     segment_sum=fnx.ops.segment_sum,
                                      solve_triangular=fnx.scipy.linalg.solve_triangular)
     import jax
     import jax.numpy as jnp
+    import jax.ops
     import jax.scipy.linalg
     return types.SimpleNamespace(jax=jax, jnp=jnp, lax=jax.lax, nn=jax.nn,
                                  tree_map=jax.tree_util.tree_map,
+                                 tree_leaves=jax.tree_util.tree_leaves,
+                                 segment_sum=jax.ops.segment_sum,
                                  solve_triangular=jax.scipy.linalg.solve_triangular)
 
 

@@ -231,6 +231,26 @@ def test_simplify_merges_reshapes_and_transposes():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(e))
 
 
+@pytest.mark.parametrize("perm_x,perm_w,folded", [
+    ((1, 0, 2), (1, 0), 2),     # both fold: the free axes keep their order
+    ((2, 1, 0), (1, 0), 1),     # x's free axes (5, 3) would come out swapped: x stays
+])
+def test_simplify_folds_transposes_into_products(rng, perm_x, perm_w, folded):
+    x0 = rng.standard_normal((3, 4, 5)).astype(F32)
+    x = np.transpose(x0, np.argsort(perm_x))        # transposed by perm_x it is x0's layout
+    w = rng.standard_normal((6, 4)).astype(F32)
+    b = _Builder(_aval(x.shape), _aval(w.shape))
+    xt = b.eq(core_lax.transpose_p, b.invars[0], permutation=perm_x)
+    wt = b.eq(core_lax.transpose_p, b.invars[1], permutation=perm_w)
+    d = b.eq(core_lax.dot_general_p, xt, wt, dimension_numbers=(((1,), (0,)), ((), ())),
+             precision=None, preferred_element_type=None)
+    j = b.jaxpr(d)
+    out = _run_checked(passes.optimize, j)
+    assert _prims(out).count("transpose") == 2 - folded
+    np.testing.assert_allclose(np.asarray(eval_jaxpr(out, [], x, w)[0]),
+                               np.einsum("ikl,jk->ilj", x0, w), rtol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # Inlining, DCE, the driver
 

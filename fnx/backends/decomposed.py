@@ -31,15 +31,18 @@ def decomposed_impl(decomposition, impls, xp=np):
                                 [ShapedArray(s, d) for s, d in avals],
                                 description="a primitive's decomposition")
         consts = [xp.asarray(np.asarray(c)) for c in closed.consts]
-        return closed.jaxpr, consts
+        # literals as the backend's own arrays (an fnx scalar is not one CuPy takes)
+        literals = {id(v): xp.asarray(np.asarray(v.val, v.aval.dtype))
+                    for e in closed.jaxpr.eqns for v in e.invars if isinstance(v, Literal)}
+        return closed.jaxpr, consts, literals
 
     def impl(*bufs, **params):
         avals = tuple((tuple(b.shape), np.dtype(b.dtype)) for b in bufs)
-        jaxpr, consts = program(avals, tuple(sorted(params.items())))
+        jaxpr, consts, literals = program(avals, tuple(sorted(params.items())))
         env = dict(zip(jaxpr.constvars, consts))
         env.update(zip(jaxpr.invars, bufs))
         for eqn in jaxpr.eqns:
-            args = [v.val if isinstance(v, Literal) else env[v] for v in eqn.invars]
+            args = [literals[id(v)] if isinstance(v, Literal) else env[v] for v in eqn.invars]
             outs = impls.get(eqn.primitive)(*args, **eqn.params)
             if not eqn.primitive.multiple_results:
                 outs = [outs]

@@ -214,6 +214,29 @@ def _transpose(eqn, producer):
     return None
 
 
+def _dot_of_transposes(eqn, producer):
+    """A product of a transposed operand reads the operand itself, the transpose folded into
+    its dimension numbers (as a GEMM's op(A) reads A), where the operand's free axes keep
+    their order (so the result's layout is the same)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    invars, dims, folded = list(eqn.invars), [(lc, lb), (rc, rb)], False
+    for k, (contract, batch) in enumerate(dims):
+        e = producer.get(invars[k])
+        if e is None or e.primitive is not lax.transpose_p:
+            continue
+        perm = tuple(e.params["permutation"])
+        free = [perm[i] for i in range(len(perm)) if i not in contract and i not in batch]
+        if free != sorted(free):
+            continue
+        dims[k] = (tuple(perm[i] for i in contract), tuple(perm[i] for i in batch))
+        invars[k], folded = e.invars[0], True
+    if not folded:
+        return None
+    (lc, lb), (rc, rb) = dims
+    return eqn.replace(invars=invars,
+                       params=dict(eqn.params, dimension_numbers=((lc, rc), (lb, rb))))
+
+
 def _broadcast(eqn, producer):
     x = eqn.invars[0]
     dims = tuple(eqn.params["broadcast_dimensions"])
@@ -249,6 +272,7 @@ _SIMPLIFY = {
     lax.convert_element_type_p: _same_operand,
     lax.reshape_p: _reshape,
     lax.transpose_p: _transpose,
+    lax.dot_general_p: _dot_of_transposes,
     lax.broadcast_in_dim_p: _broadcast,
     lax.select_n_p: _select,
     lax.integer_pow_p: _integer_pow,
@@ -261,7 +285,8 @@ _SIMPLIFY = {
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Remove algebraic identities: ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1``, ``neg(neg(x))``,
     ``log(exp(x))``, conversions to the same dtype, reshapes, transposes and broadcasts that change nothing;
-    merge a reshape of a reshape and a transpose of a transpose. A result is replaced only by a
+    merge a reshape of a reshape and a transpose of a transpose; fold a transpose into the
+    product that reads it. A result is replaced only by a
     value of exactly its type (shape, dtype and weak_type).
 
     >>> j = fnx.make_jaxpr(lambda x: -(-(x * 1.0)))(jnp.ones(3)).jaxpr

@@ -36,12 +36,23 @@ _IO_TYPES = {np.dtype(np.float32): "FLOAT", np.dtype(np.float16): "HALF",
 
 @functools.lru_cache(maxsize=None)
 def _frontend():
-    """The cuDNN frontend module, or None where it is not installed or cuDNN does not load."""
+    """The cuDNN frontend module, or None where it is not installed or cuDNN does not load.
+
+    The frontend imports PyTorch when it can (for its tensor helpers, which fnx, passing
+    pointers, never uses): seconds of a first call. Unless the process has imported it already,
+    PyTorch is hidden while the frontend loads."""
+    import sys
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None     # ``import torch`` raises ImportError meanwhile
     try:
         import cudnn
         cudnn.backend_version()
     except Exception:       # noqa: BLE001  (any failure to load means: no cuDNN here)
         return None
+    finally:
+        if hide and "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
     return cudnn
 
 
@@ -220,6 +231,37 @@ class _Plan(NamedTuple):
     inputs: tuple        # the frontend's tensors, in the order of the operation's inputs
     output: object
     workspace: int
+
+
+def prepare_plans(eqns) -> None:
+    """Build the plans of a program's convolutions (``eqns``, in cuDNN's layouts) on a
+    background thread while its kernels compile: cuDNN loads its libraries and kernels with the
+    first plans, seconds that would otherwise wait in line in the first call."""
+    from .gemm_table import matmul_precision
+    todo = []
+    for e in eqns:
+        lhs, rhs = (v.aval for v in e.invars)
+        if not supports(e):
+            continue
+        m = mapping(lhs.shape, rhs.shape, lhs.dtype, e.params)
+        if any(p is not None for p in layouts(m)):
+            continue
+        shapes = (lhs.shape, rhs.shape, out_shape(lhs.shape, rhs.shape, e.params))
+        tf32 = matmul_precision(e.params.get("precision")) == "tensorfloat32"
+        todo.append((m, shapes, lhs.dtype, tf32))
+    if not todo:
+        return
+    device = _device()
+
+    def build():
+        import cupy as cp
+        with cp.cuda.Device(device):
+            for args in todo:
+                try:
+                    _plan(*args)
+                except Exception:       # noqa: BLE001  (the call builds it again and raises)
+                    pass
+    threading.Thread(target=build, name="fnx-cudnn-plans", daemon=True).start()
 
 
 def _strided(shape, axes):

@@ -173,6 +173,7 @@ class GpuExecutable:
         self._at = 0             # the launch running (named when one fails)
         self.kernels = []
         eqns = decompose(fold_transposed_products(jaxpr))
+        cudnn.prepare_plans([e for e in eqns if e.primitive is conv_general_dilated_p])
         eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
         eqns = recompute_residuals(eqns, jaxpr.outvars)
         # what the fused layers left unread (an activation's constant operands)

@@ -18,31 +18,28 @@ def matmul(a, b, precision=None, preferred_element_type=None):
         raise ShapeError(f"matmul: operands must not be scalars (shapes {a.shape} and {b.shape})")
     if preferred_element_type is None:      # as JAX: the product's dtype is asked for by name
         preferred_element_type = a.dtype
-    if a.ndim <= 2 and b.ndim <= 2 or a.ndim == 1 or b.ndim == 1:
-        # no batch to pair up: one contraction, vectors as they are (JAX's jaxpr)
-        cb = max(b.ndim - 2, 0)
-        if a.shape[-1] != b.shape[cb]:
-            raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
-                             f"({a.shape[-1]} != {b.shape[cb]})")
-        return lax.dot_general(a, b, (((a.ndim - 1,), (cb,)), ((), ())), precision,
-                               preferred_element_type)
-    a2, b2 = a, b          # both have a batch of matrices from here on
-    if a2.shape[-1] != b2.shape[-2]:
+    k_b = b.ndim - 2 if b.ndim > 1 else 0
+    if a.shape[-1] != b.shape[k_b]:
         raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
-                         f"({a2.shape[-1]} != {b2.shape[-2]})")
-    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+                         f"({a.shape[-1]} != {b.shape[k_b]})")
+    if a.ndim == 1 or b.ndim == 1:
+        # a vector contracts as it is, with no reshape to a 1-row matrix (as in JAX): under
+        # vmap the batch axis is then a row of a 2-D product
+        return lax.dot_general(a, b, (((a.ndim - 1,), (k_b,)), ((), ())), precision,
+                               preferred_element_type)
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], op="matmul")
     nb = len(batch)
     # A leading dimension both operands have (same size, not 1) is a batch dimension of the
     # product; one only one operand has is a free dimension of that operand, so that
     # (B, T, D) @ (D, F) is one product over B*T rows and its weight gradient contracts B and T
     # at once, with no broadcast weight and no per-example products summed afterwards (JAX
     # does the same).
-    a_lead = (None,) * (nb - (a2.ndim - 2)) + tuple(range(a2.ndim - 2))
-    b_lead = (None,) * (nb - (b2.ndim - 2)) + tuple(range(b2.ndim - 2))
+    a_lead = (None,) * (nb - (a.ndim - 2)) + tuple(range(a.ndim - 2))
+    b_lead = (None,) * (nb - (b.ndim - 2)) + tuple(range(b.ndim - 2))
     a_drop, b_drop, a_batch, b_batch, a_free, b_free, order = [], [], [], [], [], [], []
     for i, (ai, bi) in enumerate(zip(a_lead, b_lead)):
-        a_size = a2.shape[ai] if ai is not None else 1
-        b_size = b2.shape[bi] if bi is not None else 1
+        a_size = a.shape[ai] if ai is not None else 1
+        b_size = b.shape[bi] if bi is not None else 1
         if ai is not None and bi is not None and a_size == b_size != 1:
             a_batch.append(ai), b_batch.append(bi), order.append(("batch", len(a_batch) - 1))
             continue
@@ -58,10 +55,10 @@ def matmul(a, b, precision=None, preferred_element_type=None):
             b_free.append(bi), order.append(("b", len(b_free) - 1))
         else:
             order.append(("one", None))
-    a3 = lax.squeeze(a2, tuple(a_drop)) if a_drop else a2
-    b3 = lax.squeeze(b2, tuple(b_drop)) if b_drop else b2
-    a_pos = {ax: k for k, ax in enumerate(d for d in range(a2.ndim) if d not in a_drop)}
-    b_pos = {ax: k for k, ax in enumerate(d for d in range(b2.ndim) if d not in b_drop)}
+    a3 = lax.squeeze(a, tuple(a_drop)) if a_drop else a
+    b3 = lax.squeeze(b, tuple(b_drop)) if b_drop else b
+    a_pos = {ax: k for k, ax in enumerate(d for d in range(a.ndim) if d not in a_drop)}
+    b_pos = {ax: k for k, ax in enumerate(d for d in range(b.ndim) if d not in b_drop)}
     out = lax.dot_general(
         a3, b3, (((a3.ndim - 1,), (b3.ndim - 2,)),
                  (tuple(a_pos[d] for d in a_batch), tuple(b_pos[d] for d in b_batch))),

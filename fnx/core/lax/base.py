@@ -208,8 +208,9 @@ def _transpose_transpose(ct, x, *, permutation):
 
 
 def _transpose_batch(vals, dims, *, permutation):
-    x = bdim_at_front(vals[0], dims[0], None)
-    return transpose_p.bind(x, permutation=(0,) + tuple(p + 1 for p in permutation)), 0
+    # one transpose that also brings the batch axis to the front, not a moveaxis before it
+    (x,), (d,) = vals, dims
+    return transpose(x, (d,) + axes_past_batch(permutation, d)), 0
 
 
 transpose_p.abstract_eval = _transpose_aval
@@ -255,10 +256,11 @@ def _reduce_aval(name, kinds=_FLOAT + _INT + _BOOL, out_dtype=None):
 
 
 def _reduce_batch(prim):
+    # a per-example reduction reduces the non-batch axes where they are (no moveaxis first)
     def rule(vals, dims, *, axes, **params):
         (x,), (d,) = vals, dims
-        x = bdim_at_front(x, d, None)
-        return prim.bind(x, axes=tuple(a + 1 for a in axes), **params), 0
+        axes = axes_past_batch(axes, d)
+        return prim.bind(x, axes=axes, **params), batch_axis_after_removing(d, axes)
     return rule
 
 
@@ -315,6 +317,16 @@ def broadcast_batch(x, size, axis):
     shape.insert(axis, size)
     dims = tuple(i for i in range(len(shape)) if i != axis)
     return broadcast_in_dim(x, tuple(shape), dims)
+
+
+def axes_past_batch(axes, bdim):
+    """Per-example ``axes`` as axes of the batched value, whose batch axis is ``bdim``."""
+    return tuple(int(a) + (a >= bdim) for a in axes)
+
+
+def batch_axis_after_removing(bdim, axes):
+    """Where batch axis ``bdim`` lands once ``axes`` (other axes) are removed."""
+    return bdim - sum(a < bdim for a in axes)
 
 
 def bdim_at_front(x, bdim, size):

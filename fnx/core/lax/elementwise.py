@@ -14,9 +14,9 @@ from ..ad_util import (Zero, defjvp, defjvp_with_output, deflinear, instantiate,
                        register_tangent_arithmetic, zero_jvp, zeros_like_aval)
 from ..core import Primitive, ShapedArray, get_aval
 from ..errors import DTypeError, ShapeError
-from .base import (_BOOL, _FLOAT, _INT, _shp, bdim_at_front, broadcast_in_dim,
+from .base import (_BOOL, _FLOAT, _INT, _shp, broadcast_batch, broadcast_in_dim,
                    convert_element_type, convert_element_type_p, full, not_mapped, primitive,
-                   reduce_sum)
+                   moveaxis, reduce_sum)
 
 
 def _check_same(name, avals):
@@ -51,20 +51,32 @@ def _elementwise_batch(prim):
     def rule(vals, dims, **params):
         if len(vals) == 1:
             return prim.bind(vals[0], **params), dims[0]
-        size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-        example_shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims)]
-        out_shape = next((s for s in example_shapes if s), ())
-        moved = []
-        for v, d, s in zip(vals, dims, example_shapes):
-            if d is not_mapped and s == ():
-                moved.append(v)          # an unbatched scalar broadcasts by itself
-                continue
-            v = bdim_at_front(v, d, size)
-            if s != out_shape:           # a batched scalar meets per-example arrays
-                v = broadcast_in_dim(v, (size,) + out_shape, (0,))
-            moved.append(v)
-        return prim.bind(*moved, **params), 0
+        size, out_shape, axis = _common_batch_axis(vals, dims)
+        return prim.bind(*(_at_batch_axis(v, d, size, out_shape, axis)
+                           for v, d in zip(vals, dims)), **params), axis
     return rule
+
+
+def _common_batch_axis(vals, dims):
+    """``(size, example shape, axis)``: the batch axis every operand is brought to. It stays
+    where the per-example arrays all have it (as JAX keeps it), else it goes first."""
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    example_shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims)]
+    out_shape = next((s for s in example_shapes if s), ())
+    axes = {d for v, d, s in zip(vals, dims, example_shapes)
+            if d is not not_mapped and s == out_shape}
+    return size, out_shape, axes.pop() if len(axes) == 1 else 0
+
+
+def _at_batch_axis(v, d, size, out_shape, axis):
+    """Operand ``v`` (batch axis ``d``) with its batch axis at ``axis`` of the full shape; an
+    unbatched scalar stays as it is (it broadcasts by itself)."""
+    if d is not_mapped:
+        return v if get_aval(v).shape == () else broadcast_batch(v, size, axis)
+    if get_aval(v).ndim == 1 and out_shape:     # a batched scalar meets per-example arrays
+        shape = out_shape[:axis] + (size,) + out_shape[axis:]
+        return broadcast_in_dim(v, shape, (axis,))
+    return moveaxis(v, d, axis) if d != axis else v
 
 
 def _unbatched_shape(v, d):
@@ -433,16 +445,19 @@ def _select_n_transpose(ct, which, *cases):
 
 
 def _select_n_batch(vals, dims):
-    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
+    size, case_shape, axis = _common_batch_axis(vals[1:], dims[1:]) \
+        if any(d is not not_mapped for d in dims[1:]) else (None, None, None)
     which, wd = vals[0], dims[0]
-    cases = [bdim_at_front(v, d, size) for v, d in zip(vals[1:], dims[1:])]
-    case_shape = get_aval(cases[0]).shape
+    if size is None:                             # only the predicate is batched
+        size = get_aval(which).shape[wd]
+        case_shape, axis = get_aval(vals[1]).shape, (wd if get_aval(which).ndim > 1 else 0)
+    # the cases are never left as unbatched scalars: they must all have the result's shape
+    cases = [broadcast_batch(v, size, axis) if d is not_mapped
+             else _at_batch_axis(v, d, size, case_shape, axis)
+             for v, d in zip(vals[1:], dims[1:])]
     if wd is not_mapped and get_aval(which).shape == ():
-        return select_n_p.bind(which, *cases), 0
-    which = bdim_at_front(which, wd, size)
-    if get_aval(which).ndim != len(case_shape):   # scalar predicate per example
-        which = broadcast_in_dim(which, case_shape, (0,))
-    return select_n_p.bind(which, *cases), 0
+        return select_n_p.bind(which, *cases), axis
+    return select_n_p.bind(_at_batch_axis(which, wd, size, case_shape, axis), *cases), axis
 
 
 select_n_p.abstract_eval = _select_n_aval

@@ -8,7 +8,7 @@ from .. import dtypes
 from ..ad_util import defjvp, is_undefined
 from ..core import ShapedArray, get_aval
 from ..errors import DTypeError, ShapeError
-from .base import _shp, convert_element_type, moveaxis, not_mapped, primitive, transpose
+from .base import _shp, convert_element_type, not_mapped, primitive, transpose
 from ..config import register_option
 
 
@@ -109,25 +109,24 @@ def _dot_general_transpose(ct, lhs, rhs, **params):
 
 
 def _dot_general_batch(vals, dims, *, dimension_numbers, **params):
+    # the batch axis stays where it is, named in the dimension numbers: a batch dimension of
+    # the product when both operands carry it, a free dimension when one does (as JAX), so
+    # vmap adds no transposes before a product
     (lhs, rhs), (ld, rd) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
 
     def shift(ax, d):
         return tuple(a + (a >= d) for a in ax) if d is not not_mapped else tuple(ax)
 
+    lc, lb, rc, rb = shift(lc, ld), shift(lb, ld), shift(rc, rd), shift(rb, rd)
     if ld is not not_mapped and rd is not not_mapped:
-        lhs, rhs = moveaxis(lhs, ld, 0), moveaxis(rhs, rd, 0)
-        dn = ((shift(lc, 0), shift(rc, 0)), ((0,) + shift(lb, 0), (0,) + shift(rb, 0)))
-        return dot_general(lhs, rhs, dn, **params), 0
+        return dot_general(lhs, rhs, ((lc, rc), ((ld,) + lb, (rd,) + rb)), **params), 0
+    out = dot_general(lhs, rhs, ((lc, rc), (lb, rb)), **params)
+    lhs_free = [a for a in range(get_aval(lhs).ndim) if a not in lc and a not in lb]
     if ld is not not_mapped:
-        # the batch axis of lhs becomes a free lhs dimension of the output
-        lhs = moveaxis(lhs, ld, 0)
-        dn = ((shift(lc, 0), tuple(rc)), (shift(lb, 0), tuple(rb)))
-        return dot_general(lhs, rhs, dn, **params), len(lb)
-    rhs = moveaxis(rhs, rd, 0)
-    dn = ((tuple(lc), shift(rc, 0)), (tuple(lb), shift(rb, 0)))
-    lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
-    return dot_general(lhs, rhs, dn, **params), len(lb) + lhs_free
+        return out, len(lb) + lhs_free.index(ld)
+    rhs_free = [a for a in range(get_aval(rhs).ndim) if a not in rc and a not in rb]
+    return out, len(lb) + len(lhs_free) + rhs_free.index(rd)
 
 
 dot_general_p.abstract_eval = _dot_general_aval

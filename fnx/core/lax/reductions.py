@@ -10,9 +10,9 @@ from .. import dtypes
 from ..ad_util import defjvp, deflinear, zero_jvp
 from ..core import ShapedArray, get_aval
 from ..errors import ShapeError
-from .base import (_BOOL, _FLOAT, _INT, _shp, bdim_at_front, broadcast_in_dim,
-                   convert_element_type, full, primitive, reduce_sum, reduction, reshape,
-                   transpose)
+from .base import (_BOOL, _FLOAT, _INT, _shp, axes_past_batch, batch_axis_after_removing,
+                   broadcast_in_dim, convert_element_type, full, primitive, reduce_sum,
+                   reduction, reshape, transpose)
 from .elementwise import div, eq, max_, min_, mul
 from .shapes import concatenate, rev, slice_in_dim
 
@@ -119,14 +119,18 @@ def _arg_aval(name):
     return rule
 
 
+def _arg_batch(p, x, d, axis, index_dtype):
+    (axis,) = axes_past_batch((axis,), d)
+    return p.bind(x, axis=axis, index_dtype=index_dtype), batch_axis_after_removing(d, (axis,))
+
+
 argmax_p = primitive("argmax")
 argmin_p = primitive("argmin")
 for _p in (argmax_p, argmin_p):
     _p.abstract_eval = _arg_aval(_p.name)
     zero_jvp(_p)
-    _p.batch = (lambda p: lambda vals, dims, *, axis, index_dtype: (
-        p.bind(bdim_at_front(vals[0], dims[0], None), axis=axis + 1, index_dtype=index_dtype),
-        0))(_p)
+    _p.batch = (lambda p: lambda vals, dims, *, axis, index_dtype: _arg_batch(
+        p, vals[0], dims[0], axis, index_dtype))(_p)
 
 
 def argmax(x, axis, index_dtype=dtypes.int32):
@@ -151,7 +155,7 @@ cumsum_p = primitive("cumsum")
 cumsum_p.abstract_eval = lambda x, *, axis, reverse: x
 deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [cumsum(ct, axis, not reverse)])
 cumsum_p.batch = lambda vals, dims, *, axis, reverse: (
-    cumsum_p.bind(bdim_at_front(vals[0], dims[0], None), axis=axis + 1, reverse=reverse), 0)
+    cumsum_p.bind(vals[0], axis=axis + (axis >= dims[0]), reverse=reverse), dims[0])
 
 
 def cumsum(x, axis: int = 0, reverse: bool = False):
