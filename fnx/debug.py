@@ -6,5 +6,6 @@
 ...     return x * 2
 """
 from .core.debugging import NaNError, debug_callback as callback, debug_print as print  # noqa
+from .debugger import DebuggerQuit, breakpoint  # noqa: A004
 
-__all__ = ["print", "callback", "NaNError"]
+__all__ = ["print", "callback", "breakpoint", "DebuggerQuit", "NaNError"]
