@@ -29,7 +29,7 @@ from .core.placement import device_put, make_mesh
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, typing  # noqa: E402
+from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import distributed, experimental, sharding  # noqa: E402
 from .ref import Ref, freeze, new_ref  # noqa: E402
 

@@ -6,8 +6,9 @@
 ...     return x * 2
 """
 from .core.debugging import NaNError, debug_callback as callback, debug_print as print  # noqa
+from .debugger import DebuggerQuit, breakpoint  # noqa: A004
 
-__all__ = ["print", "callback", "NaNError"]
+__all__ = ["print", "callback", "breakpoint", "DebuggerQuit", "NaNError"]
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -1,6 +1,8 @@
 """fnx.random: counter-based pseudo-random numbers with JAX's API and bits.
 
-A key is a ``uint32[2]`` array (JAX's raw "legacy" keys). Every sampler hashes a counter with
+``key(seed)`` gives a typed key array (dtype ``key<fry>``, ``fnx.prng.KeyArray``) and
+``PRNGKey(seed)`` a raw ``uint32[2]`` array (JAX's "legacy" keys); every function takes either,
+and ``split``/``fold_in`` return keys of the kind they are given. Every sampler hashes a counter with
 Threefry-2x32 (20 rounds), built from fnx primitives (uint32 add, xor and shifts), so sampling
 works under ``jit``, ``vmap`` and ``grad`` and gives the same bits on every backend. Keys are split
 and folded with JAX's current scheme (``jax_threefry_partitionable=True``, JAX's default since
@@ -33,6 +35,7 @@ from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
 from .core.errors import ArgumentTypeError, DTypeError
 from .numpy._core import canonicalize_axis
+from .prng import IMPL, KeyArray
 from .lax.special import digamma, lgamma
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -77,6 +80,12 @@ def threefry_2x32(k1, k2, x1, x2):
 
 
 def _check_key(key, name: str):
+    """The raw ``uint32[2]`` data of one key, typed or raw."""
+    if isinstance(key, KeyArray):
+        if key.shape != ():
+            raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                             f"{key.shape} != (). Use fnx.vmap for batching.")
+        return key._data
     aval = get_aval(key)
     if aval.shape != (2,) or aval.dtype != _U32:
         raise ArgumentTypeError(f"random.{name} expects one key, a uint32[2] array from "
@@ -127,24 +136,59 @@ def PRNGKey(seed) -> jnp.ndarray:  # noqa: N802 - JAX's name
     return jnp.stack([jnp.asarray(hi, _U32), jnp.asarray(lo, _U32)])
 
 
-def key(seed) -> jnp.ndarray:
-    """A key from an integer seed. fnx keys are raw ``uint32[2]`` arrays, so this equals
-    ``PRNGKey(seed)``.
+def key(seed, *, impl=None) -> KeyArray:
+    """A typed key (shape ``()``, dtype ``key<fry>``) from an integer seed, as
+    ``jax.random.key``; its data is ``PRNGKey(seed)``.
 
     >>> key(0)
-    Array([0, 0], dtype=uint32)
+    Array((), dtype=key<fry>) overlaying:
+    [0 0]
     """
-    return PRNGKey(seed)
+    _check_impl(impl)
+    return KeyArray(PRNGKey(seed))
+
+
+def _check_impl(impl):
+    if impl is not None and impl not in (IMPL, "threefry"):
+        raise ValueError(f"fnx.random has one PRNG implementation, {IMPL!r}; got {impl!r}")
 
 
 def key_data(keys):
-    """The raw ``uint32`` data of keys (fnx keys are already raw)."""
-    return jnp.asarray(keys)
+    """The raw ``uint32[..., 2]`` data of typed keys (raw keys are returned as they are).
+
+    >>> key_data(key(42))
+    Array([ 0, 42], dtype=uint32)
+    """
+    return keys._data if isinstance(keys, KeyArray) else jnp.asarray(keys)
 
 
-def wrap_key_data(key_bits):
-    """Keys from raw ``uint32[..., 2]`` data."""
-    return jnp.asarray(key_bits, _U32)
+def wrap_key_data(key_bits, *, impl=None) -> KeyArray:
+    """Typed keys over raw ``uint32[..., 2]`` data (the inverse of ``key_data``).
+
+    >>> wrap_key_data(jnp.array([0, 42], jnp.uint32)).shape
+    ()
+    """
+    _check_impl(impl)
+    if isinstance(key_bits, KeyArray):
+        raise TypeError("wrap_key_data takes raw uint32 data, got a typed key array")
+    data = jnp.asarray(key_bits)
+    if data.dtype != _U32 or data.ndim < 1 or data.shape[-1] != 2:
+        raise TypeError(f"wrap_key_data needs uint32[..., 2] data, got "
+                        f"{get_aval(data).str_short()}")
+    return KeyArray(data)
+
+
+def key_impl(keys) -> str:
+    """The name of the PRNG implementation behind typed keys (``'threefry2x32'``)."""
+    if not isinstance(keys, KeyArray):
+        raise TypeError(f"key_impl takes a typed key array, got {get_aval(keys).str_short()}")
+    return IMPL
+
+
+def clone(keys):
+    """The keys themselves (JAX copies keys for its stateful implementations; fnx's keys are
+    immutable values)."""
+    return keys
 
 
 def _iota_2x32(shape):
@@ -161,11 +205,13 @@ def split(key, num: int | Sequence[int] = 2):
 
     >>> k1, k2 = split(key(0))
     """
-    _check_key(key, "split")
+    typed = isinstance(key, KeyArray)
+    key = _check_key(key, "split")
     shape = (int(num),) if isinstance(num, (int, np.integer)) else tuple(int(n) for n in num)
     k1, k2 = _key_words(key)
     b1, b2 = threefry_2x32(k1, k2, *_iota_2x32(shape))
-    return jnp.stack([b1, b2], axis=len(shape))
+    out = jnp.stack([b1, b2], axis=len(shape))
+    return KeyArray(out) if typed else out
 
 
 def fold_in(key, data):
@@ -173,11 +219,13 @@ def fold_in(key, data):
 
     >>> k = fold_in(key(0), 7)
     """
-    _check_key(key, "fold_in")
+    typed = isinstance(key, KeyArray)
+    key = _check_key(key, "fold_in")
     hi, lo = _seed_words(data)
     k1, k2 = _key_words(key)
     b1, b2 = threefry_2x32(k1, k2, hi, lo)
-    return jnp.stack([jnp.asarray(b1, _U32), jnp.asarray(b2, _U32)])
+    out = jnp.stack([jnp.asarray(b1, _U32), jnp.asarray(b2, _U32)])
+    return KeyArray(out) if typed else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +260,7 @@ def bits(key, shape=(), dtype=None):
     >>> bits(key(0), (2,))
     Array([4070199207, 4202968722], dtype=uint32)
     """
-    _check_key(key, "bits")
+    key = _check_key(key, "bits")
     dtype = dtypes.canonicalize(dtype or _U32, "bits")
     if dtype.kind != "u":
         raise TypeError(f"random.bits needs an unsigned integer dtype, got {dtype}")
@@ -245,7 +293,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     Array([[ 0.895334  ,  0.95715976, -0.33541703],
            [-0.06266308,  0.13977742, -0.66899395]], dtype=float32)
     """
-    _check_key(key, "uniform")
+    key = _check_key(key, "uniform")
     dtype = _float_dtype(dtype, "uniform")
     shape = _shape(shape, "uniform")
     minval = jnp.broadcast_to(_as_dtype(minval, dtype), shape)
@@ -270,7 +318,7 @@ def normal(key, shape=(), dtype=None):
     >>> normal(key(0), (1000,)).std()   # about 1
     Array(0.9840744, dtype=float32)
     """
-    _check_key(key, "normal")
+    key = _check_key(key, "normal")
     dtype = _float_dtype(dtype, "normal")
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = uniform(key, shape, dtype, lo, 1.0)
@@ -283,7 +331,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     >>> truncated_normal(key(0), -2.0, 2.0, (5,))
     Array([ 1.455959  ,  1.7147487 , -0.41267526, -0.07503343,  0.16800097], dtype=float32)
     """
-    _check_key(key, "truncated_normal")
+    key = _check_key(key, "truncated_normal")
     dtype = _float_dtype(dtype, "truncated_normal")
     lower, upper = _as_dtype(lower, dtype), _as_dtype(upper, dtype)
     shape = _shape(shape, "truncated_normal") if shape is not None else \
@@ -300,14 +348,14 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 def exponential(key, shape=(), dtype=None):
     """Exponential samples with rate 1."""
-    _check_key(key, "exponential")
+    key = _check_key(key, "exponential")
     dtype = _float_dtype(dtype, "exponential")
     return -jnp.log1p(-uniform(key, shape, dtype))
 
 
 def gumbel(key, shape=(), dtype=None):
     """Standard Gumbel samples ``-log(-log(u))``."""
-    _check_key(key, "gumbel")
+    key = _check_key(key, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
     u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
     return -jnp.log(-jnp.log(u))
@@ -336,7 +384,7 @@ def _param_shape(name, shape, *param_shapes):
 def _float_params(name, key, shape, dtype, *params):
     """The checked key, the float ``dtype``, the sample shape, and the parameters in ``dtype``
     broadcast to that shape: the preamble every parametrised sampler shares."""
-    _check_key(key, name)
+    key = _check_key(key, name)
     dtype = _float_dtype(dtype, name)
     params = [_as_dtype(p, dtype) for p in params]
     shape = _param_shape(name, shape, *(p.shape for p in params))
@@ -353,7 +401,7 @@ def laplace(key, shape=(), dtype=None):
     >>> laplace(key(0), (3,))
     Array([-2.2569816 , -3.1502788 ,  0.40859547], dtype=float32)
     """
-    _check_key(key, "laplace")
+    key = _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
     # u in (-1, 1) keeps log1p(-|u|) finite
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
@@ -367,7 +415,7 @@ def logistic(key, shape=(), dtype=None):
     >>> logistic(key(0), (3,))
     Array([ 2.896376 ,  3.8217716, -0.6978392], dtype=float32)
     """
-    _check_key(key, "logistic")
+    key = _check_key(key, "logistic")
     dtype = _float_dtype(dtype, "logistic")
     u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
     return jnp.log(u) - jnp.log1p(-u)
@@ -379,7 +427,7 @@ def cauchy(key, shape=(), dtype=None):
     >>> cauchy(key(0), (3,))
     Array([ 6.0274944 , 14.837895  , -0.58172226], dtype=float32)
     """
-    _check_key(key, "cauchy")
+    key = _check_key(key, "cauchy")
     dtype = _float_dtype(dtype, "cauchy")
     # u > 0 keeps tan away from the pole at -pi/2
     u = uniform(key, shape, dtype, dtypes.finfo(dtype).eps, 1.0)
@@ -403,7 +451,7 @@ def maxwell(key, shape=(), dtype=None):
     >>> maxwell(key(0), (3,))
     Array([2.6310966 , 0.99103296, 0.9649305 ], dtype=float32)
     """
-    _check_key(key, "maxwell")
+    key = _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
     z = normal(key, _shape(shape, "maxwell") + (3,), dtype)
     return jnp.sqrt(jnp.sum(z * z, axis=-1))
@@ -416,7 +464,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     >>> double_sided_maxwell(key(0), 0.0, 2.0, (3,))
     Array([ 3.0914423,  3.148255 , -4.1650615], dtype=float32)
     """
-    _check_key(key, "double_sided_maxwell")
+    key = _check_key(key, "double_sided_maxwell")
     dtype = _float_dtype(dtype, "double_sided_maxwell")
     loc, scale = _as_dtype(loc, dtype), _as_dtype(scale, dtype)
     shape = _shape(shape, "double_sided_maxwell") + tuple(
@@ -681,7 +729,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
            [0.39810503, 0.34101272, 0.26088223],
            [0.31399775, 0.1171191 , 0.5688832 ]], dtype=float32)
     """
-    _check_key(key, "dirichlet")
+    key = _check_key(key, "dirichlet")
     dtype = _float_dtype(dtype, "dirichlet")
     alpha = _as_dtype(alpha, dtype)
     if alpha.ndim < 1:
@@ -717,7 +765,7 @@ def ball(key, d: int, p=2, shape=(), dtype=None):
            [-0.34517136,  0.6417013 ,  0.05217262],
            [-0.48240697,  0.09966626,  0.45229018]], dtype=float32)
     """
-    _check_key(key, "ball")
+    key = _check_key(key, "ball")
     dtype = _float_dtype(dtype, "ball")
     shape = _shape(shape, "ball")
     d = int(d)
@@ -748,7 +796,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
            [-0.70045817,  0.25525856],
            [ 0.9395316 , -0.6939423 ]], dtype=float32)
     """
-    _check_key(key, "multivariate_normal")
+    key = _check_key(key, "multivariate_normal")
     if method not in ("cholesky", "eigh", "svd"):
         raise ValueError(f"random.multivariate_normal: method must be 'cholesky', 'eigh' or "
                          f"'svd', got {method!r}")
@@ -780,7 +828,7 @@ def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
            [-0.04628982,  0.23614089, -0.9706156 ],
            [-0.2916314 ,  0.9261326 ,  0.23922688]], dtype=float32)
     """
-    _check_key(key, "orthogonal")
+    key = _check_key(key, "orthogonal")
     dtype = _float_dtype(dtype, "orthogonal")
     shape = _shape(shape, "orthogonal")
     n = int(n)
@@ -803,7 +851,7 @@ def bernoulli(key, p=0.5, shape=None):
     >>> bernoulli(key(0), 0.3, (4,))
     Array([False, False, False, False], dtype=bool)
     """
-    _check_key(key, "bernoulli")
+    key = _check_key(key, "bernoulli")
     p = jnp.asarray(p)
     if dtypes.kind(p.dtype) != "f":
         p = p.astype(dtypes.default_float)
@@ -817,7 +865,7 @@ def rademacher(key, shape=(), dtype=None):
     >>> rademacher(key(0), (4,))
     Array([-1, -1,  1,  1], dtype=int32)
     """
-    _check_key(key, "rademacher")
+    key = _check_key(key, "rademacher")
     dtype = dtypes.canonicalize(dtype or dtypes.default_int, "rademacher")
     b = bernoulli(key, 0.5, _shape(shape, "rademacher"))
     return jnp.where(b, jnp.asarray(1, dtype), jnp.asarray(-1, dtype))
@@ -826,7 +874,7 @@ def rademacher(key, shape=(), dtype=None):
 def _int_params(name, key, shape, dtype, *params):
     """The checked key, an integer ``dtype``, the sample shape and the float parameters
     broadcast to it, for the counting distributions."""
-    _check_key(key, name)
+    key = _check_key(key, name)
     dtype = dtypes.canonicalize(dtype or dtypes.default_int, name)
     if dtype.kind not in "iu":
         raise TypeError(f"random.{name} needs an integer dtype, got {dtype}")
@@ -1024,7 +1072,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     Array([5., 2., 3.], dtype=float32)
     """
     del unroll
-    _check_key(key, "multinomial")
+    key = _check_key(key, "multinomial")
     dtype = _float_dtype(dtype, "multinomial")
     n, p = jnp.floor(_as_dtype(n, dtype)), _as_dtype(p, dtype)
     if p.ndim < 1:
@@ -1070,7 +1118,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     >>> randint(key(0), (3,), 0, 10)
     Array([9, 0, 2], dtype=int32)
     """
-    _check_key(key, "randint")
+    key = _check_key(key, "randint")
     dtype = dtypes.canonicalize(dtype or dtypes.default_int, "randint")
     if dtype.kind not in "iu":
         raise TypeError(f"random.randint needs an integer dtype, got {dtype}")
@@ -1105,7 +1153,7 @@ def categorical(key, logits, axis: int = -1, shape=None):
     >>> categorical(key(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,))
     Array([1, 1, 1, 1, 0], dtype=int32)
     """
-    _check_key(key, "categorical")
+    key = _check_key(key, "categorical")
     logits = jnp.asarray(logits)
     if dtypes.kind(logits.dtype) != "f":
         logits = logits.astype(dtypes.default_float)
@@ -1140,7 +1188,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     >>> permutation(key(0), 5)
     Array([0, 1, 4, 3, 2], dtype=int32)
     """
-    _check_key(key, "permutation")
+    key = _check_key(key, "permutation")
     if isinstance(x, (int, np.integer)) or (not isinstance(x, Tracer) and np.ndim(x) == 0
                                             and np.asarray(x).dtype.kind in "iu"):
         return _shuffle(key, jnp.arange(int(x)), 0)
@@ -1161,7 +1209,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0):
     >>> choice(key(0), 10, (3,), replace=False)
     Array([0, 1, 8], dtype=int32)
     """
-    _check_key(key, "choice")
+    key = _check_key(key, "choice")
     shape = _shape(shape, "choice")
     if isinstance(a, (int, np.integer)):
         arr, n = None, int(a)
@@ -1199,7 +1247,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0):
     return jnp.take(arr, ind, axis=axis)
 
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform",
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone", "split", "fold_in", "bits", "uniform",
            "normal", "truncated_normal", "exponential", "gumbel", "laplace", "logistic", "cauchy",
            "lognormal", "maxwell", "double_sided_maxwell", "weibull_min", "pareto", "rayleigh",
            "wald", "triangular", "gamma", "loggamma", "chisquare", "f", "t", "beta", "dirichlet",

@@ -2,7 +2,8 @@
 
 A reference made inside a function is plain Python state there (grad, vmap and jit see only the
 array operations). One made outside and used inside a jitted function is discharged: the
-compiled program takes its value as an input and the call writes the result back.
+compiled program takes its value as an input and the call writes the result back. One passed
+to a vmapped function is mapped like an array: each instance reads and writes its own slice.
 
 >>> r = fnx.new_ref(fnx.numpy.zeros(3))
 >>> r[1] += 1.0
@@ -52,6 +53,9 @@ class Ref:
 
     def __len__(self):
         return len(self._value)
+
+
+state.register_ref_type(Ref)
 
 
 def new_ref(init_val) -> Ref:

@@ -40,12 +40,11 @@ def test_jaxpr_golden_reduction_and_dot():
     assert str(jaxpr) == (
         "{ lambda ; a:f32[4,2] b:f32[3,4]. let\n"
         "    c:f32[3,2] = dot_general[\n"
-        "      dimension_numbers=(((1,), (0,)), ((), ()))\n"
-        "      precision=None\n"
-        "      preferred_element_type=None\n"
+        "      dimension_numbers=(([1], [0]), ([], []))\n"
+        "      preferred_element_type=float32\n"
         "    ] b a\n"
         "    d:f32[3,2] = tanh c\n"
-        "    e:f32[2] = reduce_sum[axes=(0,)] d\n"
+        "    e:f32[2] = reduce_sum[axes=(0,) out_sharding=None] d\n"
         "  in (e,) }")
 
 

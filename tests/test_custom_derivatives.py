@@ -631,3 +631,30 @@ def test_check_grads_reverse_through_custom_vjp():
     close(pullback(ct)[0], ct * w * np.cos(np.exp(x)) * np.exp(x))
     with pytest.raises(CustomVJPForwardModeError):
         check_vjp(g, (x,))     # the identity check uses jvp, which custom_vjp refuses
+
+
+@pytest.mark.x32
+def test_zero_cotangent_of_a_weak_output_is_weak_as_in_jax():
+    # an output nothing reads gets a zero cotangent of its own type, weak for Python numbers
+    jax = pytest.importorskip("jax")
+
+    def program(lib, np_):
+        @lib.custom_vjp
+        def f(x, y):
+            return x ** 2, np_.cos(y)
+
+        def fwd(x, y):
+            return f(x, y), (x, y)
+
+        def bwd(res, g):
+            x, y = res
+            return 2 * x * g[0], -np_.sin(y) * g[1]
+        f.defvjp(fwd, bwd)
+        return lib.grad(lambda x, y: f(x, y)[0], argnums=(0, 1))(1.5, 2.0)
+
+    ours, theirs = program(fnx, fnx.numpy), program(jax, jax.numpy)
+    for a, b in zip(ours, theirs):
+        assert a.weak_type == b.weak_type and a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    t = fnx.grad(lambda x, y: fnx.jvp(lambda u: (u * y, u), (x,), (x,))[1][1])
+    assert np.asarray(t(3.0, 2.0)) == 1.0

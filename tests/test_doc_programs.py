@@ -469,3 +469,26 @@ def test_references_read_write_and_discharge_through_jit():
     assert got[0] == want[0] and got[-4:] == want[-4:]
     for g, w in zip(got[1:-4], want[1:-4]):
         np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_references_mapped_by_vmap():
+    xs = rng.standard_normal(3).astype(np.float32)
+    m = rng.standard_normal((2, 3)).astype(np.float32)
+
+    def program(lib, jnp):
+        def scale_into(x, out):
+            out[...] = 2.0 * x
+
+        out = lib.new_ref(jnp.zeros(3))
+        lib.vmap(scale_into)(xs, out)
+
+        def add_row(x, r):          # each instance sees its own column, mapped along axis 1
+            r[1] += x
+            return r[0] * x
+        r = lib.new_ref(jnp.asarray(m))
+        ys = lib.vmap(add_row, in_axes=(0, 1))(xs, r)
+        return [np.asarray(out[...]), np.asarray(r[...]), np.asarray(ys)]
+    got, want = both(program)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    np.testing.assert_allclose(got[1], m + np.stack([np.zeros(3), xs]), rtol=1e-6)

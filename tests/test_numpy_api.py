@@ -1961,5 +1961,5 @@ def test_matmul_broadcasts_as_numpy_with_its_gradients(sa, sb, rng):
 def test_matmul_of_a_batch_by_a_matrix_is_one_product_and_so_is_its_weight_gradient():
     x, w = np.ones((8, 16, 32), np.float32), np.ones((32, 4), np.float32)
     text = str(fnx.make_jaxpr(fnx.grad(lambda x, w: jnp.sum(jnp.matmul(x, w)), argnums=1))(x, w))
-    assert "dimension_numbers=(((0, 1), (0, 1)), ((), ()))" in text, text
+    assert "dimension_numbers=(([0, 1], [0, 1]), ([], []))" in text, text
     assert "broadcast_in_dim b" not in text and text.count("dot_general") == 2

@@ -259,9 +259,9 @@ def test_simplify_folds_transposes_into_products(rng, perm_x, perm_w, folded):
 def test_inline_nested_jit_calls():
     inner = fnx.jit(lambda x: jnp.sin(x) * 2.0)
     j = fnx.make_jaxpr(lambda x: inner(x) + inner(x + 1.0))(jnp.ones(3)).jaxpr
-    assert _prims(j).count("pjit") == 2
+    assert _prims(j).count("jit") == 2
     out = _run_checked(passes.inline_calls, j)   # typecheck: each copy has fresh variables
-    assert "pjit" not in _prims(out) and _prims(out).count("sin") == 2
+    assert "jit" not in _prims(out) and _prims(out).count("sin") == 2
     x = np.linspace(-1, 1, 3).astype(F32)
     np.testing.assert_array_equal(np.asarray(eval_jaxpr(out, [], x)[0]),
                                   np.asarray(eval_jaxpr(j, [], x)[0]))
@@ -405,7 +405,7 @@ def test_jit_inlines_nested_jit():
     x = jnp.linspace(0, 1, 5)
     lowered = outer.lower(x)
     text = lowered.as_text()
-    assert "pjit" not in text and text.split("fusion groups")[0].count("exp") == 1
+    assert "jit[" not in text and text.split("fusion groups")[0].count("exp") == 1
     np.testing.assert_allclose(np.asarray(outer(x)), np.asarray((jnp.exp(x) - 1) ** 2),
                                rtol=1e-6)
 

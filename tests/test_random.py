@@ -13,7 +13,8 @@ N = 200_000
 
 
 def _np(x):
-    return np.asarray(x)
+    """NumPy values of arrays, and of typed keys their data."""
+    return np.asarray(random.key_data(x) if isinstance(x, fnx.prng.KeyArray) else x)
 
 
 def _within(value, expected, std_error, sigmas=5.0):
@@ -37,25 +38,28 @@ def test_threefry_known_answers(key, count, expected):
 
 def test_keys_and_split_match_jax():
     np.testing.assert_array_equal(_np(random.PRNGKey(42)), [0, 42])
-    np.testing.assert_array_equal(_np(random.key(0)), [0, 0])
-    assert random.key(0).dtype == np.uint32
+    np.testing.assert_array_equal(_np(random.key_data(random.key(0))), [0, 0])
+    assert random.PRNGKey(0).dtype == np.uint32
     # jax.random.split(jax.random.key(0)) with JAX's default (partitionable) Threefry
-    np.testing.assert_array_equal(_np(random.split(random.key(0))),
+    np.testing.assert_array_equal(_np(random.split(random.PRNGKey(0))),
                                   [[1797259609, 2579123966], [928981903, 3453687069]])
     # split is fold-like: the i-th key is fold_in(key, i)
     k = random.key(123)
     ks = random.split(k, 5)
     for i in range(5):
-        np.testing.assert_array_equal(_np(ks[i]), _np(random.fold_in(k, i)))
+        np.testing.assert_array_equal(_np(random.key_data(ks[i])),
+                                      _np(random.key_data(random.fold_in(k, i))))
 
 
 def test_seeds():
-    np.testing.assert_array_equal(_np(random.key(-1)), [0, 2**32 - 1])
-    np.testing.assert_array_equal(_np(random.key(np.int64(2**40 + 5))), [2**8, 5])
-    np.testing.assert_array_equal(_np(random.key(jnp.asarray(7))), [0, 7])
+    np.testing.assert_array_equal(_np(random.PRNGKey(-1)), [0, 2**32 - 1])
+    np.testing.assert_array_equal(_np(random.PRNGKey(np.int64(2**40 + 5))), [2**8, 5])
+    np.testing.assert_array_equal(_np(random.key_data(random.key(jnp.asarray(7)))), [0, 7])
     with pytest.raises(TypeError, match="integer"):
         random.key(1.5)
     with pytest.raises(TypeError, match="one key"):
+        random.uniform(random.split(random.PRNGKey(0), 3), (2,))
+    with pytest.raises(ValueError, match="single key"):
         random.uniform(random.split(random.key(0), 3), (2,))
 
 
@@ -68,12 +72,13 @@ def test_reproducible_and_key_sensitive():
 
 
 def test_split_keys_are_distinct_and_independent():
-    keys = _np(random.split(random.key(3), 1000))
+    keys = _np(random.key_data(random.split(random.key(3), 1000)))
     assert len({tuple(k) for k in keys}) == 1000
     k1, k2 = random.split(random.key(3))
     a, b = _np(random.normal(k1, (N,))), _np(random.normal(k2, (N,)))
     _within(np.corrcoef(a, b)[0, 1], 0.0, 1 / math.sqrt(N))
-    assert random.split(random.key(0), (2, 3)).shape == (2, 3, 2)
+    assert random.split(random.key(0), (2, 3)).shape == (2, 3)
+    assert random.split(random.PRNGKey(0), (2, 3)).shape == (2, 3, 2)
 
 
 def test_bits_dtypes_and_uniformity():
@@ -669,3 +674,72 @@ def test_multinomial():
     y = _np(random.multinomial(K, jnp.asarray([5.0, 100.0]), jnp.asarray([1.0, 1.0])))
     assert y.shape == (2, 2)
     np.testing.assert_array_equal(y.sum(1), [5, 100])
+
+
+@pytest.mark.x32
+def test_typed_keys_as_jax():
+    jax = _jax()
+    k, fk = jax.random.key(42), random.key(42)
+    assert repr(fk) == repr(k) and str(fk) == str(k)
+    assert str(fnx.typeof(fk)) == str(jax.typeof(k)) == "key<fry>[]"
+    assert fk.shape == k.shape and str(fk.dtype) == str(k.dtype)
+    assert random.key_impl(fk) == str(jax.random.key_impl(k))
+    assert jnp.issubdtype(fk.dtype, fnx.dtypes.prng_key)
+    assert not jnp.issubdtype(jnp.float32, fnx.dtypes.prng_key)
+    ks, fks = jax.random.split(k, 3), random.split(fk, 3)
+    assert repr(fks) == repr(ks) and fks.shape == (3,) and fks[1].shape == ()
+    np.testing.assert_array_equal(_np(random.key_data(fks)), np.asarray(jax.random.key_data(ks)))
+    data = np.array([[1, 2], [3, 4]], np.uint32)
+    w, fw = jax.random.wrap_key_data(data), random.wrap_key_data(data)
+    assert repr(fw) == repr(w)
+    np.testing.assert_array_equal(_np(random.bits(fw[1], (4,))),
+                                  np.asarray(jax.random.bits(w[1], (4,))))
+    # keys through jit, vmap, a scan carry, unpacking, reshape
+    np.testing.assert_array_equal(_np(fnx.jit(lambda k: random.fold_in(k, 3))(fk)),
+                                  np.asarray(jax.random.key_data(jax.random.fold_in(k, 3))))
+    np.testing.assert_array_equal(_np(fnx.vmap(lambda k: random.bits(k, (2,)))(fks)),
+                                  np.asarray(jax.vmap(lambda k: jax.random.bits(k, (2,)))(ks)))
+    out = fnx.vmap(random.split)(fks)
+    assert isinstance(out, fnx.prng.KeyArray) and out.shape == (3, 2)
+
+    def step(key, _):
+        key, sub = random.split(key)
+        return key, random.bits(sub)
+
+    def jstep(key, _):
+        key, sub = jax.random.split(key)
+        return key, jax.random.bits(sub)
+    last, draws = fnx.lax.scan(step, fk, None, length=4)
+    jlast, jdraws = jax.lax.scan(jstep, k, None, length=4)
+    np.testing.assert_array_equal(_np(draws), np.asarray(jdraws))
+    assert repr(last) == repr(jlast)
+    a, b = random.split(fk)
+    ja, jb = jax.random.split(k)
+    assert repr(b) == repr(jb)
+    assert fks.reshape(3, 1).shape == (3, 1) and repr(fks.reshape(3, 1)) == repr(ks.reshape(3, 1))
+    np.testing.assert_array_equal(np.asarray(fks == fks), [True] * 3)
+    with pytest.raises(ValueError, match="single key"):
+        random.normal(fks)
+    with pytest.raises(TypeError):
+        np.asarray(fk)
+
+
+@pytest.mark.x32
+def test_typed_keys_through_control_flow_and_grad_as_jax():
+    jax = _jax()
+
+    def program(lib):
+        r = lib.random
+        k = r.key(1)
+        seen = [repr(lib.vmap(r.key)(lib.numpy.arange(3))),
+                repr(lib.lax.fori_loop(0, 3, lambda i, k: r.fold_in(k, i), k)),
+                repr(lib.lax.cond(True, lambda k: r.split(k)[0], lambda k: k, k))]
+        printed = []
+        lib.jit(lambda k: printed.append(repr(k)) or r.uniform(k))(k)
+        seen.append(printed[0])
+        g = lib.grad(lambda w, k: (w * r.normal(k, (2,))).sum())(lib.numpy.ones(2), k)
+        seen.append(np.round(np.asarray(g), 5).tolist())
+        state = lib.jit(lambda s: s)({"k": k, "w": lib.numpy.ones(2)})
+        seen.append(str(state["k"].dtype))
+        return seen
+    assert program(fnx) == program(jax)

@@ -8,7 +8,7 @@ R = TypeVar("R")
 
 import numpy as np
 
-from . import ad, batching, dtypes, lax
+from . import ad, batching, dtypes, lax, state
 from .api_util import flatten_fun
 from .core import ShapedArray, get_aval
 from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DTypeError, GradError,
@@ -497,6 +497,8 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
         kw_keys = sorted(kwargs)
         all_args = (tuple(args), tuple(kwargs[k] for k in kw_keys))
         leaves, tree = tree_flatten(all_args)
+        refs = [(i, x) for i, x in enumerate(leaves) if state.is_ref(x)]
+        leaves = [x[...] if state.is_ref(x) else x for x in leaves]
         axes_prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
                        (0,) * len(kw_keys))
         dims = broadcast_prefix(axes_prefix, all_args, "vmap in_axes")
@@ -507,12 +509,30 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
             lambda a, kw_vals: fun(*a, **dict(zip(kw_keys, kw_vals))), tree)
 
         def out_dims_fn(n):
-            dummy = tree_unflatten(out_tree(), [0] * n)
-            return broadcast_prefix(out_axes, dummy, "vmap out_axes")
-        outs = batching.batch_flat(flat_fun, leaves, dims, size, _out_dims(out_dims_fn),
-                                   axis_name)
-        return tree_unflatten(out_tree(), outs)
+            dummy = tree_unflatten(out_tree(), [0] * (n - len(refs)))
+            return broadcast_prefix(out_axes, dummy, "vmap out_axes") + \
+                [dims[i] for i, _ in refs]
+        outs = batching.batch_flat(_with_refs(flat_fun, [i for i, _ in refs]), leaves, dims,
+                                   size, _out_dims(out_dims_fn), axis_name)
+        for (_, ref), value in zip(refs, outs[len(outs) - len(refs):]):
+            ref[...] = value
+        return tree_unflatten(out_tree(), outs[:len(outs) - len(refs)])
     return vmapped
+
+
+def _with_refs(flat_fun, ref_at):
+    """``flat_fun`` given a fresh reference over each instance's slice of the mapped references
+    (at ``ref_at``), their final values returned after its outputs (JAX's discharge)."""
+    if not ref_at:
+        return flat_fun
+
+    def run(*vals):
+        vals = list(vals)
+        inner = [state.new_ref(vals[i]) for i in ref_at]
+        for i, r in zip(ref_at, inner):
+            vals[i] = r
+        return list(flat_fun(*vals)) + [r[...] for r in inner]
+    return run
 
 
 def _out_dims(fn):

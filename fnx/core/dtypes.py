@@ -250,8 +250,22 @@ def is_int(dtype) -> bool:
     return kind(dtype) in "iu"
 
 
+class extended:
+    """The abstract type of dtypes NumPy does not have (JAX's ``dtypes.extended``)."""
+
+
+class prng_key(extended):
+    """The abstract type of typed PRNG keys' dtypes (``key<fry>``)."""
+
+
 def issubdtype(arg1, arg2) -> bool:
-    """``np.issubdtype``, with bfloat16 under ``np.floating`` as in JAX."""
+    """``np.issubdtype``, with bfloat16 under ``np.floating`` and key dtypes under
+    ``prng_key``, as in JAX."""
+    kind = getattr(arg1, "abstract_type", None)        # an extended dtype (a key's)
+    if kind is not None or arg2 in (extended, prng_key):
+        if kind is None:
+            return False
+        return arg2 == arg1 if not isinstance(arg2, type) else issubclass(kind, arg2)
     if _is_bfloat16(arg1):
         return _is_bfloat16(arg2) or (isinstance(arg2, type) and issubclass(np.floating, arg2))
     return np.issubdtype(arg1, arg2)

@@ -189,10 +189,15 @@ def _sub_jaxprs(params):
 
 
 def _var_names():
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    for n in itertools.count(1):
-        for combo in itertools.product(letters, repeat=n):
-            yield "".join(combo)
+    """a, b, ..., z, ba, bb, ...: the numbers 0, 1, ... in base 26 with digits a-z, as JAX."""
+    for i in itertools.count():
+        name = ""
+        while True:
+            i, d = divmod(i, 26)
+            name = chr(ord("a") + d) + name
+            if not i:
+                break
+        yield name
 
 
 class _Namer:
@@ -206,6 +211,15 @@ class _Namer:
         if v not in self.names:
             self.names[v] = next(self.gen)
         return self.names[v]
+
+    def suggest(self, for_vars, like_vars):
+        """Name each of ``for_vars`` (not yet named) as its partner in ``like_vars``."""
+        used = set()
+        for v, like in zip(for_vars, like_vars):
+            if isinstance(v, Var) and isinstance(like, Var) and like not in used \
+                    and v not in self.names:
+                used.add(like)
+                self.names[v] = self(like)
 
 
 def _pp_literal(lit: Literal) -> str:
@@ -263,23 +277,52 @@ def _pp_jaxpr(jaxpr, indent, namer, lead: int = 0) -> str:
 
     head = (f"{{ lambda {' '.join(map(binder, jaxpr.constvars))}; "
             f"{' '.join(map(binder, jaxpr.invars))}. let")
-    lhs = [" ".join(binder(v) if v in read else f"_:{v.aval.str_short()}" for v in e.outvars)
-           or "_" for e in jaxpr.eqns]
-    eqns = [_pp_eqn(e, l, indent + 4, namer) for e, l in zip(jaxpr.eqns, lhs)]
+    def lhs(e):
+        return " ".join(binder(v) if v in read else f"_:{v.aval.str_short()}"
+                        for v in e.outvars) or "_"
+    # an equation's results are named before the jaxprs in its params, one equation at a time
+    eqns = [_pp_eqn(e, lhs, indent + 4, namer) for e in jaxpr.eqns]
     outs = ", ".join(map(namer, jaxpr.outvars)) + ("," if len(jaxpr.outvars) == 1 else "")
     one_line = f"{head} {'; '.join(eqns)} in ({outs}) }}"
     if "\n" not in one_line and indent + lead + len(one_line) <= _WIDTH:
         return one_line
     pad = " " * indent
     body = "".join(f"\n{pad}    {e}" for e in eqns)
-    return f"{head}{body}\n{pad}  in ({outs}) }}"
+    return f"{_wrapped_head(jaxpr, binder, indent, lead)}{body}\n{pad}  in ({outs}) }}"
 
 
-def _pp_eqn(eqn, lhs, indent, namer) -> str:
+def _wrapped_head(jaxpr, binder, indent, lead) -> str:
+    """The ``{ lambda consts; args. let`` line, its binders wrapped as JAX wraps them: a
+    list too long for the line breaks before a binder once the line has passed column 79."""
+    col = indent + lead + len("{ lambda ")
+    text = "{ lambda "
+    for names, end in ((list(map(binder, jaxpr.constvars)), "; "),
+                       (list(map(binder, jaxpr.invars)), ". let")):
+        flat = " ".join(names)
+        if col + len(flat) <= _WIDTH:
+            text, col = text + flat, col + len(flat)
+        else:
+            for i, n in enumerate(names):
+                if i and col + 1 > _WIDTH:
+                    text += "\n" + " " * (indent + 4)
+                    col = indent + 4
+                elif i:
+                    text, col = text + " ", col + 1
+                text, col = text + n, col + len(n)
+        text, col = text + end, col + len(end)
+    return text
+
+
+def _pp_eqn(eqn, lhs_of, indent, namer) -> str:
     params = dict(eqn.params)
     if eqn.primitive.pp_params is not None:
         params = eqn.primitive.pp_params(params)
-    args = " ".join(map(namer, eqn.invars))
+    for sub in subjaxprs(eqn):
+        if getattr(eqn.primitive, "pp_shares_names", False):
+            # a call's jaxpr names its arguments and results as the call site does (JAX's jit)
+            namer.suggest(sub.invars, eqn.invars)
+            namer.suggest(sub.outvars, eqn.outvars)
+    lhs = lhs_of(eqn)
     name = eqn.primitive.name
 
     def value(k, v, at):
@@ -289,17 +332,36 @@ def _pp_eqn(eqn, lhs, indent, namer) -> str:
         if _is_jaxpr_param(v):
             return _pp_jaxpr(v, at, namer, lead=len(k) + 1)
         return _pp_param(v)
-    if not params:
-        return f"{lhs} = {name} {args}".rstrip()
-    keys = sorted(params)
-    flat = [f"{k}={value(k, params[k], indent)}" for k in keys]
-    line = f"{lhs} = {name}[{' '.join(flat)}] {args}".rstrip()
-    if "\n" not in line and indent + len(line) <= _WIDTH:
-        return line
-    pad = " " * (indent + 2)
-    broken = [f"{k}={value(k, params[k], indent + 2)}" for k in keys]
-    return f"{lhs} = {name}[" + "".join(f"\n{pad}{b}" for b in broken) + \
-        f"\n{' ' * indent}] {args}".rstrip()
+    head = f"{lhs} = {name}"
+    if params:
+        keys = sorted(params)
+        if getattr(eqn.primitive, "pp_shares_names", False):
+            keys.sort(key=lambda k: k != "name")         # a call's name leads, as in JAX
+        flat = "[" + " ".join(f"{k}={value(k, params[k], indent)}" for k in keys) + "]"
+        if "\n" not in flat and indent + len(head) + len(flat) <= _WIDTH:
+            head += flat
+        else:
+            pad = " " * (indent + 2)
+            head += "[" + "".join(f"\n{pad}{k}={value(k, params[k], indent + 2)}"
+                                  for k in keys) + f"\n{' ' * indent}]"
+    col = len(head.rsplit("\n", 1)[-1]) if "\n" in head else indent + len(head)
+    return head + _filled([namer(v) for v in eqn.invars], col, indent + 2)
+
+
+def _filled(words, col, indent) -> str:
+    """`` w1 w2 ...`` from column ``col``: on one line if it fits, else wrapped as JAX's
+    printer fills, breaking before a word once the line has passed column 79."""
+    flat = "".join(" " + w for w in words)
+    if col + len(flat) <= _WIDTH:
+        return flat
+    text = ""
+    for i, w in enumerate(words):
+        if i and col + 1 > _WIDTH:
+            text, col = text + "\n" + " " * indent, indent
+        else:
+            text, col = text + " ", col + 1
+        text, col = text + w, col + len(w)
+    return text
 
 
 def literal_or_none(x):

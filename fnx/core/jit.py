@@ -1,6 +1,6 @@
 """jit: trace once per argument signature, compile for the backend, run the compiled program.
 
-``jit(f)`` is a higher-order primitive, ``pjit``, holding the traced jaxpr, so every other
+``jit(f)`` is a higher-order primitive, ``jit`` (``pjit_p``), holding the traced jaxpr, so every other
 transformation applies to it: its JVP, batching and transposition are the jaxpr's, and partial
 evaluation (for grad) inlines it. Called at the top level on concrete arrays, a cached call skips
 the primitive machinery: flatten, look up, run.
@@ -37,7 +37,7 @@ from .traceback_util import api_boundary
 # that they show on stderr where logging is not configured
 logger = logging.getLogger("fnx.jit")
 
-pjit_p = primitive("pjit", multiple_results=True)
+pjit_p = primitive("jit", multiple_results=True)   # JAX's name; pjit_p is its older one
 
 
 def _pp_pjit(params):
@@ -45,6 +45,7 @@ def _pp_pjit(params):
 
 
 pjit_p.pp_params = _pp_pjit
+pjit_p.pp_shares_names = True
 pjit_p.abstract_eval = lambda *avals, jaxpr, name: [v.aval for v in jaxpr.outvars]
 
 

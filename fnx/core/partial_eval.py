@@ -97,10 +97,10 @@ class JaxprTrace(Trace):
         return self.stage(primitive, args, params)
 
     def _folds_to_literal(self, primitive, args, params) -> bool:
-        """Scalar arithmetic on constants (``convert(2.0)``, ``1 - 0.5``) runs at once and appears
-        in the jaxpr as a literal, as in JAX; anything bigger is staged."""
-        if primitive.multiple_results or primitive.impl is not None \
-                or getattr(primitive, "has_effect", False):   # collectives run on devices
+        """A scalar constant converted to a dtype (``convert(2.0)``) runs at once and appears in
+        the jaxpr as a literal, as in JAX; every other operation is staged, on constants too
+        (``log 2.0:f32[]``)."""
+        if not getattr(primitive, "folds_constants", False):
             return False
         for a in args:
             if isinstance(a, Tracer):

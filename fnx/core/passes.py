@@ -3,7 +3,7 @@
 Every pass is a function ``jaxpr -> jaxpr`` that returns its argument unchanged (the same
 object) when it has nothing to do, so ``optimize`` can run them to a fixed point:
 
-* ``inline_calls``: nested ``pjit`` equations spliced into the caller
+* ``inline_calls``: nested ``jit`` equations spliced into the caller
 * ``fold_constants``: scalar equations of literals evaluated once, on the CPU
 * ``simplify``: algebraic identities (``x * 1``, ``neg(neg(x))``, a reshape to the same shape...)
 * ``cse``: equal equations (same primitive, inputs and parameters) computed once
@@ -65,11 +65,11 @@ def _literal_value(lit: Literal) -> np.ndarray:
 
 def _is_inlinable_call(eqn) -> bool:
     inner = eqn.params.get("jaxpr")
-    return eqn.primitive.name == "pjit" and isinstance(inner, Jaxpr) and not inner.constvars
+    return eqn.primitive.name == "jit" and isinstance(inner, Jaxpr) and not inner.constvars
 
 
 def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Splice the equations of nested ``pjit`` calls (``jit`` inside ``jit``) into the caller.
+    """Splice the equations of nested ``jit`` calls (``jit`` inside ``jit``) into the caller.
 
     >>> j = fnx.make_jaxpr(lambda x: fnx.jit(jnp.sin)(x) + 1.0)(1.0).jaxpr
     >>> [e.primitive.name for e in inline_calls(j).eqns]

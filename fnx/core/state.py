@@ -10,6 +10,20 @@ from __future__ import annotations
 import contextlib
 
 _trackers: list = []     # one per jit trace in progress, innermost last
+_ref_types: list = []    # the class of references (fnx.ref.Ref registers itself)
+
+
+def register_ref_type(cls) -> None:
+    _ref_types.append(cls)
+
+
+def is_ref(x) -> bool:
+    return isinstance(x, tuple(_ref_types))
+
+
+def new_ref(value):
+    """A reference (of the registered class) holding ``value``."""
+    return _ref_types[0](value)
 
 
 class _Tracker:

@@ -51,7 +51,7 @@ def _asarray(x, dtype):
         return lax.convert_element_type_p.bind(lax.exact_scalar(x, dt), new_dtype=dt,
                                                weak_type=False)
     if isinstance(x, (list, tuple)) and _contains_traced(x):
-        return stack([asarray(e, dtype) for e in x])
+        return _array_of_traced(x, dtype)
     # a NumPy array (or anything else with __array__) may be written to later by its owner: the
     # backend copies it in (to_buffer); a list converted here, or a download, is already ours
     private = isinstance(x, (list, tuple))
@@ -91,6 +91,24 @@ def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
+
+
+def _array_of_traced(x, dtype):
+    """A list holding traced values as JAX builds it: each element converted to the common
+    (strong) dtype, given a leading axis, and all of them concatenated."""
+    elems = [asarray(e) for e in x]
+    if not elems:
+        return asarray(np.zeros(0), dtype)
+    dt = dtypes.canonicalize(dtype, "asarray") if dtype is not None else result_type(*elems)
+    shape = get_aval(elems[0]).shape
+    parts = []
+    for e in elems:
+        if get_aval(e).shape != shape:
+            raise ShapeError(f"jnp.array: elements of a list must have one shape, got "
+                             f"{shape} and {get_aval(e).shape}")
+        e = lax.convert_element_type(e, dt)
+        parts.append(lax.broadcast_in_dim(e, (1,) + shape, tuple(range(1, len(shape) + 1))))
+    return lax.concatenate(parts, 0)
 
 
 def _contains_traced(x) -> bool:

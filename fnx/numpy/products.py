@@ -16,6 +16,8 @@ def matmul(a, b, precision=None, preferred_element_type=None):
     a, b = promote_dtypes(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be scalars (shapes {a.shape} and {b.shape})")
+    if preferred_element_type is None:      # as JAX: the product's dtype is asked for by name
+        preferred_element_type = a.dtype
     k_b = b.ndim - 2 if b.ndim > 1 else 0
     if a.shape[-1] != b.shape[k_b]:
         raise ShapeError(f"matmul: contracting dimensions differ: {a.shape} @ {b.shape} "
@@ -83,7 +85,7 @@ def dot(a, b, precision=None, preferred_element_type=None):
     if b.ndim == 1 or a.ndim <= 2 and b.ndim <= 2:
         return matmul(a, b, precision, preferred_element_type)
     return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), ((), ())), precision,
-                           preferred_element_type)
+                           a.dtype if preferred_element_type is None else preferred_element_type)
 
 
 def broadcast_both(a, b):
@@ -237,7 +239,7 @@ def _contract_pair(ta, a, tb, b, later):
     batch = [c for c in ta if c in tb and c in later]
     dn = ((tuple(ta.index(c) for c in contract), tuple(tb.index(c) for c in contract)),
           (tuple(ta.index(c) for c in batch), tuple(tb.index(c) for c in batch)))
-    out = lax.dot_general(a, b, dn)
+    out = lax.dot_general(a, b, dn, preferred_element_type=a.dtype)
     t_out = "".join(batch) + "".join(c for c in ta if c not in tb) + \
         "".join(c for c in tb if c not in ta)
     return t_out, out

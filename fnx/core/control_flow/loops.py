@@ -252,6 +252,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse):
 
 
 scan_p.abstract_eval = _scan_abstract_eval
+# fnx runs a scan one step at a time whatever ``unroll`` asks; it prints as JAX's default
+scan_p.pp_params = lambda params: {**params, "unroll": 1}
 scan_p.impl = _scan_impl
 scan_p.jvp = _scan_jvp
 scan_p.batch = _scan_batch

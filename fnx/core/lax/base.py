@@ -62,6 +62,7 @@ convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.batch = lambda vals, dims, **p: (convert_element_type_p.bind(vals[0], **p),
                                                         dims[0])
 convert_element_type_p.is_linear = True
+convert_element_type_p.folds_constants = True   # a constant converted is a literal (partial_eval)
 
 
 def exact_scalar(x, dtype):
@@ -282,6 +283,8 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 
 deflinear(reduce_sum_p, _reduce_sum_transpose)
+# JAX's reduce_sum also takes the sharding of its result; fnx places results where jit says
+reduce_sum_p.pp_params = lambda params: {**params, "out_sharding": None}
 
 
 def reduce_sum(x, axes):

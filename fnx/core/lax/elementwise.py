@@ -285,8 +285,9 @@ def stop_gradient_raw(x):
 
 
 # the zeros and sums of tangents that ad_util (below lax) builds
-register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype), add=add,
-                            convert=convert_element_type)
+# (zeros keep a weak type: a zero cotangent of a Python-number output is weak, as in JAX)
+register_tangent_arithmetic(zeros=lambda aval: full(aval.shape, 0, aval.dtype, aval.weak_type),
+                            add=add, convert=convert_element_type)
 
 
 def integer_pow(x, y: int):

@@ -130,6 +130,26 @@ def _dot_general_batch(vals, dims, *, dimension_numbers, **params):
 
 
 dot_general_p.abstract_eval = _dot_general_aval
+
+
+def _pp_dot_general(params):
+    """As JAX prints it: dimension lists, no unset precision or preferred type."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    out = {"dimension_numbers": _Printed(f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))")}
+    if params.get("precision") is not None:
+        p = {"highest": "HIGHEST", "tensorfloat32": "HIGH"}[params["precision"]]
+        out["precision"] = _Printed(f"(Precision.{p}, Precision.{p})")
+    if params.get("preferred_element_type") is not None:
+        out["preferred_element_type"] = params["preferred_element_type"]
+    return out
+
+
+class _Printed(str):
+    """A parameter's text, printed as it is."""
+    __slots__ = ()
+
+
+dot_general_p.pp_params = _pp_dot_general
 defjvp(dot_general_p,
        lambda t, x, y, **p: dot_general_p.bind(t, y, **p),
        lambda t, x, y, **p: dot_general_p.bind(x, t, **p))

@@ -63,6 +63,9 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
 
 
 slice_p.abstract_eval = _slice_aval
+# unit strides print as JAX keeps them, None
+slice_p.pp_params = lambda params: {**params, "strides": None} \
+    if all(s == 1 for s in params["strides"]) else params
 deflinear(slice_p, _slice_transpose)
 slice_p.batch = _slice_batch
 
