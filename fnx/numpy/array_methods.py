@@ -105,7 +105,7 @@ _NUMPY_CALLED = {"sum", "mean", "var", "std", "prod", "max", "min", "argmax", "a
                  "all", "cumsum", "cumprod", "ptp", "clip", "round", "take", "trace"}
 _PROPERTIES = {
     "T": lambda a: shapes.transpose(a), "mT": shapes.matrix_transpose,
-    "at": indexing._IndexUpdateHelper, "real": ufuncs.real,
+    "at": lambda a: indexing._IndexUpdateHelper(a), "real": ufuncs.real,
     "imag": ufuncs.imag, "itemsize": lambda a: a.dtype.itemsize,
     "nbytes": lambda a: a.size * a.dtype.itemsize, "flat": lambda a: iter(shapes.ravel(a)),
 }
