@@ -71,7 +71,7 @@ def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
     view = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         view[d] = x.shape[i]
-    out = np.empty(shape, x.dtype)
+    out = np.empty_like(x, shape=shape)    # (dispatches to CuPy for the GPU's arrays)
     out[...] = x.reshape(view)
     return out
 
