@@ -650,7 +650,9 @@ class GpuExecutable:
                     for s in launch.frees:
                         env[s] = None
         except Exception as e:      # say which launch failed (a capture's reason shows it)
-            if hasattr(e, "add_note") and not getattr(e, "__notes__", None):
+            # the innermost program names its launch (a loop body's, not the loop's)
+            if hasattr(e, "add_note") and not any(
+                    n.startswith("in launch ") for n in getattr(e, "__notes__", ())):
                 e.add_note(f"in launch {self._at}: {self.labels[self._at]}")
             raise
         # a literal result by a fill kernel, which a graph can capture (a copy from the host

@@ -273,7 +273,8 @@ class GraphExecutable:
             recorded = [self._record(static_in, sched) for sched in schedules]
         except Exception as e:     # anything that syncs or allocates unsafely inside capture
             self.reason = f"capture failed: {type(e).__name__}: {e}" + "".join(
-                f" ({note})" for note in getattr(e, "__notes__", ()))
+                f" ({note})" for note in getattr(e, "__notes__", ())
+                if note.startswith("in launch "))
             return
         self.schedule = schedules[0]
         if len(recorded) > 1:
