@@ -125,6 +125,13 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     """
     if vectorized is not None and vmap_method is None:     # older JAX's spelling
         vmap_method = "legacy_vectorized" if vectorized else "sequential"
+    return _bind_callback(pure_callback_p, "pure_callback", callback, result_shape_dtypes,
+                          args, kwargs, vmap_method)
+
+
+def _bind_callback(prim, what, callback, result_shape_dtypes, args, kwargs, vmap_method):
+    """Bind callback primitive ``prim`` on the flattened ``(args, kwargs)``, with results of
+    ``result_shape_dtypes``' structure (checked when the callback runs)."""
     leaves, in_tree = tree_flatten((args, kwargs))
     leaves = [x if isinstance(x, (Array, Tracer)) else device_put(x) for x in leaves]
     out_leaves, out_tree = tree_flatten(result_shape_dtypes)
@@ -135,12 +142,12 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         a, kw = tree_unflatten(in_tree, xs)
         outs, tree = tree_flatten(callback(*a, **kw))
         if tree != out_tree:
-            raise TypeError(f"pure_callback {name} returned a result of structure {tree}, but "
+            raise TypeError(f"{what} {name} returned a result of structure {tree}, but "
                             f"result_shape_dtypes has structure {out_tree}")
         return outs
     flat_callback.__name__ = name
-    outs = pure_callback_p.bind(*leaves, callback=flat_callback, result_avals=avals,
-                                vmap_method=vmap_method)
+    outs = prim.bind(*leaves, callback=flat_callback, result_avals=avals,
+                     vmap_method=vmap_method)
     return tree_unflatten(out_tree, outs)
 
 
@@ -154,20 +161,5 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
     >>> fnx.jit(lambda x: io_callback(lambda v: v * 2, x, x))(jnp.ones(2))
     Array([2., 2.], dtype=float32)
     """
-    leaves, in_tree = tree_flatten((args, kwargs))
-    leaves = [x if isinstance(x, (Array, Tracer)) else device_put(x) for x in leaves]
-    out_leaves, out_tree = tree_flatten(result_shape_dtypes)
-    avals = tuple(ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_leaves)
-    name = getattr(callback, "__name__", "callback")
-
-    def flat_callback(*xs):
-        a, kw = tree_unflatten(in_tree, xs)
-        outs, tree = tree_flatten(callback(*a, **kw))
-        if tree != out_tree:
-            raise TypeError(f"io_callback {name} returned a result of structure {tree}, but "
-                            f"result_shape_dtypes has structure {out_tree}")
-        return outs
-    flat_callback.__name__ = name
-    outs = io_callback_p.bind(*leaves, callback=flat_callback, result_avals=avals,
-                              vmap_method="ordered" if ordered else "sequential")
-    return tree_unflatten(out_tree, outs)
+    return _bind_callback(io_callback_p, "io_callback", callback, result_shape_dtypes, args,
+                          kwargs, "ordered" if ordered else "sequential")

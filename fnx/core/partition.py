@@ -271,31 +271,29 @@ def _reduce(eqn, val):
     return _Value(out, lay)
 
 
+def _split_alike(lhs, rhs, lhs_dims, rhs_dims, sizes, what):
+    """``lhs`` and ``rhs`` with each pair of dimensions split over the same mesh axis: one split
+    and one replicated become both split; split over different axes is Unsupported."""
+    for i, j in zip(lhs_dims, rhs_dims):
+        a, b = lhs.layout[i], rhs.layout[j]
+        if a == b:
+            continue
+        if a is not None and b is None:
+            rhs = _relayout(rhs, _with(rhs.layout, j, a), sizes)
+        elif b is not None and a is None:
+            lhs = _relayout(lhs, _with(lhs.layout, i, b), sizes)
+        else:
+            raise Unsupported(f"{what} dimensions split over different axes")
+    return lhs, rhs
+
+
 def _dot(eqn, vals, sizes):
     lhs, rhs = vals
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     # contracting dimensions: split alike on both sides (psum after), or replicated on both
-    split = []
-    for i, j in zip(lc, rc):
-        a, b = lhs.layout[i], rhs.layout[j]
-        if a != b:
-            if a is not None and b is None:
-                rhs = _relayout(rhs, _with(rhs.layout, j, a), sizes)
-            elif b is not None and a is None:
-                lhs = _relayout(lhs, _with(lhs.layout, i, b), sizes)
-            else:
-                raise Unsupported("contracting dimensions split over different axes")
-        if lhs.layout[i] is not None:
-            split.append(lhs.layout[i])
-    for i, j in zip(lb, rb):
-        a, b = lhs.layout[i], rhs.layout[j]
-        if a != b:
-            if a is not None and b is None:
-                rhs = _relayout(rhs, _with(rhs.layout, j, a), sizes)
-            elif b is not None and a is None:
-                lhs = _relayout(lhs, _with(lhs.layout, i, b), sizes)
-            else:
-                raise Unsupported("batch dimensions split over different axes")
+    lhs, rhs = _split_alike(lhs, rhs, lc, rc, sizes, "contracting")
+    split = [lhs.layout[i] for i in lc if lhs.layout[i] is not None]
+    lhs, rhs = _split_alike(lhs, rhs, lb, rb, sizes, "batch")
     lfree = [i for i in range(len(lhs.layout)) if i not in lc and i not in lb]
     rfree = [j for j in range(len(rhs.layout)) if j not in rc and j not in rb]
     taken = set(split) | {lhs.layout[i] for i in [*lb, *lfree]}
