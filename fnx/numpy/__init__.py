@@ -7,6 +7,7 @@ Array(14., dtype=float32)
 import numpy as _np
 
 from ..core.core import Array as ndarray
+from .scalar_types import *  # noqa: F401,F403
 from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, float32,  # noqa
                            float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
@@ -27,6 +28,8 @@ from .reductions import (all, amax, amin, any, argmax, argmin, average, corrcoef
                          nansum, nanvar, percentile, prod, ptp, quantile, std, sum, trace,
                          trapezoid, var)
 from .padding import pad  # noqa: F401
+from .windows import *  # noqa: F401,F403
+from .index_tricks import *  # noqa: F401,F403
 from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, concat,
                      concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
                      fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,

@@ -58,3 +58,22 @@ complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
 
 __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+
+# NumPy's C-style names, as JAX spells them (jnp.int_ is int64: the width x64 allows)
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+float_, complex_, int_, uint = float64, complex128, int64, uint64
+
+# ml_dtypes' narrow types, which JAX exposes under the same names
+_NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+           "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+           "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4")
+globals().update({name: _scalar_type(getattr(ml_dtypes, name), name) for name in _NARROW
+                  if hasattr(ml_dtypes, name)})
+
+# abstract and non-numeric NumPy types: JAX re-exports NumPy's own
+generic, character, flexible, object_ = np.generic, np.character, np.flexible, np.object_
+
+__all__ += ["single", "double", "csingle", "cdouble", "float_", "complex_", "int_", "uint",
+            "generic", "character", "flexible", "object_"]
+__all__ += [name for name in _NARROW if hasattr(ml_dtypes, name)]
