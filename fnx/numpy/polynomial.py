@@ -27,7 +27,7 @@ def _pad_front(a, n):
 
 
 def _trim_leading(a, tol=0.0):
-    values = np.asarray(concrete_or_error(None, a, "trim_leading_zeros needs concrete values"))
+    values = np.asarray(concrete_or_error(a, "trim_leading_zeros needs concrete values"))
     nonzero = np.flatnonzero(np.abs(values) > tol)
     return a[int(nonzero[0]):] if nonzero.size else a[:0]
 
