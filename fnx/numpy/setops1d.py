@@ -7,32 +7,42 @@ import numpy as np
 
 from ..core.core import concrete_or_error
 from ._core import asarray, promote_dtypes
-from .indexing import nonzero, where
+from .indexing import where
 from .setops import unique
 from .shapes import concatenate, ravel
-from .sorting import isin, sort
+from .sorting import argsort, isin, lexsort, searchsorted
 
 __all__ = ["union1d", "intersect1d", "setdiff1d", "setxor1d"]
 
 
-def _select(values, mask, size, fill_value, name):
-    """``values[mask]``: concretely, or padded to ``size`` with ``fill_value``."""
-    if size is None:
-        mask = np.asarray(concrete_or_error(mask, f"{name} without a static size"))
-        return values[np.flatnonzero(mask)]
-    idx, = nonzero(mask, size=size, fill_value=0)
-    picked = values[idx] if values.shape[0] else values.reshape(-1)[:0]
-    if values.shape[0] == 0:
-        return asarray(np.zeros(size), values.dtype) if fill_value is None \
-            else asarray(np.full(size, fill_value), values.dtype)
-    valid = np.arange(size) < mask.sum()
-    fill = picked[0] if fill_value is None else asarray(fill_value, values.dtype)
-    return where(valid, picked, fill)
-
-
-def _unique_sorted(a, assume_unique):
+def _sorted_runs(a):
+    """``a`` flattened and stably sorted, the sorting permutation, and where each run of equal
+    values starts (its first occurrence in ``a``)."""
     a = ravel(a)
-    return sort(a) if assume_unique else unique(a)
+    order = argsort(a, stable=True)
+    s = a[order]
+    first = concatenate([asarray([True]), s[1:] != s[:-1]]) if s.shape[0] else s == s
+    return s, order, first
+
+
+def _compact(values, keep, size, fill_value, name, *extras, extra_fills=()):
+    """``values[keep]`` in sorted order (with ``extras`` picked alike): concretely, or padded to
+    the static ``size`` with ``fill_value``."""
+    if size is None:
+        mask = np.asarray(concrete_or_error(keep, f"{name} without size="))
+        idx = np.flatnonzero(mask)
+        idx = idx[np.argsort(np.asarray(values)[idx], kind="stable")]
+        return (values[idx],) + tuple(e[idx] for e in extras)
+    order = lexsort((values, ~keep))[:size]             # kept values first, in sorted order
+    n = order.shape[0]
+    picked = [values[order]] + [e[order] for e in extras]
+    if n < size:
+        picked = [concatenate([p, p[:1].repeat(size - n) if n else
+                               asarray(np.zeros(size - n), p.dtype)]) for p in picked]
+    valid = asarray(np.arange(size)) < keep.sum()
+    fill = picked[0][0] if fill_value is None else asarray(fill_value, values.dtype)
+    out = [where(valid, picked[0], fill)] + [where(valid, p, f) for p, f in zip(picked[1:], extra_fills)]
+    return tuple(out)
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
@@ -52,8 +62,8 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     Array([1, 3], dtype=int32)
     """
     ar1, ar2 = promote_dtypes(ar1, ar2)
-    a = ravel(ar1) if assume_unique else unique(ravel(ar1))
-    return _select(a, ~isin(a, ar2), size, fill_value, "setdiff1d")
+    s, _, first = _sorted_runs(ar1)
+    return _compact(s, first & ~isin(s, ar2), size, fill_value, "setdiff1d")[0]
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
@@ -63,12 +73,11 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     Array([1, 4], dtype=int32)
     """
     ar1, ar2 = promote_dtypes(ar1, ar2)
-    a = sort(concatenate([_unique_sorted(ar1, assume_unique), _unique_sorted(ar2, assume_unique)]))
-    if a.shape[0] == 0:
-        return a
-    same_left = concatenate([asarray([False]), a[1:] == a[:-1]])
-    same_right = concatenate([a[1:] == a[:-1], asarray([False])])
-    return _select(a, ~(same_left | same_right), size, fill_value, "setxor1d")
+    s1, _, first1 = _sorted_runs(ar1)
+    s2, _, first2 = _sorted_runs(ar2)
+    values = concatenate([s1, s2])
+    keep = concatenate([first1 & ~isin(s1, ar2), first2 & ~isin(s2, ar1)])
+    return _compact(values, keep, size, fill_value, "setxor1d")[0]
 
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
@@ -80,25 +89,13 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     Array([1, 3], dtype=int32)
     """
     ar1, ar2 = promote_dtypes(ar1, ar2)
-    ar1, ar2 = ravel(ar1), ravel(ar2)
-    if return_indices:
-        u1, i1 = unique(ar1, return_index=True) if not assume_unique else (ar1, np.arange(ar1.size))
-        u2, i2 = unique(ar2, return_index=True) if not assume_unique else (ar2, np.arange(ar2.size))
-    else:
-        u1, u2 = _unique_sorted(ar1, assume_unique), _unique_sorted(ar2, assume_unique)
-    both = concatenate([u1, u2])
-    order = np.argsort(np.asarray(concrete_or_error(both, "intersect1d")), kind="stable") \
-        if size is None else None
-    if order is None:
-        from .sorting import argsort
-        order = argsort(both, stable=True)
-    a = both[order]
-    if a.shape[0] == 0:
-        return (a, a.astype(int), a.astype(int)) if return_indices else a
-    mask = a[1:] == a[:-1]
-    values = _select(a[:-1], mask, size, fill_value, "intersect1d")
+    s1, order1, first1 = _sorted_runs(ar1)
+    s2, order2, _ = _sorted_runs(ar2)
+    keep = first1 & isin(s1, ar2)
     if not return_indices:
-        return values
-    first = _select(order[:-1], mask, size, 0, "intersect1d")
-    second = _select(order[1:], mask, size, 0, "intersect1d") - u1.shape[0]
-    return values, asarray(i1)[first], asarray(i2)[second]
+        return _compact(s1, keep, size, fill_value, "intersect1d")[0]
+    in2 = order2[searchsorted(s2, s1, side="left").clip(0, max(s2.shape[0] - 1, 0))] \
+        if s2.shape[0] else order1 * 0
+    # padded indices point one past the end, as JAX's do
+    return _compact(s1, keep, size, fill_value, "intersect1d", order1, in2,
+                    extra_fills=(s1.shape[0], s2.shape[0]))
