@@ -32,6 +32,8 @@ from .windows import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
 from .polynomial import *  # noqa: F401,F403
 from .setops1d import *  # noqa: F401,F403
+from .selection import *  # noqa: F401,F403
+from .updates import *  # noqa: F401,F403
 from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, concat,
                      concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
                      fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,
