@@ -39,6 +39,8 @@ from .assembly import *  # noqa: F401,F403
 from .functional import *  # noqa: F401,F403
 from .calculus import *  # noqa: F401,F403
 from .bits import *  # noqa: F401,F403
+from .host import *  # noqa: F401,F403
+from .histograms import *  # noqa: F401,F403
 from .shapes import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, concat,
                      concatenate, delete, diag, diagonal, dsplit, dstack, expand_dims, flip,
                      fliplr, flipud, hsplit, hstack, insert, matrix_transpose, meshgrid, moveaxis,

@@ -218,3 +218,18 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
     Array([1, 2, 3], dtype=uint8)
     """
     return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """``num`` numbers spaced evenly on a log scale from ``start`` to ``stop`` (same sign).
+
+    >>> jnp.geomspace(1.0, 100.0, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
+    from .ufuncs import log10, power, sign
+    start, stop = promote_dtypes_inexact(start, stop)
+    s = sign(start)
+    exponents = linspace(log10(start / s), log10(stop / s), num, endpoint, axis=axis)
+    s = lax.expand_dims(s, (axis % exponents.ndim,)) if s.ndim else s
+    out = s * power(10.0, exponents).astype(exponents.dtype)
+    return out if dtype is None else out.astype(dtype)
