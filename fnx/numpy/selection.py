@@ -1,4 +1,5 @@
-"""Selecting elements by index or mask: ``choose``, ``compress`` and ``extract``."""
+"""Selecting elements by index or mask: ``choose``, ``compress``, ``extract`` and
+``mask_indices``."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ from ._core import asarray, broadcast_arrays, stack
 from .indexing import indices, nonzero, where
 from .shapes import moveaxis, ravel
 
-__all__ = ["choose", "compress", "extract"]
+__all__ = ["choose", "compress", "extract", "mask_indices"]
 
 
 def choose(a, choices, out=None, mode="raise"):
@@ -78,3 +79,14 @@ def extract(condition, arr, *, size=None, fill_value=0):
     Array([0., 2.], dtype=float32)
     """
     return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """The indices of the non-zero entries of ``mask_func(ones((n, n)), k)``, such as
+    ``triu``'s (pass a static ``size`` under ``jit``).
+
+    >>> jnp.mask_indices(2, jnp.triu)
+    (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
+    from .creation import ones
+    return nonzero(mask_func(ones((n, n)), k), size=size)
