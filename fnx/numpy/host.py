@@ -10,14 +10,82 @@ __all__ = ["array_repr", "array_str", "printoptions", "get_printoptions", "set_p
            "save", "savez", "load", "fromfile", "fromiter", "fromstring", "iterable",
            "einsum_path", "ComplexWarning"]
 
-array_repr = np.array_repr
-array_str = np.array_str
-printoptions = np.printoptions
-get_printoptions = np.get_printoptions
-set_printoptions = np.set_printoptions
-save = np.save
-savez = np.savez
-iterable = np.iterable
+
+
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    """NumPy's representation string of ``arr``'s values.
+
+    >>> jnp.array_repr(jnp.arange(3))
+    'array([0, 1, 2], dtype=int32)'
+    """
+    return np.array_repr(np.asarray(arr), max_line_width, precision, suppress_small)
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    """NumPy's string of ``a``'s values.
+
+    >>> jnp.array_str(jnp.arange(3))
+    '[0 1 2]'
+    """
+    return np.array_str(np.asarray(a), max_line_width, precision, suppress_small)
+
+
+def printoptions(*args, **kwargs):
+    """A context manager setting NumPy's print options, which fnx arrays print with.
+
+    >>> with jnp.printoptions(precision=2):
+    ...     print(jnp.array([1.23456]))
+    [1.23]
+    """
+    return np.printoptions(*args, **kwargs)
+
+
+def get_printoptions():
+    """NumPy's current print options, which fnx arrays print with.
+
+    >>> jnp.get_printoptions()["precision"]
+    8
+    """
+    return np.get_printoptions()
+
+
+def set_printoptions(*args, **kwargs):
+    """Set NumPy's print options, which fnx arrays print with (``printoptions`` sets them for
+    a block only).
+
+    >>> jnp.set_printoptions(precision=8)
+    """
+    return np.set_printoptions(*args, **kwargs)
+
+
+def save(file, arr, allow_pickle=True):
+    """Write ``arr`` to a ``.npy`` file (``np.save``).
+
+    >>> import io
+    >>> jnp.save(io.BytesIO(), jnp.arange(3))
+    """
+    np.save(file, np.asarray(arr), allow_pickle=allow_pickle)
+
+
+def savez(file, *args, **kwds):
+    """Write several arrays to an uncompressed ``.npz`` archive (``np.savez``).
+
+    >>> import io
+    >>> jnp.savez(io.BytesIO(), x=jnp.arange(3), y=jnp.ones(2))
+    """
+    np.savez(file, *[np.asarray(a) for a in args],
+             **{k: np.asarray(v) for k, v in kwds.items()})
+
+
+def iterable(y):
+    """Whether ``y`` can be iterated over.
+
+    >>> jnp.iterable([1, 2]), jnp.iterable(2.0)
+    (True, False)
+    """
+    return np.iterable(y)
+
+
 ComplexWarning = np.exceptions.ComplexWarning
 
 

@@ -1,6 +1,7 @@
 """Set operations on flattened arrays: ``union1d``, ``intersect1d``, ``setdiff1d`` and
 ``setxor1d``. Their sizes depend on values, so under ``jit`` pass a static ``size`` (padded with
-``fill_value``, by default the smallest value of the result), as in JAX."""
+``fill_value``, by default the smallest value of the result, or 0 for ``setdiff1d``), as in
+JAX."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,13 +57,15 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-    """The sorted unique values of ``ar1`` not in ``ar2``.
+    """The sorted unique values of ``ar1`` not in ``ar2`` (padded with 0 by default, as in
+    JAX).
 
     >>> jnp.setdiff1d(jnp.array([1, 2, 3, 4]), jnp.array([2, 4]))
     Array([1, 3], dtype=int32)
     """
     ar1, ar2 = promote_dtypes(ar1, ar2)
     s, _, first = _sorted_runs(ar1)
+    fill_value = 0 if fill_value is None else fill_value
     return _compact(s, first & ~isin(s, ar2), size, fill_value, "setdiff1d")[0]
 
 

@@ -46,8 +46,8 @@ def _chebyshev(x, coefficients):
 def i0(x):
     """The modified Bessel function of the first kind, order zero, elementwise.
 
-    >>> jnp.i0(jnp.array([0.0, 1.0]))
-    Array([1.       , 1.2660658], dtype=float32)
+    >>> jnp.i0(jnp.array([0.0, 1.0])).round(4)
+    Array([1.    , 1.2661], dtype=float32)
     """
     x, = promote_dtypes_inexact(x)
     if np.dtype(x.dtype).kind == "c":
@@ -82,7 +82,7 @@ def _window(M, formula):
 def hamming(M):
     """The Hamming window of ``M`` points.
 
-    >>> jnp.hamming(4)
+    >>> jnp.hamming(4).round(2)
     Array([0.08, 0.77, 0.77, 0.08], dtype=float32)
     """
     return _window(M, lambda t: 0.54 + 0.46 * cos(np.pi * t))
