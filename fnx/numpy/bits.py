@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes
 from ..core.errors import DTypeError
 from ._core import asarray, canonicalize_axis, promote_dtypes_inexact
 from .padding import pad

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ShapeError
-from ._core import asarray, promote_dtypes_inexact, stack
+from ._core import promote_dtypes_inexact, stack
 from .indexing import ix_, ravel_multi_index, where
 from .reductions import diff
 from .sorting import bincount, histogram_bin_edges, searchsorted

@@ -42,8 +42,8 @@ def _compact(values, keep, size, fill_value, name, *extras, extra_fills=()):
                                asarray(np.zeros(size - n), p.dtype)]) for p in picked]
     valid = asarray(np.arange(size)) < keep.sum()
     fill = picked[0][0] if fill_value is None else asarray(fill_value, values.dtype)
-    out = [where(valid, picked[0], fill)] + [where(valid, p, f) for p, f in zip(picked[1:], extra_fills)]
-    return tuple(out)
+    extras_out = [where(valid, p, f) for p, f in zip(picked[1:], extra_fills)]
+    return (where(valid, picked[0], fill), *extras_out)
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
