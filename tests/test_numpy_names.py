@@ -212,6 +212,14 @@ def test_set_operations_under_jit(rng, name):
         np.testing.assert_array_equal(fnx.jit(op(jnp))(a, b), jax.jit(op(jjnp))(a, b))
 
 
+@pytest.mark.parametrize("degree", [1, 2, 5, 8])
+def test_roots(rng, degree):
+    p = np.r_[0.0, rng.standard_normal(degree + 1), 0.0]     # a leading and a trailing zero
+    ours = np.sort_complex(np.asarray(jnp.roots(p)))
+    np.testing.assert_allclose(ours, np.sort_complex(np.asarray(jjnp.roots(p))), atol=1e-8)
+    assert jnp.roots(p).dtype == jjnp.roots(p).dtype
+
+
 def test_mask_indices_with_size():
     for size in (2, 8):
         ours = jnp.mask_indices(3, jnp.tril, size=size)

@@ -9,11 +9,13 @@ from ..core.core import concrete_or_error
 from ..core.errors import ShapeError
 from ._core import asarray, promote_dtypes, promote_dtypes_inexact
 from .creation import arange, ones, zeros
-from .products import convolve, vander
+from .indexing import where
+from .products import convolve, polyval, vander
 from .shapes import concatenate
 from .ufuncs import sqrt
 
-__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit"]
+__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit",
+           "roots"]
 
 
 def _check_1d(name, **arrays):
@@ -188,3 +190,46 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
             return c, base * factor
         return c, base[:, :, None] * factor
     return c
+
+
+def roots(p, *, strip_zeros=True):
+    """The complex roots of the polynomial with coefficients ``p`` (highest power first),
+    found by Aberth's simultaneous iteration (JAX uses a companion matrix's eigenvalues, so the
+    order of the roots may differ).
+
+    >>> jnp.sort_complex(jnp.roots(jnp.array([1.0, -3.0, 2.0]))).real.round(4)
+    Array([1., 2.], dtype=float32)
+    """
+    from ..core.control_flow import fori_loop
+    from .ufuncs import abs, exp
+    p, = promote_dtypes_inexact(p)
+    _check_1d("roots", p=p)
+    complex_dtype = np.dtype(np.complex64) if p.dtype in (np.float32, np.complex64) \
+        else np.dtype(np.complex128)
+    p = p.astype(complex_dtype)
+    if strip_zeros:
+        p = _trim_leading(p)
+    values = np.asarray(concrete_or_error(p, "roots' trailing zeros"))
+    nonzero = np.flatnonzero(values != 0)
+    n_zero_roots = p.shape[0] - 1 - int(nonzero[-1]) if nonzero.size else 0
+    p = p[:p.shape[0] - n_zero_roots]
+    degree = p.shape[0] - 1
+    if degree < 1:
+        return zeros(n_zero_roots, complex_dtype)
+    p = p / p[0]
+    dp = polyder(p)
+    # start on a circle just outside Cauchy's bound on the roots' moduli
+    radius = 1.0 + abs(p[1:]).max()
+    angles = asarray(2 * np.pi * np.arange(degree) / degree + 0.4)
+    start = radius * exp(1j * angles).astype(complex_dtype)
+    eye = asarray(np.eye(degree, dtype=bool))
+
+    def step(_, z):
+        newton = polyval(p, z) / polyval(dp, z)
+        gaps = where(eye, 1.0, z[:, None] - z[None, :])    # no self-repulsion
+        repulsion = where(eye, 0.0, 1.0 / gaps).sum(axis=1)
+        return z - newton / (1.0 - newton * repulsion)
+
+    z = fori_loop(0, 50 + 10 * degree, step, start)
+    return concatenate([z, zeros(n_zero_roots, complex_dtype)])
+
