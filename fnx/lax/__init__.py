@@ -25,6 +25,18 @@ from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatte
                                 ppermute, pshuffle, all_to_all, axis_index, axis_size)
 from ..core.placement import with_sharding_constraint  # noqa: E402,F401
 
+from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode,  # noqa
+                    RoundingMethod, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
+                    DotAlgorithmPreset, RaggedDotDimensionNumbers, DotDimensionNumbers,
+                    ConvGeneralDilatedDimensionNumbers, PrecisionLike)
+from .gather_scatter import (gather, scatter_add, scatter_sub, scatter_mul, scatter_min,  # noqa
+                             scatter_max, scatter_apply)
+# the primitives JAX exports under these names
+from ..core.fft import fft_p  # noqa: E402,F401
+from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
+from ..core.collectives import (psum_p, pmax_p, pmin_p, all_gather_p, all_to_all_p,  # noqa
+                                ppermute_p, axis_index_p)
+
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
 _export_boundaries(globals())   # errors end at the caller's line
