@@ -31,6 +31,14 @@ from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatt
                     ConvGeneralDilatedDimensionNumbers, PrecisionLike)
 from .gather_scatter import (gather, scatter_add, scatter_sub, scatter_mul, scatter_min,  # noqa
                              scatter_max, scatter_apply)
+from .arrays import tile, stack, unstack, empty, broadcast_like, dtype, shape_as_value  # noqa
+from .bits import mulhi, reduce_xor  # noqa: E402,F401
+from .shape_tuples import (conv_general_permutations, conv_transpose_shape_tuple,  # noqa
+                           reduce_window_shape_tuple)
+from .staging import create_token, after_all, platform_dependent, composite  # noqa: E402,F401
+from .ragged import ragged_dot, ragged_dot_general  # noqa: E402,F401
+from .approx import approx_max_k, approx_min_k  # noqa: E402,F401
+from .collectives import pbroadcast, pswapaxes, pcast  # noqa: E402,F401
 # the primitives JAX exports under these names
 from ..core.fft import fft_p  # noqa: E402,F401
 from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401

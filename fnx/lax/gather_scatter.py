@@ -192,14 +192,14 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
 
 def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
                   indices_are_sorted=False, unique_indices=False, mode=None):
-    """``operand`` with ``func`` applied to the elements the scatter addresses (each once).
+    """``operand`` with ``func`` applied to the elements the scatter addresses (each once);
+    ``update_shape`` is the shape the scatter's updates would have.
 
     >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
-    >>> lax.scatter_apply(jnp.arange(4.0), jnp.array([[1], [3]]), lax.neg, dn)
+    >>> lax.scatter_apply(jnp.arange(4.0), jnp.array([[1], [3]]), lax.neg, dn, update_shape=(2,))
     Array([ 0., -1.,  2., -3.], dtype=float32)
     """
     x = get_aval(operand)
     hit = _scatter(lax.full(x.shape, 0, np.int32), scatter_indices,
-                   lax.full(tuple(get_aval(scatter_indices).shape[:-1]) + tuple(update_shape),
-                            1, np.int32), dimension_numbers, mode, "max")
+                   lax.full(tuple(update_shape), 1, np.int32), dimension_numbers, mode, "max")
     return lax.select(hit > 0, func(operand), operand)
