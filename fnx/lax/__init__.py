@@ -39,6 +39,10 @@ from .staging import create_token, after_all, platform_dependent, composite  # n
 from .ragged import ragged_dot, ragged_dot_general  # noqa: E402,F401
 from .approx import approx_max_k, approx_min_k  # noqa: E402,F401
 from .collectives import pbroadcast, pswapaxes, pcast  # noqa: E402,F401
+from .zeta import zeta, polygamma  # noqa: E402,F401
+from .bessel import bessel_i0e, bessel_i1e  # noqa: E402,F401
+from .incomplete import (igamma, igammac, igamma_grad_a, random_gamma_grad,  # noqa: E402,F401
+                         betainc)
 # the primitives JAX exports under these names
 from ..core.fft import fft_p  # noqa: E402,F401
 from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
