@@ -19,7 +19,7 @@ import numpy as np
 from ..core import lax
 from ..core.core import get_aval
 from ..core.errors import ShapeError
-from .types import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from .types import GatherScatterMode
 
 
 def _index_dtype(shape):

@@ -1,8 +1,10 @@
 """jax.lax's parameter types: dimension numbers, modes and enums, with JAX's names, fields and
 members, so code that builds them ports unchanged.
 
->>> lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
-GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+>>> dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+...                                 start_index_map=(0,))
+>>> dn.operand_batching_dims
+()
 >>> lax.GatherScatterMode.from_any("clip")
 <GatherScatterMode.CLIP: 1>
 """
