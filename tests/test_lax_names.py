@@ -234,3 +234,16 @@ def test_tokens_platform_dependent_composite(rng):
     # JAX's composite has no derivative rules; fnx's differentiates its decomposition
     _both(lambda v: f(v, s=2.0), lambda v: g(v, s=2.0), x, jax_grad=False)
     assert tok is not None
+
+
+@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)), (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
+                                      (("NHWC", "OIHW", "NCHW"), (2, 6, 5, 3))])
+def test_conv_general_dilated_patches_matches_jax(rng, dn, shape):
+    x = rng.standard_normal(shape)
+    for pad in ("SAME", ((1, 0), (2, 1))):
+        _both(lambda v: lax.conv_general_dilated_patches(v, (2, 3), (1, 2), pad,
+                                                         rhs_dilation=(2, 1),
+                                                         dimension_numbers=dn),
+              lambda v: jl.conv_general_dilated_patches(v, (2, 3), (1, 2), pad,
+                                                        rhs_dilation=(2, 1),
+                                                        dimension_numbers=dn), x)
