@@ -247,3 +247,38 @@ def test_conv_general_dilated_patches_matches_jax(rng, dn, shape):
               lambda v: jl.conv_general_dilated_patches(v, (2, 3), (1, 2), pad,
                                                         rhs_dilation=(2, 1),
                                                         dimension_numbers=dn), x)
+
+
+def _cube_root(L):
+    def cube_root(y):
+        f = lambda x: x ** 3 - y                                  # noqa: E731
+        newton = lambda f, x0: L.fori_loop(0, 30, lambda i, x: x - f(x) / (3 * x * x), x0)  # noqa
+        return L.custom_root(f, 1.0, newton, lambda g, r: r / g(1.0))
+    return cube_root
+
+
+def test_custom_root_derivatives_match_jax(rng):
+    y = float(rng.uniform(0.5, 5))
+    ours, theirs = _cube_root(lax), _cube_root(jl)
+    assert_close(ours(y), y ** (1 / 3), rtol=1e-14)
+    for _ in range(3):      # first, second and third derivatives
+        ours, theirs = fnx.grad(ours), jax.grad(theirs)
+        assert_close(ours(y), float(theirs(y)), rtol=1e-10)
+
+
+def test_custom_linear_solve_derivatives_match_jax(rng):
+    a, b = rng.standard_normal((4, 4)) + 4 * np.eye(4), rng.standard_normal(4)
+    w = rng.standard_normal(4)
+
+    def loss(L, solve):
+        return lambda m, v: (L.custom_linear_solve(lambda x: m @ x, v, lambda mv, r: solve(m, r),
+                                                   lambda mv, r: solve(m.T, r)) * w).sum()
+    ours, theirs = loss(lax, jnp.linalg.solve), loss(jl, jax.numpy.linalg.solve)
+    assert_close(ours(jnp.asarray(a), jnp.asarray(b)), float(theirs(a, b)), rtol=1e-12)
+    for g, g_want in zip(fnx.grad(ours, (0, 1))(jnp.asarray(a), jnp.asarray(b)),
+                         jax.grad(theirs, (0, 1))(a, b)):
+        assert_close(g, np.asarray(g_want), rtol=1e-10, atol=1e-14)
+    assert_close(fnx.hessian(ours, 1)(jnp.asarray(a), jnp.asarray(b)),
+                 np.asarray(jax.hessian(theirs, 1)(a, b)), atol=1e-12)
+    assert_close(fnx.jacfwd(ours)(jnp.asarray(a), jnp.asarray(b)),
+                 np.asarray(jax.grad(theirs)(a, b)), rtol=1e-10, atol=1e-14)
