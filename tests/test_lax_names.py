@@ -282,3 +282,18 @@ def test_custom_linear_solve_derivatives_match_jax(rng):
                  np.asarray(jax.hessian(theirs, 1)(a, b)), atol=1e-12)
     assert_close(fnx.jacfwd(ours)(jnp.asarray(a), jnp.asarray(b)),
                  np.asarray(jax.grad(theirs)(a, b)), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)), (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
+                                      (("NCHW", "OIHW", "NHWC"), (2, 3, 6, 5))])
+def test_conv_general_dilated_local_matches_jax(rng, dn, shape):
+    x = rng.standard_normal(shape)
+    spec = jl.conv_dimension_numbers(shape, (1, 1, 2, 3), dn)
+    out_shape = jl.conv_general_dilated_patches(x, (2, 3), (1, 2), "SAME",
+                                                dimension_numbers=dn).shape
+    canonical = (4, out_shape[spec.out_spec[1]]) + tuple(out_shape[d] for d in spec.out_spec[2:])
+    w = np.transpose(rng.standard_normal(canonical), np.argsort(spec.rhs_spec))
+    _both(lambda v, k: lax.conv_general_dilated_local(v, k, (1, 2), "SAME", (2, 3),
+                                                      dimension_numbers=dn),
+          lambda v, k: jl.conv_general_dilated_local(v, k, (1, 2), "SAME", (2, 3),
+                                                     dimension_numbers=dn), x, w)

@@ -43,7 +43,7 @@ from .zeta import zeta, polygamma  # noqa: E402,F401
 from .bessel import bessel_i0e, bessel_i1e  # noqa: E402,F401
 from .incomplete import (igamma, igammac, igamma_grad_a, random_gamma_grad,  # noqa: E402,F401
                          betainc)
-from .patches import conv_general_dilated_patches  # noqa: E402,F401
+from .patches import conv_general_dilated_patches, conv_general_dilated_local  # noqa
 from .implicit import custom_root, custom_linear_solve  # noqa: E402,F401
 # the primitives JAX exports under these names
 from ..core.fft import fft_p  # noqa: E402,F401

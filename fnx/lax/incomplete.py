@@ -4,7 +4,7 @@ each run for a fixed number of steps in a ``fori_loop`` so grad, vmap and jit fo
 branch is fed arguments where it is finite, so ``where`` passes no NaN derivative.
 
 >>> lax.igamma(1.0, jnp.array([1.0, 2.0]))     # 1 - exp(-x)
-Array([0.63212055, 0.86466473], dtype=float32)
+Array([0.63212043, 0.8646647 ], dtype=float32)
 """
 from __future__ import annotations
 
