@@ -236,7 +236,8 @@ def test_tokens_platform_dependent_composite(rng):
     assert tok is not None
 
 
-@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)), (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
+@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)),
+                                      (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
                                       (("NHWC", "OIHW", "NCHW"), (2, 6, 5, 3))])
 def test_conv_general_dilated_patches_matches_jax(rng, dn, shape):
     x = rng.standard_normal(shape)
@@ -284,7 +285,8 @@ def test_custom_linear_solve_derivatives_match_jax(rng):
                  np.asarray(jax.grad(theirs)(a, b)), rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)), (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
+@pytest.mark.parametrize("dn,shape", [(None, (2, 3, 6, 5)),
+                                      (("NHWC", "HWIO", "NHWC"), (2, 6, 5, 3)),
                                       (("NCHW", "OIHW", "NHWC"), (2, 3, 6, 5))])
 def test_conv_general_dilated_local_matches_jax(rng, dn, shape):
     x = rng.standard_normal(shape)
@@ -297,3 +299,14 @@ def test_conv_general_dilated_local_matches_jax(rng, dn, shape):
                                                       dimension_numbers=dn),
           lambda v, k: jl.conv_general_dilated_local(v, k, (1, 2), "SAME", (2, 3),
                                                      dimension_numbers=dn), x, w)
+
+
+def test_scatter_takes_jax_dimension_numbers_and_fnx_axis(rng):
+    x, u = rng.standard_normal((5, 3)), rng.standard_normal((3, 3))
+    idx = rng.permutation(np.arange(-1, 6))[:3].reshape(3, 1)      # distinct, some outside
+    dn = ((1,), (0,), (0,))
+    _both(lambda a, b: lax.scatter(a, jnp.asarray(idx), b, lax.ScatterDimensionNumbers(*dn)),
+          lambda a, b: jl.scatter(a, idx, b, jl.ScatterDimensionNumbers(*dn)), x, u)
+    # fnx's one-axis form stays
+    got = lax.scatter(jnp.zeros(4), jnp.array([1, 1]), jnp.array([2.0, 3.0]), 0, "add")
+    assert np.asarray(got).tolist() == [0.0, 5.0, 0.0, 0.0]

@@ -29,8 +29,8 @@ from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatt
                     RoundingMethod, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
                     DotAlgorithmPreset, RaggedDotDimensionNumbers, DotDimensionNumbers,
                     ConvGeneralDilatedDimensionNumbers, PrecisionLike)
-from .gather_scatter import (gather, scatter_add, scatter_sub, scatter_mul, scatter_min,  # noqa
-                             scatter_max, scatter_apply)
+from .gather_scatter import (gather, scatter, scatter_add, scatter_sub, scatter_mul,  # noqa
+                             scatter_min, scatter_max, scatter_apply)
 from .arrays import tile, stack, unstack, empty, broadcast_like, dtype, shape_as_value  # noqa
 from .bits import mulhi, reduce_xor  # noqa: E402,F401
 from .shape_tuples import (conv_general_permutations, conv_transpose_shape_tuple,  # noqa

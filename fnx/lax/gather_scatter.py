@@ -19,7 +19,7 @@ import numpy as np
 from ..core import lax
 from ..core.core import get_aval
 from ..core.errors import ShapeError
-from .types import GatherScatterMode
+from .types import GatherScatterMode, ScatterDimensionNumbers
 
 
 def _index_dtype(shape):
@@ -203,3 +203,22 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     hit = _scatter(lax.full(x.shape, 0, np.int32), scatter_indices,
                    lax.full(tuple(update_shape), 1, np.int32), dimension_numbers, mode, "max")
     return lax.select(hit > 0, func(operand), operand)
+
+
+def scatter(operand, scatter_indices, updates, dimension_numbers=0, mode=None, *,
+            indices_are_sorted=False, unique_indices=False):
+    """XLA's scatter, overwriting ``operand`` with ``updates`` where ``dimension_numbers`` (a
+    ScatterDimensionNumbers) says, as JAX's ``lax.scatter``. With an integer axis instead,
+    fnx's one-axis form: ``updates`` written (``mode`` 'set') or combined ('add', 'mul', 'min',
+    'max') along that axis.
+
+    >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+    >>> lax.scatter(jnp.zeros(3), jnp.array([[2], [7]]), jnp.array([5.0, 6.0]), dn)
+    Array([0., 0., 5.], dtype=float32)
+    >>> lax.scatter(jnp.zeros(3), jnp.array([1]), jnp.array([4.0]), 0, "add")
+    Array([0., 4., 0.], dtype=float32)
+    """
+    if isinstance(dimension_numbers, ScatterDimensionNumbers):
+        return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, "set")
+    return lax.scatter(operand, scatter_indices, updates, dimension_numbers,
+                       "set" if mode is None else mode)
