@@ -25,6 +25,32 @@ from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatte
                                 ppermute, pshuffle, all_to_all, axis_index, axis_size)
 from ..core.placement import with_sharding_constraint  # noqa: E402,F401
 
+from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode,  # noqa
+                    RoundingMethod, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
+                    DotAlgorithmPreset, RaggedDotDimensionNumbers, DotDimensionNumbers,
+                    ConvGeneralDilatedDimensionNumbers, PrecisionLike)
+from .gather_scatter import (gather, scatter, scatter_add, scatter_sub, scatter_mul,  # noqa
+                             scatter_min, scatter_max, scatter_apply)
+from .arrays import tile, stack, unstack, empty, broadcast_like, dtype, shape_as_value  # noqa
+from .bits import mulhi, reduce_xor  # noqa: E402,F401
+from .shape_tuples import (conv_general_permutations, conv_transpose_shape_tuple,  # noqa
+                           reduce_window_shape_tuple)
+from .staging import create_token, after_all, platform_dependent, composite  # noqa: E402,F401
+from .ragged import ragged_dot, ragged_dot_general  # noqa: E402,F401
+from .approx import approx_max_k, approx_min_k  # noqa: E402,F401
+from .collectives import pbroadcast, pswapaxes, pcast  # noqa: E402,F401
+from .zeta import zeta, polygamma  # noqa: E402,F401
+from .bessel import bessel_i0e, bessel_i1e  # noqa: E402,F401
+from .incomplete import (igamma, igammac, igamma_grad_a, random_gamma_grad,  # noqa: E402,F401
+                         betainc)
+from .patches import conv_general_dilated_patches, conv_general_dilated_local  # noqa
+from .implicit import custom_root, custom_linear_solve  # noqa: E402,F401
+# the primitives JAX exports under these names
+from ..core.fft import fft_p  # noqa: E402,F401
+from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
+from ..core.collectives import (psum_p, pmax_p, pmin_p, all_gather_p, all_to_all_p,  # noqa
+                                ppermute_p, axis_index_p)
+
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
 _export_boundaries(globals())   # errors end at the caller's line
