@@ -46,7 +46,7 @@ SPECIAL = {
     "gammainc": ([u(0.1, 20), u(0.01, 40)], (1,), 1e-10),
     "gammaincc": ([u(0.1, 20), u(0.01, 40)], (1,), 1e-10),
     "betainc": ([u(0.2, 10), u(0.2, 10), u(0.01, 0.99)], (2,), 1e-9),
-    "expn": ([whole(0, 8), u(0.01, 30)], (1,), 1e-11),
+    "expn": ([whole(1, 8), u(0.01, 30)], (1,), 1e-11),   # n = 0: below
     "exp1": ([u(0.01, 40)], (0,), 1e-11),
     "expi": ([u(-40, 80)], (0,), 1e-11),
     "i0e": ([u(-60, 60)], (0,), 1e-12),
@@ -87,6 +87,10 @@ def test_polygamma_bernoulli_and_comb_with_repetition():
     x = rng.uniform(-5, 40, 30)        # erfcx' = 2 x erfcx(x) - 2 / sqrt(pi)
     np.testing.assert_allclose(fnx.vmap(fnx.grad(special.erfcx))(x),
                                2 * x * jsp.erfcx(x) - 2 / np.sqrt(np.pi), rtol=1e-9)
+    x = rng.uniform(0.01, 30, 30)      # E_0 = exp(-x) / x, where JAX's gradient is NaN below 1
+    np.testing.assert_allclose(special.expn(0, x), jsp.expn(0, x), rtol=1e-12)
+    np.testing.assert_allclose(fnx.vmap(fnx.grad(special.expn, 1))(np.zeros(30), x),
+                               -np.exp(-x) * (1 / x + 1 / x**2), rtol=1e-9)
     x = rng.uniform(0.05, 20, 30)      # spence' = log(x) / (1 - x)
     np.testing.assert_allclose(fnx.vmap(fnx.grad(special.spence))(x), np.log(x) / (1 - x),
                                rtol=1e-9)
