@@ -12,6 +12,8 @@ from .. import numpy as jnp
 from ..core import lax as _lax
 from ..core.custom_derivatives import custom_jvp
 from ..lax.special import digamma, erfc, erfc_tail, lgamma
+from ._series import (betainc, dawsn, exp1, expi, expn, gammainc, gammaincc,  # noqa: F401
+                      hyp1f1, i0, i0e, i1, i1e, polygamma, spence, zeta)
 from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
 
 gammaln = lgamma
@@ -194,6 +196,109 @@ def log_ndtr(x):
     return jnp.where(far, tail, middle)
 
 
+def loggamma(x):
+    """``log(Gamma(x))`` for real x > 0 (NaN below, as in JAX for real input).
+
+    >>> loggamma(5.0)
+    Array(3.1780539, dtype=float32)
+    """
+    x = _float(x)
+    return jnp.where(x < 0, jnp.nan, lgamma(x))
+
+
+def gammasgn(x):
+    """The sign of Gamma(x): 1 or -1, NaN at the poles 0 > x = -1, -2, ...
+
+    >>> gammasgn(-1.5)
+    Array(1., dtype=float32)
+    """
+    x = _float(x)
+    negative = (x < 0) & (jnp.fmod(jnp.ceil(-x), 2.0) == 1.0)
+    pole = (x < 0) & (x == jnp.floor(x))
+    return jnp.where(pole, jnp.nan, jnp.where(negative, -1.0, 1.0)).astype(x.dtype)
+
+
+def poch(z, m):
+    """The Pochhammer symbol (rising factorial) ``Gamma(z + m) / Gamma(z)``.
+
+    >>> poch(2.0, 3.0)   # 2 * 3 * 4
+    Array(24., dtype=float32)
+    """
+    z, m = jnp.broadcast_arrays(*_floats(z, m))
+    value = gammasgn(z + m) * gammasgn(z) * jnp.exp(lgamma(z + m) - lgamma(z))
+    return jnp.where(m == 0, 1.0, value)
+
+
+def comb(N, k, *, repetition: bool = False):
+    """The number of combinations of ``N`` things taken ``k`` at a time, in floating point
+    (0 where ``k < 0`` or ``k > N``).
+
+    >>> comb(5.0, 2.0)      # 10, through gammaln
+    Array(9.9999..., dtype=float32)
+    """
+    N, k = jnp.broadcast_arrays(*_floats(N, k))
+    if repetition:
+        N = N + k - 1.0
+    value = jnp.exp(lgamma(N + 1.0) - lgamma(k + 1.0) - lgamma(N - k + 1.0))
+    return jnp.where((k < 0) | (k > N) | (N < 0), 0.0, value)
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform ``(x**lmbda - 1) / lmbda``, and ``log(x)`` where lmbda is 0.
+
+    >>> boxcox(2.0, 0.0)
+    Array(0.6931472, dtype=float32)
+    """
+    x, lmbda = jnp.broadcast_arrays(*_floats(x, lmbda))
+    return _box_cox_of_log(jnp.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda):
+    """The Box-Cox transform of ``1 + x``, accurate for small x.
+
+    >>> boxcox1p(1.0, 0.0)
+    Array(0.6931472, dtype=float32)
+    """
+    x, lmbda = jnp.broadcast_arrays(*_floats(x, lmbda))
+    return _box_cox_of_log(jnp.log1p(x), lmbda)
+
+
+def _box_cox_of_log(log_x, lmbda):
+    zero = lmbda == 0
+    safe = jnp.where(zero, 1.0, lmbda)
+    return jnp.where(zero, log_x, jnp.expm1(safe * log_x) / safe)
+
+
+def erfcx(x):
+    """The scaled complementary error function ``exp(x**2) * erfc(x)``, finite for large x.
+
+    >>> erfcx(30.0)
+    Array(0.01879589, dtype=float32)
+    """
+    x = _float(x)
+    far = x >= 2.0
+    y = jnp.where(far, x, 2.0)
+    tail = 1.0 / (math.sqrt(math.pi) * erfc_tail(y))
+    near = jnp.where(far, 0.0, x)
+    return jnp.where(far, tail, jnp.exp(near * near) * erfc(near))
+
+
+def bernoulli(n: int):
+    """The Bernoulli numbers B_0 .. B_n (with B_1 = -1/2), as one array.
+
+    >>> bernoulli(4)
+    Array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334], dtype=float32)
+    """
+    from fractions import Fraction
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"bernoulli(n): n must be >= 0, got {n}")
+    numbers = [Fraction(1)]
+    for m in range(1, n + 1):       # sum_{k<=m} C(m+1, k) B_k = 0
+        numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
+    return jnp.asarray([float(b) for b in numbers], jnp.result_type(float))
+
+
 def _floats(*args):
     """``args`` as arrays of their common floating dtype; Python numbers take the dtype of the
     arrays beside them (as in JAX), so 0.3 next to float64 data is not rounded to float32."""
@@ -209,7 +314,10 @@ def _float(x):
 
 __all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln", "factorial",
            "erf", "erfc", "erfinv", "expit", "logit", "logsumexp", "softmax", "log_softmax",
-           "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr"]
+           "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr",
+           "loggamma", "gammasgn", "poch", "comb", "boxcox", "boxcox1p", "erfcx", "bernoulli",
+           "gammainc", "gammaincc", "betainc", "expn", "exp1", "expi", "i0e", "i0", "i1e", "i1",
+           "zeta", "polygamma", "dawsn", "spence", "hyp1f1"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

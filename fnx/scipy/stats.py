@@ -167,5 +167,189 @@ def _dirichlet_logpdf(x, alpha):
 dirichlet = SimpleNamespace(logpdf=_dirichlet_logpdf,
                             pdf=lambda x, alpha: jnp.exp(_dirichlet_logpdf(x, alpha)))
 
+
+def _log1mexp(t):
+    """``log(1 - exp(t))`` for t <= 0, accurate at both ends."""
+    near_zero = t > -math.log(2.0)
+    return jnp.where(near_zero, jnp.log(-jnp.expm1(jnp.where(near_zero, t, -1.0))),
+                     jnp.log1p(-jnp.exp(jnp.where(near_zero, -1.0, t))))
+
+
+def _gumbel(sign):
+    """Gumbel's extreme-value family: sign = 1 for the maxima (gumbel_r), -1 for the minima
+    (gumbel_l), as the standard variable's reflection."""
+    def log_upper(z):          # log of the CDF of the right-skewed variable at z
+        return -jnp.exp(-z)
+
+    if sign > 0:
+        space = _location_scale(lambda z: -z - jnp.exp(-z), lambda z: jnp.exp(log_upper(z)),
+                                log_upper, lambda z: -jnp.expm1(log_upper(z)),
+                                lambda z: _log1mexp(log_upper(z)),
+                                lambda q: -jnp.log(-jnp.log(q)))
+    else:
+        space = _location_scale(lambda z: z - jnp.exp(z),
+                                lambda z: -jnp.expm1(log_upper(-z)),
+                                lambda z: _log1mexp(log_upper(-z)),
+                                lambda z: jnp.exp(log_upper(-z)), lambda z: log_upper(-z),
+                                lambda q: jnp.log(-jnp.log1p(-q)))
+    del space.isf
+    return space
+
+
+gumbel_r = _gumbel(1)
+gumbel_l = _gumbel(-1)
+
+
+def _pareto_parts(x, b, loc, scale):
+    x, b, loc, scale = jnp.broadcast_arrays(*special._floats(x, b, loc, scale))
+    z = (x - loc) / scale
+    inside = z >= 1
+    # off the support, a stand-in z = 2 keeps the unused branches' gradients finite
+    return jnp.log(jnp.where(inside, z, 2.0)), b, scale, inside
+
+
+def _pareto_logpdf(x, b, loc=0.0, scale=1.0):
+    """The Pareto density ``b / z**(b + 1)`` on z = (x - loc) / scale >= 1.
+
+    >>> pareto.logpdf(2.0, 1.0)      # log(1 / 4)
+    Array(-1.3862944, dtype=float32)
+    """
+    log_z, b, scale, inside = _pareto_parts(x, b, loc, scale)
+    return jnp.where(inside, jnp.log(b) - (b + 1.0) * log_z - jnp.log(scale), -jnp.inf)
+
+
+def _pareto_logsf(x, b, loc=0.0, scale=1.0):
+    log_z, b, _, inside = _pareto_parts(x, b, loc, scale)
+    return jnp.where(inside, -b * log_z, 0.0)
+
+
+def _pareto_logcdf(x, b, loc=0.0, scale=1.0):
+    log_z, b, _, inside = _pareto_parts(x, b, loc, scale)
+    return jnp.where(inside, jnp.log(-jnp.expm1(-b * log_z)), -jnp.inf)
+
+
+def _pareto_ppf(q, b, loc=0.0, scale=1.0):
+    q, b, loc, scale = special._floats(q, b, loc, scale)
+    return loc + scale * jnp.exp(-jnp.log1p(-q) / b)
+
+
+pareto = SimpleNamespace(
+    logpdf=_pareto_logpdf, pdf=lambda x, b, loc=0.0, scale=1.0: jnp.exp(
+        _pareto_logpdf(x, b, loc, scale)),
+    logcdf=_pareto_logcdf, cdf=lambda x, b, loc=0.0, scale=1.0: jnp.exp(
+        _pareto_logcdf(x, b, loc, scale)),
+    logsf=_pareto_logsf, sf=lambda x, b, loc=0.0, scale=1.0: jnp.exp(
+        _pareto_logsf(x, b, loc, scale)),
+    ppf=_pareto_ppf)
+
+
+def _gennorm_logpdf(x, beta):
+    """The generalized normal density ``beta / (2 Gamma(1 / beta)) exp(-|x|**beta)``.
+
+    >>> gennorm.logpdf(0.0, 2.0)     # the normal of variance 1/2 at its mode
+    Array(-0.57236..., dtype=float32)
+    """
+    x, beta = jnp.broadcast_arrays(*special._floats(x, beta))
+    return (jnp.log(0.5 * beta) - special.gammaln(1.0 / beta)
+            - jnp.power(jnp.abs(x), beta))
+
+
+def _gennorm_cdf(x, beta):
+    x, beta = jnp.broadcast_arrays(*special._floats(x, beta))
+    return 0.5 * (1.0 + jnp.sign(x) * special.gammainc(1.0 / beta,
+                                                      jnp.power(jnp.abs(x), beta)))
+
+
+gennorm = SimpleNamespace(logpdf=_gennorm_logpdf, cdf=_gennorm_cdf,
+                          pdf=lambda x, beta: jnp.exp(_gennorm_logpdf(x, beta)))
+
+
+def _log_or_minus_inf(p):
+    """``log(p)``, with a zero gradient (not NaN) where p is 0."""
+    zero = p <= 0
+    return jnp.where(zero, -jnp.inf, jnp.log(jnp.where(zero, 1.0, p)))
+
+
+def _truncnorm_parts(x, a, b, loc, scale):
+    """The standardized x, a, b, scale and ``log(ndtr(b) - ndtr(a))``; intervals in the upper
+    tail are reflected into the lower one, where ndtr keeps its relative precision."""
+    x, a, b, loc, scale = jnp.broadcast_arrays(*special._floats(x, a, b, loc, scale))
+    z = (x - loc) / scale
+    upper = a > 0
+    lo, hi = jnp.where(upper, -b, a), jnp.where(upper, -a, b)
+    log_mass = jnp.log(special.ndtr(hi) - special.ndtr(lo))
+    return z, a, b, scale, upper, log_mass
+
+
+def _truncnorm_logpdf(x, a, b, loc=0.0, scale=1.0):
+    """The normal density restricted to standardized [a, b].
+
+    >>> truncnorm.logpdf(0.0, -1.0, 1.0)
+    Array(-0.5372233, dtype=float32)
+    """
+    z, a, b, scale, _, log_mass = _truncnorm_parts(x, a, b, loc, scale)
+    value = -0.5 * z * z - 0.5 * _LOG_2PI - log_mass - jnp.log(scale)
+    return jnp.where((z < a) | (z > b), -jnp.inf, value)
+
+
+def _truncnorm_cdf(x, a, b, loc=0.0, scale=1.0):
+    z, a, b, _, upper, log_mass = _truncnorm_parts(x, a, b, loc, scale)
+    zc = jnp.clip(z, a, b)
+    # P(a <= Z <= z), reflected for intervals in the upper tail
+    below = jnp.where(upper, special.ndtr(-a) - special.ndtr(-zc),
+                      special.ndtr(zc) - special.ndtr(a))
+    return jnp.clip(below / jnp.exp(log_mass), 0.0, 1.0)
+
+
+def _truncnorm_sf(x, a, b, loc=0.0, scale=1.0):
+    z, a, b, _, upper, log_mass = _truncnorm_parts(x, a, b, loc, scale)
+    zc = jnp.clip(z, a, b)
+    above = jnp.where(upper, special.ndtr(-zc) - special.ndtr(-b),
+                      special.ndtr(b) - special.ndtr(zc))
+    return jnp.clip(above / jnp.exp(log_mass), 0.0, 1.0)
+
+
+truncnorm = SimpleNamespace(
+    logpdf=_truncnorm_logpdf,
+    pdf=lambda x, a, b, loc=0.0, scale=1.0: jnp.exp(_truncnorm_logpdf(x, a, b, loc, scale)),
+    cdf=_truncnorm_cdf, sf=_truncnorm_sf,
+    logcdf=lambda x, a, b, loc=0.0, scale=1.0: _log_or_minus_inf(
+        _truncnorm_cdf(x, a, b, loc, scale)),
+    logsf=lambda x, a, b, loc=0.0, scale=1.0: _log_or_minus_inf(
+        _truncnorm_sf(x, a, b, loc, scale)))
+
+
+def _vonmises_logpdf(x, kappa):
+    """The von Mises density ``exp(kappa cos x) / (2 pi I0(kappa))``, through ``i0e`` so large
+    kappa does not overflow.
+
+    >>> vonmises.logpdf(0.0, 1.0)
+    Array(-1.0737914, dtype=float32)
+    """
+    x, kappa = jnp.broadcast_arrays(*special._floats(x, kappa))
+    return kappa * (jnp.cos(x) - 1.0) - _LOG_2PI - jnp.log(special.i0e(kappa))
+
+
+def _wrapcauchy_logpdf(x, c):
+    """The wrapped Cauchy density on [0, 2 pi] with concentration 0 < c < 1.
+
+    >>> wrapcauchy.logpdf(0.0, 0.5)
+    Array(-0.7392647, dtype=float32)
+    """
+    x, c = jnp.broadcast_arrays(*special._floats(x, c))
+    value = jnp.log1p(-c * c) - _LOG_2PI - jnp.log1p(c * c - 2.0 * c * jnp.cos(x))
+    return jnp.where((x < 0) | (x > 2.0 * math.pi), -jnp.inf, value)
+
+
+vonmises = SimpleNamespace(logpdf=_vonmises_logpdf,
+                           pdf=lambda x, kappa: jnp.exp(_vonmises_logpdf(x, kappa)))
+wrapcauchy = SimpleNamespace(logpdf=_wrapcauchy_logpdf,
+                             pdf=lambda x, c: jnp.exp(_wrapcauchy_logpdf(x, c)))
+
+from ._discrete import betabinom, binom, geom, multinomial, nbinom  # noqa: E402
+from ._summaries import ModeResult, mode, rankdata, sem  # noqa: E402,F401
+
 __all__ = ["norm", "logistic", "laplace", "cauchy", "expon", "uniform", "gamma", "beta", "t",
-           "chi2", "poisson", "bernoulli", "multivariate_normal", "dirichlet"]
+           "chi2", "poisson", "bernoulli", "multivariate_normal", "dirichlet", "gumbel_r",
+           "gumbel_l", "pareto", "gennorm", "truncnorm", "vonmises", "wrapcauchy", "binom",
+           "nbinom", "geom", "betabinom", "multinomial", "mode", "rankdata", "sem"]

@@ -1,0 +1,407 @@
+"""The special functions of fnx.scipy.special that are sums or continued fractions: incomplete
+gamma and beta, exponential integrals, modified Bessel functions, Hurwitz zeta, Dawson's
+integral, dilogarithm and Kummer's function. Each runs a fixed number of terms (a fori_loop),
+so it traces, batches and differentiates like any other fnx program."""
+from __future__ import annotations
+
+import math
+
+from .. import numpy as jnp
+from ..core.control_flow import fori_loop
+from ..lax.special import lgamma, digamma
+
+_EULER = 0.5772156649015329
+_TINY = 1e-300
+
+
+def _floats(*args):
+    dtype = jnp.result_type(*args)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.float32
+    return jnp.broadcast_arrays(*[jnp.asarray(a, dtype) for a in args])
+
+
+def _lentz(a_of, b_of, b0, terms):
+    """``b0 + a1 / (b1 + a2 / (b2 + ...))`` by the modified Lentz method; ``a_of(n)`` and
+    ``b_of(n)`` give the n-th partial numerator and denominator (n >= 1)."""
+    tiny = jnp.asarray(_TINY if b0.dtype == jnp.float64 else 1e-30, b0.dtype)
+    f = jnp.where(b0 == 0, tiny, b0)
+
+    def step(n, carry):
+        f, c, d = carry
+        a, b = a_of(n), b_of(n)
+        d = b + a * d
+        d = jnp.where(d == 0, tiny, d)
+        c = b + a / c
+        c = jnp.where(c == 0, tiny, c)
+        d = 1.0 / d
+        return f * c * d, c, d
+
+    return fori_loop(1, terms + 1, step, (f, f, jnp.zeros_like(f)))[0]
+
+
+def _series(term_ratio, first, start, terms):
+    """``sum_k t_k`` with ``t_0 = first`` and ``t_k = t_{k-1} * term_ratio(k)``, k from
+    ``start``."""
+    def step(k, carry):
+        total, term = carry
+        term = term * term_ratio(k)
+        return total + term, term
+
+    return fori_loop(start, start + terms, step, (first, first))[0]
+
+
+# ---- incomplete gamma -----------------------------------------------------------------------
+
+def _gamma_prefactor(a, x):
+    return jnp.exp(a * jnp.log(x) - x - lgamma(a))
+
+
+def _lower_series(a, x):
+    """P(a, x) for x < a + 1: ``x^a e^-x / Gamma(a+1) * sum x^n / ((a+1)...(a+n))``."""
+    total = _series(lambda n: x / (a + n), jnp.ones_like(x), 1, 400)
+    return _gamma_prefactor(a, x) * total / a
+
+
+def _upper_fraction(a, x):
+    """Q(a, x) for x >= a + 1, Legendre's continued fraction."""
+    fraction = _lentz(lambda n: -n * (n - a), lambda n: x + 2.0 * n + 1.0 - a,
+                      x + 1.0 - a, 300)
+    return _gamma_prefactor(a, x) / fraction
+
+
+def _incomplete_gamma(a, x):
+    a, x = _floats(a, x)
+    near = x < a + 1.0
+    safe_a = jnp.where(a > 0, a, 1.0)
+    safe_x = jnp.where(x > 0, x, 1.0)
+    p = _lower_series(safe_a, jnp.where(near, safe_x, 0.5 * safe_a))
+    q = _upper_fraction(safe_a, jnp.where(near, safe_a + 1.0, safe_x))
+    bad = (a <= 0) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
+    return jnp.where(x == 0, 0.0, jnp.where(near, p, 1.0 - q)), \
+        jnp.where(x == 0, 1.0, jnp.where(near, 1.0 - p, q)), bad
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x).
+
+    >>> gammainc(2.0, 1.0)
+    Array(0.264241..., dtype=float32)
+    """
+    p, _, bad = _incomplete_gamma(a, x)
+    return jnp.where(bad, jnp.nan, p)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+
+    >>> gammaincc(2.0, 1.0)
+    Array(0.7357589, dtype=float32)
+    """
+    _, q, bad = _incomplete_gamma(a, x)
+    return jnp.where(bad, jnp.nan, q)
+
+
+# ---- incomplete beta ------------------------------------------------------------------------
+
+def _beta_fraction(a, b, x):
+    """I_x(a, b) for x < (a + 1) / (a + b + 2), by the continued fraction of Numerical Recipes."""
+    def numerator(n):
+        m = jnp.floor(n / 2.0)
+        odd = (n - 2.0 * m) == 1.0
+        even_a = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m))
+        odd_a = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
+        return jnp.where(odd, odd_a, even_a)
+
+    n0 = jnp.asarray(1.0, x.dtype)
+    fraction = _lentz(lambda n: numerator(n * n0), lambda n: jnp.ones_like(x),
+                      jnp.ones_like(x), 400)
+    log_front = (a * jnp.log(x) + b * jnp.log1p(-x) - lgamma(a) - lgamma(b) + lgamma(a + b))
+    # the fraction above is 1 + d1/(1 + d2/...); the integral is front / (a * that)
+    return jnp.exp(log_front) / (a * fraction)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b).
+
+    >>> betainc(2.0, 3.0, 0.5)
+    Array(0.6875..., dtype=float32)
+    """
+    a, b, x = _floats(a, b, x)
+    flip = x > (a + 1.0) / (a + b + 2.0)
+    inside = (x > 0) & (x < 1)
+    xs = jnp.where(inside, x, 0.5)
+    direct = _beta_fraction(jnp.where(flip, b, a), jnp.where(flip, a, b),
+                            jnp.where(flip, 1.0 - xs, xs))
+    value = jnp.where(flip, 1.0 - direct, direct)
+    value = jnp.where(x <= 0, 0.0, jnp.where(x >= 1, 1.0, value))
+    return jnp.where((a <= 0) | (b <= 0) | (x < 0) | (x > 1), jnp.nan, value)
+
+
+# ---- exponential integrals ------------------------------------------------------------------
+
+def _expn_positive(n, x):
+    """E_n(x) for x > 0 and whole n >= 1: a power series below 1, a continued fraction above."""
+    small = x <= 1.0
+    xs = jnp.where(small, x, 0.5)
+    xl = jnp.where(small, 2.0, x)
+    fraction = _lentz(lambda k: -k * (n - 1.0 + k), lambda k: xl + n + 2.0 * k,
+                      xl + n, 200)
+    large = jnp.exp(-xl) / fraction
+
+    # sum over k != n - 1 of -(-x)^k / ((k - n + 1) k!), plus the k = n - 1 log term
+    def step(k, carry):
+        total, power = carry           # power = (-x)^k / k!
+        power = power * (-xs) / k
+        skip = k == n - 1.0
+        return total - jnp.where(skip, 0.0, power / jnp.where(skip, 1.0, k - n + 1.0)), power
+
+    first = jnp.where(n == 1.0, 0.0, 1.0 / (n - 1.0 + jnp.where(n == 1.0, 1.0, 0.0)))
+    total = fori_loop(1, 60, step, (first, jnp.ones_like(xs)))[0]
+    log_term = (jnp.exp((n - 1.0) * jnp.log(xs) - lgamma(n)) * jnp.where(
+        jnp.fmod(n - 1.0, 2.0) == 0, 1.0, -1.0) * (-jnp.log(xs) + digamma(n)))
+    return jnp.where(small, total + log_term, large)
+
+
+def expn(n, x):
+    """The generalized exponential integral E_n(x) = int_1^inf exp(-x t) / t^n dt.
+
+    >>> expn(2, 1.0)
+    Array(0.148495..., dtype=float32)
+    """
+    n, x = _floats(n, x)
+    whole = (n >= 0) & (n == jnp.floor(n)) & (x >= 0)
+    safe_n = jnp.where(whole & (n >= 1), n, 1.0)
+    safe_x = jnp.where(x > 0, x, 1.0)
+    value = jnp.where(n == 0, jnp.exp(-safe_x) / safe_x, _expn_positive(safe_n, safe_x))
+    at_zero = jnp.where(n > 1, 1.0 / jnp.where(n > 1, n - 1.0, 1.0), jnp.inf)
+    return jnp.where(whole, jnp.where(x == 0, at_zero, value), jnp.nan)
+
+
+def exp1(x):
+    """The exponential integral E_1(x) = int_x^inf exp(-t) / t dt (x > 0).
+
+    >>> exp1(1.0)
+    Array(0.219384..., dtype=float32)
+    """
+    (x,) = _floats(x)
+    return expn(jnp.ones_like(x), x)
+
+
+def expi(x):
+    """The exponential integral Ei(x); ``-exp1(-x)`` for negative x.
+
+    >>> expi(1.0)
+    Array(1.895117..., dtype=float32)
+    """
+    (x,) = _floats(x)
+    positive = x > 0
+    xp = jnp.where(positive, x, 1.0)
+    near = xp <= 50.0
+    xs = jnp.where(near, xp, 1.0)
+    series = _EULER + jnp.log(xs) + _series_ei(xs)
+    xl = jnp.where(near, 60.0, xp)
+    asymptotic = jnp.exp(xl) / xl * _series(lambda k: k / xl, jnp.ones_like(xl), 1, 40)
+    negative = -exp1(jnp.where(positive, 1.0, -x))
+    value = jnp.where(positive, jnp.where(near, series, asymptotic), negative)
+    return jnp.where(x == 0, -jnp.inf, value)
+
+
+def _series_ei(x):
+    """sum_{k>=1} x^k / (k k!)."""
+    def step(k, carry):
+        total, power = carry
+        power = power * x / k
+        return total + power / k, power
+
+    return fori_loop(1, 250, step, (jnp.zeros_like(x), jnp.ones_like(x)))[0]
+
+
+# ---- modified Bessel functions of orders 0 and 1 --------------------------------------------
+
+def _bessel_ie(order, x):
+    """exp(-|x|) I_order(|x|): the power series up to 30, Hankel's expansion above."""
+    ax = jnp.abs(x)
+    near = ax <= 30.0
+    xs = jnp.where(near, ax, 1.0)
+    half_sq = 0.25 * xs * xs
+    first = jnp.ones_like(xs) if order == 0 else 0.5 * xs
+    power = _series(lambda k: half_sq / (k * (k + order)), first, 1, 120)
+    xl = jnp.where(near, 40.0, ax)
+    mu = 4.0 * order * order
+    hankel = _series(lambda k: -(mu - (2.0 * k - 1.0) ** 2) / (8.0 * k * xl),
+                     jnp.ones_like(xl), 1, 30) / jnp.sqrt(2.0 * math.pi * xl)
+    return jnp.where(near, power * jnp.exp(-xs), hankel)
+
+
+def i0e(x):
+    """The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``.
+
+    >>> i0e(1.0)
+    Array(0.4657596, dtype=float32)
+    """
+    (x,) = _floats(x)
+    return _bessel_ie(0, x)
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0.
+
+    >>> i0(1.0)
+    Array(1.266066, dtype=float32)
+    """
+    (x,) = _floats(x)
+    return jnp.exp(jnp.abs(x)) * _bessel_ie(0, x)
+
+
+def i1e(x):
+    """The exponentially scaled modified Bessel function ``exp(-|x|) I1(x)``.
+
+    >>> i1e(1.0)
+    Array(0.207910..., dtype=float32)
+    """
+    (x,) = _floats(x)
+    return jnp.sign(x) * _bessel_ie(1, x)
+
+
+def i1(x):
+    """The modified Bessel function of the first kind of order 1.
+
+    >>> i1(1.0)
+    Array(0.5651591, dtype=float32)
+    """
+    (x,) = _floats(x)
+    return jnp.sign(x) * jnp.exp(jnp.abs(x)) * _bessel_ie(1, x)
+
+
+# ---- Hurwitz zeta and polygamma -------------------------------------------------------------
+
+# B_2j / (2j)! for j = 1..12, the Euler-Maclaurin corrections
+_BERNOULLI_OVER_FACTORIAL = [
+    1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160, -691 / 1307674368000,
+    1 / 74724249600, -3617 / 10670622842880000, 43867 / 5109094217170944000,
+    -174611 / 802857662698291200000, 77683 / 14101100039391805440000,
+    -236364091 / 1693824136731743669452800000]
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (k + q)^-x (x > 1); as in JAX, ``q`` is required.
+
+    >>> zeta(2.0, 1.0)     # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    if q is None:
+        raise NotImplementedError(
+            "zeta(x, q=None): the Riemann zeta function is not implemented; pass q "
+            "(q=1.0 gives it)")
+    x, q = _floats(x, q)
+    n = 9
+    head = sum(jnp.power(q + k, -x) for k in range(n))
+    a = q + n
+    tail = jnp.power(a, 1.0 - x) / (x - 1.0) + 0.5 * jnp.power(a, -x)
+    rising, power = x, jnp.power(a, -x - 1.0)
+    for j, coefficient in enumerate(_BERNOULLI_OVER_FACTORIAL):
+        tail = tail + coefficient * rising * power
+        rising = rising * (x + 2 * j + 1) * (x + 2 * j + 2)
+        power = power / (a * a)
+    value = head + tail
+    value = jnp.where(x == 1.0, jnp.inf, value)
+    return jnp.where((x < 1.0) | ((q <= 0) & (q == jnp.floor(q))), jnp.nan, value)
+
+
+def polygamma(n, x):
+    """The n-th derivative of the digamma function (whole ``n >= 0``).
+
+    >>> polygamma(1, 1.0)  # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    n, x = _floats(n, x)
+    sign = jnp.where(jnp.fmod(n, 2.0) == 0, -1.0, 1.0)
+    safe_n = jnp.where(n >= 1, n, 1.0)
+    higher = sign * jnp.exp(lgamma(safe_n + 1.0)) * zeta(safe_n + 1.0, x)
+    return jnp.where(n == 0, digamma(x), higher)
+
+
+# ---- Dawson's integral, the dilogarithm, Kummer's function ----------------------------------
+
+def dawsn(x):
+    """Dawson's integral ``exp(-x**2) int_0^x exp(t**2) dt``.
+
+    >>> dawsn(1.0)
+    Array(0.5380795, dtype=float32)
+    """
+    (x,) = _floats(x)
+    ax = jnp.abs(x)
+    near = ax <= 6.0
+    xs = jnp.where(near, ax, 1.0)
+    sq = xs * xs
+
+    def step(k, carry):              # sum of x^(2k+1) / (k! (2k+1)), all terms positive
+        total, power = carry
+        power = power * sq / k
+        return total + power / (2.0 * k + 1.0), power
+
+    series = jnp.exp(-sq) * xs * fori_loop(1, 160, step, (jnp.ones_like(xs), jnp.ones_like(xs)))[0]
+    xl = jnp.where(near, 7.0, ax)
+    asymptotic = _series(lambda k: (2.0 * k - 1.0) / (2.0 * xl * xl), jnp.ones_like(xl),
+                         1, 30) / (2.0 * xl)
+    return jnp.sign(x) * jnp.where(near, series, asymptotic)
+
+
+def _li2_small(y):
+    """sum y^k / k^2 for |y| <= 1/2."""
+    def step(k, carry):
+        total, power = carry
+        power = power * y
+        return total + power / (k * k), power
+
+    return fori_loop(1, 60, step, (jnp.zeros_like(y), jnp.ones_like(y)))[0]
+
+
+def _li2_unit(y):
+    """Li2(y) for -1 <= y <= 1, moving y into |y| <= 1/2 by Euler's and Landen's identities."""
+    high = y > 0.5
+    low = y < -0.5
+    yh = jnp.where(high, y, 0.75)
+    yl = jnp.where(low, y, -0.75)
+    ym = jnp.where(high | low, 0.25, y)
+    from_high = (math.pi ** 2 / 6 - jnp.log(yh) * jnp.log1p(-yh)
+                 - _li2_small(1.0 - yh))
+    from_high = jnp.where(yh == 1.0, math.pi ** 2 / 6, from_high)
+    from_low = -_li2_small(yl / (yl - 1.0)) - 0.5 * jnp.log1p(-yl) ** 2
+    return jnp.where(high, from_high, jnp.where(low, from_low, _li2_small(ym)))
+
+
+def spence(x):
+    """Spence's function ``int_1^x log(t) / (1 - t) dt`` = Li2(1 - x), for x >= 0.
+
+    >>> spence(0.0)        # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    (x,) = _floats(x)
+    y = 1.0 - x
+    beyond = y < -1.0
+    yb = jnp.where(beyond, y, -2.0)
+    inverted = -math.pi ** 2 / 6 - 0.5 * jnp.log(-yb) ** 2 - _li2_unit(1.0 / yb)
+    value = jnp.where(beyond, inverted, _li2_unit(jnp.where(beyond, 0.0, y)))
+    return jnp.where(x < 0, jnp.nan, value)
+
+
+def hyp1f1(a, b, x):
+    """Kummer's confluent hypergeometric function 1F1(a; b; x), as its power series (by
+    Kummer's transformation for negative x).
+
+    >>> hyp1f1(1.0, 2.0, 1.0)    # (e - 1)
+    Array(1.71828..., dtype=float32)
+    """
+    a, b, x = _floats(a, b, x)
+    negative = x < 0
+    a2 = jnp.where(negative, b - a, a)
+    x2 = jnp.abs(x)
+    total = _series(lambda k: (a2 + k - 1.0) / (b + k - 1.0) * x2 / k, jnp.ones_like(x2),
+                    1, 500)
+    return jnp.where(negative, jnp.exp(x) * total, total)
+
+
+__all__ = ["gammainc", "gammaincc", "betainc", "expn", "exp1", "expi", "i0e", "i0", "i1e",
+           "i1", "zeta", "polygamma", "dawsn", "spence", "hyp1f1"]
