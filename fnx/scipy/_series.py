@@ -8,6 +8,8 @@ import math
 
 from .. import numpy as jnp
 from ..core.control_flow import fori_loop
+from ..lax.bessel import bessel_i0e, bessel_i1e
+from ..lax.incomplete import betainc as _lax_betainc, igamma, igammac
 from ..lax.special import lgamma, digamma
 
 _EULER = 0.5772156649015329
@@ -53,89 +55,32 @@ def _series(term_ratio, first, start, terms):
 
 # ---- incomplete gamma -----------------------------------------------------------------------
 
-def _gamma_prefactor(a, x):
-    return jnp.exp(a * jnp.log(x) - x - lgamma(a))
-
-
-def _lower_series(a, x):
-    """P(a, x) for x < a + 1: ``x^a e^-x / Gamma(a+1) * sum x^n / ((a+1)...(a+n))``."""
-    total = _series(lambda n: x / (a + n), jnp.ones_like(x), 1, 400)
-    return _gamma_prefactor(a, x) * total / a
-
-
-def _upper_fraction(a, x):
-    """Q(a, x) for x >= a + 1, Legendre's continued fraction."""
-    fraction = _lentz(lambda n: -n * (n - a), lambda n: x + 2.0 * n + 1.0 - a,
-                      x + 1.0 - a, 300)
-    return _gamma_prefactor(a, x) / fraction
-
-
-def _incomplete_gamma(a, x):
-    a, x = _floats(a, x)
-    near = x < a + 1.0
-    safe_a = jnp.where(a > 0, a, 1.0)
-    safe_x = jnp.where(x > 0, x, 1.0)
-    p = _lower_series(safe_a, jnp.where(near, safe_x, 0.5 * safe_a))
-    q = _upper_fraction(safe_a, jnp.where(near, safe_a + 1.0, safe_x))
-    bad = (a <= 0) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
-    return jnp.where(x == 0, 0.0, jnp.where(near, p, 1.0 - q)), \
-        jnp.where(x == 0, 1.0, jnp.where(near, 1.0 - p, q)), bad
-
-
 def gammainc(a, x):
-    """The regularized lower incomplete gamma function P(a, x).
+    """The regularized lower incomplete gamma function P(a, x) (``fnx.lax.igamma``).
 
     >>> gammainc(2.0, 1.0)
     Array(0.264241..., dtype=float32)
     """
-    p, _, bad = _incomplete_gamma(a, x)
-    return jnp.where(bad, jnp.nan, p)
+    return igamma(*_floats(a, x))
 
 
 def gammaincc(a, x):
-    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)
+    (``fnx.lax.igammac``).
 
     >>> gammaincc(2.0, 1.0)
-    Array(0.7357589, dtype=float32)
+    Array(0.73575..., dtype=float32)
     """
-    _, q, bad = _incomplete_gamma(a, x)
-    return jnp.where(bad, jnp.nan, q)
-
-
-# ---- incomplete beta ------------------------------------------------------------------------
-
-def _beta_fraction(a, b, x):
-    """I_x(a, b) for x < (a + 1) / (a + b + 2), by the continued fraction of Numerical Recipes."""
-    def numerator(n):
-        m = jnp.floor(n / 2.0)
-        odd = (n - 2.0 * m) == 1.0
-        even_a = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m))
-        odd_a = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
-        return jnp.where(odd, odd_a, even_a)
-
-    n0 = jnp.asarray(1.0, x.dtype)
-    fraction = _lentz(lambda n: numerator(n * n0), lambda n: jnp.ones_like(x),
-                      jnp.ones_like(x), 400)
-    log_front = (a * jnp.log(x) + b * jnp.log1p(-x) - lgamma(a) - lgamma(b) + lgamma(a + b))
-    # the fraction above is 1 + d1/(1 + d2/...); the integral is front / (a * that)
-    return jnp.exp(log_front) / (a * fraction)
+    return igammac(*_floats(a, x))
 
 
 def betainc(a, b, x):
-    """The regularized incomplete beta function I_x(a, b).
+    """The regularized incomplete beta function I_x(a, b) (``fnx.lax.betainc``).
 
     >>> betainc(2.0, 3.0, 0.5)
     Array(0.6875..., dtype=float32)
     """
-    a, b, x = _floats(a, b, x)
-    flip = x > (a + 1.0) / (a + b + 2.0)
-    inside = (x > 0) & (x < 1)
-    xs = jnp.where(inside, x, 0.5)
-    direct = _beta_fraction(jnp.where(flip, b, a), jnp.where(flip, a, b),
-                            jnp.where(flip, 1.0 - xs, xs))
-    value = jnp.where(flip, 1.0 - direct, direct)
-    value = jnp.where(x <= 0, 0.0, jnp.where(x >= 1, 1.0, value))
-    return jnp.where((a <= 0) | (b <= 0) | (x < 0) | (x > 1), jnp.nan, value)
+    return _lax_betainc(*_floats(a, b, x))
 
 
 # ---- exponential integrals ------------------------------------------------------------------
@@ -219,21 +164,6 @@ def _series_ei(x):
 
 # ---- modified Bessel functions of orders 0 and 1 --------------------------------------------
 
-def _bessel_ie(order, x):
-    """exp(-|x|) I_order(|x|): the power series up to 30, Hankel's expansion above."""
-    ax = jnp.abs(x)
-    near = ax <= 30.0
-    xs = jnp.where(near, ax, 1.0)
-    half_sq = 0.25 * xs * xs
-    first = jnp.ones_like(xs) if order == 0 else 0.5 * xs
-    power = _series(lambda k: half_sq / (k * (k + order)), first, 1, 120)
-    xl = jnp.where(near, 40.0, ax)
-    mu = 4.0 * order * order
-    hankel = _series(lambda k: -(mu - (2.0 * k - 1.0) ** 2) / (8.0 * k * xl),
-                     jnp.ones_like(xl), 1, 30) / jnp.sqrt(2.0 * math.pi * xl)
-    return jnp.where(near, power * jnp.exp(-xs), hankel)
-
-
 def i0e(x):
     """The exponentially scaled modified Bessel function ``exp(-|x|) I0(x)``.
 
@@ -241,7 +171,7 @@ def i0e(x):
     Array(0.4657596, dtype=float32)
     """
     (x,) = _floats(x)
-    return _bessel_ie(0, x)
+    return bessel_i0e(x)
 
 
 def i0(x):
@@ -251,7 +181,7 @@ def i0(x):
     Array(1.266066, dtype=float32)
     """
     (x,) = _floats(x)
-    return jnp.exp(jnp.abs(x)) * _bessel_ie(0, x)
+    return jnp.exp(jnp.abs(x)) * bessel_i0e(x)
 
 
 def i1e(x):
@@ -261,7 +191,7 @@ def i1e(x):
     Array(0.207910..., dtype=float32)
     """
     (x,) = _floats(x)
-    return jnp.sign(x) * _bessel_ie(1, x)
+    return bessel_i1e(x)
 
 
 def i1(x):
@@ -271,7 +201,7 @@ def i1(x):
     Array(0.5651591, dtype=float32)
     """
     (x,) = _floats(x)
-    return jnp.sign(x) * jnp.exp(jnp.abs(x)) * _bessel_ie(1, x)
+    return jnp.exp(jnp.abs(x)) * bessel_i1e(x)
 
 
 # ---- Hurwitz zeta and polygamma -------------------------------------------------------------
