@@ -5,7 +5,6 @@ Array([1, 2, 0, 3, 4], dtype=int32)
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ._core import array, asarray, promote_dtypes, stack
 from .creation import arange, linspace
@@ -13,8 +12,25 @@ from .shapes import concatenate, meshgrid, moveaxis, reshape
 
 __all__ = ["mgrid", "ogrid", "r_", "c_", "s_", "index_exp"]
 
-s_ = np.s_
-index_exp = np.index_exp
+class IndexExpression:
+    """Index expressions written with slice syntax: ``s_[1:3, ::2]`` is
+    ``(slice(1, 3), slice(None, None, 2))``; ``index_exp`` always gives a tuple (NumPy's).
+
+    >>> jnp.s_[1:3]
+    slice(1, 3, None)
+    >>> jnp.index_exp[1:3]
+    (slice(1, 3, None),)
+    """
+
+    def __init__(self, maketuple: bool):
+        self._maketuple = maketuple
+
+    def __getitem__(self, item):
+        return (item,) if self._maketuple and not isinstance(item, tuple) else item
+
+
+s_ = IndexExpression(maketuple=False)
+index_exp = IndexExpression(maketuple=True)
 
 
 def _range(s: slice):
