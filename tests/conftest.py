@@ -40,6 +40,17 @@ def _x64_mode(request):
         yield
 
 
+@pytest.fixture
+def jax_x64_as_fnx():
+    """JAX (the oracle) with x64 set as fnx's is, restored after the test."""
+    import fnx
+    import jax
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
+    yield
+    jax.config.update("jax_enable_x64", old)
+
+
 @pytest.fixture(scope="module")
 def gpu():
     """The GPU backend (only cuda-marked tests ask for it)."""

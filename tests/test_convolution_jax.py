@@ -21,12 +21,7 @@ jax = pytest.importorskip("jax")
 rng = np.random.default_rng()
 
 
-@pytest.fixture(autouse=True)
-def _jax_x64_as_fnx():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("jax_x64_as_fnx")
 
 
 # name -> (lhs shape, rhs shape, window_strides, padding, lhs_dilation, rhs_dilation,

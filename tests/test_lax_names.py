@@ -13,12 +13,7 @@ jax = pytest.importorskip("jax")
 jl = jax.lax
 
 
-@pytest.fixture(autouse=True)
-def _jax_x64_as_fnx():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("jax_x64_as_fnx")
 
 
 def _both(f_fnx, f_jax, *args, grad=True, jax_grad=True):

@@ -14,12 +14,7 @@ scipy_special = pytest.importorskip("scipy.special")
 jl = jax.lax
 
 
-@pytest.fixture(autouse=True)
-def _jax_x64_as_fnx():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("jax_x64_as_fnx")
 
 
 def _close_to_jax(ours, theirs, args, rtol):

@@ -18,12 +18,7 @@ import jax.scipy.stats as jst  # noqa: E402
 rng = np.random.default_rng(20261124)   # reproducible, as the rng fixture is per test
 
 
-@pytest.fixture(autouse=True)
-def _jax_x64_as_fnx():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("jax_x64_as_fnx")
 
 
 def u(lo, hi, n=40):

@@ -11,12 +11,8 @@ import jax.scipy.signal as jsignal  # noqa: E402
 rng = np.random.default_rng()
 
 
-@pytest.fixture(autouse=True)
-def _jax_x64_as_fnx():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", fnx.config.enable_x64)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("jax_x64_as_fnx")
+
 SHAPES = [((7,), (3,)), ((3,), (7,)), ((9, 8), (3, 4)), ((4, 5), (6, 7)),
           ((5, 4, 3), (2, 3, 2))]
 

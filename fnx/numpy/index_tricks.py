@@ -5,7 +5,6 @@ Array([1, 2, 0, 3, 4], dtype=int32)
 """
 from __future__ import annotations
 
-
 from ._core import array, asarray, promote_dtypes, stack
 from .creation import arange, linspace
 from .shapes import concatenate, meshgrid, moveaxis, reshape
