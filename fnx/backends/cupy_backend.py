@@ -261,8 +261,7 @@ _im2col = decomposed_impl(im2col, _LazyTable(), cp)
 def _conv_general_dilated(lhs, rhs, *, precision=None, **params):
     """A convolution on cuDNN where it takes it (compiled programs choose the same way, in
     fnx.cuda.decompose), else im2col on CuPy arrays."""
-    if lhs.dtype == rhs.dtype and cudnn.available() and \
-            cudnn.mapping(lhs.shape, rhs.shape, lhs.dtype, params) is not None:
+    if cudnn.takes(lhs, rhs, params):
         return cudnn.conv_general_dilated(lhs, rhs, precision=matmul_precision(precision),
                                           **params)
     return _im2col(lhs, rhs, precision=precision, **params)

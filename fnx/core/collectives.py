@@ -162,16 +162,21 @@ for _p in _REDUCERS:
     _p.batch_named = _batch_reduce(_p)
 
 
+def _over_other_axes(prim, x, d, *, axes, axis_size, axis, tiled):
+    """``prim`` (a gather or scatter along ``axis``) over axes another frame binds: the vmapped
+    dimension, if any, moves to the front and rides along."""
+    if d is not_mapped:
+        return prim.bind(x, axes=axes, axis_size=axis_size, axis=axis, tiled=tiled), not_mapped
+    x = bdim_at_front(x, d, None)
+    return prim.bind(x, axes=axes, axis_size=axis_size, axis=axis + 1, tiled=tiled), 0
+
+
 def _all_gather_batch(vals, dims, frame, *, axes, axis_size, axis, tiled):
     (x,), (d,) = vals, dims
     name, size = frame
     if axes != (name,):
-        if d is not_mapped:
-            return all_gather_p.bind(x, axes=axes, axis_size=axis_size, axis=axis,
-                                     tiled=tiled), not_mapped
-        x = bdim_at_front(x, d, None)
-        return all_gather_p.bind(x, axes=axes, axis_size=axis_size, axis=axis + 1,
-                                 tiled=tiled), 0
+        return _over_other_axes(all_gather_p, x, d, axes=axes, axis_size=axis_size, axis=axis,
+                                tiled=tiled)
     x = bdim_at_front(x, d, size)          # every slice's value, stacked: the gathered array
     out = lax.moveaxis(x, 0, axis)
     if tiled:
@@ -185,12 +190,8 @@ def _psum_scatter_batch(vals, dims, frame, *, axes, axis_size, axis, tiled):
     (x,), (d,) = vals, dims
     name, size = frame
     if axes != (name,):
-        if d is not_mapped:
-            return psum_scatter_p.bind(x, axes=axes, axis_size=axis_size, axis=axis,
-                                       tiled=tiled), not_mapped
-        x = bdim_at_front(x, d, None)
-        return psum_scatter_p.bind(x, axes=axes, axis_size=axis_size, axis=axis + 1,
-                                   tiled=tiled), 0
+        return _over_other_axes(psum_scatter_p, x, d, axes=axes, axis_size=axis_size,
+                                axis=axis, tiled=tiled)
     total = _batch_reduce(psum_p)([x], [d], frame, axes=axes)[0]
     _scatter_aval(get_aval(total), axes=axes, axis_size=size, axis=axis, tiled=tiled)
     if tiled:

@@ -163,11 +163,16 @@ def permuted_params(params, perms):
     return dict(params, dimension_numbers=type(params["dimension_numbers"])(*specs))
 
 
+def takes(lhs, rhs, params) -> bool:
+    """Whether this process runs a convolution of operands (or avals) ``lhs`` and ``rhs`` on
+    cuDNN: the one test eager calls, the GPU lowering and :func:`supports` share."""
+    return lhs.dtype == rhs.dtype and available() and \
+        mapping(lhs.shape, rhs.shape, lhs.dtype, params) is not None
+
+
 def supports(eqn) -> bool:
     """Whether this process runs equation ``eqn`` (a ``conv_general_dilated``) on cuDNN."""
-    lhs, rhs = (v.aval for v in eqn.invars)
-    return available() and lhs.dtype == rhs.dtype and \
-        mapping(lhs.shape, rhs.shape, lhs.dtype, eqn.params) is not None
+    return takes(eqn.invars[0].aval, eqn.invars[1].aval, eqn.params)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,9 +36,7 @@ def _one_pick_per_row(eqn) -> bool:
 def _convolution(lhs, rhs, **params):
     """A convolution cuDNN runs, with its operands and result transposed into the layouts it
     reads (fnx.cuda.cudnn); any other as im2col: pads, strided slices and one product."""
-    lhs_aval = get_aval(lhs)
-    if cudnn.available() and lhs_aval.dtype == get_aval(rhs).dtype and cudnn.mapping(
-            lhs_aval.shape, get_aval(rhs).shape, lhs_aval.dtype, params) is not None:
+    if cudnn.takes(get_aval(lhs), get_aval(rhs), params):
         return cudnn.layout_rule(lhs, rhs, **params)
     return [im2col(lhs, rhs, **params)]
 
