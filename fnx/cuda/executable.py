@@ -20,6 +20,7 @@ from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
                            row_group, run_end)
 from .columns import ColumnKernel
 from .compile import compile_together
+from . import copies
 from .copies import concatenate, copy_into, dense
 from .control import lowering as control_lowering, on_device
 from .decompose import decompose
@@ -244,7 +245,8 @@ class GpuExecutable:
         for lowering in self.nested.values():
             self.units += [u for body in lowering.bodies for u in body.exe.units]
         if not depth:
-            compile_together(self.units)
+            # with the copy kernel a captured graph's calls use
+            compile_together(self.units + [copies.UNIT])
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead

@@ -174,9 +174,8 @@ class GraphExecutable:
                 copier = self._copiers.get(copy_mask)
                 if copier is None:
                     copier = self._copiers[copy_mask] = MultiCopy([d.nbytes for d in dsts])
-                if copier.aligned(srcs):
-                    copier(srcs, dsts)
-                    srcs = ()
+                copier(srcs, dsts)
+                srcs = ()
             for src, dst in zip(srcs, dsts):
                 copy_into(dst, src)
         graph, results, owned = self._pick()
