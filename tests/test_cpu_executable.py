@@ -57,6 +57,17 @@ def test_returned_values_and_live_views_are_not_reused():
         _bits_equal(got, want)
 
 
+@pytest.mark.parametrize("reduce", [jnp.max, jnp.min, jnp.sum, jnp.prod, jnp.all])
+def test_a_reduction_over_no_axes_owns_its_result(reduce):
+    # its operand's buffer dies at the reduction and is reused by the next step
+    def f(g, x):
+        accum = reduce(x + jnp.square(g), axis=())
+        return x - 0.5 * g, accum
+    g, x = (rng.standard_normal(5).astype(F32) for _ in range(2))
+    for got, want in zip(fnx.jit(f)(g, x), f(g, x)):
+        _bits_equal(got, want)
+
+
 def test_each_call_returns_fresh_arrays():
     f = fnx.jit(lambda x: (x * 2.0 + 1.0, jnp.exp(x)))
     x1, x2 = jnp.ones(5), jnp.full(5, 2.0)

@@ -187,6 +187,11 @@ def test_shape_tuples_match_jax(rng, dn):
         pads, bd, wd = ((1, 0), (2, 2)), tuple(rng.integers(1, 3, 2)), tuple(rng.integers(1, 3, 2))
         assert lax.reduce_window_shape_tuple(shape, win, strides, pads, bd, wd) == tuple(
             jl.reduce_window_shape_tuple(shape, win, strides, pads, bd, wd))
+    # stax writes an unknown batch as -1, and a window wider than the operand fits nowhere
+    for shape, win in (((-1, 6), (1, 2)), ((2, 3), (1, 5)), ((-1, 4), (2, 2))):
+        ones, pads = (1, 1), ((0, 0), (0, 0))
+        assert lax.reduce_window_shape_tuple(shape, win, ones, pads) == tuple(
+            jl.reduce_window_shape_tuple(shape, win, ones, pads, ones, ones))
 
 
 def test_ragged_dot_matches_jax(rng):

@@ -201,3 +201,16 @@ def test_examples_of_the_distributions(module):
 def test_coverage_of_jax_names(ours, theirs, least):
     names = [n for n in dir(theirs) if not n.startswith("_")]
     assert sum(hasattr(ours, n) for n in names) / len(names) >= least
+
+
+def test_each_distribution_imports_as_a_module_as_in_jax():
+    import importlib
+    import types
+    names = [n for n in dir(jst) if isinstance(getattr(jst, n), types.ModuleType)]
+    assert "norm" in names
+    for name in names:
+        module = importlib.import_module(f"fnx.scipy.stats.{name}")
+        assert module is getattr(stats, name)
+    import fnx.scipy.stats.norm as norm
+    x = np.linspace(-2.0, 2.0, 5)
+    np.testing.assert_allclose(norm.logpdf(x, 0.5, 2.0), jst.norm.logpdf(x, 0.5, 2.0), rtol=1e-12)

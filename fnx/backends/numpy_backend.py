@@ -129,7 +129,9 @@ def _scatter(x, idx, upd, *, axis, mode):
 
 
 def _reduce(fn):
-    return lambda x, *, axes: fn(x, axis=axes) if axes else x
+    # over no axes the result is the operand's values in a buffer of its own: the jit's buffer
+    # plan counts every reduction's result as fresh, and may overwrite the operand's
+    return lambda x, *, axes: fn(x, axis=axes) if axes else x.copy()
 
 
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import ShapeError
 
 
 def conv_general_permutations(dimension_numbers):
@@ -83,7 +82,7 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
     if window_dilation is not None:
         window_dimensions = dilate(window_dimensions, window_dilation)
     padded = [d + lo + hi for d, (lo, hi) in zip(operand_shape, padding)]
-    if any(w > p for w, p in zip(window_dimensions, padded)):
-        raise ShapeError(f"reduce_window: window {tuple(window_dimensions)} exceeds the padded "
-                         f"operand {tuple(padded)}")
-    return tuple((p - w) // s + 1 for p, w, s in zip(padded, window_dimensions, window_strides))
+    # A window wider than the padded operand fits nowhere: JAX gives an empty axis, and stax's
+    # shape inference relies on it for the -1 it uses as an unknown batch size.
+    return tuple(max(0, (p - w) // s + 1)
+                 for p, w, s in zip(padded, window_dimensions, window_strides))

@@ -353,3 +353,19 @@ __all__ = ["norm", "logistic", "laplace", "cauchy", "expon", "uniform", "gamma",
            "chi2", "poisson", "bernoulli", "multivariate_normal", "dirichlet", "gumbel_r",
            "gumbel_l", "pareto", "gennorm", "truncnorm", "vonmises", "wrapcauchy", "binom",
            "nbinom", "geom", "betabinom", "multinomial", "mode", "rankdata", "sem"]
+
+
+def _register_distribution_modules():
+    """Each distribution is also a module, as in JAX, so ``import fnx.scipy.stats.norm as norm``
+    works: Python finds a submodule already in ``sys.modules`` without a package path."""
+    import sys
+    from types import ModuleType
+    for name, space in list(globals().items()):
+        if isinstance(space, SimpleNamespace):
+            module = ModuleType(f"{__name__}.{name}", f"The {name} distribution's functions.")
+            module.__dict__.update(vars(space))
+            sys.modules[module.__name__] = module
+            globals()[name] = module
+
+
+_register_distribution_modules()
