@@ -17,8 +17,8 @@ from .core.core import (Array, default_backend, default_device, device_count, de
 from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
                           FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
-from .core.custom_derivatives import (checkpoint, checkpoint_policies, custom_gradient,
-                                      custom_jvp, custom_vjp, remat)
+from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
+                                      custom_gradient, custom_jvp, custom_vjp, remat)
 from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
                           enable_x64, log_compiles, numpy_dtype_promotion)
 from .core.jit import clear_caches, jit

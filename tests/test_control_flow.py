@@ -78,6 +78,10 @@ def test_cond_values_both_branches_and_closures():
     assert float(lax.cond(False, lambda: 1.0, lambda: 2.0)) == 2.0
     assert float(lax.cond(np.int32(3), lambda x: x, lambda x: -x, 4.0)) == 4.0
     assert float(lax.cond(0, lambda x: x, lambda x: -x, 4.0)) == -4.0
+    # JAX's older keyword for the one operand
+    assert float(lax.cond(False, lambda x: x, lambda x: -x, operand=4.0)) == -4.0
+    with pytest.raises(TypeError, match="no operands can be passed positionally"):
+        lax.cond(True, lambda x: x, lambda x: -x, 1.0, operand=4.0)
     # a Python scalar returned beside a float64 array takes its dtype, as it would in an op
     out = lax.switch(1, [lambda: np.float64(2.0), lambda: 1.0, lambda: 3])
     assert out.dtype == np.float64 and float(out) == 1.0

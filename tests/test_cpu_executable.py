@@ -68,6 +68,18 @@ def test_a_reduction_over_no_axes_owns_its_result(reduce):
         _bits_equal(got, want)
 
 
+def test_a_select_of_one_value_in_both_cases_keeps_it():
+    # a loop body runs without the jit's simplifications: select_n(m, y, y) reaches the
+    # bitwise blend, which must not write over y while it still reads it as the false case
+    def body(state):
+        x, n = state
+        y = x * 1.5
+        return jnp.where(x > 0, y, y), n + 1
+    x = rng.standard_normal(6).astype(F32)
+    got = fnx.jit(lambda x: lax.while_loop(lambda s: s[1] < 3, body, (x, 0)))(x)[0]
+    _bits_equal(got, x * F32(1.5) * F32(1.5) * F32(1.5))
+
+
 def test_each_call_returns_fresh_arrays():
     f = fnx.jit(lambda x: (x * 2.0 + 1.0, jnp.exp(x)))
     x1, x2 = jnp.ones(5), jnp.full(5, 2.0)

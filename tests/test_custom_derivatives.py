@@ -658,3 +658,44 @@ def test_zero_cotangent_of_a_weak_output_is_weak_as_in_jax():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     t = fnx.grad(lambda x, y: fnx.jvp(lambda u: (u * y, u), (x,), (x,))[1][1])
     assert np.asarray(t(3.0, 2.0)) == 1.0
+
+
+def test_custom_vjp_reading_a_constant_inside_jit_is_differentiable():
+    # the jit's constants are operands of its equation; their tangents are symbolic zeros
+    c = rand(3, seed=4)
+
+    @fnx.custom_vjp
+    def f(x):
+        return fnx.numpy.sum(fnx.numpy.asarray(c) * x)
+    f.defvjp(lambda x: (f(x), None), lambda _, g: (g * 2.0 * fnx.numpy.asarray(c),))
+    x = rand(3, seed=5)
+    close(fnx.grad(fnx.jit(f))(x), 2.0 * c)
+    close(fnx.grad(lambda x: fnx.jit(lambda x: 3.0 * f(x))(x))(x), 6.0 * c)
+    close(fnx.jacfwd(fnx.jit(lambda x: fnx.numpy.sin(x) * c))(x), np.diag(np.cos(x) * c))
+
+
+def test_closure_convert_hoists_traced_values_for_custom_vjp():
+    @functools.partial(fnx.custom_vjp, nondiff_argnums=(0,))
+    def apply(f, x, *consts):
+        return f(x, *consts)
+
+    def apply_fwd(f, x, *consts):
+        return apply(f, x, *consts), (x, consts)
+
+    def apply_bwd(f, res, g):
+        _, pullback = fnx.vjp(f, *((res[0],) + tuple(res[1])))
+        return pullback(g)
+    apply.defvjp(apply_fwd, apply_bwd)
+
+    def loss(w, x):
+        converted, consts = fnx.closure_convert(lambda x: fnx.numpy.sin(w * x), x)
+        assert len(consts) == 1          # w, traced by grad
+        return fnx.numpy.sum(apply(converted, x, *consts))
+    w, x = rand(3, seed=6), rand(3, seed=7)
+    close(fnx.grad(loss)(w, x), x * np.cos(w * x))
+    close(fnx.vmap(fnx.grad(loss), (0, None))(np.stack([w, 2 * w]), x),
+          np.stack([x * np.cos(w * x), x * np.cos(2 * w * x)]))
+    converted, consts = fnx.closure_convert(lambda x: x * 2.0, 1.0)
+    assert consts == [] and float(converted(3.0)) == 6.0
+    with pytest.raises(TypeError, match="traced for arguments"):
+        converted((1.0, 2.0))

@@ -1791,6 +1791,11 @@ def test_polyval_vander(rng):
     pi, xi = rng.integers(-3, 3, 3), rng.integers(-3, 3, 4)
     assert_equal(jnp.polyval(J(pi), J(xi)), np.polyval(pi, xi))
     check_grads(jnp.polyval, (p, x), order=2)
+    # coefficients along the first axis, the others broadcast with x (ODE solvers' dense output)
+    pm = rng.standard_normal((5, 2, 1))
+    assert_close(jnp.polyval(J(pm), J(x)), np.polyval(pm, x))
+    with pytest.raises(fnx.core.errors.ShapeError, match="leading axis"):
+        jnp.polyval(J(1.0), J(x))
     assert_vmap_matches_stack(jnp.polyval, J(rng.standard_normal((3, 4))),
                               J(rng.standard_normal((3, 5))))
     v = rng.standard_normal(4)

@@ -181,8 +181,9 @@ class _Lowering:
         which, f, t = eqn.invars
         zero_f, zero_t = self._zero_bits(f), self._zero_bits(t)
         # the blend reads the false case after writing the output: only the true case (or the
-        # one nonzero case) may share the output's buffer
-        src, shape, dtype = self._out(eqn, k, [1] if zero_t and not zero_f else [2])
+        # one nonzero case) may share the output's buffer, and not when it is the false case too
+        candidates = [] if f is t else [1] if zero_t and not zero_f else [2]
+        src, shape, dtype = self._out(eqn, k, candidates)
         return _bit_select(ins, self.slot_of(eqn.outvars[0]), src, shape, dtype, zero_f, zero_t)
 
     def _dot_step(self, eqn, k, ins):

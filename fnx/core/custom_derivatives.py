@@ -25,7 +25,9 @@ import contextlib
 import functools
 import inspect
 
-from . import ad, batching
+import numpy as np
+
+from . import ad, batching, dtypes
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
 from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
@@ -598,6 +600,39 @@ custom_lin_p.transpose = _custom_lin_transpose
 custom_lin_p.impl = _custom_lin_forward_mode
 custom_lin_p.jvp = _custom_lin_forward_mode
 custom_lin_p.batch = _custom_lin_forward_mode
+
+
+def _differentiable(dtype) -> bool:
+    return isinstance(dtype, np.dtype) and dtypes.is_float(dtype)   # not PRNG keys, ints
+
+
+def closure_convert(fun, *example_args):
+    """``(converted, consts)``: ``fun`` with the floating-point values it closes over turned into
+    trailing arguments, ``converted(*args, *consts) == fun(*args)``, so that a custom_vjp rule
+    can return their cotangents (JAX's ``closure_convert``; ``example_args`` fix the shapes).
+    Only traced values are hoisted: concrete arrays stay constants of the function.
+
+    >>> def f(w):
+    ...     converted, consts = fnx.closure_convert(lambda x: w * x, 1.0)
+    ...     return converted(2.0, *consts), len(consts)
+    >>> fnx.grad(lambda w: f(w)[0])(3.0), f(3.0)[1]
+    (Array(2., dtype=float32, weak_type=True), 0)
+    """
+    leaves, in_tree = tree_flatten(example_args)
+    flat_fun, out_tree = flatten_fun(fun, in_tree)
+    closed = trace_to_jaxpr(flat_fun, [get_aval(x) for x in leaves])
+    hoisted = [_differentiable(get_aval(c).dtype) for c in closed.consts]
+    out_tree = out_tree()
+
+    def converted(*args):
+        args, extra = args[:len(example_args)], iter(args[len(example_args):])
+        arg_leaves, tree = tree_flatten(args)
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function of {_name(fun)} was traced "
+                            f"for arguments {in_tree}, got {tree}")
+        consts = [next(extra) if h else c for h, c in zip(hoisted, closed.consts)]
+        return tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, consts, *arg_leaves))
+    return converted, [c for h, c in zip(hoisted, closed.consts) if h]
 
 
 def custom_gradient(fun):

@@ -122,8 +122,11 @@ pjit_p.impl = _pjit_impl
 
 
 def _pjit_jvp(primals, tangents, *, jaxpr, name):
-    tangents = [ad.instantiate(t) for t in tangents]
-    new, consts, _ = ad.jvp_jaxpr(jaxpr, [True] * len(primals), True)
+    # zero tangents stay symbolic: the program's constants are operands too, and a custom_vjp
+    # inside must not see them as differentiated
+    nonzeros = [not isinstance(t, ad.Zero) for t in tangents]
+    new, consts, _ = ad.jvp_jaxpr(jaxpr, nonzeros, True)
+    tangents = [t for t in tangents if not isinstance(t, ad.Zero)]
     outs = pjit_p.bind(*consts, *primals, *tangents, jaxpr=new, name=f"jvp({name})")
     k = len(jaxpr.outvars)
     return outs[:k], outs[k:]

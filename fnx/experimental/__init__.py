@@ -1,8 +1,9 @@
-"""fnx.experimental: JAX's experimental names that fnx provides (``io_callback``, ``shard_map``)."""
+"""fnx.experimental: JAX's experimental names that fnx provides (``io_callback``, ``shard_map``,
+``ode.odeint``)."""
 from ..core.callbacks import io_callback
-from . import shard_map  # noqa: F401
+from . import ode, shard_map  # noqa: F401
 
-__all__ = ["io_callback", "shard_map"]
+__all__ = ["io_callback", "ode", "shard_map"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

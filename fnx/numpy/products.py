@@ -394,11 +394,14 @@ def polyval(p, x):
     Array([3., 8.], dtype=float32)
     """
     p, x = promote_dtypes(p, x)
-    if p.ndim != 1:
-        raise ShapeError(f"polyval: p must be 1-D, got shape {p.shape}")
-    y = lax.full(x.shape, 0, x.dtype)
+    if p.ndim == 0:
+        raise ShapeError(f"polyval: p must have a leading axis of coefficients, got shape ()")
+    # coefficients run along p's first axis; the rest broadcast with x (as JAX and NumPy)
+    shape = broadcast_shapes(p.shape[1:], x.shape)
+    x = broadcast_to(x, shape)
+    y = lax.full(shape, 0, x.dtype)
     for i in range(p.shape[0]):
-        c = lax.broadcast_in_dim(lax.reshape(lax.slice_in_dim(p, i, i + 1), ()), x.shape, ())
+        c = broadcast_to(lax.reshape(lax.slice_in_dim(p, i, i + 1), p.shape[1:]), shape)
         y = lax.add(lax.mul(y, x), c)
     return y
 

@@ -255,16 +255,25 @@ def _adopting(fun, targets):
     return adopting
 
 
-def cond(pred, true_fun, false_fun, *operands):
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one staged
     operation: both branches are traced, must return the same structure of the same shapes and
     dtypes, and only the chosen one runs. ``pred`` is a bool (or integer, nonzero meaning true)
     scalar. Under vmap with a batched ``pred`` both branches run and the results are selected.
+    The one operand may also be passed as ``operand=`` (JAX's older spelling).
 
     >>> x = jnp.array(-3.0)
     >>> fnx.lax.cond(x > 0, lambda x: x * 2, lambda x: -x, x)
     Array(3., dtype=float32, weak_type=True)
     """
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("lax.cond: if 'operand' keyword is passed then no operands can be "
+                            "passed positionally")
+        operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     aval = _aval_or_error(pred, "lax.cond's predicate")
