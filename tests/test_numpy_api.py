@@ -1783,6 +1783,14 @@ def test_convolve_correlate(rng):
         jnp.convolve(J(a), J(v), "bogus")
 
 
+def test_size_along_axes_as_jax():
+    x = jnp.ones((2, 3, 4))
+    assert (jnp.size(x), jnp.size(x, 1), jnp.size(x, -1), jnp.size(x, (0, 2))) == (24, 3, 4, 8)
+    assert jnp.size(3.0) == 1
+    with pytest.raises(jnp.AxisError):
+        jnp.size(x, 3)
+
+
 def test_polyval_vander(rng):
     J = jnp.asarray
     p, x = rng.standard_normal(4), rng.standard_normal((2, 5))

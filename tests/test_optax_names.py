@@ -172,3 +172,33 @@ def test_adafactor_under_jit(rng):
     ru, rs = ref_opt.update(grads, rs, params)
     close(u, ru, 2e-5)
     assert int(s[0].count) == 2                  # the factored moments' step count
+
+
+def test_losses_at_the_top_as_in_optax(rng):
+    log_p = np.log(rng.dirichlet(np.ones(4), size=3)).astype(np.float32)
+    targets = rng.dirichlet(np.ones(4), size=3).astype(np.float32)
+    targets[0, 1] = 0.0                     # a zero target contributes nothing
+    close(optim.kl_divergence(log_p, targets), optax.kl_divergence(log_p, targets))
+    close(losses.kl_divergence_with_log_targets(log_p, np.log(targets + 0.1)),
+          optax.losses.kl_divergence_with_log_targets(log_p, np.log(targets + 0.1)))
+    close(optim.smooth_labels(targets, 0.2), optax.smooth_labels(targets, 0.2))
+    logits, labels = rng.standard_normal((3, 4)), rng.integers(0, 4, 3)
+    close(optim.softmax_cross_entropy_with_integer_labels(logits, labels),
+          optax.softmax_cross_entropy_with_integer_labels(logits, labels))
+    missing = [n for n in dir(optax.losses) if hasattr(optax, n) and hasattr(losses, n)
+               and not hasattr(optim, n)]
+    assert missing == []
+
+
+def test_stateless_transformations_and_target_updates_match_optax(rng):
+    _compare(rng, lambda o: o.chain(o.identity(), o.sgd(0.1)))
+    _compare(rng, lambda o: o.multi_transform({"a": o.sgd(0.1), "z": o.set_to_zero()},
+                                              {"w": "a", "b": "z"}))
+    _compare(rng, lambda o: o.chain(o.stateless(
+        lambda u, p: jax.tree_util.tree_map(lambda g, w: g + 0.1 * w, u, p)), o.sgd(0.1)))
+    _compare(rng, lambda o: o.chain(o.stateless_with_tree_map(lambda g, w: g * w), o.sgd(0.1)))
+    new, old = _params(rng), _params(rng)
+    close(optim.incremental_update(new, old, 0.3), optax.incremental_update(new, old, 0.3))
+    for step in (4, 5):
+        close(fnx.jit(optim.periodic_update, static_argnums=3)(new, old, step, 2),
+              optax.periodic_update(new, old, step, 2))

@@ -11,6 +11,7 @@ from .scalar_types import *  # noqa: F401,F403
 from .scalar_types import (bool_, bfloat16, complex64, complex128, float16, float32,  # noqa
                            float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ..core.dtypes import finfo, iinfo, issubdtype  # noqa: F401
+from ._core import canonicalize_axis as _canonicalize_axis
 from ._core import (AxisError, array, asarray, astype, broadcast_arrays, broadcast_shapes,
                     broadcast_to, promote_types, result_type, stack)
 from .creation import *  # noqa: F401,F403
@@ -106,13 +107,18 @@ def ndim(a):
     return len(shape(a))
 
 
-def size(a):
-    """The number of elements of ``a``, or its length along ``axis``.
+def size(a, axis=None):
+    """The number of elements of ``a``, or along ``axis`` (an int or a tuple of them).
 
-    >>> jnp.size(jnp.ones((2, 3)))
-    6
+    >>> jnp.size(jnp.ones((2, 3))), jnp.size(jnp.ones((2, 3)), 1)
+    (6, 3)
     """
-    return int(_np.prod(shape(a), dtype=_np.int64))
+    dims = shape(a)
+    if axis is None:
+        return int(_np.prod(dims, dtype=_np.int64))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return int(_np.prod([dims[_canonicalize_axis(i, len(dims), "size")] for i in axes],
+                        dtype=_np.int64))
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

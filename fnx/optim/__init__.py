@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import numpy as jnp
 from ..core import dtypes, lax
+from ..core.control_flow import cond
 from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 Schedule = Callable[[Any], Any]
@@ -1164,7 +1165,73 @@ __all__ = ["GradientTransformation", "EmptyState", "apply_updates", "global_norm
 __all__ += ["adafactor", "scale_by_factored_rms", "clip_by_block_rms", "scale_by_param_block_rms",
             "FactoredState"]
 
+
+
+def identity() -> GradientTransformation:
+    """Passes the updates through unchanged."""
+    return GradientTransformation(lambda params: EmptyState(),
+                                  lambda updates, state, params=None: (updates, state))
+
+
+def set_to_zero() -> GradientTransformation:
+    """Zero updates: the parameters it is applied to stay as they are (see ``multi_transform``)."""
+    return GradientTransformation(
+        lambda params: EmptyState(),
+        lambda updates, state, params=None: (_tree_map(jnp.zeros_like, updates), state))
+
+
+def stateless(f: Callable) -> GradientTransformation:
+    """A transformation without state: ``updates = f(updates, params)``.
+
+    >>> t = stateless(lambda u, p: fnx.tree_util.tree_map(lambda g: -g, u))
+    >>> t.update({"w": jnp.ones(2)}, t.init(None))[0]["w"]
+    Array([-1., -1.], dtype=float32)
+    """
+    return GradientTransformation(
+        lambda params: EmptyState(),
+        lambda updates, state, params=None: (f(updates, params), EmptyState()))
+
+
+def stateless_with_tree_map(f: Callable) -> GradientTransformation:
+    """:func:`stateless` with ``f(g, p)`` applied leaf by leaf (``p`` is None without params)."""
+    def update(updates, params):
+        if params is None:
+            return _tree_map(lambda g: f(g, None), updates)
+        return _tree_map(f, updates, params)
+    return stateless(update)
+
+
+def incremental_update(new_tensors, old_tensors, step_size):
+    """Polyak averaging: ``step_size * new + (1 - step_size) * old`` leaf by leaf (a target
+    network's soft update)."""
+    return tree_map(lambda new, old: None if new is None else
+                    step_size * new + (1.0 - step_size) * old,
+                    new_tensors, old_tensors, is_leaf=_is_none)
+
+
+def periodic_update(new_tensors, old_tensors, steps, update_period):
+    """``new_tensors`` every ``update_period`` steps, else ``old_tensors`` (a target network's
+    hard update)."""
+    return cond(jnp.mod(steps, update_period) == 0, lambda _: new_tensors,
+                lambda _: old_tensors, None)
+
+
+# optax's names for pytrees of parameters, updates and states
+OptState = Params = Updates = Any
+ScalarOrSchedule = Any
+
+__all__ += ["identity", "set_to_zero", "stateless", "stateless_with_tree_map",
+            "incremental_update", "periodic_update", "OptState", "Params", "Updates",
+            "ScalarOrSchedule"]
+
 from . import losses  # noqa: E402  (optax.losses' names)
+from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,  # noqa: E402
+                     kl_divergence, l2_loss, log_cosh,
+                     sigmoid_binary_cross_entropy, smooth_labels, softmax_cross_entropy,
+                     softmax_cross_entropy_with_integer_labels, squared_error)
+
+# optax exports most of its losses at the top too
+__all__ += [n for n in losses.__all__ if n != "kl_divergence_with_log_targets"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

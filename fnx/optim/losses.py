@@ -139,9 +139,41 @@ def hinge_loss(predictor_outputs, targets):
     return jnp.maximum(0, 1 - predictor_outputs * targets)
 
 
+def kl_divergence(log_predictions, targets, axis=-1, where=None):
+    """``sum(targets * (log(targets) - log_predictions))`` over ``axis`` (0 where a target is
+    0): the information lost predicting ``targets`` by ``exp(log_predictions)``.
+
+    >>> kl_divergence(jnp.log(jnp.array([0.5, 0.5])), jnp.array([1.0, 0.0]))
+    Array(0.6931472, dtype=float32)
+    """
+    log_predictions, targets = _inexact(log_predictions, targets)
+    log_targets = jnp.where(targets == 0, 0, jnp.log(jnp.where(targets == 0, 1, targets)))
+    return jnp.sum(targets * (log_targets - log_predictions), axis=axis, where=where)
+
+
+def kl_divergence_with_log_targets(log_predictions, log_targets, axis=-1, where=None):
+    """:func:`kl_divergence` with the targets given as log-probabilities."""
+    log_predictions, log_targets = _inexact(log_predictions, log_targets)
+    return jnp.sum(jnp.exp(log_targets) * (log_targets - log_predictions), axis=axis,
+                   where=where)
+
+
+def smooth_labels(labels, alpha, axis=-1, where=None):
+    """One-hot ``labels`` mixed with the uniform distribution: ``(1 - alpha) * labels +
+    alpha / num_classes``.
+
+    >>> smooth_labels(jnp.array([1.0, 0.0, 0.0, 0.0]), 0.2)
+    Array([0.85, 0.05, 0.05, 0.05], dtype=float32)
+    """
+    (labels,) = _inexact(labels)
+    count = jnp.size(labels, axis) if where is None else jnp.sum(where, axis, keepdims=True)
+    return (1.0 - alpha) * labels + alpha / count
+
+
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss", "log_cosh",
-           "cosine_similarity", "cosine_distance", "hinge_loss"]
+           "cosine_similarity", "cosine_distance", "hinge_loss", "kl_divergence",
+           "kl_divergence_with_log_targets", "smooth_labels"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
