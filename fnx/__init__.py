@@ -7,7 +7,6 @@ Array([0., 2., 4.], dtype=float32)
 import contextlib as _contextlib
 
 from . import backends as _backends  # registers the CPU backend
-from .core import dtypes
 from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eval_shape, grad,
                        hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
                        make_jaxpr, typeof, value_and_grad, vjp, vmap)
@@ -28,6 +27,7 @@ from .core.shard_map import shard_map
 from .core.placement import device_put, make_mesh
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
+from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import distributed, experimental, sharding  # noqa: E402

@@ -251,3 +251,23 @@ def test_cbrt_of_a_python_float_stays_weak():
         assert (fjnp.cbrt(0.5) * f16).dtype == np.float16
         assert (fjnp.logaddexp(0.5, 2) * f16).dtype == np.float16
         assert fjnp.sum(0.5).weak_type is False
+
+
+@pytest.mark.x32
+def test_the_dtypes_module_has_jax_dtypes_names_and_answers(jax_x64_as_fnx):
+    import importlib
+    import jax.dtypes as jd
+    fd = importlib.import_module("fnx.dtypes")
+    assert fd is fnx.dtypes
+    assert [n for n in dir(jd) if not n.startswith("_") and not hasattr(fd, n)] == []
+    cases = [(np.int8, 2.0), (1.0,), (np.int32, np.float16), (2, 3), (np.uint8, np.int8),
+             (np.float64,), (np.bool_, 1)]
+    for args in cases:
+        assert fd.result_type(*args, return_weak_type_flag=True) == \
+            jd.result_type(*args, return_weak_type_flag=True), args
+    for d in (np.float64, np.int64, np.uint64, np.complex128, np.float16, np.bool_):
+        assert fd.canonicalize_dtype(d) == jd.canonicalize_dtype(d)
+    for x in (True, 3, 2.5, 1j, np.float32(1), np.uint8(2)):
+        assert fd.scalar_type_of(x) is jd.scalar_type_of(x)
+    assert fd.float0 == jd.float0 and fd.itemsize_bits(np.int16) == jd.itemsize_bits(np.int16)
+    assert fd.issubdtype(fd.bfloat16, np.floating)
