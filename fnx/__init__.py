@@ -27,6 +27,7 @@ from .core.shard_map import shard_map
 from .core.placement import device_put, make_mesh
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
+from . import image  # noqa: E402
 from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402

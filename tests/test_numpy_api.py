@@ -1783,6 +1783,14 @@ def test_convolve_correlate(rng):
         jnp.convolve(J(a), J(v), "bogus")
 
 
+def test_einsum_interleaved_sublists(rng):
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((4, 3, 5))
+    assert_close(jnp.einsum(a, [0, 1], b, [2, 1, 3], [0, 2, 3]),
+                 np.einsum(a, [0, 1], b, [2, 1, 3], [0, 2, 3]))
+    assert_close(jnp.einsum(a, [0, 1], b, [2, 1, 3]), np.einsum(a, [0, 1], b, [2, 1, 3]))
+    assert_close(jnp.einsum(b, [Ellipsis, 3], [Ellipsis]), np.einsum(b, [Ellipsis, 3], [Ellipsis]))
+
+
 def test_size_along_axes_as_jax():
     x = jnp.ones((2, 3, 4))
     assert (jnp.size(x), jnp.size(x, 1), jnp.size(x, -1), jnp.size(x, (0, 2))) == (24, 3, 4, 8)

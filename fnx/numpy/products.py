@@ -147,14 +147,33 @@ def tensordot(a, b, axes=2, precision=None):
     return lax.dot_general(a, b, ((ca, cb), ((), ())), precision)
 
 
+def _sublists_to_subscripts(*args):
+    """NumPy's interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])`` as a subscripts string
+    and its operands (integers label axes; ``Ellipsis`` stands for ``...``)."""
+    out = args[-1] if len(args) % 2 else None
+    pairs = args[:-1] if len(args) % 2 else args
+    operands, sublists = list(pairs[0::2]), list(pairs[1::2])
+    letters = string.ascii_letters
+
+    def term(sublist):
+        return "".join("..." if i is Ellipsis else letters[int(i)] for i in sublist)
+    subscripts = ",".join(term(s) for s in sublists)
+    if out is not None:
+        subscripts += "->" + term(out)
+    return subscripts, operands
+
+
 def einsum(subscripts: str, *operands, precision=None, optimize=None):
-    """Einstein summation, contracted pairwise left to right with dot_general.
+    """Einstein summation, contracted pairwise left to right with dot_general. NumPy's
+    interleaved form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, works too.
 
     >>> a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.ones((2, 1))
     >>> jnp.einsum("ij,jk->ik", a, b)   # a @ b
     Array([[3.],
            [7.]], dtype=float32)
     """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublists_to_subscripts(subscripts, *operands)
     ops = promote_dtypes(*operands)
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
