@@ -21,6 +21,7 @@ from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_c
 from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
                           enable_x64, log_compiles, numpy_dtype_promotion)
 from .core.jit import clear_caches, jit
+from .core.partial_eval import ensure_compile_time_eval
 from .core.callbacks import pure_callback
 from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map

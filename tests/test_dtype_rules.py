@@ -254,6 +254,7 @@ def test_cbrt_of_a_python_float_stays_weak():
 
 
 @pytest.mark.x32
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
 def test_the_dtypes_module_has_jax_dtypes_names_and_answers(jax_x64_as_fnx):
     import importlib
     import jax.dtypes as jd

@@ -10,8 +10,9 @@ import fnx
 jax = pytest.importorskip("jax")
 
 MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optimizers",
-           "experimental.ode", "experimental.mesh_utils", "scipy.integrate", "scipy.ndimage",
-           "scipy.stats.norm", "scipy.stats.multivariate_normal", "nn.initializers",
+           "experimental.ode", "experimental.mesh_utils", "experimental.pjit", "scipy.integrate",
+           "scipy.ndimage", "scipy.stats.norm", "scipy.stats.multivariate_normal",
+           "nn.initializers",
            "tree_util", "flatten_util", "numpy.linalg", "numpy.fft", "scipy.special", "lax",
            "random", "experimental.shard_map", "sharding", "ad_checkpoint"]
 

@@ -169,3 +169,23 @@ def test_repeated_calls_with_nested_containers_keep_their_structure():
     g = fnx.jit(lambda d: d[1] + d["a"])     # keys of mixed types do not sort: as in JAX
     with pytest.raises(ValueError, match="sorting pytree dictionary keys"):
         g({1: jnp.ones(1), "a": jnp.ones(1)})
+
+
+def test_ensure_compile_time_eval_keeps_constants_concrete_under_jit():
+    traced = []
+
+    @fnx.jit
+    def f(x):
+        with fnx.ensure_compile_time_eval():
+            n = int(jnp.arange(4).sum())       # concrete: a Python int while tracing
+            scale = jnp.sin(3.0)
+            y = x * 2.0                        # x is traced: staged as usual
+        traced.append(n)
+        return y * n + scale
+    np.testing.assert_allclose(f(2.0), 24.0 + np.sin(3.0), rtol=1e-6)
+    assert traced == [6]
+    assert [e.primitive.name for e in fnx.make_jaxpr(f)(2.0).eqns[0].params["jaxpr"].eqns] == \
+        ["mul", "mul", "add"]
+    np.testing.assert_allclose(fnx.grad(f)(1.0), 12.0)
+    with pytest.raises(fnx.ConcretizationTypeError):
+        fnx.jit(lambda x: int(x.sum()))(jnp.ones(2))      # outside it, tracing as before

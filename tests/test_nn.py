@@ -476,3 +476,15 @@ def test_attention_vmap_and_jit(rng):
     ref = np.stack([ref_attention(*t, is_causal=True) for t in zip(q, k, v)])
     assert_close(out, ref, rtol=1e-11)
     assert_close(fnx.jit(f)(*map(jnp.asarray, (q[0], k[0], v[0]))), ref[0], rtol=1e-11)
+
+
+def test_initializer_protocol_annotates_every_initializer():
+    from typing import get_type_hints
+
+    from fnx.nn.initializers import Initializer, glorot_normal
+
+    def make(init: Initializer = glorot_normal()) -> Initializer:
+        return init
+    assert get_type_hints(make)["init"] is Initializer
+    w = make()(fnx.random.key(0), (3, 2))
+    assert w.shape == (3, 2) and callable(Initializer.__call__)

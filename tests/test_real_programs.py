@@ -1,8 +1,11 @@
 """Real JAX programs (tests/programs/*.py: JAX's own examples and programs in the style of
 third-party code) run twice, by JAX and by fnx with only their imports changed, as a user ports
 them. Each program leaves its results in ``RESULT``; both runs must give the same values and dtypes.
-They run with x64 off, JAX's default."""
+They run with x64 off, JAX's default. JAX compiles every operation these programs run eagerly,
+about a minute in all, so its executables are kept in a persistent cache in the temporary
+directory: later runs take a fraction of that."""
 import re
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -21,6 +24,26 @@ _IMPORT_REWRITES = [          # the edits a user makes to port a program, line b
     (r"^(\s*)from jax(\.|\s)", r"\1from fnx\2"),
     (r"^(\s*)import optax(\s*(#.*)?)$", r"\1import fnx.optim as optax\2"),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _jax_compilation_cache():
+    import jax
+    cache = Path(tempfile.gettempdir()) / "fnx-tests-jax-cache"
+    options = {"jax_compilation_cache_dir": str(cache),
+               "jax_persistent_cache_min_compile_time_secs": 0,
+               "jax_persistent_cache_min_entry_size_bytes": 0}
+    old = {name: getattr(jax.config, name) for name in options}
+    for name, value in options.items():
+        jax.config.update(name, value)
+    yield
+    for name, value in old.items():
+        jax.config.update(name, value)
+    try:        # JAX reads the cache settings once; let the other tests see theirs again
+        from jax._src import compilation_cache
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):
+        pass
 
 
 def ported(source: str) -> str:

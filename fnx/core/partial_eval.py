@@ -10,6 +10,8 @@ baked into it.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .core import (Array, ShapedArray, Trace, Tracer, current_trace, folding_on_host, get_aval,
@@ -39,6 +41,30 @@ class JaxprTracer(Tracer):
 
     def __repr__(self):
         return f"JitTracer({self._aval.str_long()})"
+
+
+_compile_time_eval = False
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Inside it, operations on concrete values run at once even while ``jit`` traces, so their
+    results stay concrete (``int(...)`` works on them), as JAX's ``ensure_compile_time_eval``.
+
+    >>> @fnx.jit
+    ... def f(x):
+    ...     with fnx.ensure_compile_time_eval():
+    ...         n = int(fnx.numpy.arange(4).sum())
+    ...     return x * n
+    >>> f(2.0)
+    Array(12., dtype=float32, weak_type=True)
+    """
+    global _compile_time_eval
+    previous, _compile_time_eval = _compile_time_eval, True
+    try:
+        yield
+    finally:
+        _compile_time_eval = previous
 
 
 class JaxprTrace(Trace):
@@ -84,6 +110,9 @@ class JaxprTrace(Trace):
     # -- primitives
 
     def process_primitive(self, primitive, args, params):
+        if _compile_time_eval and not any(isinstance(a, Tracer) for a in args):
+            with set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
         if self.stage_all:
             if not self._folds_to_literal(primitive, args, params):
                 return self.stage(primitive, args, params)

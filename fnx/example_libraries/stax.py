@@ -186,7 +186,8 @@ def _flatten_init(rng, input_shape):
     return (input_shape[0], math.prod(input_shape[1:])), ()
 
 
-Flatten = (_flatten_init, lambda params, inputs, **kwargs: jnp.reshape(inputs, (inputs.shape[0], -1)))
+Flatten = (_flatten_init,
+           lambda params, inputs, **kwargs: jnp.reshape(inputs, (inputs.shape[0], -1)))
 Identity = (lambda rng, input_shape: (input_shape, ()), lambda params, inputs, **kwargs: inputs)
 
 

@@ -7,12 +7,20 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol
 
 import numpy as np
 
 from .. import numpy as jnp
 from .. import random
 from ..core import dtypes
+
+
+class Initializer(Protocol):
+    """The type of every initializer here: ``init(key, shape, dtype=None) -> Array`` (for
+    annotations, as ``jax.nn.initializers.Initializer``)."""
+
+    def __call__(self, key: Any, shape: Any, dtype: Any = None) -> Any: ...
 
 
 def _dtype(dtype):
@@ -172,4 +180,4 @@ def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=None):
 __all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
-           "kaiming_uniform", "kaiming_normal", "orthogonal"]
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "Initializer"]

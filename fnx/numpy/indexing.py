@@ -334,6 +334,12 @@ class _IndexUpdateRef:
         return true_divide(self.array, scatter_update(ones_like(self.array), self.index, values,
                                                       "mul", mode))
 
+    def power(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+        # x ** (the product of the exponents that land on each element), as JAX does
+        from .creation import ones_like
+        return ufuncs.power(self.array, scatter_update(ones_like(self.array), self.index,
+                                                       values, "mul", mode))
+
     def min(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
         return scatter_update(self.array, self.index, values, "min", mode)
 
