@@ -225,3 +225,9 @@ def test_segment_ops_grad_matches_jax(rng, name):
     got, want = fnx.grad(f)(data), jax.grad(f_ref)(data)
     finite = np.isfinite(np.asarray(want))
     assert_close(np.asarray(got)[finite], np.asarray(want)[finite], rtol=1e-4)
+
+
+def test_devices_print_as_in_jax():
+    mine, theirs = fnx.devices("cpu")[0], jax.devices("cpu")[0]
+    assert (str(mine), repr(mine)) == (str(theirs), repr(theirs))
+    assert str(jnp.ones(2).device) == str(jnp_ref.ones(2).device)

@@ -241,6 +241,9 @@ class CupyBackend:
     def __repr__(self):
         return f"CudaDevice(id={self.id})"
 
+    def __str__(self):      # as JAX prints a device: platform and id
+        return f"cuda:{self.id}"
+
 
 class _LazyTable(dict):
     """The NumPy impls (dispatching to CuPy) with GPU-specific overrides; new primitives added

@@ -457,5 +457,8 @@ class NumpyBackend:
     def __repr__(self):
         return f"CpuDevice(id={self.id})"
 
+    def __str__(self):      # as JAX prints a device: platform and id
+        return f"cpu:{self.id}"
+
 
 backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)
