@@ -28,7 +28,10 @@ def test_jax_prefixed_config_names():
             jnp.log(jnp.array([-1.0]))
     finally:
         fnx.config.update("jax_debug_nans", False)
-    fnx.config.update("jax_traceback_filtering", "off")      # accepted, no behaviour in fnx
+    old = fnx.config.jax_traceback_filtering
+    fnx.config.update("jax_traceback_filtering", "off")      # keeps fnx's frames in tracebacks
+    assert fnx.config.jax_traceback_filtering == "off"
+    fnx.config.update("jax_traceback_filtering", old)        # the later tests expect filtering
     with pytest.raises(KeyError):
         fnx.config.update("jax_no_such_option", 1)
     with pytest.raises(AttributeError):
@@ -231,3 +234,15 @@ def test_devices_print_as_in_jax():
     mine, theirs = fnx.devices("cpu")[0], jax.devices("cpu")[0]
     assert (str(mine), repr(mine)) == (str(theirs), repr(theirs))
     assert str(jnp.ones(2).device) == str(jnp_ref.ones(2).device)
+
+
+def test_item_assignment_is_a_type_error_pointing_at_at(rng):
+    for x in (jnp.ones(3), jnp_ref.ones(3)):
+        with pytest.raises(TypeError, match=r"immutable.*x\.at\[idx\]\.set\(y\)"):
+            x[0] = 1.0
+
+    def f(x):
+        x[0] = 2.0
+        return x
+    with pytest.raises(TypeError, match="immutable"):
+        fnx.jit(f)(jnp.ones(3))

@@ -68,6 +68,11 @@ def _format_method(self, spec):
     return format(str(self), spec)
 
 
+def _setitem(self, index, value):
+    raise TypeError("fnx arrays are immutable and do not support in-place item assignment. "
+                    "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+
+
 def _numpy_method(f):
     """A method NumPy's functions may call (``np.mean(x)`` calls ``x.mean(axis=None,
     dtype=None, out=None)``): ``out=None`` is accepted, any other ``out`` refused, as in JAX."""
@@ -82,7 +87,7 @@ def _numpy_method(f):
 
 _METHODS = {
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
-    "__invert__": ufuncs.invert, "__getitem__": indexing.getitem,
+    "__invert__": ufuncs.invert, "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "__divmod__": lambda a, b: (ufuncs.floor_divide(a, b), ufuncs.remainder(a, b)),
     "__round__": lambda a, ndigits=None: ufuncs.round(a, ndigits or 0),
     "__iter__": lambda a: (a[i] for i in range(len(a))), "__format__": _format_method,
