@@ -8,15 +8,11 @@ dtype('float32')
 """
 import numpy as np
 
-from .core.dtypes import (bfloat16, canonical, extended, finfo, iinfo, issubdtype, kind,
-                          lattice_result_type, prng_key)
+from .core.dtypes import (bfloat16, canonical, extended, finfo, float0, iinfo, issubdtype,
+                          kind, lattice_result_type, prng_key)
 from .core.errors import TypePromotionError
 from .numpy._core import _typed
 from .numpy._core import result_type as _result_type
-
-# the dtype of the tangents and cotangents of integer and boolean values (JAX's float0)
-float0 = np.dtype([("float0", np.void, 0)])
-
 
 def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
     """The dtype fnx holds a value of ``dtype`` in: 64-bit types become 32-bit ones unless

@@ -246,3 +246,17 @@ def test_item_assignment_is_a_type_error_pointing_at_at(rng):
         return x
     with pytest.raises(TypeError, match="immutable"):
         fnx.jit(f)(jnp.ones(3))
+
+
+def test_grad_allow_int_gives_float0_gradients_as_jax():
+    f = lambda p: jnp.sum(p["x"] * p["n"])  # noqa: E731
+    params = {"x": np.float32(2.0), "n": np.arange(3, dtype=np.int32)}
+    mine = fnx.grad(f, allow_int=True)(params)
+    theirs = jax.grad(lambda p: jnp_ref.sum(p["x"] * p["n"]), allow_int=True)(params)
+    assert mine["n"].dtype == theirs["n"].dtype == fnx.dtypes.float0
+    assert mine["n"].shape == theirs["n"].shape == (3,)
+    np.testing.assert_allclose(mine["x"], theirs["x"])
+    value, (gx, gn) = fnx.value_and_grad(lambda x, n: x * n, (0, 1), allow_int=True)(2.0, 3)
+    assert float(value) == 6.0 and float(gx) == 3.0 and gn.dtype == fnx.dtypes.float0
+    with pytest.raises(fnx.GradError, match="dtype int32"):
+        fnx.grad(lambda x, n: x * n, (0, 1))(2.0, np.int32(3))

@@ -200,9 +200,11 @@ def _check_grad_input(x, argnum, name, holomorphic=False, real_only=False):
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable[..., tuple[Any, Any]]:
+                   holomorphic: bool = False,
+                   allow_int: bool = False) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(fun(*args), gradient)`` (``((value, aux), gradient)`` with
-    ``has_aux``).
+    ``has_aux``). With ``allow_int``, integer and boolean arguments get gradients of dtype
+    ``float0`` (no values), as in JAX, instead of an error.
 
     The output must be a real scalar, unless ``holomorphic=True`` promises a holomorphic
     function of complex inputs with a complex output (the gradient is then f'(z)). For a real
@@ -221,7 +223,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         dyn, rebuild = _split_args(args, nums)
         for i, d in zip(nums, dyn):
             for leaf in tree_flatten(d)[0]:
-                _check_grad_input(leaf, i, "grad", holomorphic)
+                if not (allow_int and _is_integer_input(leaf)):
+                    _check_grad_input(leaf, i, "grad", holomorphic)
 
         def partial_fun(*dyn_vals):
             return fun(*rebuild(dyn_vals), **kwargs)
@@ -232,9 +235,19 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             out, pullback = vjp(partial_fun, *dyn)
         out_aval = _scalar_output_aval(out, name, holomorphic)
         g = pullback(_ones_like_aval(out_aval))
+        if allow_int:
+            g = [tree_map(_float0_if_integer, arg, grad) for arg, grad in zip(dyn, g)]
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
+
+
+def _is_integer_input(x) -> bool:
+    return dtypes.kind(get_aval(x).dtype) in "iub"
+
+
+def _float0_if_integer(arg, grad):
+    return np.zeros(np.shape(arg), dtypes.float0) if _is_integer_input(arg) else grad
 
 
 def _scalar_output_aval(out, name, holomorphic=False):
@@ -275,14 +288,14 @@ def _ones_like_aval(aval):
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False) -> Callable[..., Any]:
+         holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar function (see ``value_and_grad`` for complex inputs and
     ``holomorphic``).
 
     >>> grad(lambda x: fnx.numpy.sin(x))(0.0)     # weakly typed, as a Python float
     Array(1., dtype=float32, weak_type=True)
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
     @api_boundary

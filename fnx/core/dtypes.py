@@ -37,6 +37,10 @@ default_complex = complex64
 x64_enabled = False
 
 
+# the dtype of the gradients of integer and boolean inputs (JAX's float0: no values at all)
+float0 = np.dtype([("float0", np.void, 0)])
+
+
 def set_x64(on: bool) -> None:
     """64-bit types on or off (config ``enable_x64``): Python scalars and dtype-less creation
     default to 64 bits, and 64-bit dtypes are kept instead of canonicalized to 32 bits."""
