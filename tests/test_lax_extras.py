@@ -291,11 +291,41 @@ def test_reduce_with_monoid_matches_jax(rng, reducer, ref, init):
     assert_close(g, g_ref, rtol=1e-5)
 
 
-def test_reduce_names_an_unknown_reducer():
-    with pytest.raises(NotImplementedError, match="my_reducer"):
-        def my_reducer(a, b):
-            return a + 2 * b
-        lax.reduce(jnp.ones(3), 0.0, my_reducer, (0,))
+def _argmax_pairs(np_):
+    def larger(a, b):
+        (va, ia), (vb, ib) = a, b
+        take_a = (va > vb) | ((va == vb) & (ia < ib))
+        return np_.where(take_a, va, vb), np_.where(take_a, ia, ib)
+    return larger
+
+
+@pytest.mark.x32
+@pytest.mark.parametrize("dims", [(1,), (0,), (0, 1)])
+def test_variadic_reduce_matches_jax(rng, dims, jax_x64_as_fnx):
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    x[2, 3] = x[2, 5]                                   # a tie: the lower index wins
+    index = np.broadcast_to(np.arange(7, dtype=np.int32), (5, 7)) if dims != (0,) else \
+        np.broadcast_to(np.arange(5, dtype=np.int32)[:, None], (5, 7))
+    inits = (-np.inf, np.int32(0))
+    want = jax.lax.reduce((x, index), inits, _argmax_pairs(jax.numpy), dims)
+    for got in (lax.reduce((x, index), inits, _argmax_pairs(jnp), dims),
+                fnx.jit(lambda x: lax.reduce((x, index), inits, _argmax_pairs(jnp), dims))(x)):
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.x32
+def test_reduce_with_another_commutative_reducer_matches_jax(rng, jax_x64_as_fnx):
+    def f(a, b):                       # associative and commutative, but no monoid fnx knows
+        return a * b + a + b
+    x = (0.1 * rng.standard_normal((4, 5))).astype(np.float32)
+    assert_close(lax.reduce(x, 0.0, f, (1,)), jax.lax.reduce(x, np.float32(0.0), f, (1,)),
+                 rtol=1e-5)
+    empty = np.zeros((0, 3), np.float32)
+    assert_close(lax.reduce(empty, 1.0, f, (0,)), np.ones(3))
+    with pytest.raises(TypeError, match="returned"):
+        lax.reduce((x, x), (0.0, 0.0), lambda a, b: a[0] + b[0], (0,))
 
 
 def test_sort_key_val_and_multi_operand_sort(rng):

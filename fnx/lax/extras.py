@@ -47,35 +47,67 @@ def _monoid(computation, aval):
 
 def reduce(operands, init_values, computation, dimensions):
     """Reduce ``operands`` over ``dimensions`` with ``computation``, starting from
-    ``init_values``. The reducer must be a monoid fnx recognises (addition, multiplication,
-    maximum, minimum, or/and, as a lax or fnx.numpy function or a lambda); other reducers raise
-    NotImplementedError naming the reducer. Pytrees of operands reduce leafwise.
+    ``init_values``. A monoid fnx recognises (addition, multiplication, maximum, minimum,
+    or/and, as a lax or fnx.numpy function or a lambda) becomes one reduction; any other
+    reducer, and variadic ones over a pytree of operands (``computation((a, b), (c, d))``), is
+    applied to halves of the operands until one element is left, so it must be associative and
+    commutative, as XLA requires.
 
     >>> lax.reduce(jnp.arange(6.0).reshape(2, 3), 0.0, lax.add, (1,))
     Array([ 3., 12.], dtype=float32)
+    >>> def larger(a, b):                 # (value, index) pairs: an argmax
+    ...     (va, ia), (vb, ib) = a, b
+    ...     take_a = (va > vb) | ((va == vb) & (ia < ib))
+    ...     return jnp.where(take_a, va, vb), jnp.where(take_a, ia, ib)
+    >>> lax.reduce((jnp.array([3.0, 7.0, 5.0]), jnp.arange(3)), (-jnp.inf, 0), larger, (0,))
+    (Array(7., dtype=float32), Array(1, dtype=int32))
     """
     leaves, tree = tree_flatten(operands)
     inits, init_tree = tree_flatten(init_values)
     if len(inits) != len(leaves):
         raise ValueError(f"reduce got {len(leaves)} operands and {len(inits)} init values")
-    if len(leaves) > 1:
-        raise NotImplementedError(
-            f"lax.reduce of several operands with the variadic reducer {_name(computation)} "
-            "is not supported; reduce each operand with its own monoid")
-    x, init = leaves[0], inits[0]
-    aval = get_aval(x)
-    prim = _monoid(computation, aval)
-    if prim is None:
-        raise NotImplementedError(
-            f"lax.reduce: reducer {_name(computation)} is not one fnx recognises (add, mul, "
-            "max, min, or, and); compose the reduction from jnp or lax.associative_scan")
+    aval = get_aval(leaves[0])
     dims = tuple(int(d) % aval.ndim for d in dimensions) if aval.ndim else ()
-    out = _MONOIDS[prim](x, dims)
+    prim = _monoid(computation, aval) if len(leaves) == 1 else None
+    if prim is None:
+        return _reduce_by_halves(leaves, inits, tree, computation, dims)
+    out = _MONOIDS[prim](leaves[0], dims)
     # the init value joins once: the result of XLA's reduce for an identity init, and the
     # reducer's fold over init and the operands for any other
-    init = lax.convert_element_type(init, aval.dtype)
+    init = lax.convert_element_type(inits[0], aval.dtype)
     out = prim.bind(out, init)
     return tree_unflatten(tree, [out])
+
+
+def _reduce_by_halves(leaves, inits, tree, computation, dims):
+    """``computation`` over pytrees of arrays, combining the first and second halves of the
+    reduced elements (flattened into a leading axis) until one is left, then the init."""
+    shape = get_aval(leaves[0]).shape
+    kept = [d for d in range(len(shape)) if d not in dims]
+    kept_shape = tuple(shape[d] for d in kept)
+    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    xs = [lax.reshape(lax.transpose(x, tuple(dims) + tuple(kept)), (n,) + kept_shape)
+          for x in leaves]
+    inits = [lax.broadcast_in_dim(lax.convert_element_type(i, get_aval(x).dtype), kept_shape, ())
+             for i, x in zip(inits, leaves)]
+
+    def combine(a, b):
+        out, out_tree = tree_flatten(computation(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise TypeError(f"lax.reduce: {_name(computation)} returned {out_tree}, but the "
+                            f"operands are {tree}")
+        return [lax.convert_element_type(o, get_aval(x).dtype) for o, x in zip(out, a)]
+    while n > 1:
+        if n % 2:       # the init stands in for the missing partner of the last element
+            xs = [lax.concatenate([x, lax.reshape(i, (1,) + kept_shape)], 0)
+                  for x, i in zip(xs, inits)]
+            n += 1
+        n //= 2
+        xs = combine([lax.slice_in_dim(x, 0, n, axis=0) for x in xs],
+                     [lax.slice_in_dim(x, n, 2 * n, axis=0) for x in xs])
+    if n == 0:
+        return tree_unflatten(tree, inits)
+    return tree_unflatten(tree, combine(inits, [lax.reshape(x, kept_shape) for x in xs]))
 
 
 def _name(f) -> str:
