@@ -986,3 +986,21 @@ def test_complex_linalg_values_and_gradients_as_jax(name):
     got_grads = fnx.grad(loss(jnp, fnx.scipy.linalg, weights), argnums=(0, 1))(a, b)
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-7, atol=1e-9)
+
+
+def test_eig_of_general_matrices_matches_jax(rng):
+    jax = pytest.importorskip("jax")
+    a = rng.standard_normal((3, 4, 4))
+    w, v = jnp.linalg.eig(jnp.asarray(a))
+    assert (w.dtype, v.dtype, w.shape, v.shape) == (np.complex128, np.complex128, (3, 4), (3, 4, 4))
+    np.testing.assert_allclose(np.asarray(a) @ np.asarray(v),
+                               np.asarray(v) * np.asarray(w)[:, None, :], atol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(v), axis=-2), 1.0, rtol=1e-12)
+    want = np.asarray(jax.numpy.linalg.eigvals(a))      # in float32 unless JAX has x64 on
+    np.testing.assert_allclose(np.sort_complex(np.asarray(jnp.linalg.eigvals(a))),
+                               np.sort_complex(want), atol=1e-4)
+    np.testing.assert_allclose(fnx.jit(jnp.linalg.eigvals)(a), jnp.linalg.eigvals(a))
+    np.testing.assert_allclose(fnx.vmap(jnp.linalg.eigvals)(a), jnp.linalg.eigvals(a))
+    assert jnp.linalg.eigvals(a.astype(np.float32)).dtype == np.complex64
+    with pytest.raises(fnx.ShapeError, match=r"square.*\(3, 4\)"):
+        jnp.linalg.eig(jnp.ones((3, 4)))

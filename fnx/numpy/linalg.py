@@ -13,7 +13,11 @@ import math
 import operator
 from typing import NamedTuple
 
+import numpy as np
+
 from ..core import dtypes, lax
+from ..core.api import ShapeDtypeStruct
+from ..core.callbacks import pure_callback
 from ..core import linalg_prims as _lp
 from ..core.custom_derivatives import custom_jvp
 from ..core.errors import ShapeError
@@ -311,6 +315,44 @@ def _svd_of_symmetric(a, compute_uv):
 # ---------------------------------------------------------------------------------------------
 # Composed from the factorisations above: their derivatives come from those of svd, eigh and lu
 # (pinv's excepted), so they hold where the singular values or eigenvalues are distinct.
+
+
+def _eig_on_host(a, with_vectors: bool):
+    a = asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"eig: a must be a stack of square matrices, got shape {a.shape}")
+    out = dtypes.complex128 if a.dtype in (dtypes.float64, dtypes.complex128) \
+        else dtypes.complex64
+
+    def host(x):
+        w, v = np.linalg.eig(np.asarray(x))
+        return (w.astype(out), v.astype(out)) if with_vectors else w.astype(out)
+    shapes_out = ShapeDtypeStruct(a.shape[:-1], out)
+    if with_vectors:
+        shapes_out = (shapes_out, ShapeDtypeStruct(a.shape, out))
+    return pure_callback(host, shapes_out, a, vmap_method="expand_dims")
+
+
+def eig(a):
+    """``(eigenvalues, eigenvectors)`` of a general square ``a`` (..., n, n), complex, the
+    eigenvectors as unit-norm columns (a complex one's phase may differ from JAX's). As in JAX
+    (which has them on the CPU only) they are computed on the host, by LAPACK through NumPy,
+    and have no derivative.
+
+    >>> w, v = jnp.linalg.eig(jnp.array([[2.0, 1.0], [0.0, 3.0]]))
+    >>> w
+    Array([2.+0.j, 3.+0.j], dtype=complex64)
+    """
+    return _eig_on_host(a, True)
+
+
+def eigvals(a):
+    """The eigenvalues of a general square ``a``, as ``eig(a)[0]``.
+
+    >>> jnp.linalg.eigvals(jnp.array([[0.0, -1.0], [1.0, 0.0]]))
+    Array([0.+1.j, 0.-1.j], dtype=complex64)
+    """
+    return _eig_on_host(a, False)
 
 
 def eigvalsh(a, UPLO: str | None = None, *, symmetrize_input: bool = True):
