@@ -260,3 +260,14 @@ def test_grad_allow_int_gives_float0_gradients_as_jax():
     assert float(value) == 6.0 and float(gx) == 3.0 and gn.dtype == fnx.dtypes.float0
     with pytest.raises(fnx.GradError, match="dtype int32"):
         fnx.grad(lambda x, n: x * n, (0, 1))(2.0, np.int32(3))
+
+
+@pytest.mark.parametrize("name", ["jax_use_shardy_partitioner", "jax_cpu_enable_async_dispatch",
+                                  "jax_threefry_partitionable", "jax_compilation_cache_dir"])
+def test_jax_options_without_fnx_behaviour_are_accepted_and_remembered(name):
+    old = getattr(fnx.config, name, None)
+    fnx.config.update(name, True)
+    try:
+        assert getattr(fnx.config, name) is True
+    finally:
+        fnx.config.update(name, old)

@@ -59,7 +59,7 @@ _ACCEPTED_JAX_OPTIONS = {
     "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
-    "remat3", "num_cpu_devices",
+    "remat3", "num_cpu_devices", "use_shardy_partitioner", "cpu_enable_async_dispatch",
 }
 
 
