@@ -271,3 +271,11 @@ def test_jax_options_without_fnx_behaviour_are_accepted_and_remembered(name):
         assert getattr(fnx.config, name) is True
     finally:
         fnx.config.update(name, old)
+
+
+def test_partition_specs_print_as_in_jax():
+    from jax.sharding import PartitionSpec as JP
+
+    from fnx.sharding import PartitionSpec
+    for parts in [(), (None, "a"), (("a", "b"),), ("a",)]:
+        assert repr(PartitionSpec(*parts)) == repr(JP(*parts))

@@ -24,7 +24,7 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
 
     >>> mesh = fnx.make_mesh((1,), ("data",))
     >>> fnx.device_put(jnp.ones((8, 2)), fnx.NamedSharding(mesh, fnx.P("data"))).sharding.spec
-    PartitionSpec('data',)
+    P('data',)
     """
     if isinstance(device, SingleDeviceSharding):
         device = device._device

@@ -27,7 +27,7 @@ class PartitionSpec(tuple):
         return super().__new__(cls, parts)
 
     def __repr__(self):
-        return "PartitionSpec" + (super().__repr__() if len(self) != 1 else f"({self[0]!r},)")
+        return "P" + (super().__repr__() if len(self) != 1 else f"({self[0]!r},)")   # as JAX
 
     def names(self, dim: int) -> tuple:
         part = self[dim] if dim < len(self) else None
@@ -162,7 +162,7 @@ class NamedSharding(Sharding):
 
     >>> mesh = fnx.make_mesh((1,), ("data",))
     >>> NamedSharding(mesh, P("data", None))     # rows split over 'data', replicated over the rest
-    NamedSharding(mesh=Mesh('data': 1), spec=PartitionSpec('data', None))
+    NamedSharding(mesh=Mesh('data': 1), spec=P('data', None))
     """
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
