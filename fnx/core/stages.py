@@ -60,15 +60,16 @@ class Lowered:
 
     @property
     def fusion_groups(self):
-        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
-        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
+        """The launches the backend runs the optimized jaxpr as (``FusionGroup`` records of
+        fnx.cuda.plan on the GPU); empty where the backend fuses nothing (the CPU)."""
         if self._groups is None:
             grouping = getattr(self.backend, "fusion_groups", None)
             self._groups = grouping(self.traced.jaxpr) if grouping else []
         return self._groups
 
     def as_text(self) -> str:
-        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
+        """The optimized jaxpr, then the launches the backend runs it as, in its variable
+        names."""
         namer = _Namer()
         text = pp_jaxpr(self.traced.jaxpr, namer=namer)
         if not self.fusion_groups:
