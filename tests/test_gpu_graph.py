@@ -352,10 +352,10 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     exe, _ = _graphed(_classifier_step, args, gpu)
     pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2, exe.executable.describe()
-    saved = {p.key: gemm_table._choices.get(p.key) for p in pairs}
+    saved = {p.key: gemm_table.TABLE.choices.get(p.key) for p in pairs}
     try:
         for p in pairs:
-            gemm_table._choices[p.key] = "fnx" if path == "fnx" else "lt:0:0"
+            gemm_table.TABLE.choices[p.key] = "fnx" if path == "fnx" else "lt:0:0"
             assert path == "fnx" or p._algos() is not None      # cuBLASLt runs this problem
         leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
         for _ in range(4):
@@ -368,9 +368,9 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     finally:
         for key, choice in saved.items():
             if choice is None:
-                gemm_table._choices.pop(key, None)
+                gemm_table.TABLE.choices.pop(key, None)
             else:
-                gemm_table._choices[key] = choice
+                gemm_table.TABLE.choices[key] = choice
 
 
 def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monkeypatch):
@@ -385,10 +385,10 @@ def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monk
     pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2
     for p in pairs:
-        gemm_table._choices.pop(p.key, None)
+        gemm_table.TABLE.choices.pop(p.key, None)
     leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
     first = [cp.asnumpy(o) for o in exe(*leaves)]
-    choices = [gemm_table._choices.get(p.key) for p in pairs]
+    choices = [gemm_table.TABLE.choices.get(p.key) for p in pairs]
     assert all(c == "fnx" or c.startswith("lt:") for c in choices), choices
     with open(gemm_table.cache_file()) as fh:
         saved = json.load(fh)
@@ -407,9 +407,7 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
     # a table of its own: earlier tests' choices for the same problems must not count
-    for name, empty in (("_choices", {}), ("_plans", {}), ("_provisional", {}),
-                        ("_deferred", []), ("_loaded", False)):
-        monkeypatch.setattr(gemm_table, name, empty)
+    monkeypatch.setattr(gemm_table, "TABLE", gemm_table.ChoiceTable())
     # the split GEMM kernels count as not built until released, whatever NVRTC's speed
     held, callbacks = [True], []
     real_ready = kernels.ready
@@ -428,12 +426,12 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
         nonlocal params
         params = _step_matches_float64(exe, leaves, params, x, labels)
 
-    earlier = set(gemm_table._provisional)
+    earlier = set(gemm_table.TABLE.provisional)
     call_and_check()
-    waiting = {k: units for k, units in gemm_table._provisional.items()
+    waiting = {k: units for k, units in gemm_table.TABLE.provisional.items()
                if k not in earlier and any(tiles(u) for u in units)}
     assert waiting and callbacks, "no product of this step offers a split GEMM kernel"
-    assert not any(gemm_table._choices[k].startswith("tiles") for k in waiting)
+    assert not any(gemm_table.TABLE.choices[k].startswith("tiles") for k in waiting)
     with open(gemm_table.cache_file()) as fh:
         assert not set(waiting) & set(json.load(fh))
     call_and_check()
@@ -447,7 +445,7 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
     for _ in range(3):
         call_and_check()
     assert exe.graph is not None and exe.recaptures == 1, exe.describe()
-    assert not set(waiting) & set(gemm_table._provisional)
+    assert not set(waiting) & set(gemm_table.TABLE.provisional)
     with open(gemm_table.cache_file()) as fh:
         assert set(waiting) <= set(json.load(fh))
     assert "captured again 1 time" in exe.describe()
