@@ -466,3 +466,23 @@ def test_one_copy_kernel_moves_any_list_of_buffers(gpu, count):
     MultiCopy(sizes)(srcs, dsts)
     for s_, d in zip(srcs, dsts):
         np.testing.assert_array_equal(cp.asnumpy(d), cp.asnumpy(s_))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_, np.complex128])
+def test_dense_copies_any_view_in_c_order(gpu, dtype):
+    """Strided operands made dense (fnx.cuda.copies.dense) by fnx's kernel: transposes,
+    reversed and stepped views; CuPy's copy for 16-byte elements."""
+    import cupy as cp
+    from fnx.cuda.copies import _folded, dense
+    rng = np.random.default_rng(4)
+    base = cp.asarray((rng.standard_normal((6, 5, 4, 3)) * 10).astype(dtype))
+    views = [base.transpose(1, 0, 2, 3), base.transpose(3, 2, 1, 0), base[:, ::2, :, ::-1],
+             base[::-1].transpose(0, 1, 3, 2), base[2].T, base[:, 1, :, 2],
+             base.transpose(0, 2, 1, 3), base.transpose(0, 1, 3, 2)]
+    folded = 0
+    for v in views:
+        got = dense(v)
+        assert got.flags.c_contiguous and got.shape == v.shape and got.dtype == v.dtype
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(v))
+        folded += _folded(v) is not None
+    assert folded == (len(views) if np.dtype(dtype).itemsize <= 8 else 0)

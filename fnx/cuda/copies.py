@@ -13,10 +13,69 @@ from .elementwise import _compile
 
 
 def dense(x):
-    """``x`` as a C-contiguous buffer, keeping its shape (CuPy's ascontiguousarray would turn a
-    0-d array into a 1-d one)."""
+    """``x`` as a C-contiguous buffer, keeping its shape: ``x`` itself if it is one, else a copy
+    by fnx's strided-copy kernel where the view folds into ``STRIDED_DIMS`` dimensions, else
+    CuPy's copy. (CuPy compiles its copy kernel per dtype and rank, in line: up to a quarter
+    of a second of a first call.)"""
+    if x.flags.c_contiguous:
+        return x
     import cupy as cp
-    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+    dims = _folded(x)
+    if dims is None:
+        return cp.ascontiguousarray(x)
+    out = cp.empty(x.shape, x.dtype)
+    shape, strides = zip(*dims)
+    total = int(np.prod(shape, dtype=np.int64))
+    blocks = int(min(max(1, -(-total // 256)), 8192))
+    from .compile import kernel
+    kernel(*STRIDED_UNITS[(1, 2, 4, 8).index(x.dtype.itemsize)])(
+        (blocks,), (256,), (x, out, np.int64(total), *(np.int64(n) for n in shape),
+                            *(np.int64(st) for st in strides)))
+    return out
+
+
+STRIDED_DIMS = 6
+
+
+def _folded(x):
+    """``[(size, element stride)] * STRIDED_DIMS`` reading ``x`` in C order, with dimensions
+    that are consecutive in memory merged and size-1 ones dropped; None where more remain, a
+    stride is not whole elements, or the dtype is not 1, 2, 4 or 8 bytes."""
+    isz = x.dtype.itemsize
+    if isz not in (1, 2, 4, 8) or any(st % isz for st in x.strides):
+        return None
+    dims: list = []
+    for n, st in zip(x.shape, x.strides):
+        if n == 1:
+            continue
+        st //= isz
+        if dims and dims[-1][1] == st * n:
+            dims[-1] = (dims[-1][0] * n, st)
+        else:
+            dims.append((n, st))
+    if len(dims) > STRIDED_DIMS:
+        return None
+    return [(1, 0)] * (STRIDED_DIMS - len(dims)) + dims
+
+
+# a C-order copy of a strided view folded into STRIDED_DIMS dimensions (sizes n*, element
+# strides s*), one kernel (and program) per element size
+def _strided_source(itemsize: int) -> str:
+    t = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
+         8: "unsigned long long"}[itemsize]
+    k = range(STRIDED_DIMS)
+    walk = "".join(f"    off += (r % n{d}) * s{d}; r /= n{d};\n" for d in reversed(k[1:]))
+    return (f'extern "C" __global__ void fnx_strided_copy_{itemsize}(const {t}* src, {t}* dst, '
+            f"long long total,\n    {', '.join(f'long long n{d}' for d in k)},\n"
+            f"    {', '.join(f'long long s{d}' for d in k)}) {{\n"
+            "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;\n"
+            "       i += (long long)gridDim.x * blockDim.x) {\n"
+            "    long long r = i, off = 0;\n" + walk +
+            "    dst[i] = src[off + r * s0];\n"
+            "  }\n}\n")
+
+
+STRIDED_UNITS = [(_strided_source(n), f"fnx_strided_copy_{n}") for n in (1, 2, 4, 8)]
 
 
 # One kernel for every list of copies: the pointers and sizes travel by value as a table in the

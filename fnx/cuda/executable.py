@@ -60,14 +60,13 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
 
 def _as_matrix(x, batch, first, second, B, R, C):
     """``x`` as a contiguous (B, R, C) buffer, or (B, C, R) with a transpose flag."""
-    import cupy as cp
     perm = batch + first + second
     if perm == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, R, C), False
     perm_t = batch + second + first
     if perm_t == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, C, R), True
-    return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
+    return dense(x.transpose(perm)).reshape(B, R, C), False
 
 
 def buffer_sharing(eqns) -> dict:
@@ -190,8 +189,8 @@ class GpuExecutable:
         for lowering in self.nested.values():
             self.units += [u for body in lowering.bodies for u in body.exe.units]
         if not depth:
-            # with the copy kernel a captured graph's calls use
-            compile_together(self.units + [copies.UNIT])
+            # with the copy kernels a captured graph's calls and strided operands use
+            compile_together(self.units + [copies.UNIT] + copies.STRIDED_UNITS)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
