@@ -43,6 +43,15 @@ def user_frame() -> SourceInfo | None:
     return None
 
 
+def types_str(values) -> str:
+    """``values`` as JAX prints types in messages (``float32[2,3], int``)."""
+    def one(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return f"{x.dtype}[{','.join(map(str, x.shape))}]"
+        return type(x).__name__
+    return ", ".join(one(x) for x in values)
+
+
 def _where(source: SourceInfo | None) -> str:
     return f"\n  at {source}" if source is not None else ""
 
@@ -72,7 +81,9 @@ class TypePromotionError(DTypeError, ValueError):
 
 class ArgumentTypeError(FnxError, TypeError):
     """An argument is not an array, a Python scalar or a pytree of them (a string, an
-    arbitrary object)."""
+    arbitrary object), is missing, or is not of the kind the function takes: a compiled
+    function called with other shapes, dtypes or numbers of arguments than it was compiled for
+    (JAX raises TypeError)."""
 
 
 class CotangentTypeError(DTypeError, ValueError):
@@ -139,7 +150,13 @@ class AxisNameError(FnxError, NameError):
 
 
 class MeshError(FnxError, ValueError):
-    """A mesh, sharding or device set does not fit the devices or the array it is used with."""
+    """A mesh, sharding or device set does not fit the devices or the array it is used with,
+    or an array cannot be placed on the device asked for."""
+
+
+class DistributedError(FnxError, RuntimeError, ValueError):
+    """``fnx.distributed.initialize`` was called twice, or without a coordinator address (JAX
+    raises RuntimeError and ValueError)."""
 
 
 class MissingRuleError(FnxError, NotImplementedError):

@@ -9,7 +9,7 @@ import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple
 
-from .errors import TreeStructureError
+from .errors import TreeStructureError, types_str as _types_str  # (not fnx.tree_util API)
 
 
 class _NodeType(NamedTuple):
@@ -385,15 +385,17 @@ def broadcast_prefix(prefix, tree, what: str, is_leaf=None) -> list:
         children_p, _ = _node_type(p).to_iterable(p)
         nt = _node_type(t)
         if nt is None:
-            raise ValueError(f"{what}: {p!r} is not a prefix of the argument structure")
+            raise TreeStructureError(f"{what}: {p!r} is not a prefix of the argument structure "
+                                     f"({_types_str(tree_leaves(t))})")
         children_t, aux_t = nt.to_iterable(t)
         if isinstance(p, dict) and isinstance(t, dict):
             if set(p) != set(t):
-                raise ValueError(f"{what}: dict keys {sorted(p)} do not match {sorted(t)}")
+                raise TreeStructureError(f"{what}: dict keys {sorted(p)} do not match "
+                                         f"{sorted(t)}")
             children_p = [p[k] for k in aux_t]
         if len(children_p) != len(children_t):
-            raise ValueError(f"{what}: {p!r} has {len(children_p)} entries where the argument "
-                             f"has {len(children_t)}")
+            raise TreeStructureError(f"{what} has {len(children_p)} entries for a tree of "
+                                     f"{len(children_t)}: ({_types_str(tree_leaves(t))})")
         for a, b in zip(children_p, children_t):
             go(a, b)
     go(prefix, tree)
