@@ -321,4 +321,11 @@ from ..core.errors import FnxError  # noqa: E402
 
 
 class AxisError(FnxError, ValueError, IndexError):
-    """An axis argument is out of range for the array's rank."""
+    """An axis argument is out of range for the array's rank.
+
+    >>> try:
+    ...     jnp.sum(jnp.ones(3), axis=2)
+    ... except jnp.AxisError as e:
+    ...     print(type(e).__name__, isinstance(e, IndexError))
+    AxisError True
+    """
