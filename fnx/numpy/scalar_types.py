@@ -81,7 +81,8 @@ single, double = float32, float64
 csingle, cdouble = complex64, complex128
 float_, complex_, int_, uint = float64, complex128, int64, uint64
 
-# ml_dtypes' narrow types, which JAX exposes under the same names
+# ml_dtypes' narrow types, which JAX exposes under the same names (as dtypes only: fnx has no
+# arrays of them yet)
 _NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
            "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
            "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4")
