@@ -308,6 +308,9 @@ OWN_CASES = {
                               TypeError, "got list"),
     "from_dlpack_copy_false": (_from_dlpack_to_another_device, errors.MeshError, ValueError,
                                "copy=False"),
+    "ppermute_repeated_source": (lambda: fnx.vmap(lambda x: flax.ppermute(
+        x, "i", [(0, 1), (0, 2)]), axis_name="i")(jnp.ones(3)), errors.MeshError, ValueError,
+        "[(0, 1), (0, 2)]"),
     "distributed_without_coordinator": (lambda: fnx.distributed.initialize(),
                                         errors.DistributedError, ValueError,
                                         "coordinator_address"),

@@ -24,7 +24,7 @@ from .axis_env import (DeviceContext, axis_env_key, axis_size, current_device,  
                        device_context, extend_axis_env, names_of)
 from .batching import bdim_at_front, not_mapped
 from .core import ShapedArray, get_aval
-from .errors import ShapeError
+from .errors import MeshError, ShapeError
 from .pytree import tree_map
 
 # ---------------------------------------------------------------------------------------------
@@ -374,8 +374,8 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) < len(srcs) or len(set(dsts)) < len(dsts) \
             or not all(0 <= i < n for i in srcs + dsts):
-        raise ValueError(f"ppermute perm {list(perm)} must pair distinct sources with distinct "
-                         f"destinations in range({n}) (the size of axis {names[0]!r})")
+        raise MeshError(f"ppermute perm {list(perm)} must pair distinct sources with distinct "
+                        f"destinations in range({n}) (the size of axis {names[0]!r})")
     return tree_map(lambda v: ppermute_p.bind(v, axes=names, perm=perm), x)
 
 

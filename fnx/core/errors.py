@@ -216,8 +216,9 @@ class AxisNameError(FnxError, NameError):
 
 
 class MeshError(FnxError, ValueError):
-    """A mesh, sharding or device set does not fit the devices or the array it is used with,
-    or an array cannot be placed on the device asked for.
+    """A mesh, sharding or device set does not fit the devices or the array it is used with, a
+    collective's device permutation does not fit its axis, or an array cannot be placed on the
+    device asked for.
 
     >>> try:
     ...     fnx.sharding.Mesh(np.array(fnx.devices()[:1] * 2), ("x",))

@@ -236,8 +236,8 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     >>> tx = fnx.optim.scale_by_adam()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 0.9999..., -0.9999...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
     """
     def init(params):
         return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
@@ -269,8 +269,8 @@ def scale_by_adamax(b1: float = 0.9, b2: float = 0.999,
     >>> tx = fnx.optim.scale_by_adamax()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 0.9999..., -0.9999...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
     """
     def init(params):
         return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
@@ -300,8 +300,8 @@ def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     >>> tx = fnx.optim.scale_by_amsgrad()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 0.9999..., -0.9999...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
     """
     def init(params):
         return ScaleByAmsgradState(_count0(), *(_zeros_like(params) for _ in range(3)))
@@ -329,8 +329,8 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
     >>> tx = fnx.optim.scale_by_rss()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 0.8451..., -0.9877... ], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 0.8452, -0.9877], dtype=float32)
     """
     def init(params):
         return ScaleByRssState(_tree_map(lambda p: jnp.full_like(p, initial_accumulator_value),
@@ -356,7 +356,7 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
     >>> tx = fnx.optim.scale_by_lion()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
+    >>> jnp.round(updates["w"], 4)
     Array([ 1., -1.], dtype=float32)
     """
     def init(params):
@@ -404,8 +404,8 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8,
     >>> tx = fnx.optim.scale_by_rms()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 3.1622... , -3.1622...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 3.1623, -3.1623], dtype=float32)
     """
     def init(params):
         return ScaleByRmsState(_tree_map(lambda p: jnp.full_like(p, initial_scale), params))
@@ -429,8 +429,8 @@ def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
     >>> tx = fnx.optim.scale_by_stddev()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 3.3333..., -3.3333...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 3.3333, -3.3333], dtype=float32)
     """
     def init(params):
         return ScaleByRStdDevState(_zeros_like(params),
@@ -624,8 +624,8 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     >>> tx = fnx.optim.scale_by_radam()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 0.4999..., -1.9999... ], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 0.5, -2. ], dtype=float32)
     """
     rho_inf = 2.0 / (1.0 - b2) - 1.0
 
@@ -660,8 +660,8 @@ def scale_by_belief(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16,
     >>> tx = fnx.optim.scale_by_belief()
     >>> params = {"w": jnp.zeros(2)}
     >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
-    >>> updates["w"]
-    Array([ 1.1111..., -1.1111...], dtype=float32)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1.1111, -1.1111], dtype=float32)
     """
     def init(params):
         return ScaleByBeliefState(_count0(), _zeros_like(params), _zeros_like(params))

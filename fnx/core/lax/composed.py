@@ -94,8 +94,8 @@ def cbrt(x):
     """The real cube root, negative for negative ``x``. Its derivative at 0 is NaN here (JAX
     gives inf).
 
-    >>> lax.cbrt(jnp.array([-8.0, 27.0]))
-    Array([-2.       ,  3.0000...], dtype=float32)
+    >>> lax.cbrt(jnp.array([-8.0, 1.0, 0.125]))
+    Array([-2. ,  1. ,  0.5], dtype=float32)
     """
     return mul(sign(x), pow_(abs_(x), _const(x, 1 / 3)))
 
