@@ -260,7 +260,11 @@ class prng_key(extended):
 
 def issubdtype(arg1, arg2) -> bool:
     """``np.issubdtype``, with bfloat16 under ``np.floating`` and key dtypes under
-    ``prng_key``, as in JAX."""
+    ``prng_key``, as in JAX.
+
+    >>> jnp.issubdtype(jnp.float32, jnp.floating), jnp.issubdtype(jnp.int32, jnp.floating)
+    (True, False)
+    """
     kind = getattr(arg1, "abstract_type", None)        # an extended dtype (a key's)
     if kind is not None or arg2 in (extended, prng_key):
         if kind is None:
@@ -289,7 +293,11 @@ def short_name(dtype) -> str:
 
 
 def finfo(dtype):
-    """``np.finfo``, for bfloat16 too."""
+    """``np.finfo``, for bfloat16 too.
+
+    >>> jnp.finfo(jnp.float16).max
+    np.float16(6.55e+04)
+    """
     return ml_dtypes.finfo(dtype)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Array, Tracer, get_backend
+from .errors import ArgumentTypeError
 from .jaxpr import ClosedJaxpr, _Namer, pp_jaxpr
 from .pytree import tree_flatten, tree_unflatten
 from .traceback_util import api_boundary
@@ -83,9 +84,20 @@ class Lowered:
         return Compiled(self, self._jitted.executable_for(self.traced, self.backend))
 
 
+def _types(signature) -> str:
+    return ", ".join(f"{np.dtype(d).name}[{','.join(map(str, s))}]" for s, d in signature)
+
+
+def _structures(want, got) -> str:
+    """The pytree structures of a mismatched call, where they differ (positional arguments
+    against keywords, a list for a tuple)."""
+    return "" if want == got else f"; argument structure compiled for {want}, called with {got}"
+
+
 class Compiled:
     """A program compiled for one signature. Call it with the jitted function's non-static
-    arguments; other shapes or dtypes raise ``TypeError`` (no retracing), and so do
+    arguments; other shapes or dtypes raise ``ArgumentTypeError`` (a ``TypeError``, no
+    retracing), and so do
     transformations (it is no longer a traceable function). The backend executable's own
     attributes (``describe()``, ...) are reachable through it, and it is ``.executable``.
     """
@@ -101,15 +113,15 @@ class Compiled:
         leaves, tree = tree_flatten((list(args), kwargs))
         tracer = next((x for x in leaves if isinstance(x, Tracer)), None)
         if tracer is not None:
-            raise TypeError("a compiled function cannot be transformed (it was compiled for one "
-                            f"signature), got a tracer {tracer.aval.str_short()}; transform "
-                            "the jitted function instead")
+            raise ArgumentTypeError(
+                "a compiled function cannot be transformed (it was compiled for one signature), "
+                f"got a tracer {tracer.aval.str_short()}; transform the jitted function instead")
         got = tuple(jitted.leaf_signature(x)[:2] for x in leaves)
         want = tuple(s[:2] for s in key[1]) if key is not None else got
         if (key is not None and tree != key[0]) or got != want:
-            fmt = lambda sigs: ", ".join(f"{np.dtype(d).name}{list(s)}" for s, d in sigs)  # noqa
-            raise TypeError("argument types differ from those the computation was compiled "
-                            f"for: compiled for ({fmt(want)}), called with ({fmt(got)})")
+            raise ArgumentTypeError(f"{jitted.name} was compiled for arguments ({_types(want)}) "
+                                    f"but called with ({_types(got)})"
+                                    + _structures(key[0], tree))
         return jitted.run_traced(traced, leaves)
 
     def __getattr__(self, name):

@@ -82,18 +82,30 @@ def index_take(src, idxs, axes):
 
 
 def reciprocal(x):
-    """``1 / x``."""
+    """``1 / x``.
+
+    >>> lax.reciprocal(jnp.array([2.0, 4.0]))
+    Array([0.5 , 0.25], dtype=float32)
+    """
     return integer_pow(x, -1)
 
 
 def cbrt(x):
     """The real cube root, negative for negative ``x``. Its derivative at 0 is NaN here (JAX
-    gives inf)."""
+    gives inf).
+
+    >>> lax.cbrt(jnp.array([-8.0, 1.0, 0.125]))
+    Array([-2. ,  1. ,  0.5], dtype=float32)
+    """
     return mul(sign(x), pow_(abs_(x), _const(x, 1 / 3)))
 
 
 def exp2(x):
-    """``2 ** x``."""
+    """``2 ** x``.
+
+    >>> lax.exp2(jnp.array([0.0, 3.0]))
+    Array([1., 8.], dtype=float32)
+    """
     return pow_(_full_like(x, 2), x)
 
 

@@ -478,7 +478,11 @@ def select_n(which, *cases):
 
 
 def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false`` (lax.select: same shapes and dtypes)."""
+    """``on_true`` where ``pred`` else ``on_false`` (lax.select: same shapes and dtypes).
+
+    >>> lax.select(jnp.array([True, False]), jnp.ones(2), jnp.zeros(2))
+    Array([1., 0.], dtype=float32)
+    """
     return select_n_p.bind(pred, on_false, on_true)
 
 
@@ -525,22 +529,38 @@ for _p in (real_p, imag_p, conj_p, complex_p):
 
 
 def real(x):
-    """The real part of a complex array (float32 for complex64)."""
+    """The real part of a complex array (float32 for complex64).
+
+    >>> lax.real(jnp.array([1 + 2j]))
+    Array([1.], dtype=float32)
+    """
     return real_p.bind(x)
 
 
 def imag(x):
-    """The imaginary part of a complex array (float32 for complex64)."""
+    """The imaginary part of a complex array (float32 for complex64).
+
+    >>> lax.imag(jnp.array([1 + 2j]))
+    Array([2.], dtype=float32)
+    """
     return imag_p.bind(x)
 
 
 def conj(x):
-    """The complex conjugate; a real ``x`` becomes complex with a zero imaginary part."""
+    """The complex conjugate; a real ``x`` becomes complex with a zero imaginary part.
+
+    >>> lax.conj(jnp.array([1 + 2j]))
+    Array([1.-2.j], dtype=complex64)
+    """
     return conj_p.bind(x)
 
 
 def complex_(x, y):
-    """``x + 1j * y`` from two real arrays of one dtype (lax.complex)."""
+    """``x + 1j * y`` from two real arrays of one dtype (lax.complex).
+
+    >>> lax.complex(jnp.array([1.0]), jnp.array([2.0]))
+    Array([1.+2.j], dtype=complex64)
+    """
     return complex_p.bind(x, y)
 
 
@@ -592,5 +612,9 @@ bitcast_convert_type_p.batch = lambda vals, dims, **p: (
 
 
 def bitcast_convert_type(x, new_dtype):
-    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32."""
+    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32.
+
+    >>> lax.bitcast_convert_type(jnp.float32(1.0), jnp.int32)
+    Array(1065353216, dtype=int32)
+    """
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonical(new_dtype))
