@@ -12,8 +12,10 @@ from .. import numpy as jnp
 from ..core import lax as _lax
 from ..core.custom_derivatives import custom_jvp
 from ..lax.special import digamma, erfc, erfc_tail, lgamma
+from ..core.errors import DTypeValueError
+from ..lax.zeta import polygamma as _lax_polygamma, zeta as _lax_zeta
 from ._series import (betainc, dawsn, exp1, expi, expn, gammainc, gammaincc,  # noqa: F401
-                      hyp1f1, i0, i0e, i1, i1e, polygamma, spence, zeta)
+                      hyp1f1, i0, i0e, i1, i1e, spence)
 from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
 
 gammaln = lgamma
@@ -297,6 +299,35 @@ def bernoulli(n: int):
     for m in range(1, n + 1):       # sum_{k<=m} C(m+1, k) B_k = 0
         numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
     return jnp.asarray([float(b) for b in numbers], jnp.result_type(float))
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function ``sum_k (k + q) ** -x`` (``fnx.lax.zeta``, with its edge
+    values); as in JAX, ``q`` is required.
+
+    >>> zeta(2.0, 1.0)     # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    if q is None:
+        raise NotImplementedError(
+            "zeta(x, q=None): the Riemann zeta function is not implemented; pass q "
+            "(q=1.0 gives it)")
+    return _lax_zeta(*_floats(x, q))
+
+
+def polygamma(n, x):
+    """The n-th derivative of the digamma function (``fnx.lax.polygamma``); as in JAX, ``n``
+    must have an integer dtype.
+
+    >>> polygamma(1, 1.0)  # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    n_dtype = jnp.result_type(n)
+    if not jnp.issubdtype(n_dtype, jnp.integer):
+        raise DTypeValueError(f"polygamma(n, x): n must have an integer dtype, got {n_dtype}")
+    if jnp.issubdtype(jnp.result_type(x), jnp.complexfloating):
+        raise DTypeValueError(f"polygamma(n, x): x must be real, got {jnp.result_type(x)}")
+    return _lax_polygamma(*_floats(n, x))
 
 
 def _floats(*args):
