@@ -8,6 +8,7 @@ import math
 
 from .. import numpy as jnp
 from ..core.control_flow import fori_loop
+from ._common import floats
 from ..lax.bessel import bessel_i0e, bessel_i1e
 from ..lax.incomplete import betainc as _lax_betainc, igamma, igammac
 from ..lax.special import lgamma, digamma
@@ -17,10 +18,7 @@ _TINY = 1e-300
 
 
 def _floats(*args):
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.float32
-    return jnp.broadcast_arrays(*[jnp.asarray(a, dtype) for a in args])
+    return jnp.broadcast_arrays(*floats(*args))
 
 
 def _lentz(a_of, b_of, b0, terms):

@@ -14,6 +14,12 @@ from ..core.custom_derivatives import custom_jvp
 from ..lax.special import digamma, erfc, erfc_tail, lgamma
 from ..core.errors import DTypeValueError
 from ..lax.zeta import polygamma as _lax_polygamma, zeta as _lax_zeta
+from ._bessel import bessel_jn  # noqa: F401
+from ._common import floats as _floats, gamma, one_float as _float
+from ._faddeeva import fresnel, wofz  # noqa: F401
+from ._harmonics import sph_harm_y  # noqa: F401
+from ._hypergeometric import hyp2f1  # noqa: F401
+from ._integrals import owens_t, sici  # noqa: F401
 from ._series import (betainc, dawsn, exp1, expi, expn, gammainc, gammaincc,  # noqa: F401
                       hyp1f1, i0, i0e, i1, i1e, spence)
 from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
@@ -22,18 +28,6 @@ gammaln = lgamma
 psi = digamma
 erf = _lax.erf
 erfinv = _lax.erf_inv
-
-
-def gamma(x):
-    """Gamma(x), with its sign for negative arguments: ``sign * exp(gammaln(x))``.
-
-    >>> gamma(5.0)
-    Array(24., dtype=float32)
-    """
-    x = _float(x)
-    # Gamma is negative on (-1, 0), (-3, -2), ...: where ceil(-x) is odd
-    negative = (x < 0) & (jnp.fmod(jnp.ceil(-x), 2.0) == 1.0)
-    return jnp.where(negative, -1.0, 1.0) * jnp.exp(lgamma(x))
 
 
 def betaln(a, b):
@@ -330,25 +324,13 @@ def polygamma(n, x):
     return _lax_polygamma(*_floats(n, x))
 
 
-def _floats(*args):
-    """``args`` as arrays of their common floating dtype; Python numbers take the dtype of the
-    arrays beside them (as in JAX), so 0.3 next to float64 data is not rounded to float32."""
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.float32
-    return [jnp.asarray(a, dtype) for a in args]
-
-
-def _float(x):
-    return _floats(x)[0]
-
-
 __all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln", "factorial",
            "erf", "erfc", "erfinv", "expit", "logit", "logsumexp", "softmax", "log_softmax",
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr",
            "loggamma", "gammasgn", "poch", "comb", "boxcox", "boxcox1p", "erfcx", "bernoulli",
            "gammainc", "gammaincc", "betainc", "expn", "exp1", "expi", "i0e", "i0", "i1e", "i1",
-           "zeta", "polygamma", "dawsn", "spence", "hyp1f1"]
+           "zeta", "polygamma", "dawsn", "spence", "hyp1f1", "bessel_jn", "fresnel", "hyp2f1",
+           "owens_t", "sici", "sph_harm_y", "wofz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
