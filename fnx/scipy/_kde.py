@@ -25,7 +25,7 @@ class gaussian_kde:
     >>> from fnx.scipy.stats import gaussian_kde
     >>> kde = gaussian_kde(jnp.array([0.0, 1.0, 2.0, 4.0]))
     >>> kde.evaluate(jnp.array([1.0, 3.0]))
-    Array([0.196655, 0.142948], dtype=float32)
+    Array([0.196654..., 0.142948...], dtype=float32)
     """
     __slots__ = _FIELDS
 
