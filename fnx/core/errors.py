@@ -100,6 +100,11 @@ class TypePromotionError(DTypeError, ValueError):
     """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``."""
 
 
+class DTypeValueError(DTypeError, ValueError):
+    """An argument's dtype is one the function refuses where JAX raises ValueError
+    (``scipy.special.polygamma`` with a floating-point order)."""
+
+
 class ArgumentTypeError(FnxError, TypeError):
     """An argument is not an array, a Python scalar or a pytree of them (a string, an
     arbitrary object), is missing, or is not of the kind the function takes: a compiled
