@@ -45,7 +45,7 @@ def _leading_terms(z, order: int):
 
 
 def bessel_jn(z, *, v: int, n_iter: int = 50):
-    """The Bessel functions of the first kind ``J_0(z) .. J_v(z)`` for real ``z``, stacked
+    """The Bessel functions of the first kind ``J_0(z)`` to ``J_v(z)`` for real ``z``, stacked
     on a new leading axis: shape ``(v + 1, *z.shape)``. The recurrence starts at order
     ``n_iter``, which must be well above ``|z|`` (as in JAX). Unlike JAX, ``z == 0`` gives
     ``J_0 = 1`` and small float32 ``z`` does not overflow.

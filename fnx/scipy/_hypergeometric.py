@@ -43,8 +43,8 @@ def _unit_interval(a, b, c, x):
 
 
 def hyp2f1(a, b, c, x):
-    """Gauss's hypergeometric function ``2F1(a, b; c; x) = sum_k (a)_k (b)_k / (c)_k x^k /
-    k!`` for real arguments and ``x <= 1``. As in JAX: 1 at ``x == 0`` or ``a == 0`` or
+    """Gauss's hypergeometric function 2F1 for real arguments and ``x <= 1``:
+    ``sum_k (a)_k (b)_k / (c)_k x^k / k!``. As in JAX: 1 at ``x == 0`` or ``a == 0`` or
     ``b == 0``; inf where ``c`` is 0 or a negative integer, for ``x > 1``, and at ``x == 1``
     unless ``c - a - b > 0`` (then Gauss's formula). Close to ``x == 1`` with whole
     ``c - a - b`` the series is less accurate, as JAX's.

@@ -141,8 +141,8 @@ def _(primals, tangents):
 
 
 def owens_t(h, a):
-    """Owen's T function ``T(h, a) = 1/(2 pi) int_0^a exp(-h**2 (1 + x**2) / 2) / (1 + x**2)
-    dx``: Gauss-Legendre quadrature over the part of the integral that counts, and the
+    """Owen's T function,
+    ``T(h, a) = 1/(2 pi) int_0^a exp(-h**2 (1 + x**2) / 2) / (1 + x**2) dx``: Gauss-Legendre quadrature over the part of the integral that counts, and the
     identity ``T(h, a) + T(ah, 1/a) = (p + r)/2 - p r`` (p, r the normal tails at h and ah)
     for ``|a| > 1``.
 
