@@ -147,34 +147,13 @@ def emit(p, args, dt, out_ctype: str, params) -> str:
     if p is lax.integer_pow_p:
         return _integer_pow(args[0], dt, params["y"])
     if p is lax.convert_element_type_p:
-        return _convert(args[0], dt, np.dtype(params["new_dtype"]), out_ctype)
+        return f"(({out_ctype}){args[0]})"
     if p is lax.select_n_p:
         expr = args[1]
         for c in range(2, len(args)):
             expr = f"({args[0]} == {c - 1} ? {args[c]} : {expr})"
         return expr
     raise NotImplementedError(f"no CUDA expression for {p}")
-
-
-def _convert(x: str, dt, new_dtype: np.dtype, out_ctype: str) -> str:
-    """``x`` as ``new_dtype``; float to integer as XLA converts: truncation toward zero that
-    saturates at the integer type's bounds, NaN to 0 (a C cast leaves out-of-range values
-    undefined, and narrow integer types wrap)."""
-    if new_dtype.kind not in "iu" or dtypes.kind(dt) != "f":
-        return f"(({out_ctype}){x})"
-    info = np.iinfo(new_dtype)
-    # 2**bits and -2**(bits-1) are exact in every float type (or overflow to inf, which no
-    # finite value of that type reaches)
-    top, bottom = float(info.max) + 1.0, float(info.min)
-    return (f"(({x}) != ({x}) ? ({out_ctype})0 : ({x}) >= {top!r} ? "
-            f"({out_ctype}){_c_integer(info.max)} : ({x}) < {bottom!r} ? "
-            f"({out_ctype}){_c_integer(info.min)} : ({out_ctype})({x}))")
-
-
-def _c_integer(v: int) -> str:
-    if v == -2**63:         # its digits alone do not fit a long long
-        return "(-9223372036854775807LL - 1LL)"
-    return f"{v}ULL" if v > 2**63 - 1 else f"{v}LL"
 
 
 def _literal(lit: Literal) -> str:
