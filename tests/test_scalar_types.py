@@ -1,5 +1,4 @@
 """jnp's scalar types (``jnp.float32(x)`` under jit too, and as a dtype), against JAX on the CPU."""
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -43,16 +42,3 @@ def test_scalar_types_in_dtype_tests():
     assert jnp.iinfo(jnp.int8).max == 127
     assert jnp.result_type(jnp.float32, jnp.int32) == np.float32
     assert fnx.grad(lambda v: jnp.float32(v) * 3.0)(2.0) == 3.0
-
-
-def test_narrow_types_name_dtypes_fnx_has_no_arrays_of():
-    # their docstrings say so: one that gains arrays needs the array example instead
-    from fnx.numpy.scalar_types import _NARROW
-    for name in _NARROW:
-        t = getattr(jnp, name, None)
-        if t is None:
-            continue
-        assert np.dtype(t) == np.dtype(getattr(ml_dtypes, name))
-        assert "not supported yet" in t.__doc__
-        with pytest.raises(fnx.errors.DTypeError, match=name):
-            jnp.zeros(2, t)

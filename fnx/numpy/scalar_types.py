@@ -43,12 +43,8 @@ class _ScalarMeta(type):
 _WIDE = ("float64", "int64", "uint64", "complex128")   # 32-bit unless x64 is on
 
 
-def _doc(name: str, dtype: np.dtype, supported: bool) -> str:
+def _doc(name: str, dtype: np.dtype) -> str:
     """The scalar type's docstring, with an example that shows what it makes."""
-    if not supported:
-        return (f"The dtype {dtype.name} (from ml_dtypes), to name wherever a dtype is expected;"
-                f" fnx arrays of it are not supported yet.\n\n"
-                f"    >>> jnp.dtype(jnp.{name})\n    dtype({dtype.name})\n    ")
     value = np.array2string(np.array(3, dtype))     # how an Array of it prints 3
     example = f"jnp.{name}(3)\n    Array({value}, dtype={dtype.name})"
     if dtype.name in _WIDE:
@@ -58,11 +54,11 @@ def _doc(name: str, dtype: np.dtype, supported: bool) -> str:
             f"tracer); also usable as that dtype.\n\n    >>> {example}\n    ")
 
 
-def _scalar_type(np_type, name=None, supported=True):
+def _scalar_type(np_type, name=None):
     name = name or np.dtype(np_type).name
     cls = _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type)})
     cls.__module__ = "fnx.numpy"
-    cls.__doc__ = _doc(name, cls.dtype, supported)
+    cls.__doc__ = _doc(name, cls.dtype)
     return cls
 
 
@@ -81,12 +77,12 @@ single, double = float32, float64
 csingle, cdouble = complex64, complex128
 float_, complex_, int_, uint = float64, complex128, int64, uint64
 
-# ml_dtypes' narrow types, which JAX exposes under the same names (as dtypes only: fnx has no
-# arrays of them yet)
+# ml_dtypes' narrow types, which JAX exposes under the same names: they combine with Python
+# scalars and with themselves (fnx.core.dtypes), and live on the CPU (CuPy has no such arrays)
 _NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
            "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
            "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4")
-globals().update({name: _scalar_type(getattr(ml_dtypes, name), name, supported=False)
+globals().update({name: _scalar_type(getattr(ml_dtypes, name), name)
                    for name in _NARROW if hasattr(ml_dtypes, name)})
 
 # abstract and non-numeric NumPy types: JAX re-exports NumPy's own
