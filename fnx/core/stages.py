@@ -45,7 +45,7 @@ class Traced:
 
 class Lowered:
     """A traced program prepared for the backend: ``as_text()`` prints its optimized jaxpr
-    (and on the GPU its fusion groups); ``compile()`` builds the executable."""
+    (and on the GPU the launches it runs as); ``compile()`` builds the executable."""
 
     def __init__(self, traced, leaves, jitted=None, key=None):
         self.traced = traced
