@@ -125,8 +125,9 @@ def arange(start, stop=None, step=None, dtype=None):
     """
     vals = [concrete_or_error(v, "arange's bounds") if v is not None else None
             for v in (start, stop, step)]
-    out = np.arange(*[v for v in vals if v is not None]) if stop is not None or step is not None \
-        else np.arange(vals[0])
+    if vals[2] is not None and vals[2] == 0:
+        raise ZeroDivisionError("arange's step is zero")       # as NumPy and JAX
+    out = np.arange(*vals)      # (NumPy reads a lone start, with or without step, as stop)
     if dtype is None:
         is_int = all(v is None or np.asarray(v).dtype.kind in "iub" for v in vals)
         dt = dtypes.default_int if is_int else dtypes.default_float

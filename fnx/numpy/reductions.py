@@ -128,7 +128,8 @@ def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
         lax.real(lax.mul(centered, lax.conj(centered)))       # |x - mean|**2, real
     ss = sum(sq, axes, keepdims=keepdims)
     n = _size(a.shape, axes) - ddof
-    return lax.div(ss, lax.full(ss.shape, n, ss.dtype))
+    # no degrees of freedom left: NaN, as JAX gives (not a division by zero or a negative count)
+    return lax.div(ss, lax.full(ss.shape, n if n > 0 else np.nan, ss.dtype))
 
 
 def std(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
