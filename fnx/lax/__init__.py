@@ -7,7 +7,7 @@ Array(3., dtype=float32, weak_type=True)
 Array(8., dtype=float32, weak_type=True)
 """
 from ..core.lax import *  # noqa: F401,F403
-from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
+from ..core.lax import abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
 from ..core.lax import complex_ as complex  # noqa: F401
 from ..core.lax import select, select_n  # noqa: F401
 from ..core.api import stop_gradient  # noqa: F401
@@ -26,7 +26,7 @@ from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatte
 from ..core.placement import with_sharding_constraint  # noqa: E402,F401
 
 from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode,  # noqa
-                    RoundingMethod, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
+                    RoundingMethod, round, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
                     DotAlgorithmPreset, RaggedDotDimensionNumbers, DotDimensionNumbers,
                     ConvGeneralDilatedDimensionNumbers, PrecisionLike)
 from .gather_scatter import (gather, scatter, scatter_add, scatter_sub, scatter_mul,  # noqa

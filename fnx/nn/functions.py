@@ -188,26 +188,42 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     return (out, sign) if return_sign else out
 
 
-def log_softmax(x, axis=-1):
-    """``x - logsumexp(x, axis)``, computed stably.
+def _row_max(x, axis, where):
+    if where is None:
+        return jnp.max(x, axis=axis, keepdims=True)
+    return jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+
+
+def log_softmax(x, axis=-1, where=None):
+    """``x - logsumexp(x, axis)``, computed stably; over the elements ``where`` selects (the
+    others are -inf), if given.
 
     >>> fnx.nn.log_softmax(jnp.array([0.0, 0.0]))
     Array([-0.6931..., -0.6931...], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    shifted = x - stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    top = _row_max(x, axis, where)
+    shifted = x - stop_gradient(top)
+    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True) if where is None else \
+        jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
+    out = shifted - jnp.log(total)
+    return out if where is None else jnp.where(where, out, -jnp.inf)
 
 
-def softmax(x, axis=-1):
-    """``exp(x) / sum(exp(x), axis)``, computed stably.
+def softmax(x, axis=-1, where=None):
+    """``exp(x) / sum(exp(x), axis)``, computed stably; over the elements ``where`` selects
+    (the others are 0), if given.
 
     >>> fnx.nn.softmax(jnp.array([0.0, 0.0, jnp.log(2.0)]))
     Array([0.25, 0.25, 0.5 ], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    unnormalized = jnp.exp(x - stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
-    return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+    top = _row_max(x, axis, where)
+    unnormalized = jnp.exp(x - stop_gradient(top))
+    if where is None:
+        return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+    out = unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True, where=where)
+    return jnp.where(where, out, 0.0)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):

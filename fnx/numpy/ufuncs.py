@@ -430,17 +430,8 @@ def round(x, decimals: int = 0):  # noqa: A001
         return lax.complex_(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals:
         scale = lax.full(x.shape, 10.0 ** decimals, x.dtype)
-        return lax.div(_round_half_even(lax.mul(x, scale)), scale)
-    return _round_half_even(x)
-
-
-def _round_half_even(x):
-    r = lax.round_(x)   # half away from zero
-    half = lax.full(x.shape, 0.5, x.dtype)
-    two = lax.full(x.shape, 2, x.dtype)
-    is_tie = lax.eq(lax.abs_(lax.sub(x, lax.floor(x))), half)
-    odd = lax.ne(lax.rem(r, two), lax.full(x.shape, 0, x.dtype))
-    return lax.select(lax.bitwise_and(is_tie, odd), lax.sub(r, lax.sign(x)), r)
+        return lax.div(lax.round_half_even(lax.mul(x, scale)), scale)
+    return lax.round_half_even(x)
 
 
 around = round

@@ -327,7 +327,8 @@ def _abs_jvp(primals, tangents):
         mag = convert_element_type_p.bind(out, new_dtype=get_aval(x).dtype,
                                           weak_type=get_aval(out).weak_type)
         return out, real(mul(t, div(conj(x), _replace_zero(mag))))
-    return out, mul(t, sign(x))
+    # the slope at 0 is 1, as JAX's (x >= 0 picks t, else -t)
+    return out, select_n(ge(x, _full_like(x, 0)), neg(t), t)
 
 
 def _abs_aval(x):
