@@ -29,7 +29,7 @@ def main(name="small", precision="fp32"):
     exe = next(e for (backend, donated), e in _executables[traced.jaxpr].items() if donated)
     print(exe.describe())
     from fnx.cuda import gemm_table
-    print("GEMM choices:", {k: v for k, v in gemm_table._choices.items() if isinstance(v, str)})
+    print("GEMM choices:", {k: v for k, v in gemm_table.TABLE.choices.items() if isinstance(v, str)})
     leaves = [a._value for a in fnx.tree_util.tree_leaves((params, x, y))]
     consts = [c._value if hasattr(c, "_value") else c for c in traced.consts]
     prof = exe.executable.profile(*consts, *leaves)

@@ -25,8 +25,13 @@ _LAX_INTERNALS = frozenset("""
     exact_scalar get_aval instantiate is_undefined max_ min_ not_mapped pow_ primitive reduction
     round_ stop_gradient_raw zero_jvp zeros_like_aval unary binary elementwise_primitives
     broadcast_batch move_batch_axis register_option register_tangent_arithmetic shape_str
+    axes_past_batch batch_axis_after_removing
 """.split())
 _EXCLUDED = {"fnx.lax": _LAX_INTERNALS}
+# fnx's own helpers, which some modules import for their own use: not part of any module's API
+_HELPERS = frozenset("""
+    get_aval concrete_or_error promote_and_broadcast promote_dtypes promote_dtypes_inexact
+""".split())
 
 # objects from these modules are the implementation's imports, not fnx's API
 _FOREIGN = ("typing", "collections", "dataclasses", "functools", "enum", "contextlib", "abc")
@@ -51,7 +56,7 @@ def public_names(module_name: str) -> list[str]:
     names = getattr(module, "__all__", None)
     if names is None:
         names = [n for n in vars(module) if not n.startswith("_")]
-    excluded = _EXCLUDED.get(module_name, ())
+    excluded = _HELPERS | _EXCLUDED.get(module_name, frozenset())
     return sorted(n for n in names
                   if n not in excluded and not (module_name == "fnx.lax" and n.endswith("_p"))
                   and _is_public(getattr(module, n)))

@@ -51,7 +51,11 @@ def named_scope(name: str):
 
 
 def named_call(fun, *, name: str | None = None):
-    """``fun`` itself (JAX names its operations in profiles; fnx's jaxprs carry no names)."""
+    """``fun`` itself (JAX names its operations in profiles; fnx's jaxprs carry no names).
+
+    >>> fnx.named_call(jnp.sin, name="my_sin")(0.0)
+    Array(0., dtype=float32, weak_type=True)
+    """
     return fun
 
 

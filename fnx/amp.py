@@ -29,7 +29,14 @@ from .core.traceback_util import api_boundary
 
 
 class PolicyError(FnxError, ValueError):
-    """A mixed-precision policy string or dtype fnx cannot read."""
+    """A mixed-precision policy string or dtype fnx cannot read.
+
+    >>> try:
+    ...     fnx.amp.get_policy("nonsense=3")
+    ... except fnx.amp.PolicyError as e:
+    ...     print(type(e).__name__)
+    PolicyError
+    """
 
 
 _DTYPE_NAMES = {
@@ -45,7 +52,11 @@ _KEYS = {"p": "param_dtype", "params": "param_dtype", "param": "param_dtype",
 
 
 def half_dtype():
-    """The half-precision dtype ``"half"`` means: float16 (fnx runs on CPUs and NVIDIA GPUs)."""
+    """The half-precision dtype ``"half"`` means: float16 (fnx runs on CPUs and NVIDIA GPUs).
+
+    >>> fnx.amp.half_dtype()
+    dtype('float16')
+    """
     return np.dtype(np.float16)
 
 
@@ -167,12 +178,20 @@ def apply_policy(fun, policy):
 
 
 def cast_to_full(tree):
-    """``tree``'s floating-point leaves in float32."""
+    """``tree``'s floating-point leaves in float32.
+
+    >>> fnx.amp.cast_to_full({"w": jnp.ones(2, jnp.float16), "step": 3})
+    {'step': 3, 'w': Array([1., 1.], dtype=float32)}
+    """
     return _cast_floating(tree, np.float32)
 
 
 def cast_to_half(tree):
-    """``tree``'s floating-point leaves in ``half_dtype()``."""
+    """``tree``'s floating-point leaves in ``half_dtype()``.
+
+    >>> fnx.amp.cast_to_half({"w": jnp.ones(2), "step": 3})
+    {'step': 3, 'w': Array([1., 1.], dtype=float16)}
+    """
     return _cast_floating(tree, half_dtype())
 
 
@@ -190,7 +209,11 @@ def all_finite(tree):
 
 def select_tree(pred, a, b):
     """``a`` where the scalar boolean ``pred`` holds, else ``b``, leaf by leaf (to skip an
-    update whose gradients were not finite)."""
+    update whose gradients were not finite).
+
+    >>> fnx.amp.select_tree(jnp.array(False), {"w": jnp.ones(2)}, {"w": jnp.zeros(2)})
+    {'w': Array([0., 0.], dtype=float32)}
+    """
     pred = jnp.asarray(pred)
     if pred.shape != () or pred.dtype != np.bool_:
         raise PolicyError(f"select_tree needs a scalar boolean predicate, got "
@@ -204,7 +227,12 @@ def select_tree(pred, a, b):
 
 
 class NoOpLossScale:
-    """No loss scaling (for float32 and bfloat16)."""
+    """No loss scaling (for float32 and bfloat16).
+
+    >>> scale = fnx.amp.NoOpLossScale()
+    >>> scale.scale(jnp.array(2.0)), scale.loss_scale
+    (Array(2., dtype=float32, weak_type=True), 1)
+    """
 
     @property
     def loss_scale(self):

@@ -28,7 +28,11 @@ _lock = threading.Lock()
 
 
 class DebuggerQuit(FnxError, RuntimeError):
-    """The debugger was quit (``q`` or end of input): the program stops at the breakpoint."""
+    """The debugger was quit (``q`` or end of input): the program stops at the breakpoint.
+
+    >>> issubclass(fnx.debug.DebuggerQuit, RuntimeError)   # what q(uit) in jdb raises
+    True
+    """
 
 
 @dataclasses.dataclass

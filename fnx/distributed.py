@@ -30,6 +30,7 @@ import threading
 import time
 
 from .core import core
+from .core.errors import DistributedError
 
 _state: dict = {}
 
@@ -105,8 +106,8 @@ def _from_env(coordinator_address, num_processes, process_id):
     if process_id is None:
         process_id = int(env.get("FNX_PROCESS_ID", env.get("RANK", 0)))
     if coordinator_address is None:
-        raise ValueError("fnx.distributed.initialize needs coordinator_address (host:port), "
-                         "or FNX_COORDINATOR_ADDRESS in the environment")
+        raise DistributedError("fnx.distributed.initialize needs coordinator_address "
+                               "(host:port), or FNX_COORDINATOR_ADDRESS in the environment")
     return coordinator_address, int(num_processes), int(process_id)
 
 
@@ -132,7 +133,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     >>> fnx.distributed.initialize("10.0.0.1:1234", num_processes=2, process_id=0)
     """
     if _state:
-        raise RuntimeError("fnx.distributed.initialize was already called")
+        raise DistributedError("fnx.distributed.initialize was already called")
     address, n, pid = _from_env(coordinator_address, num_processes, process_id)
     host, port = address.rsplit(":", 1)
     if pid == 0:

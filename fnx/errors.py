@@ -8,8 +8,9 @@ them (``jax.errors``). Each subclasses the builtin exception JAX raises in the s
 """
 from .core.control_flow import ControlFlowTypeError, ReverseModeWhileLoopError  # noqa: F401
 from .core.errors import (ArgumentTypeError, AxisNameError, BatchingError,  # noqa: F401
-                          ConcretizationTypeError, CotangentTypeError,
-                          DeletedArrayError, DTypeError, FnxError, GradError, MeshError,
+                          ConcretizationTypeError, CotangentTypeError, DeletedArrayError,
+                          DistributedError, DTypeError, DTypeValueError, FnxError, GradError,
+                          MeshError,
                           MissingRuleError, OutOfMemoryError, ShapeError, StaticArgumentError,
                           TracerArrayConversionError, TracerBoolConversionError,
                           TracerIntegerConversionError, TracerLeakError, TreeStructureError,
@@ -23,9 +24,10 @@ NonConcreteBooleanIndexError = IndexingError
 
 __all__ = ["ArgumentTypeError", "AxisError", "AxisNameError", "BatchingError",
            "ConcretizationTypeError", "ControlFlowTypeError", "CotangentTypeError",
-           "DeletedArrayError", "DTypeError", "FnxError", "GradError", "IndexingError",
-           "MeshError", "MissingRuleError", "NonConcreteBooleanIndexError", "OutOfMemoryError",
-           "ReverseModeWhileLoopError", "ShapeError", "StaticArgumentError",
+           "DeletedArrayError", "DistributedError", "DTypeError", "DTypeValueError", "FnxError",
+           "GradError", "IndexingError", "MeshError", "MissingRuleError",
+           "NonConcreteBooleanIndexError", "OutOfMemoryError", "ReverseModeWhileLoopError",
+           "ShapeError", "StaticArgumentError",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "TracerLeakError", "TreeStructureError",
            "TypePromotionError", "UnavailableImplementationError", "UnexpectedTracerError",

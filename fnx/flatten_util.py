@@ -16,7 +16,14 @@ def ravel_pytree(pytree):
     """``(flat, unravel)``: the leaves of ``pytree`` raveled and concatenated into one 1-D
     array of their common dtype, and the function rebuilding the pytree (leaf shapes and dtypes
     included) from such a vector. Both are differentiable, so optimizers written for vectors
-    apply to any model's parameters."""
+    apply to any model's parameters.
+
+    >>> flat, unravel = fnx.flatten_util.ravel_pytree({"a": jnp.ones(2), "b": jnp.zeros(())})
+    >>> flat
+    Array([1., 1., 0.], dtype=float32)
+    >>> unravel(flat * 2)
+    {'a': Array([2., 2.], dtype=float32), 'b': Array(0., dtype=float32)}
+    """
     leaves, treedef = tree_flatten(pytree)
     leaves = [jnp.asarray(x) for x in leaves]
     shapes = [x.shape for x in leaves]

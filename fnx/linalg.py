@@ -73,7 +73,13 @@ def _broadcast_batch(a, b):
 
 
 def cho_factor(a, lower: bool = False):
-    """``(c, lower)`` for ``cho_solve``: the Cholesky factor (upper unless ``lower``)."""
+    """``(c, lower)`` for ``cho_solve``: the Cholesky factor (upper unless ``lower``).
+
+    >>> c, lower = fnx.linalg.cho_factor(jnp.array([[4.0, 2.0], [2.0, 5.0]]))
+    >>> jnp.triu(c), lower
+    (Array([[2., 1.],
+           [0., 2.]], dtype=float32), False)
+    """
     return cholesky(a, upper=not lower), lower
 
 

@@ -179,7 +179,11 @@ def wrap_key_data(key_bits, *, impl=None) -> KeyArray:
 
 
 def key_impl(keys) -> str:
-    """The name of the PRNG implementation behind typed keys (``'threefry2x32'``)."""
+    """The name of the PRNG implementation behind typed keys (``'threefry2x32'``).
+
+    >>> fnx.random.key_impl(fnx.random.key(0))
+    'threefry2x32'
+    """
     if not isinstance(keys, KeyArray):
         raise TypeError(f"key_impl takes a typed key array, got {get_aval(keys).str_short()}")
     return IMPL
@@ -187,7 +191,12 @@ def key_impl(keys) -> str:
 
 def clone(keys):
     """The keys themselves (JAX copies keys for its stateful implementations; fnx's keys are
-    immutable values)."""
+    immutable values).
+
+    >>> key = fnx.random.key(0)
+    >>> bool((fnx.random.key_data(fnx.random.clone(key)) == fnx.random.key_data(key)).all())
+    True
+    """
     return keys
 
 
@@ -347,14 +356,23 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 
 def exponential(key, shape=(), dtype=None):
-    """Exponential samples with rate 1."""
+    """Exponential samples with rate 1.
+
+    >>> x = fnx.random.exponential(fnx.random.key(0), (3,))
+    >>> x.shape, bool((x > 0).all())
+    ((3,), True)
+    """
     key = _check_key(key, "exponential")
     dtype = _float_dtype(dtype, "exponential")
     return -jnp.log1p(-uniform(key, shape, dtype))
 
 
 def gumbel(key, shape=(), dtype=None):
-    """Standard Gumbel samples ``-log(-log(u))``."""
+    """Standard Gumbel samples ``-log(-log(u))``.
+
+    >>> fnx.random.gumbel(fnx.random.key(0), (2, 3)).shape
+    (2, 3)
+    """
     key = _check_key(key, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
     u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)

@@ -18,7 +18,13 @@ from .core.core import current_trace, get_aval
 
 class Ref:
     """A mutable reference to an array (``fnx.new_ref(x)``). Arithmetic needs its value
-    (``ref[...]``): ``jnp.sin(ref)`` raises TypeError, as in JAX."""
+    (``ref[...]``): ``jnp.sin(ref)`` raises TypeError, as in JAX.
+
+    >>> ref = fnx.new_ref(jnp.zeros(2))
+    >>> ref[...] = ref[...] + 1.0
+    >>> ref[...]
+    Array([1., 1.], dtype=float32)
+    """
     __slots__ = ("_value", "_level", "__weakref__")
 
     def __init__(self, value):
@@ -59,13 +65,23 @@ state.register_ref_type(Ref)
 
 
 def new_ref(init_val) -> Ref:
-    """A new mutable reference holding ``init_val`` (an array or a Python scalar)."""
+    """A new mutable reference holding ``init_val`` (an array or a Python scalar).
+
+    >>> ref = fnx.new_ref(jnp.zeros(2))
+    >>> ref[1] = 5.0
+    >>> fnx.freeze(ref)
+    Array([0., 5.], dtype=float32)
+    """
     from .numpy import asarray
     return Ref(asarray(init_val))
 
 
 def freeze(ref: Ref):
-    """The array a reference holds."""
+    """The array a reference holds.
+
+    >>> fnx.freeze(fnx.new_ref(jnp.ones(2)))
+    Array([1., 1.], dtype=float32)
+    """
     state.touched(ref)
     return ref._value
 

@@ -63,7 +63,11 @@ def assert_close(actual, expected, rtol=1e-12, atol=1e-12):
 
 
 def check_jvp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
-    """``jvp`` agrees with central finite differences along a random direction."""
+    """``jvp`` agrees with central finite differences along a random direction.
+
+    >>> with fnx.enable_x64():   # finite differences want float64
+    ...     fnx.test_util.check_jvp(jnp.sin, (np.array([0.5, 1.0]),))
+    """
     rng = rng or np.random.default_rng(0)
     tangents = _random_like(args, rng)
     _, t_out = jvp(f, tuple(args), tuple(tangents))
@@ -72,7 +76,11 @@ def check_jvp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
 
 
 def check_vjp(f, args, *, atol=1e-5, rtol=1e-5, eps=1e-6, rng=None):
-    """``<vjp(ct), t> == <ct, jvp(t)>`` and the VJP agrees with finite differences."""
+    """``<vjp(ct), t> == <ct, jvp(t)>`` and the VJP agrees with finite differences.
+
+    >>> with fnx.enable_x64():
+    ...     fnx.test_util.check_vjp(jnp.sin, (np.array([0.5, 1.0]),))
+    """
     rng = rng or np.random.default_rng(1)
     tangents = _random_like(args, rng)
     out, pullback = vjp(f, *args)

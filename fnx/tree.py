@@ -76,7 +76,12 @@ def flatten(tree, is_leaf=None):
 
 
 def flatten_with_path(tree, is_leaf=None):
-    """``([(key_path, leaf), ...], treedef)``."""
+    """``([(key_path, leaf), ...], treedef)``.
+
+    >>> leaves, treedef = fnx.tree.flatten_with_path({"a": 1, "b": (2,)})
+    >>> leaves
+    [((DictKey(key='a'),), 1), ((DictKey(key='b'), SequenceKey(idx=0)), 2)]
+    """
     return _pt.tree_flatten_with_path(tree, is_leaf)
 
 

@@ -5,7 +5,8 @@ covered: its own docstring and those of its public names (methods of public clas
 Each example runs in the namespace of the module that defines it, plus the names the examples
 use without importing them, as JAX's do: ``fnx``, ``jnp`` (fnx.numpy), ``lax`` (fnx.lax) and
 ``np`` (NumPy). They run with x64 off, the user's default, so the printed dtypes are the ones a
-user sees. No module is excluded.
+user sees. No module is excluded, and every public callable has an example (NumPy's own
+objects that fnx.numpy re-exports unchanged, as JAX does, keep NumPy's docstrings).
 """
 import doctest
 import importlib
@@ -57,6 +58,18 @@ def _doctests():
 DOCTESTS = [(name, tests) for name, tests in _doctests() if tests]
 
 
+def _numpy_own(qualified: str, obj) -> bool:
+    """NumPy's abstract scalar types and warnings, re-exported unchanged as JAX does
+    (``jnp.floating is np.floating``): their docstrings are NumPy's, and an fnx wrapper would
+    break ``np.issubdtype(x.dtype, jnp.floating)``."""
+    name = qualified.rsplit(".", 1)[1]
+    return obj is getattr(np, name, None) or obj is getattr(np.exceptions, name, None)
+
+
+def _public_callables() -> dict:
+    return {f"{module}.{name}": obj for module, name, obj in public_objects() if callable(obj)}
+
+
 def test_examples_are_found():
     # a broken collection (an import error, a renamed module) must not pass as "nothing to run"
     assert len(DOCTESTS) > 300, len(DOCTESTS)
@@ -70,3 +83,15 @@ def test_docstring_examples(tests):
     for test in tests:
         runner.run(test, out=report.append, clear_globs=True)
     assert runner.failures == 0, "".join(report)
+
+
+def test_every_public_callable_has_an_example():
+    with_examples = {name for name, tests in DOCTESTS}
+    missing = sorted(name for name, obj in _public_callables().items()
+                     if name not in with_examples and not _numpy_own(name, obj))
+    assert not missing, f"{len(missing)} public callables have no example: {missing}"
+
+
+def test_numpy_own_objects_are_numpys():
+    own = [name for name, obj in _public_callables().items() if _numpy_own(name, obj)]
+    assert "fnx.numpy.floating" in own and "fnx.numpy.float32" not in own, own

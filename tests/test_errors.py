@@ -137,7 +137,35 @@ CASES = {
                                                                         np_.ones((4, 5))),
                    "(2, 3)"),
     "device_put_string": (lambda t, np_, lax: t.device_put("x"), "str"),
+    "compiled_shape": (lambda t, np_, lax: _compiled(t, np_)(_f32(np_, 4)), "float32[4]"),
+    "compiled_dtype": (lambda t, np_, lax: _compiled(t, np_)(np_.ones(3, np_.int32)),
+                       "int32[3]"),
+    "compiled_arity": (lambda t, np_, lax: _compiled(t, np_)(_f32(np_, 3), _f32(np_, 3)),
+                       "(float32[3], float32[3])"),
+    "compiled_keywords": (lambda t, np_, lax: _compiled(t, np_)(x=_f32(np_, 3)), "float32[3]"),
+    "compiled_transformed": (lambda t, np_, lax: t.jit(lambda x: _compiled(t, np_)(x))(
+        _f32(np_, 3)), "f32[3]"),
+    "in_shardings_length": (lambda t, np_, lax: t.jit(lambda x, y: x, in_shardings=(
+        _replicated(t),))(_f32(np_, 3), _f32(np_, 2)), "(float32[3], float32[2])"),
+    "out_shardings_length": (lambda t, np_, lax: t.jit(lambda x: (x, x), out_shardings=(
+        _replicated(t),) * 3)(_f32(np_, 3)), "(float32[3], float32[3])"),
+    "shard_map_out_specs": (lambda t, np_, lax: t.shard_map(
+        lambda x: x, mesh=_replicated(t).mesh, in_specs=t.sharding.PartitionSpec())(np_.ones(3)),
+        "out_specs"),
 }
+
+
+def _f32(np_, n):
+    return np_.ones(n, np_.float32)
+
+
+def _compiled(t, np_):
+    """A function compiled for one float32[3] argument."""
+    return t.jit(lambda x: x).lower(_f32(np_, 3)).compile()
+
+
+def _replicated(t):
+    return t.sharding.NamedSharding(t.make_mesh((1,), ("x",)), t.sharding.PartitionSpec())
 
 
 def _raised(fn, *args):
@@ -259,6 +287,44 @@ LATER_ENTRY_POINTS = {
 @pytest.mark.parametrize("name", list(LATER_ENTRY_POINTS))
 def test_later_entry_points_end_at_the_users_line(name):
     e = _raised(LATER_ENTRY_POINTS[name])
+    frames = traceback.extract_tb(e.__traceback__)
+    assert frames[-1].filename == __file__, frames[-1]
+    assert not [f for f in frames if f.filename.startswith(FNX_DIR)], frames
+
+
+def _from_dlpack_to_another_device():
+    old = fnx.config.num_cpu_devices
+    fnx.config.update("jax_num_cpu_devices", 2)
+    try:
+        return jnp.from_dlpack(np.ones(2), device=fnx.devices("cpu")[1], copy=False)
+    finally:
+        fnx.config.update("jax_num_cpu_devices", old)
+
+
+# errors of calls JAX makes differently (or cannot make here): the named fnx error subclasses
+# the builtin these raised before, so an existing ``except`` still catches it
+OWN_CASES = {
+    "from_dlpack_of_a_list": (lambda: jnp.from_dlpack([1, 2]), errors.ArgumentTypeError,
+                              TypeError, "got list"),
+    "from_dlpack_copy_false": (_from_dlpack_to_another_device, errors.MeshError, ValueError,
+                               "copy=False"),
+    "ppermute_repeated_source": (lambda: fnx.vmap(lambda x: flax.ppermute(
+        x, "i", [(0, 1), (0, 2)]), axis_name="i")(jnp.ones(3)), errors.MeshError, ValueError,
+        "[(0, 1), (0, 2)]"),
+    "distributed_without_coordinator": (lambda: fnx.distributed.initialize(),
+                                        errors.DistributedError, ValueError,
+                                        "coordinator_address"),
+}
+
+
+@pytest.mark.parametrize("name", list(OWN_CASES))
+def test_own_errors_are_named_and_end_at_the_users_line(name, monkeypatch):
+    for var in ("FNX_COORDINATOR_ADDRESS", "MASTER_ADDR"):
+        monkeypatch.delenv(var, raising=False)
+    call, cls, builtin, shown = OWN_CASES[name]
+    e = _raised(call)
+    assert isinstance(e, cls) and isinstance(e, builtin), type(e).__mro__
+    assert shown in str(e), str(e)
     frames = traceback.extract_tb(e.__traceback__)
     assert frames[-1].filename == __file__, frames[-1]
     assert not [f for f in frames if f.filename.startswith(FNX_DIR)], frames

@@ -228,4 +228,40 @@ def test_as_text_on_the_gpu_prints_its_fusion_groups(gpu):
     x = fnx.device_put(np.ones(3, np.float32), gpu)
     lowered = fnx.jit(lambda x: jnp.exp(x) * 2.0).lower(x)
     assert [g.kind for g in lowered.fusion_groups] == ["elementwise"]
-    assert "fusion groups" in lowered.as_text()
+    assert "GPU launches" in lowered.as_text()
+
+
+def _conv_loss(w, x):
+    y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jnp.mean(nn.relu(y) ** 2)
+
+
+def _scan_loss(w, xs):
+    def cell(h, x):
+        h = jnp.tanh(x @ w + h)
+        return h, jnp.sum(h * h)
+    _, ys = lax.scan(cell, jnp.zeros((4, 8), jnp.float32), xs)
+    return jnp.mean(ys)
+
+
+@pytest.mark.x32
+@pytest.mark.parametrize("loss,shapes", [
+    (_conv_loss, [(3, 3, 4, 6), (2, 8, 8, 4)]),
+    (_scan_loss, [(8, 8), (5, 4, 8)]),
+    (lambda w, x: jnp.sum(nn.log_softmax(nn.relu(x @ w) @ w.T) ** 2), [(16, 12), (8, 16)]),
+], ids=["conv", "scan", "dense"])
+def test_the_printed_launches_are_the_launches_that_run(gpu, loss, shapes):
+    """``lower().fusion_groups`` and the lowered program come from one walk: the same launches
+    in the same order."""
+    from fnx.cuda.executable import GpuExecutable
+    rng = np.random.default_rng(3)
+    args = _on(gpu, [rng.standard_normal(s).astype(np.float32) for s in shapes])
+    step = fnx.jit(fnx.value_and_grad(loss))
+    lowered = step.lower(*args)
+    groups = lowered.fusion_groups
+    exe = GpuExecutable(lowered.traced.jaxpr, [], gpu)     # as jit compiles it
+    kernel_labels = {"elementwise": "fused[", "rows": "rows[", "columns": "columns[",
+                     "reduce": "reduce[", "multi": "multi[", "gradient_step": "gemm_update"}
+    assert len(groups) == len(exe.labels), "\n".join(exe.labels)
+    for g, label in zip(groups, exe.labels):
+        assert label.startswith(kernel_labels.get(g.kind, g.eqns[0].primitive.name)), (g, label)

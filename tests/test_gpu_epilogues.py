@@ -223,15 +223,15 @@ def test_gelu_backward_under_tf32_on_either_path_matches_float64(gpu, path, tmp_
     found = [c for c in exe.lt_backward if isinstance(c, GeluBackward)]
     assert len(found) == 1, exe.describe()
     key = found[0].key
-    saved = gemm_table._choices.get(key)
+    saved = gemm_table.TABLE.choices.get(key)
     try:
         if path == "timed":
-            gemm_table._choices.pop(key, None)
+            gemm_table.TABLE.choices.pop(key, None)
         else:
-            gemm_table._choices[key] = "fnx" if path == "fnx" else "lt:0"
+            gemm_table.TABLE.choices[key] = "fnx" if path == "fnx" else "lt:0"
         bufs = [gpu.to_buffer(fnx.device_put(a, gpu), np.float32) for a in args]
         got = exe(*bufs)
-        choice = gemm_table.choice_for(key)
+        choice = gemm_table.TABLE.choice(key)
         assert choice == "fnx" or choice.startswith("lt:"), choice
         assert found[0].lt == choice.startswith("lt:")
         cpu = fnx.devices("cpu")[0]
@@ -245,6 +245,6 @@ def test_gelu_backward_under_tf32_on_either_path_matches_float64(gpu, path, tmp_
             np.testing.assert_allclose(gpu.to_numpy(a), gpu.to_numpy(b), rtol=1e-5, atol=1e-6)
     finally:
         if saved is None:
-            gemm_table._choices.pop(key, None)
+            gemm_table.TABLE.choices.pop(key, None)
         else:
-            gemm_table._choices[key] = saved
+            gemm_table.TABLE.choices[key] = saved

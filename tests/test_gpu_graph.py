@@ -352,10 +352,10 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     exe, _ = _graphed(_classifier_step, args, gpu)
     pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2, exe.executable.describe()
-    saved = {p.key: gemm_table._choices.get(p.key) for p in pairs}
+    saved = {p.key: gemm_table.TABLE.choices.get(p.key) for p in pairs}
     try:
         for p in pairs:
-            gemm_table._choices[p.key] = "fnx" if path == "fnx" else "lt:0:0"
+            gemm_table.TABLE.choices[p.key] = "fnx" if path == "fnx" else "lt:0:0"
             assert path == "fnx" or p._algos() is not None      # cuBLASLt runs this problem
         leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
         for _ in range(4):
@@ -368,9 +368,9 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     finally:
         for key, choice in saved.items():
             if choice is None:
-                gemm_table._choices.pop(key, None)
+                gemm_table.TABLE.choices.pop(key, None)
             else:
-                gemm_table._choices[key] = choice
+                gemm_table.TABLE.choices[key] = choice
 
 
 def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monkeypatch):
@@ -385,10 +385,10 @@ def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monk
     pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
     assert len(pairs) == 2
     for p in pairs:
-        gemm_table._choices.pop(p.key, None)
+        gemm_table.TABLE.choices.pop(p.key, None)
     leaves = [a._value for a in fnx.tree_util.tree_leaves(args)]
     first = [cp.asnumpy(o) for o in exe(*leaves)]
-    choices = [gemm_table._choices.get(p.key) for p in pairs]
+    choices = [gemm_table.TABLE.choices.get(p.key) for p in pairs]
     assert all(c == "fnx" or c.startswith("lt:") for c in choices), choices
     with open(gemm_table.cache_file()) as fh:
         saved = json.load(fh)
@@ -407,9 +407,7 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
     # a table of its own: earlier tests' choices for the same problems must not count
-    for name, empty in (("_choices", {}), ("_plans", {}), ("_provisional", {}),
-                        ("_deferred", []), ("_loaded", False)):
-        monkeypatch.setattr(gemm_table, name, empty)
+    monkeypatch.setattr(gemm_table, "TABLE", gemm_table.ChoiceTable())
     # the split GEMM kernels count as not built until released, whatever NVRTC's speed
     held, callbacks = [True], []
     real_ready = kernels.ready
@@ -428,12 +426,12 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
         nonlocal params
         params = _step_matches_float64(exe, leaves, params, x, labels)
 
-    earlier = set(gemm_table._provisional)
+    earlier = set(gemm_table.TABLE.provisional)
     call_and_check()
-    waiting = {k: units for k, units in gemm_table._provisional.items()
+    waiting = {k: units for k, units in gemm_table.TABLE.provisional.items()
                if k not in earlier and any(tiles(u) for u in units)}
     assert waiting and callbacks, "no product of this step offers a split GEMM kernel"
-    assert not any(gemm_table._choices[k].startswith("tiles") for k in waiting)
+    assert not any(gemm_table.TABLE.choices[k].startswith("tiles") for k in waiting)
     with open(gemm_table.cache_file()) as fh:
         assert not set(waiting) & set(json.load(fh))
     call_and_check()
@@ -447,7 +445,7 @@ def test_gemm_kernels_still_compiling_join_by_a_new_capture(gpu, tmp_path, monke
     for _ in range(3):
         call_and_check()
     assert exe.graph is not None and exe.recaptures == 1, exe.describe()
-    assert not set(waiting) & set(gemm_table._provisional)
+    assert not set(waiting) & set(gemm_table.TABLE.provisional)
     with open(gemm_table.cache_file()) as fh:
         assert set(waiting) <= set(json.load(fh))
     assert "captured again 1 time" in exe.describe()
@@ -468,3 +466,23 @@ def test_one_copy_kernel_moves_any_list_of_buffers(gpu, count):
     MultiCopy(sizes)(srcs, dsts)
     for s_, d in zip(srcs, dsts):
         np.testing.assert_array_equal(cp.asnumpy(d), cp.asnumpy(s_))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_, np.complex128])
+def test_dense_copies_any_view_in_c_order(gpu, dtype):
+    """Strided operands made dense (fnx.cuda.copies.dense) by fnx's kernel: transposes,
+    reversed and stepped views; CuPy's copy for 16-byte elements."""
+    import cupy as cp
+    from fnx.cuda.copies import _folded, dense
+    rng = np.random.default_rng(4)
+    base = cp.asarray((rng.standard_normal((6, 5, 4, 3)) * 10).astype(dtype))
+    views = [base.transpose(1, 0, 2, 3), base.transpose(3, 2, 1, 0), base[:, ::2, :, ::-1],
+             base[::-1].transpose(0, 1, 3, 2), base[2].T, base[:, 1, :, 2],
+             base.transpose(0, 2, 1, 3), base.transpose(0, 1, 3, 2)]
+    folded = 0
+    for v in views:
+        got = dense(v)
+        assert got.flags.c_contiguous and got.shape == v.shape and got.dtype == v.dtype
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(v))
+        folded += _folded(v) is not None
+    assert folded == (len(views) if np.dtype(dtype).itemsize <= 8 else 0)

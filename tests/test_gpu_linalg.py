@@ -442,14 +442,14 @@ def test_emulated_triangular_solve(rng, left_side, lower, transpose_a, unit_diag
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("transpose_a", [True, False])
 @pytest.mark.parametrize("unit_diagonal", [True, False])
-def test_trsm_plan_flips_side_and_triangle(left_side, lower, transpose_a, unit_diagonal):
+def test_trsm_plan_flips_triangle_and_transpose(left_side, lower, transpose_a, unit_diagonal):
     side, uplo, trans, diag, m, n, ldb = solver.trsm_plan(left_side, lower, transpose_a,
                                                           unit_diagonal, 5, 3)
-    assert side == (solver.SIDE_RIGHT if left_side else solver.SIDE_LEFT)
+    assert side == (solver.SIDE_LEFT if left_side else solver.SIDE_RIGHT)
     assert uplo == (solver.UPPER if lower else solver.LOWER)
-    assert trans == (solver.OP_T if transpose_a else solver.OP_N)
+    assert trans == (solver.OP_N if transpose_a else solver.OP_T)
     assert diag == (solver.DIAG_UNIT if unit_diagonal else solver.DIAG_NON_UNIT)
-    assert (m, n, ldb) == (3, 5, 3)
+    assert (m, n, ldb) == (5, 3, 5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -281,8 +281,7 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
     from fnx.cuda import gemm_table
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
     # a process that has not chosen yet (choices earlier tests saved elsewhere stay there)
-    monkeypatch.setattr(gemm_table, "_choices", {})
-    monkeypatch.setattr(gemm_table, "_loaded", False)
+    monkeypatch.setattr(gemm_table, "TABLE", gemm_table.ChoiceTable())
     rng = np.random.default_rng(9)
     m, n, k = 96, 80, 112
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
@@ -292,7 +291,7 @@ def test_gemm_table_times_candidates_once_and_remembers_the_choice(gpu, ta, tb, 
     ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     np.testing.assert_allclose(cp.asnumpy(out), ref, rtol=1e-4, atol=1e-4)
     key = f"{m}x{n}x{k}b1{'T' if ta else 'N'}{'T' if tb else 'N'}-float32-float32-highest"
-    assert gemm_table.choice_for(key) is not None
+    assert gemm_table.TABLE.choice(key) is not None
     assert key in json.load(open(gemm_table.cache_file()))
 
 

@@ -82,3 +82,30 @@ def test_special_functions_float32_match_jax(rng):
         assert out.dtype == np.float32
         np.testing.assert_allclose(np.asarray(out), np.asarray(getattr(jl, name)(*args)),
                                    rtol=2e-5, atol=1e-6)
+
+
+def test_zeta_polygamma_edges_match_jax(rng):
+    """One implementation serves lax and scipy.special, with XLA's values where q <= 0 (whole
+    x only, poles at whole q), x <= 1 and non-integer orders."""
+    import jax.scipy.special as jsp
+    from fnx.scipy import special
+    x = np.concatenate([[-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0], rng.uniform(1, 6, 4)])
+    q = np.concatenate([[-7.0, -3.0, -2.5, -1.0, 0.0, 1e-3, 1.0], rng.uniform(-8, 4, 5)])
+    x, q = (a.ravel() for a in np.meshgrid(x, q))
+    for ours, theirs in ((lax.zeta, jl.zeta), (special.zeta, jsp.zeta)):
+        np.testing.assert_allclose(np.asarray(ours(jnp.asarray(x), jnp.asarray(q))),
+                                   np.asarray(theirs(x, q)), rtol=1e-11, equal_nan=True)
+    m = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 2.5, 3.0])
+    y = np.concatenate([[-2.0, -1.5, 0.0], rng.uniform(-4, 5, 5)])
+    m, y = (a.ravel() for a in np.meshgrid(m, y))
+    np.testing.assert_allclose(np.asarray(lax.polygamma(jnp.asarray(m), jnp.asarray(y))),
+                               np.asarray(jl.polygamma(m, y)), rtol=1e-10, equal_nan=True)
+    whole = m >= 0
+    n = np.floor(m[whole]).astype(np.int64)
+    np.testing.assert_allclose(np.asarray(special.polygamma(n, y[whole])),
+                               np.asarray(jsp.polygamma(n, y[whole])), rtol=1e-10,
+                               equal_nan=True)
+    with pytest.raises(fnx.errors.DTypeValueError, match="integer dtype"):
+        special.polygamma(1.0, 2.0)
+    with pytest.raises(ValueError):    # what JAX raises
+        jsp.polygamma(1.0, 2.0)

@@ -114,6 +114,11 @@ def test_arange():
         assert jnp.arange(0.5, 3.0, 0.5).dtype == jnp.float32
     assert jnp.arange(4, dtype=jnp.float64).dtype == jnp.float64
     assert jnp.arange(0).shape == (0,)
+    # a lone bound is the stop, with a step too (NumPy's and JAX's reading)
+    assert_equal(jnp.arange(7, step=2), np.arange(7, step=2))
+    assert_close(jnp.arange(2.5, step=0.5), np.arange(2.5, step=0.5))
+    with pytest.raises(ZeroDivisionError):
+        jnp.arange(0, 5, 0)
 
 
 def test_linspace(rng):
@@ -461,6 +466,18 @@ def test_var_std_ddof_hypothesis(sa, ddof, keepdims, seed):
     for f, ref in ((jnp.var, np.var), (jnp.std, np.std)):
         assert_close(f(jnp.asarray(x), axis=axis, ddof=ddof, keepdims=keepdims),
                      ref(x, axis=axis, ddof=ddof, keepdims=keepdims), rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("ddof", [3, 5])
+def test_var_std_without_degrees_of_freedom_are_nan_as_in_jax(rng, ddof):
+    import jax.numpy as jjnp
+    x = rng.standard_normal((2, 3))
+    for f, jf in ((jnp.var, jjnp.var), (jnp.std, jjnp.std)):
+        for axis in (None, 1):
+            got = np.asarray(f(jnp.asarray(x), axis=axis, ddof=ddof))
+            want = np.asarray(jf(jjnp.asarray(x), axis=axis, ddof=ddof))
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            assert np.isnan(got).all() == (ddof >= (6 if axis is None else 3))
 
 
 @SETTINGS

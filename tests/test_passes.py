@@ -9,7 +9,7 @@ import fnx.nn as nn
 import fnx.numpy as jnp
 from fnx.core import lax as core_lax
 from fnx.core import passes
-from fnx.cuda import fusion
+from fnx.cuda import fusion, plan
 from fnx.core.core import ShapedArray
 from fnx.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr,
                             jaxpr_with_consts_as_args, typecheck_jaxpr)
@@ -368,8 +368,8 @@ def test_every_pass_typechecks_and_keeps_results(spec):
 
 
 def gpu_groups(lowered):
-    """The fusion groups the GPU would run ``lowered``'s program as (on a CPU machine too)."""
-    return fusion.fusion_groups(lowered.traced.jaxpr)
+    """The launches the GPU would run ``lowered``'s program as (on a CPU machine too)."""
+    return plan.fusion_groups(lowered.traced.jaxpr)
 
 
 def gpu_text(lowered):
@@ -377,14 +377,14 @@ def gpu_text(lowered):
     from fnx.core.jaxpr import _Namer, pp_jaxpr
     namer = _Namer()
     jaxpr = lowered.traced.jaxpr
-    return pp_jaxpr(jaxpr, namer=namer) + "\n" + fusion.pp_fusion_groups(
+    return pp_jaxpr(jaxpr, namer=namer) + "\n" + plan.pp_fusion_groups(
         jaxpr, gpu_groups(lowered), namer)
 
 
 def test_as_text_prints_the_fusion_groups_of_the_backend_it_runs_on():
     lowered = fnx.jit(lambda x: jnp.exp(x) * 2.0).lower(jnp.ones(3))
     # the CPU runs the jaxpr's operations as they are: no fusion groups to print
-    assert lowered.fusion_groups == [] and "fusion groups" not in lowered.as_text()
+    assert lowered.fusion_groups == [] and "GPU launches" not in lowered.as_text()
     assert [g.kind for g in gpu_groups(lowered)] == ["elementwise"]
 
 
@@ -405,7 +405,7 @@ def test_jit_inlines_nested_jit():
     x = jnp.linspace(0, 1, 5)
     lowered = outer.lower(x)
     text = lowered.as_text()
-    assert "jit[" not in text and text.split("fusion groups")[0].count("exp") == 1
+    assert "jit[" not in text and text.split("GPU launches")[0].count("exp") == 1
     np.testing.assert_allclose(np.asarray(outer(x)), np.asarray((jnp.exp(x) - 1) ** 2),
                                rtol=1e-6)
 
@@ -446,23 +446,14 @@ def _mlp_step():
 
 
 def _check_partition(jaxpr, groups):
-    """Every equation in exactly one group; groups in an order that runs: each reads only
-    program inputs and earlier groups' results."""
-    seen = sorted(k for g in groups for k in g.eqn_indices)
-    assert seen == list(range(len(jaxpr.eqns)))
-    defined = set(jaxpr.invars) | set(jaxpr.constvars)
+    """The launches run in order: each reads only program inputs and earlier launches'
+    outputs, writes only values it computes, and together they make every result."""
+    available = set(jaxpr.invars) | set(jaxpr.constvars)
     for g in groups:
-        assert list(g.eqn_indices) == sorted(g.eqn_indices)
-        assert all(v in defined for v in g.inputs), g
-        for k in g.eqn_indices:
-            defined.update(jaxpr.eqns[k].outvars)
-    users = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)} | set(jaxpr.outvars)
-    for g in groups:
-        produced = {v for k in g.eqn_indices for v in jaxpr.eqns[k].outvars}
-        assert set(g.outputs) <= produced
-        inside = {v for k in g.eqn_indices for v in jaxpr.eqns[k].invars if isinstance(v, Var)}
-        for v in produced & users - set(g.outputs):
-            assert v in inside and v not in jaxpr.outvars
+        assert all(v in available for v in g.inputs), g
+        assert set(g.outputs) <= {v for e in g.eqns for v in e.outvars}, g
+        available |= set(g.outputs)
+    assert all(v in available for v in jaxpr.outvars if isinstance(v, Var))
 
 
 @pytest.mark.x32
@@ -472,26 +463,22 @@ def test_mlp_step_groups_have_dense_layers_and_rows():
     jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
     _check_partition(jaxpr, groups)
     kinds = [g.kind for g in groups]
-    dense = [g for g in groups if g.kind == "dot_epilogue"]
-    assert [g.activation for g in dense] == ["relu", "relu", "none"]
-    assert dense[0].shape == (8, 12) and dense[-1].shape == (8, 5)
-    assert "rows" in kinds and "reduction" in kinds
+    dense = [g for g in groups if g.kind == "dense"]
+    assert [g.activation for g in dense] == ["relu", "relu"]
+    assert dense[0].shape == (8, 12) and kinds.count("gradient_step") == 3
+    assert "rows" in kinds and "columns" in kinds and "gradient_step" in kinds
     rows = [g for g in groups if g.kind == "rows"]
-    picks = [jaxpr.eqns[k].primitive.name for g in rows for k in g.eqn_indices]
-    assert "take_along_axis" in picks and "reduce_max" in picks
+    picks = [e.primitive.name for g in rows for e in g.eqns]
+    # the logits, a narrow product, are made inside the softmax's row kernel
+    assert picks[0] == "dense" and "reduce_max" in picks
     # the loss, its mean over the batch and its gradient: one row group (sink_totals)
-    assert len(rows) == 1, fusion.pp_fusion_groups(jaxpr, groups)
-    assert any(jaxpr.eqns[k].primitive.name == "reduce_sum"
-               and jaxpr.eqns[k].outvars[0].aval.shape == () for k in rows[0].eqn_indices)
+    assert len(rows) == 1, plan.pp_fusion_groups(jaxpr, groups)
+    assert any(e.primitive.name == "reduce_sum" and e.outvars[0].aval.shape == ()
+               for e in rows[0].eqns)
     assert any(v.aval.shape == (8, 5) for v in rows[0].outputs)     # the logits' gradient
-    # the relu's mask is read again by the backward pass: an output of the group
-    first = dense[0]
-    gt = next(jaxpr.eqns[k].outvars[0] for k in first.eqn_indices
-              if jaxpr.eqns[k].primitive.name == "gt")
-    assert gt in first.outputs
     text = gpu_text(lowered)
-    assert "fusion groups" in text and "dot_epilogue[relu]" in text and ": rows [8,5]" in text
-    assert text.index("fusion groups") > text.index("in (")
+    assert "GPU launches" in text and "dense[relu]" in text and ": rows [8,5]" in text
+    assert text.index("GPU launches") > text.index("in (")
 
 
 def test_sink_totals_moves_a_mean_past_row_work_only():
@@ -514,11 +501,11 @@ def test_sink_totals_moves_a_mean_past_row_work_only():
 
 
 @pytest.mark.parametrize("act,fn", [
-    ("relu", lambda z: jnp.maximum(z, 0.0)),
+    ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
     ("relu", nn.relu),
     ("leaky_relu", lambda z: nn.leaky_relu(z, 0.25)),
     ("tanh", jnp.tanh),
-    ("logistic", nn.sigmoid),
+    ("sigmoid", nn.sigmoid),
     ("gelu_tanh", lambda z: nn.gelu(z, approximate=True)),
     ("gelu_erf", lambda z: nn.gelu(z, approximate=False)),
     # gelu's shape with another constant is no gelu: the layer ends at its product
@@ -534,8 +521,8 @@ def test_dense_layer_epilogues(act, fn):
     lowered = f.lower(x, w, b)
     jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
     _check_partition(jaxpr, groups)
-    assert groups[0].kind == "dot_epilogue" and \
-        groups[0].activation.split(":")[0] == act, lowered.as_text()
+    assert groups[0].kind == "dense" and \
+        groups[0].activation.split(":")[0] == act, gpu_text(lowered)
     assert set(groups[0].inputs) == set(jaxpr.invars)
     assert groups[0].shape == (4, 3)
     np.testing.assert_allclose(np.asarray(f(x, w, b)), np.asarray(fn(x @ w + b) * 2.0),
@@ -548,9 +535,9 @@ def test_elementwise_and_reduction_groups():
     lowered = f.lower(x, x)
     groups = gpu_groups(lowered)
     _check_partition(lowered.traced.jaxpr, groups)
-    assert [g.kind for g in groups] == ["reduction", "elementwise"]
+    assert [g.kind for g in groups] == ["columns", "elementwise"]
     red = groups[0]
-    assert red.shape == (5, 7) and len(red.eqn_indices) == 3
+    assert red.shape == (5, 7) and len(red.eqns) == 3
 
 
 def test_product_read_elsewhere_is_no_dense_layer():
@@ -558,17 +545,17 @@ def test_product_read_elsewhere_is_no_dense_layer():
     x, w, b = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones(4)
     lowered = f.lower(x, w, b)
     _check_partition(lowered.traced.jaxpr, gpu_groups(lowered))
-    assert "dot_epilogue" not in [g.kind for g in gpu_groups(lowered)]
+    assert "dense" not in [g.kind for g in gpu_groups(lowered)]
 
 
+@pytest.mark.x32
 def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
     x, w, b = jnp.ones((4, 6)), jnp.full((6, 3), 0.1), jnp.ones(3)
     g = fnx.jit(fnx.grad(lambda w: jnp.sum(nn.gelu(x @ w + b) ** 2)))
     lowered = g.lower(w)
     groups = gpu_groups(lowered)
     _check_partition(lowered.traced.jaxpr, groups)
-    assert groups[0].kind == "dot_epilogue" and groups[0].activation == "gelu_tanh"
-    assert len(groups[0].outputs) > 1      # values the backward pass reads again
+    assert groups[0].kind == "dense", gpu_text(lowered)
 
 
 def test_gpu_code_generators_cover_exactly_the_fusible_primitives():
@@ -583,7 +570,8 @@ def _gpu_fused(f, *args):
     """The equations the GPU lowering runs for ``f``, after it fuses dense layers and
     gradient steps (a pure rewrite of the jaxpr: no GPU needed)."""
     from fnx.cuda.epilogue import fuse_dense_epilogues, fuse_gradient_steps
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     jaxpr = fnx.jit(f).lower(*args).traced.jaxpr
     eqns = decompose(fold_transposed_products(jaxpr))
     return fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
@@ -656,19 +644,18 @@ def test_a_small_product_joins_the_elementwise_work_reading_it():
         gz = jnp.where(h > 0, lax.dot_general(g, w, (((1,), (1,)), ((), ()))), 0.0)
         return gz, gz.sum(0)
     jaxpr = fnx.make_jaxpr(backward)(g, w, h).jaxpr
-    groups = fusion.fusion_groups(jaxpr)
-    assert [grp.kind for grp in groups] == ["reduction"], fusion.pp_fusion_groups(jaxpr, groups)
+    groups = plan.fusion_groups(jaxpr)
+    assert [grp.kind for grp in groups] == ["columns"], plan.pp_fusion_groups(jaxpr, groups)
 
     def made_inside(g, w):
         return lax.dot_general(jnp.exp(g), w, (((1,), (1,)), ((), ()))) + 1.0
     jaxpr = fnx.make_jaxpr(made_inside)(g, w).jaxpr
-    names = [[jaxpr.eqns[k].primitive.name for k in grp.eqn_indices]
-             for grp in fusion.fusion_groups(jaxpr)]
+    names = [[e.primitive.name for e in grp.eqns] for grp in plan.fusion_groups(jaxpr)]
     assert names == [["exp"], ["dot_general", "add"]], names     # a second kernel reads exp
 
     wide = jnp.asarray(rng.standard_normal((8, 17)).astype(F32))
     jaxpr = fnx.make_jaxpr(lambda a, b: jnp.tanh(a @ b))(wide, wide.T).jaxpr
-    assert [grp.kind for grp in fusion.fusion_groups(jaxpr)] == ["single", "elementwise"]
+    assert [grp.kind for grp in plan.fusion_groups(jaxpr)] == ["product", "elementwise"]
 
 
 @pytest.mark.parametrize("batch,classes,expected", [(128, 10, True), (1024, 10, False),
@@ -679,7 +666,8 @@ def test_a_narrow_product_joins_the_row_group_after_it(monkeypatch, batch, class
     ROW_PRODUCT_FLOPS of work; the kernel's source then computes them (no input holds them)."""
     from fnx.cuda import rows
     from fnx.cuda.epilogue import fuse_dense_epilogues
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     rng = np.random.default_rng(2)
     w = jnp.asarray(rng.standard_normal((512, classes)).astype(F32))
     b = jnp.asarray(rng.standard_normal(classes).astype(F32))
@@ -711,7 +699,8 @@ def test_relu_layers_and_their_backward_are_found_for_pairing(monkeypatch):
     with at most SMALL_PRODUCT_K terms is left out: it fuses into the mask's kernel; so is a
     layer of MAX_FLOPS or more)."""
     from fnx.cuda.epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     from fnx.cuda import lt_backward
     from fnx.cuda.lt_backward import find
     for classes, expected in ((20, 2), (10, 1)):
@@ -772,7 +761,8 @@ def test_recompute_residuals_gives_the_same_values_from_fewer_loads():
     """The backward pass of a GELU reads four of the forward's intermediates; recomputed from
     the layer's pre-activation (and its bias) they are two loads, and the values are the same."""
     from fnx.core.jaxpr import Jaxpr, eval_jaxpr
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     closed, args = _gelu_mlp_grad(inputs=40)
     jaxpr = closed.jaxpr
     eqns = decompose(fold_transposed_products(jaxpr))
@@ -790,7 +780,8 @@ def test_recomputed_gelu_backward_reads_the_dense_layers_output_only():
     result z and the incoming gradient, and the forward's GELU kernel writes only its result."""
     from fnx.core.jaxpr import Jaxpr, dce_jaxpr
     from fnx.cuda.epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     closed, _ = _gelu_mlp_grad(inputs=16)
     jaxpr = closed.jaxpr
     eqns = decompose(fold_transposed_products(jaxpr))
@@ -821,7 +812,8 @@ def test_recompute_residuals_keeps_every_gradient_the_same(spec):
     """Every op spec's gradient program (as the GPU lowering sees it), with its residuals
     recomputed, evaluates to the same values, bit for bit, on the CPU."""
     from fnx.core.jaxpr import Jaxpr, eval_jaxpr
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     closed, fargs = _grad_program(spec, spec.draw(np.random.default_rng(5)))
     j = closed.jaxpr
     eqns = decompose(fold_transposed_products(j))
@@ -840,7 +832,8 @@ def test_gelu_backward_found_for_cublaslt(approximate, width, expected):
     intermediates are recomputed; not the erf form, whose derivative cuBLASLt does not
     compute, nor a width cuBLASLt's auxiliary matrix cannot alias (a multiple of 8)."""
     from fnx.cuda.epilogue import fuse_dense_epilogues, fuse_gradient_steps
-    from fnx.cuda.executable import decompose, fold_transposed_products
+    from fnx.cuda.decompose import decompose
+    from fnx.cuda.plan import fold_transposed_products
     from fnx.cuda.lt_backward import find_gelu
     rng = np.random.default_rng(3)
     w1, w2 = (jnp.asarray(rng.standard_normal(s).astype(F32)) for s in [(16, width), (width, 20)])

@@ -230,12 +230,12 @@ class CupyBackend:
         return GraphExecutable(GpuExecutable(jaxpr, consts, self, donated))
 
     def fusion_groups(self, jaxpr):
-        """The kernels ``jaxpr`` is lowered as (fnx.cuda.fusion)."""
-        from ..cuda.fusion import fusion_groups
+        """The launches ``jaxpr`` is lowered as (fnx.cuda.plan)."""
+        from ..cuda.plan import fusion_groups
         return fusion_groups(jaxpr)
 
     def pp_fusion_groups(self, jaxpr, groups, namer=None):
-        from ..cuda.fusion import pp_fusion_groups
+        from ..cuda.plan import pp_fusion_groups
         return pp_fusion_groups(jaxpr, groups, namer)
 
     def __repr__(self):

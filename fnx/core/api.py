@@ -97,7 +97,12 @@ def _unpack_aux_outputs(tree, out_p, out_t, has_aux):
 
 def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
-    using only the saved linear computation."""
+    using only the saved linear computation.
+
+    >>> y, f_jvp = fnx.linearize(jnp.sin, 0.0)
+    >>> y, f_jvp(2.0)
+    (Array(0., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    """
     p_leaves, p_tree = tree_flatten(primals)
     flat, out_tree_thunk = flatten_fun(fun, p_tree)
     out_p, lin = ad.linearize_flat(flat, p_leaves)
@@ -344,7 +349,12 @@ def _split_jac(y, y_shape, in_leaves, sizes, leading_first):
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False):
     """Jacobian by forward mode (one JVP per input element, vectorised with vmap). Inputs are
-    real, or complex with ``holomorphic=True`` (outputs then complex too)."""
+    real, or complex with ``holomorphic=True`` (outputs then complex too).
+
+    >>> fnx.jacfwd(lambda x: x ** 2)(jnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+    """
     @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
@@ -391,7 +401,12 @@ def _assemble(blocks, in_tree, single):
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False):
     """Jacobian by reverse mode (one VJP per output element, vectorised with vmap). Outputs
-    are real, or complex with ``holomorphic=True`` (inputs then complex too)."""
+    are real, or complex with ``holomorphic=True`` (inputs then complex too).
+
+    >>> fnx.jacobian(lambda x: x ** 2)(jnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+    """
     @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
@@ -428,7 +443,12 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False):
-    """``jacfwd(jacrev(fun))``."""
+    """``jacfwd(jacrev(fun))``.
+
+    >>> fnx.hessian(lambda x: (x ** 3).sum())(jnp.array([1.0, 2.0]))
+    Array([[ 6.,  0.],
+           [ 0., 12.]], dtype=float32)
+    """
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
@@ -674,13 +694,21 @@ def make_jaxpr(fun: Callable, static_argnums: Sequence[int] = (), return_shape: 
 
 
 def eval_shape(fun: Callable, *args, **kwargs):
-    """The shapes and dtypes ``fun`` would return, without computing anything."""
+    """The shapes and dtypes ``fun`` would return, without computing anything.
+
+    >>> fnx.eval_shape(lambda x: x @ x.T, jnp.ones((2, 3)))
+    ShapeDtypeStruct(shape=(2, 2), dtype=float32)
+    """
     _, shapes = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
     return shapes
 
 
 def stop_gradient(x):
-    """``x`` with no derivative flowing through (applied leafwise to pytrees)."""
+    """``x`` with no derivative flowing through (applied leafwise to pytrees).
+
+    >>> fnx.grad(lambda x: x * lax.stop_gradient(x))(3.0)
+    Array(3., dtype=float32, weak_type=True)
+    """
     return tree_map(lambda v: lax.stop_gradient_p.bind(v), x)
 
 
@@ -700,4 +728,9 @@ def typeof(x) -> ShapedArray:
 
 def effects_barrier() -> None:
     """Wait for pending callbacks (``debug.print``, ``io_callback``): fnx runs them as the
-    program reaches them, so there is nothing to wait for."""
+    program reaches them, so there is nothing to wait for.
+
+    >>> fnx.jit(lambda x: fnx.debug.print("x = {}", x))(1.0)
+    x = 1.0
+    >>> fnx.effects_barrier()   # the print above has happened by now
+    """

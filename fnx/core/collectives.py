@@ -24,7 +24,7 @@ from .axis_env import (DeviceContext, axis_env_key, axis_size, current_device,  
                        device_context, extend_axis_env, names_of)
 from .batching import bdim_at_front, not_mapped
 from .core import ShapedArray, get_aval
-from .errors import ShapeError
+from .errors import MeshError, ShapeError
 from .pytree import tree_map
 
 # ---------------------------------------------------------------------------------------------
@@ -297,7 +297,11 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-    """Maximum of ``x`` over the named axis (or axes)."""
+    """Maximum of ``x`` over the named axis (or axes).
+
+    >>> fnx.vmap(lambda x: lax.pmax(x, "i"), axis_name="i")(jnp.array([1.0, 3.0, 2.0]))
+    Array([3., 3., 3.], dtype=float32)
+    """
     _no_groups(axis_index_groups)
     names = names_of(axis_name)
     axis_size(names)
@@ -305,7 +309,11 @@ def pmax(x, axis_name, *, axis_index_groups=None):
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-    """Minimum of ``x`` over the named axis (or axes)."""
+    """Minimum of ``x`` over the named axis (or axes).
+
+    >>> fnx.vmap(lambda x: lax.pmin(x, "i"), axis_name="i")(jnp.array([1.0, 3.0, 2.0]))
+    Array([1., 1., 1.], dtype=float32)
+    """
     _no_groups(axis_index_groups)
     names = names_of(axis_name)
     axis_size(names)
@@ -336,7 +344,11 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
 def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=None,
                  tiled: bool = False):
     """The sum over the named axis, of which each device keeps its own block along
-    ``scatter_dimension`` (a slice of size 1 dropped, or a tile when ``tiled``)."""
+    ``scatter_dimension`` (a slice of size 1 dropped, or a tile when ``tiled``).
+
+    >>> fnx.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(jnp.ones((2, 2)))
+    Array([2., 2.], dtype=float32)
+    """
     _no_groups(axis_index_groups)
     names = _one_name(axis_name, "psum_scatter")
     n = axis_size(names)
@@ -362,13 +374,18 @@ def ppermute(x, axis_name, perm):
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) < len(srcs) or len(set(dsts)) < len(dsts) \
             or not all(0 <= i < n for i in srcs + dsts):
-        raise ValueError(f"ppermute perm {list(perm)} must pair distinct sources with distinct "
-                         f"destinations in range({n}) (the size of axis {names[0]!r})")
+        raise MeshError(f"ppermute perm {list(perm)} must pair distinct sources with distinct "
+                        f"destinations in range({n}) (the size of axis {names[0]!r})")
     return tree_map(lambda v: ppermute_p.bind(v, axes=names, perm=perm), x)
 
 
 def pshuffle(x, axis_name, perm):
-    """Device ``i`` gets the ``x`` of device ``perm[i]``."""
+    """Device ``i`` gets the ``x`` of device ``perm[i]``.
+
+    >>> shuffle = lambda x: lax.pshuffle(x, "i", [1, 2, 0])
+    >>> fnx.vmap(shuffle, axis_name="i")(jnp.array([1.0, 2.0, 3.0]))
+    Array([2., 3., 1.], dtype=float32)
+    """
     return ppermute(x, axis_name, [(s, d) for d, s in enumerate(perm)])
 
 
@@ -377,7 +394,13 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
     """Split ``split_axis`` into one block per device, send block ``k`` to device ``k`` and
     join the blocks received along ``concat_axis``. Without ``tiled``, ``split_axis`` must have
     the axis's size and is removed, and the received values form a new axis at
-    ``concat_axis``, as in JAX."""
+    ``concat_axis``, as in JAX.
+
+    >>> x = jnp.arange(4.0).reshape(2, 2)   # row i lives on device i of axis "i"
+    >>> fnx.vmap(lambda r: lax.all_to_all(r, "i", 0, 0), axis_name="i")(x)
+    Array([[0., 2.],
+           [1., 3.]], dtype=float32)
+    """
     _no_groups(axis_index_groups)
     names = _one_name(axis_name, "all_to_all")
     n = axis_size(names)

@@ -163,7 +163,13 @@ config = Config()
 
 def default_matmul_precision(value: str):
     """Context manager: float32 products inside use ``value`` ('highest' or 'tensorfloat32';
-    JAX's names 'float32', 'high', 'default', ... and ``lax.Precision`` values map to these)."""
+    JAX's names 'float32', 'high', 'default', ... and ``lax.Precision`` values map to these).
+
+    >>> with fnx.default_matmul_precision("highest"):
+    ...     print(jnp.ones((2, 2)) @ jnp.ones((2, 2)))
+    [[2. 2.]
+     [2. 2.]]
+    """
     return config.option("default_matmul_precision", value)
 
 
@@ -181,7 +187,12 @@ def disable_jit(disable: bool = True):
 
 def enable_x64(enable: bool = True):
     """Context manager: 64-bit types inside (float64 values stay float64, and Python scalars and
-    dtype-less arrays default to 64 bits); ``enable_x64(False)`` turns them off."""
+    dtype-less arrays default to 64 bits); ``enable_x64(False)`` turns them off.
+
+    >>> with fnx.enable_x64():
+    ...     print(jnp.ones(2).dtype)
+    float64
+    """
     return config.option("enable_x64", enable)
 
 
@@ -213,6 +224,10 @@ def debug_nans(enable: bool = True):
 
 @contextlib.contextmanager
 def log_compiles(enable: bool = True):
-    """Context manager: ``config.log_compiles`` set to ``enable`` inside the block."""
+    """Context manager: ``config.log_compiles`` set to ``enable`` inside the block.
+
+    >>> with fnx.log_compiles():   # each compilation is logged (logging, at WARNING)
+    ...     y = fnx.jit(lambda x: x + 1)(1.0)
+    """
     with config.option("log_compiles", enable):
         yield

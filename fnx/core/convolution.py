@@ -31,7 +31,15 @@ from .lax import not_mapped
 
 class ConvDimensionNumbersError(ShapeError, TypeError):
     """Malformed convolution ``dimension_numbers`` (JAX raises TypeError for these, so this is
-    both a ShapeError and a TypeError)."""
+    both a ShapeError and a TypeError).
+
+    >>> try:
+    ...     lax.conv_general_dilated(jnp.ones((1, 1, 3, 3)), jnp.ones((1, 1, 2, 2)), (1, 1),
+    ...                              "VALID", dimension_numbers=("NCHW", "OIHW", "NCXY"))
+    ... except lax.ConvDimensionNumbersError as e:
+    ...     print(type(e).__name__)
+    ConvDimensionNumbersError
+    """
 
 
 class ConvDimensionNumbers(NamedTuple):

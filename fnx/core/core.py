@@ -310,7 +310,11 @@ def default_device(device):
 
 
 def default_backend() -> str:
-    """The name of the backend new arrays go to: ``'cpu'`` or ``'gpu'``."""
+    """The name of the backend new arrays go to: ``'cpu'`` or ``'gpu'``.
+
+    >>> fnx.default_backend() in ("cpu", "gpu")
+    True
+    """
     return get_backend().name
 
 
@@ -338,7 +342,11 @@ def devices(backend: str | None = None) -> list:
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    """The devices of this process (of process ``process_index``, when given)."""
+    """The devices of this process (of process ``process_index``, when given).
+
+    >>> fnx.local_devices()[0].process_index
+    0
+    """
     want = _process[0] if process_index is None else process_index
     return [d for d in devices(backend) if getattr(d, "process_index", 0) == want]
 
@@ -353,7 +361,11 @@ def device_count(backend: str | None = None) -> int:
 
 
 def local_device_count(backend: str | None = None) -> int:
-    """How many devices this process drives."""
+    """How many devices this process drives.
+
+    >>> fnx.local_device_count() == len(fnx.local_devices())
+    True
+    """
     return len(local_devices(backend=backend))
 
 
@@ -373,12 +385,20 @@ def process_store():
 
 def process_index(backend: str | None = None) -> int:
     """This process's index among the program's processes (0 unless fnx.distributed joined
-    several)."""
+    several).
+
+    >>> fnx.process_index()
+    0
+    """
     return _process[0]
 
 
 def process_count(backend: str | None = None) -> int:
-    """How many processes run the program (1 unless fnx.distributed joined several)."""
+    """How many processes run the program (1 unless fnx.distributed joined several).
+
+    >>> fnx.process_count()
+    1
+    """
     return _process[1]
 
 
@@ -397,7 +417,11 @@ def device_put(x, device=None):
 
 
 def device_get(x):
-    """The arrays in pytree ``x`` as NumPy arrays on the host."""
+    """The arrays in pytree ``x`` as NumPy arrays on the host.
+
+    >>> fnx.device_get({"w": jnp.ones(2)})
+    {'w': array([1., 1.], dtype=float32)}
+    """
     return tree_map(lambda v: np.asarray(v) if type(v) is Array else v, x)
 
 

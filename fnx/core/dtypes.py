@@ -49,19 +49,34 @@ def set_x64(on: bool) -> None:
     default_float, default_int, default_uint, default_complex = \
         (float64, int64, uint64, complex128) if on else (float32, int32, uint32, complex64)
 
+
+def _ml(names):
+    return tuple(np.dtype(getattr(ml_dtypes, n)) for n in names if hasattr(ml_dtypes, n))
+
+
+# ml_dtypes' narrow types, JAX's too. JAX's lattice puts each right below its weak kind, with
+# nothing above it: they combine with Python scalars and with themselves only.
+NARROW_FLOATS = _ml(("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                     "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                     "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
+NARROW_INTS = _ml(("int1", "int2", "int4"))
+NARROW_UINTS = _ml(("uint1", "uint2", "uint4"))
+_NARROW = frozenset(NARROW_FLOATS + NARROW_INTS + NARROW_UINTS)
+
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, complex64, complex128}
+              float16, bfloat16, float32, float64, complex64, complex128} | _NARROW
 
 # Lattice nodes: numpy dtypes plus the three weak kinds of Python scalars.
 _WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
 _EDGES = {
     bool_: [_WEAK_INT],
-    _WEAK_INT: [uint8, int8, _WEAK_FLOAT],
+    _WEAK_INT: [uint8, int8, *NARROW_INTS, *NARROW_UINTS, _WEAK_FLOAT],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [_WEAK_FLOAT],
-    _WEAK_FLOAT: [float16, bfloat16, _WEAK_COMPLEX],
+    _WEAK_FLOAT: [float16, bfloat16, *NARROW_FLOATS, _WEAK_COMPLEX],
     float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
     _WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+    **{t: [] for t in _NARROW},
 }
 
 
@@ -166,7 +181,10 @@ def _join(nodes, x64):
     for cand in common:
         if common <= ub[cand]:
             return cand
-    raise TypeError(f"no common dtype for {nodes}")
+    from .errors import TypePromotionError
+    names = ", ".join(repr(n if isinstance(n, str) else n.name) for n in nodes)
+    raise TypePromotionError(f"Input dtypes ({names}) have no available implicit dtype "
+                             "promotion path.")
 
 
 def _lub(nodes):
@@ -241,9 +259,14 @@ def scalar_dtype(x) -> np.dtype:
 
 
 def kind(dtype) -> str:
-    """NumPy's kind letter of ``dtype`` ("f", "i", "u", "c", "b"), bfloat16 being a float."""
+    """NumPy's kind letter of ``dtype`` ("f", "i", "u", "c", "b"), with ml_dtypes' types
+    (bfloat16, the float8s, int4, ...) as the floats and integers they are."""
     d = np.dtype(dtype)
-    return "f" if d == bfloat16 else d.kind
+    return _ML_KIND.get(d, d.kind)
+
+
+_ML_KIND = {bfloat16: "f", **{t: "f" for t in NARROW_FLOATS}, **{t: "i" for t in NARROW_INTS},
+            **{t: "u" for t in NARROW_UINTS}}
 
 
 def is_float(dtype) -> bool:
@@ -264,22 +287,32 @@ class prng_key(extended):
 
 def issubdtype(arg1, arg2) -> bool:
     """``np.issubdtype``, with bfloat16 under ``np.floating`` and key dtypes under
-    ``prng_key``, as in JAX."""
+    ``prng_key``, as in JAX.
+
+    >>> jnp.issubdtype(jnp.float32, jnp.floating), jnp.issubdtype(jnp.int32, jnp.floating)
+    (True, False)
+    """
     kind = getattr(arg1, "abstract_type", None)        # an extended dtype (a key's)
     if kind is not None or arg2 in (extended, prng_key):
         if kind is None:
             return False
         return arg2 == arg1 if not isinstance(arg2, type) else issubclass(kind, arg2)
-    if _is_bfloat16(arg1):
-        return _is_bfloat16(arg2) or (isinstance(arg2, type) and issubclass(np.floating, arg2))
+    ml = _ml_dtype(arg1)
+    if ml is not None:
+        if _ml_dtype(arg2) is not None:
+            return ml == _ml_dtype(arg2)
+        abstract = {"f": np.floating, "i": np.signedinteger, "u": np.unsignedinteger}[_ML_KIND[ml]]
+        return isinstance(arg2, type) and issubclass(abstract, arg2)
     return np.issubdtype(arg1, arg2)
 
 
-def _is_bfloat16(x) -> bool:
+def _ml_dtype(x):
+    """``np.dtype(x)`` where that is one of ml_dtypes' types (bfloat16, float8s, ...)."""
     try:
-        return np.dtype(x) == bfloat16
+        d = np.dtype(x)
     except TypeError:       # the abstract types (np.floating, ...) are no dtypes
-        return False
+        return None
+    return d if d in _ML_KIND else None
 
 
 def short_name(dtype) -> str:
@@ -289,11 +322,19 @@ def short_name(dtype) -> str:
         return "bool"
     if d == bfloat16:
         return "bf16"
+    if d in NARROW_FLOATS:                       # float8_e4m3fn -> f8_e4m3fn
+        return "f" + d.name[len("float"):]
+    if d in _NARROW:                             # int4 -> i4
+        return d.name[0] + d.name.lstrip("uint")
     return {"f": "f", "i": "i", "u": "u", "c": "c"}[d.kind] + str(8 * d.itemsize)
 
 
 def finfo(dtype):
-    """``np.finfo``, for bfloat16 too."""
+    """``np.finfo``, for bfloat16 too.
+
+    >>> jnp.finfo(jnp.float16).max
+    np.float16(6.55e+04)
+    """
     return ml_dtypes.finfo(dtype)
 
 
@@ -303,4 +344,4 @@ def iinfo(dtype):
     >>> jnp.iinfo(jnp.int8).max
     127
     """
-    return np.iinfo(dtype)
+    return ml_dtypes.iinfo(dtype) if np.dtype(dtype) in _NARROW else np.iinfo(dtype)

@@ -43,12 +43,28 @@ def user_frame() -> SourceInfo | None:
     return None
 
 
+def types_str(values) -> str:
+    """``values`` as JAX prints types in messages (``float32[2,3], int``)."""
+    def one(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return f"{x.dtype}[{','.join(map(str, x.shape))}]"
+        return type(x).__name__
+    return ", ".join(one(x) for x in values)
+
+
 def _where(source: SourceInfo | None) -> str:
     return f"\n  at {source}" if source is not None else ""
 
 
 class FnxError(Exception):
-    """Base class of fnx's errors."""
+    """Base class of fnx's errors.
+
+    >>> try:
+    ...     jnp.ones(3) + jnp.ones(4)
+    ... except fnx.FnxError as e:
+    ...     print(type(e).__name__)
+    ShapeError
+    """
 
     def __init__(self, message: str, source: SourceInfo | None = None):
         self.source = source if source is not None else user_frame()
@@ -59,20 +75,41 @@ class ShapeError(FnxError, ValueError, TypeError):
     """Operands have shapes that do not fit together. JAX raises TypeError from its
     primitives' shape rules (``x @ y``, ``lax.add``, ``reshape``) and ValueError from
     ``jnp``'s argument checks (``stack``, ``squeeze``, ``broadcast_to``); a ShapeError is
-    both, so either ``except`` clause of a ported program catches it."""
+    both, so either ``except`` clause of a ported program catches it.
+
+    >>> try:
+    ...     jnp.ones((2, 3)) @ jnp.ones((4, 5))
+    ... except fnx.ShapeError as e:
+    ...     print(str(e).splitlines()[0])
+    matmul: contracting dimensions differ: (2, 3) @ (4, 5) (3 != 4)
+    """
 
 
 class DTypeError(FnxError, TypeError):
-    """An operand has a dtype the operation does not accept."""
+    """An operand has a dtype the operation does not accept.
+
+    >>> try:
+    ...     fnx.lax.sin(jnp.arange(3))
+    ... except fnx.DTypeError as e:
+    ...     print(str(e).splitlines()[0])
+    sin does not accept dtype int32
+    """
 
 
 class TypePromotionError(DTypeError, ValueError):
     """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``."""
 
 
+class DTypeValueError(DTypeError, ValueError):
+    """An argument's dtype is one the function refuses where JAX raises ValueError
+    (``scipy.special.polygamma`` with a floating-point order)."""
+
+
 class ArgumentTypeError(FnxError, TypeError):
     """An argument is not an array, a Python scalar or a pytree of them (a string, an
-    arbitrary object)."""
+    arbitrary object), is missing, or is not of the kind the function takes: a compiled
+    function called with other shapes, dtypes or numbers of arguments than it was compiled for
+    (JAX raises TypeError)."""
 
 
 class CotangentTypeError(DTypeError, ValueError):
@@ -81,7 +118,14 @@ class CotangentTypeError(DTypeError, ValueError):
 
 
 class ConcretizationTypeError(FnxError, TypeError):
-    """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``)."""
+    """A traced value was used where Python needs a concrete one (``if``, ``bool``, ``int``).
+
+    >>> try:
+    ...     fnx.jit(lambda x: 1 if x > 0 else 2)(1.0)
+    ... except fnx.ConcretizationTypeError as e:
+    ...     print(type(e).__name__)
+    TracerBoolConversionError
+    """
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
@@ -98,7 +142,17 @@ class TracerArrayConversionError(ConcretizationTypeError):
 
 class TracerLeakError(FnxError, TypeError, RuntimeError):
     """A traced value escaped the transformation that created it (JAX's
-    ``UnexpectedTracerError``, a TypeError)."""
+    ``UnexpectedTracerError``, a TypeError).
+
+    >>> leaked = []
+    >>> fnx.jit(lambda x: leaked.append(x) or x)(1.0)
+    Array(1., dtype=float32, weak_type=True)
+    >>> try:
+    ...     leaked[0] + 1.0
+    ... except fnx.TracerLeakError as e:
+    ...     print(type(e).__name__)
+    TracerLeakError
+    """
 
 
 UnexpectedTracerError = TracerLeakError
@@ -106,7 +160,14 @@ UnexpectedTracerError = TracerLeakError
 
 class TreeStructureError(FnxError, ValueError):
     """Pytrees that must have one structure differ (``tree_map`` over several trees, a
-    cotangent shaped unlike the output)."""
+    cotangent shaped unlike the output).
+
+    >>> try:
+    ...     fnx.tree_util.tree_map(lambda x, y: x + y, {"a": 1}, {"b": 2})
+    ... except fnx.tree_util.TreeStructureError as e:
+    ...     print(type(e).__name__)
+    TreeStructureError
+    """
 
 
 class StaticArgumentError(FnxError, ValueError, TypeError):
@@ -127,19 +188,54 @@ class OutOfMemoryError(FnxError, MemoryError, RuntimeError):
 
 
 class GradError(FnxError, TypeError):
-    """grad was asked for something it cannot differentiate."""
+    """grad was asked for something it cannot differentiate.
+
+    >>> try:
+    ...     fnx.grad(lambda x: x)(jnp.ones(3))
+    ... except fnx.GradError as e:
+    ...     print(str(e).splitlines()[0])
+    grad requires real-valued scalar outputs, but <lambda> returned shape (3,) (f32[3]); ...
+    """
 
 
 class BatchingError(FnxError, ValueError):
-    """vmap was given inconsistent axes or sizes."""
+    """vmap was given inconsistent axes or sizes.
+
+    >>> try:
+    ...     fnx.vmap(lambda x, y: x + y)(jnp.ones(3), jnp.ones(4))
+    ... except fnx.BatchingError as e:
+    ...     print(str(e).splitlines()[0])
+    vmap got inconsistent sizes for the mapped axes of <lambda>:
+    """
 
 
 class AxisNameError(FnxError, NameError):
-    """A collective names an axis no enclosing vmap, pmap or shard_map binds."""
+    """A collective names an axis no enclosing vmap, pmap or shard_map binds.
+
+    >>> try:
+    ...     fnx.lax.psum(1.0, "i")
+    ... except fnx.AxisNameError as e:
+    ...     print(str(e).splitlines()[0])
+    unbound axis name: 'i'. A collective names an axis that an enclosing ...
+    """
 
 
 class MeshError(FnxError, ValueError):
-    """A mesh, sharding or device set does not fit the devices or the array it is used with."""
+    """A mesh, sharding or device set does not fit the devices or the array it is used with, a
+    collective's device permutation does not fit its axis, or an array cannot be placed on the
+    device asked for.
+
+    >>> try:
+    ...     fnx.sharding.Mesh(np.array(fnx.devices()[:1] * 2), ("x",))
+    ... except fnx.MeshError as e:
+    ...     print(str(e).splitlines()[0])
+    a mesh holds each device once, got device ids [0, 0]
+    """
+
+
+class DistributedError(FnxError, RuntimeError, ValueError):
+    """``fnx.distributed.initialize`` was called twice, or without a coordinator address (JAX
+    raises RuntimeError and ValueError)."""
 
 
 class MissingRuleError(FnxError, NotImplementedError):

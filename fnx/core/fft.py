@@ -33,7 +33,11 @@ from .lax import primitive
 
 
 class FftType(enum.IntEnum):
-    """Which transform ``fft`` computes (JAX's ``lax.FftType``)."""
+    """Which transform ``fft`` computes (JAX's ``lax.FftType``).
+
+    >>> lax.FftType.FFT, lax.FftType.IRFFT
+    (<FftType.FFT: 0>, <FftType.IRFFT: 3>)
+    """
     FFT = 0
     IFFT = 1
     RFFT = 2

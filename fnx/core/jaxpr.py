@@ -79,7 +79,12 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A jaxpr together with the values of its constvars."""
+    """A jaxpr together with the values of its constvars.
+
+    >>> closed = fnx.make_jaxpr(lambda x: x * 2.0)(1.0)
+    >>> closed.jaxpr.eqns[0].primitive.name, closed.consts
+    ('mul', [])
+    """
 
     def __init__(self, jaxpr: Jaxpr, consts):
         assert len(jaxpr.constvars) == len(consts)
@@ -393,7 +398,12 @@ def dependent_outputs(jaxpr: Jaxpr, unknown_inputs) -> list[bool]:
 
 
 def subjaxprs(eqn) -> list:
-    """The jaxprs in ``eqn``'s params: a jit's, a loop body, every branch of a cond."""
+    """The jaxprs in ``eqn``'s params: a jit's, a loop body, every branch of a cond.
+
+    >>> closed = fnx.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0)
+    >>> len(fnx.test_util.subjaxprs(closed.jaxpr.eqns[-1]))
+    2
+    """
     subs = []
     for v in eqn.params.values():
         for sub in (v if isinstance(v, (tuple, list)) else (v,)):

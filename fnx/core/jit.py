@@ -21,7 +21,8 @@ from .api import ShapeDtypeStruct
 from .axis_env import axis_env_key
 from .config import config
 from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
-from .errors import DTypeError, StaticArgumentError, user_frame
+from .errors import (DTypeError, StaticArgumentError, TreeStructureError, types_str,
+                     user_frame)
 from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
 from .nan_checks import check_nans
@@ -253,8 +254,9 @@ class _Placed:
         if concrete and sh is not None:
             sh = tuple(sh) if isinstance(sh, (tuple, list)) else (sh,) * len(args)
             if len(sh) != len(args):
-                raise ValueError(f"jit in_shardings has {len(sh)} entries but "
-                                 f"{self.jitted.name} was called with {len(args)} arguments")
+                raise TreeStructureError(
+                    f"jit in_shardings has {len(sh)} entries but {self.jitted.name} was called "
+                    f"with {len(args)} arguments ({types_str(args)})")
             args = tuple(a if s is None else device_put(a, s) for a, s in zip(args, sh))
             if not kwargs and not self.jitted.static_argnums and not self.jitted.static_argnames:
                 out = self._on_every_device(args, sh)
@@ -262,6 +264,8 @@ class _Placed:
                     return out
         out = self.jitted(*args, **kwargs)
         if concrete and self.out_shardings is not None:
+            broadcast_prefix(self.out_shardings, out, f"jit out_shardings of {self.jitted.name}",
+                             is_leaf=lambda s: isinstance(s, Sharding))   # names the misfit
             out = device_put(out, self.out_shardings)
         return out
 

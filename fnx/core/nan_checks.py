@@ -9,7 +9,15 @@ from .errors import FnxError, user_frame
 
 
 class NaNError(FnxError, FloatingPointError):
-    """debug_nans found a NaN: names the primitive that produced it and where."""
+    """debug_nans found a NaN: names the primitive that produced it and where.
+
+    >>> with fnx.config.option("debug_nans", True):
+    ...     try:
+    ...         jnp.log(jnp.array([-1.0]))
+    ...     except fnx.debug.NaNError as e:
+    ...         print(type(e).__name__)
+    NaNError
+    """
 
 
 def _on_host(x):

@@ -194,7 +194,11 @@ def device_put_replicated(x, devices):
 
 def device_put_sharded(shards, devices):
     """The list ``shards`` (pytrees of one structure) stacked along a new leading axis, shard
-    ``i`` on ``devices[i]``."""
+    ``i`` on ``devices[i]``.
+
+    >>> fnx.device_put_sharded([jnp.ones(2)], fnx.local_devices()[:1]).shape
+    (1, 2)
+    """
     if len(shards) != len(devices):
         raise MeshError(f"device_put_sharded got {len(shards)} shards for {len(devices)} "
                         "devices")

@@ -9,7 +9,7 @@ import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple
 
-from .errors import TreeStructureError
+from .errors import TreeStructureError, types_str as _types_str  # (not fnx.tree_util API)
 
 
 class _NodeType(NamedTuple):
@@ -34,7 +34,20 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
 
 
 def register_pytree_node_class(cls):
-    """Decorator: ``cls`` has ``tree_flatten(self)`` and classmethod ``tree_unflatten``."""
+    """Decorator: ``cls`` has ``tree_flatten(self)`` and classmethod ``tree_unflatten``.
+
+    >>> @fnx.tree_util.register_pytree_node_class
+    ... class Pair:
+    ...     def __init__(self, a, b):
+    ...         self.a, self.b = a, b
+    ...     def tree_flatten(self):
+    ...         return (self.a, self.b), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux, children):
+    ...         return cls(*children)
+    >>> fnx.tree_util.tree_map(lambda v: v * 10, Pair(1, 2)).b
+    20
+    """
     register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
     return cls
 
@@ -45,7 +58,11 @@ def register_pytree_node_class(cls):
 
 @dataclasses.dataclass(frozen=True)
 class DictKey:
-    """A dict entry: ``DictKey(key='a')``, printed ``['a']``."""
+    """A dict entry: ``DictKey(key='a')``, printed ``['a']``.
+
+    >>> fnx.tree_util.DictKey("a"), str(fnx.tree_util.DictKey("a"))
+    (DictKey(key='a'), "['a']")
+    """
     key: Any
 
     def __str__(self):
@@ -54,7 +71,11 @@ class DictKey:
 
 @dataclasses.dataclass(frozen=True)
 class SequenceKey:
-    """A list or tuple element: ``SequenceKey(idx=0)``, printed ``[0]``."""
+    """A list or tuple element: ``SequenceKey(idx=0)``, printed ``[0]``.
+
+    >>> fnx.tree_util.SequenceKey(0), str(fnx.tree_util.SequenceKey(0))
+    (SequenceKey(idx=0), '[0]')
+    """
     idx: int
 
     def __str__(self):
@@ -64,7 +85,11 @@ class SequenceKey:
 @dataclasses.dataclass(frozen=True)
 class GetAttrKey:
     """An attribute (NamedTuple field, dataclass field): ``GetAttrKey(name='x')``, printed
-    ``.x``."""
+    ``.x``.
+
+    >>> fnx.tree_util.GetAttrKey("x"), str(fnx.tree_util.GetAttrKey("x"))
+    (GetAttrKey(name='x'), '.x')
+    """
     name: str
 
     def __str__(self):
@@ -73,7 +98,11 @@ class GetAttrKey:
 
 @dataclasses.dataclass(frozen=True)
 class FlattenedIndexKey:
-    """The position of a child of a node registered without keys."""
+    """The position of a child of a node registered without keys.
+
+    >>> fnx.tree_util.FlattenedIndexKey(1), str(fnx.tree_util.FlattenedIndexKey(1))
+    (FlattenedIndexKey(key=1), '[<flat index 1>]')
+    """
     key: int
 
     def __str__(self):
@@ -120,7 +149,21 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
 
 def register_pytree_with_keys_class(cls):
     """Decorator: ``cls`` has ``tree_flatten_with_keys(self)``, classmethod ``tree_unflatten``
-    and optionally ``tree_flatten(self)``."""
+    and optionally ``tree_flatten(self)``.
+
+    >>> @fnx.tree_util.register_pytree_with_keys_class
+    ... class Pair:
+    ...     def __init__(self, a, b):
+    ...         self.a, self.b = a, b
+    ...     def tree_flatten_with_keys(self):
+    ...         keys = fnx.tree_util.GetAttrKey("a"), fnx.tree_util.GetAttrKey("b")
+    ...         return list(zip(keys, (self.a, self.b))), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux, children):
+    ...         return cls(*children)
+    >>> fnx.tree_util.tree_leaves_with_path(Pair(1, 2))
+    [((GetAttrKey(name='a'),), 1), ((GetAttrKey(name='b'),), 2)]
+    """
     flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
     register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
                               flatten)
@@ -142,7 +185,18 @@ def register_static(cls):
 
 def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
     """Register a dataclass; fields in ``meta_fields`` (or with ``metadata={"static": True}``)
-    are static auxiliary data, the rest are children."""
+    are static auxiliary data, the rest are children.
+
+    >>> import dataclasses
+    >>> @fnx.tree_util.register_dataclass
+    ... @dataclasses.dataclass
+    ... class Point:
+    ...     x: float
+    ...     y: float
+    ...     name: str = dataclasses.field(default="p", metadata={"static": True})
+    >>> fnx.tree_util.tree_leaves(Point(1.0, 2.0))
+    [1.0, 2.0]
+    """
     def wrap(cls):
         fields = [f for f in dataclasses.fields(cls)]
         meta = list(meta_fields) if meta_fields is not None else \
@@ -210,7 +264,12 @@ def _node_type(x):
 
 class PyTreeDef:
     """The structure of a pytree: node kinds, aux data and the number of leaves. Hashed once,
-    at construction, since jit looks every call's structure up in its cache."""
+    at construction, since jit looks every call's structure up in its cache.
+
+    >>> treedef = fnx.tree_util.tree_structure({"a": 1, "b": (2, 3)})
+    >>> treedef, treedef.num_leaves
+    (PyTreeDef({'a': *, 'b': (*, *)}), 3)
+    """
     __slots__ = ("node", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, node, aux, children):
@@ -351,7 +410,12 @@ def tree_map(f: Callable, tree, *rest, is_leaf=None):
 
 
 def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
-    """Leaves of ``tree`` cut at ``treedef``'s structure (its leaves may be subtrees)."""
+    """Leaves of ``tree`` cut at ``treedef``'s structure (its leaves may be subtrees).
+
+    >>> treedef = fnx.tree_util.tree_structure((1, 2))
+    >>> fnx.tree_util.flatten_up_to(treedef, ([1, 2], {"c": 3}))
+    [[1, 2], {'c': 3}]
+    """
     out: list = []
 
     def go(td, x, path):
@@ -375,7 +439,11 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
 
 def broadcast_prefix(prefix, tree, what: str, is_leaf=None) -> list:
     """One entry of ``prefix`` per leaf of ``tree`` (prefix leaves cover whole subtrees), as
-    vmap's ``in_axes`` does."""
+    vmap's ``in_axes`` does.
+
+    >>> fnx.tree_util.broadcast_prefix((0, None), (jnp.ones(2), {"a": 1, "b": 2}), "in_axes")
+    [0, None, None]
+    """
     leaves_of = []
 
     def go(p, t):
@@ -385,15 +453,17 @@ def broadcast_prefix(prefix, tree, what: str, is_leaf=None) -> list:
         children_p, _ = _node_type(p).to_iterable(p)
         nt = _node_type(t)
         if nt is None:
-            raise ValueError(f"{what}: {p!r} is not a prefix of the argument structure")
+            raise TreeStructureError(f"{what}: {p!r} is not a prefix of the argument structure "
+                                     f"({_types_str(tree_leaves(t))})")
         children_t, aux_t = nt.to_iterable(t)
         if isinstance(p, dict) and isinstance(t, dict):
             if set(p) != set(t):
-                raise ValueError(f"{what}: dict keys {sorted(p)} do not match {sorted(t)}")
+                raise TreeStructureError(f"{what}: dict keys {sorted(p)} do not match "
+                                         f"{sorted(t)}")
             children_p = [p[k] for k in aux_t]
         if len(children_p) != len(children_t):
-            raise ValueError(f"{what}: {p!r} has {len(children_p)} entries where the argument "
-                             f"has {len(children_t)}")
+            raise TreeStructureError(f"{what} has {len(children_p)} entries for a tree of "
+                                     f"{len(children_t)}: ({_types_str(tree_leaves(t))})")
         for a, b in zip(children_p, children_t):
             go(a, b)
     go(prefix, tree)
@@ -410,7 +480,11 @@ def all_leaves(iterable, is_leaf=None):
 
 
 def tree_all(tree, *, is_leaf=None):
-    """Whether every leaf is truthy (``True`` for a tree with no leaves)."""
+    """Whether every leaf is truthy (``True`` for a tree with no leaves).
+
+    >>> fnx.tree_util.tree_all([True, {"a": 1}]), fnx.tree_util.tree_all([True, 0])
+    (True, False)
+    """
     return all(tree_leaves(tree, is_leaf))
 
 
@@ -527,7 +601,12 @@ def tree_flatten_with_path(tree, is_leaf=None):
 
 
 def tree_leaves_with_path(tree, is_leaf=None):
-    """``[(key_path, leaf), ...]``."""
+    """``[(key_path, leaf), ...]``.
+
+    >>> fnx.tree_util.tree_leaves_with_path({"a": [1, 2]})
+    [((DictKey(key='a'), SequenceKey(idx=0)), 1),
+     ((DictKey(key='a'), SequenceKey(idx=1)), 2)]
+    """
     return tree_flatten_with_path(tree, is_leaf)[0]
 
 

@@ -23,7 +23,7 @@ from .api import vmap
 from .config import config
 from .core import EvalTrace, Tracer, current_trace, get_aval
 from .axis_env import axis_env_key
-from .errors import MeshError
+from .errors import ArgumentTypeError, MeshError
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 from .traceback_util import api_boundary
@@ -54,7 +54,8 @@ def shard_map(f=None, /, *args, mesh: Mesh | None = None, in_specs=None, out_spe
     if mesh is None:
         raise MeshError("shard_map needs a mesh: pass mesh=..., or call it inside `with mesh:`")
     if out_specs is None:
-        raise TypeError("shard_map needs out_specs")
+        raise ArgumentTypeError(f"shard_map of {getattr(f, '__name__', 'fun')} needs out_specs "
+                                "(a PartitionSpec, or a pytree of them, for its results)")
     return _ShardMapped(f, mesh, in_specs, out_specs)
 
 

@@ -21,7 +21,11 @@ from .errors import MeshError, ShapeError
 
 class PartitionSpec(tuple):
     """Per array dimension: ``None`` (not split), a mesh axis name, or a tuple of names (split
-    over their product, the first name major). Trailing dimensions left out are not split."""
+    over their product, the first name major). Trailing dimensions left out are not split.
+
+    >>> fnx.P("data", None)
+    PartitionSpec('data', None)
+    """
 
     def __new__(cls, *parts):
         return super().__new__(cls, parts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Array, Tracer, get_backend
+from .errors import ArgumentTypeError
 from .jaxpr import ClosedJaxpr, _Namer, pp_jaxpr
 from .pytree import tree_flatten, tree_unflatten
 from .traceback_util import api_boundary
@@ -44,7 +45,7 @@ class Traced:
 
 class Lowered:
     """A traced program prepared for the backend: ``as_text()`` prints its optimized jaxpr
-    (and on the GPU its fusion groups); ``compile()`` builds the executable."""
+    (and on the GPU the launches it runs as); ``compile()`` builds the executable."""
 
     def __init__(self, traced, leaves, jitted=None, key=None):
         self.traced = traced
@@ -60,15 +61,16 @@ class Lowered:
 
     @property
     def fusion_groups(self):
-        """The kernels the backend runs the optimized jaxpr as (``FusionGroup`` records of
-        fnx.cuda.fusion on the GPU); empty where the backend fuses nothing (the CPU)."""
+        """The launches the backend runs the optimized jaxpr as (``FusionGroup`` records of
+        fnx.cuda.plan on the GPU); empty where the backend fuses nothing (the CPU)."""
         if self._groups is None:
             grouping = getattr(self.backend, "fusion_groups", None)
             self._groups = grouping(self.traced.jaxpr) if grouping else []
         return self._groups
 
     def as_text(self) -> str:
-        """The optimized jaxpr, then the backend's fusion groups in its variable names."""
+        """The optimized jaxpr, then the launches the backend runs it as, in its variable
+        names."""
         namer = _Namer()
         text = pp_jaxpr(self.traced.jaxpr, namer=namer)
         if not self.fusion_groups:
@@ -82,9 +84,20 @@ class Lowered:
         return Compiled(self, self._jitted.executable_for(self.traced, self.backend))
 
 
+def _types(signature) -> str:
+    return ", ".join(f"{np.dtype(d).name}[{','.join(map(str, s))}]" for s, d in signature)
+
+
+def _structures(want, got) -> str:
+    """The pytree structures of a mismatched call, where they differ (positional arguments
+    against keywords, a list for a tuple)."""
+    return "" if want == got else f"; argument structure compiled for {want}, called with {got}"
+
+
 class Compiled:
     """A program compiled for one signature. Call it with the jitted function's non-static
-    arguments; other shapes or dtypes raise ``TypeError`` (no retracing), and so do
+    arguments; other shapes or dtypes raise ``ArgumentTypeError`` (a ``TypeError``, no
+    retracing), and so do
     transformations (it is no longer a traceable function). The backend executable's own
     attributes (``describe()``, ...) are reachable through it, and it is ``.executable``.
     """
@@ -100,15 +113,15 @@ class Compiled:
         leaves, tree = tree_flatten((list(args), kwargs))
         tracer = next((x for x in leaves if isinstance(x, Tracer)), None)
         if tracer is not None:
-            raise TypeError("a compiled function cannot be transformed (it was compiled for one "
-                            f"signature), got a tracer {tracer.aval.str_short()}; transform "
-                            "the jitted function instead")
+            raise ArgumentTypeError(
+                "a compiled function cannot be transformed (it was compiled for one signature), "
+                f"got a tracer {tracer.aval.str_short()}; transform the jitted function instead")
         got = tuple(jitted.leaf_signature(x)[:2] for x in leaves)
         want = tuple(s[:2] for s in key[1]) if key is not None else got
         if (key is not None and tree != key[0]) or got != want:
-            fmt = lambda sigs: ", ".join(f"{np.dtype(d).name}{list(s)}" for s, d in sigs)  # noqa
-            raise TypeError("argument types differ from those the computation was compiled "
-                            f"for: compiled for ({fmt(want)}), called with ({fmt(got)})")
+            raise ArgumentTypeError(f"{jitted.name} was compiled for arguments ({_types(want)}) "
+                                    f"but called with ({_types(got)})"
+                                    + _structures(key[0], tree))
         return jitted.run_traced(traced, leaves)
 
     def __getattr__(self, name):

@@ -13,10 +13,79 @@ from .elementwise import _compile
 
 
 def dense(x):
-    """``x`` as a C-contiguous buffer, keeping its shape (CuPy's ascontiguousarray would turn a
-    0-d array into a 1-d one)."""
+    """``x`` as a C-contiguous buffer, keeping its shape: ``x`` itself if it is one, else a copy
+    by fnx's strided-copy kernel where the view folds into ``STRIDED_DIMS`` dimensions, else
+    CuPy's copy. (CuPy compiles its copy kernel per dtype and rank, in line: up to a quarter
+    of a second of a first call.)"""
+    if x.flags.c_contiguous:
+        return x
     import cupy as cp
-    return x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+    dims = _folded(x)
+    if dims is None:
+        return cp.ascontiguousarray(x)
+    out = cp.empty(x.shape, x.dtype)
+    view = np.zeros(1, _VIEW)
+    view["total"] = x.size
+    view["dims"] = len(dims)
+    view["n"][0, :len(dims)], view["s"][0, :len(dims)] = zip(*dims)
+    blocks = int(min(max(1, -(-x.size // 256)), 8192))
+    from .compile import kernel
+    kernel(*STRIDED_UNITS[(1, 2, 4, 8).index(x.dtype.itemsize)])(
+        (blocks,), (256,), (x, out, view))
+    return out
+
+
+STRIDED_DIMS = 6
+_VIEW = np.dtype([("total", np.uint32), ("dims", np.int32), ("n", np.uint32, (STRIDED_DIMS,)),
+                  ("s", np.int64, (STRIDED_DIMS,))], align=True)
+
+
+def _folded(x):
+    """``[(size, element stride)]`` reading ``x`` in C order, with dimensions that are
+    consecutive in memory merged and size-1 ones dropped; None where more than ``STRIDED_DIMS``
+    remain, the view spans 2**31 elements or more (the kernel counts in 32 bits), a stride is
+    not whole elements, or the dtype is not 1, 2, 4 or 8 bytes."""
+    isz = x.dtype.itemsize
+    if isz not in (1, 2, 4, 8) or any(st % isz for st in x.strides) or x.size >= 2**31:
+        return None
+    dims: list = []
+    for n, st in zip(x.shape, x.strides):
+        if n == 1:
+            continue
+        st //= isz
+        if dims and dims[-1][1] == st * n:
+            dims[-1] = (dims[-1][0] * n, st)
+        else:
+            dims.append((n, st))
+    if len(dims) > STRIDED_DIMS:
+        return None
+    return dims or [(1, 0)]
+
+
+# a C-order copy of a strided view folded into ``dims`` dimensions (sizes n, element strides
+# s), passed by value as one parameter; one kernel (and program) per element size
+def _strided_source(itemsize: int) -> str:
+    t = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
+         8: "unsigned long long"}[itemsize]
+    return (
+        f"struct fnx_view {{ unsigned total; int dims; unsigned n[{STRIDED_DIMS}]; "
+        f"long long s[{STRIDED_DIMS}]; }};\n"
+        f'extern "C" __global__ void fnx_strided_copy_{itemsize}(const {t}* src, {t}* dst, '
+        "const __grid_constant__ fnx_view v) {\n"
+        "  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < v.total;\n"
+        "       i += gridDim.x * blockDim.x) {\n"
+        "    unsigned r = i;\n"
+        "    long long off = 0;\n"
+        "    for (int d = v.dims - 1; d > 0; --d) {\n"
+        "      const unsigned q = r / v.n[d];\n"
+        "      off += (long long)(r - q * v.n[d]) * v.s[d];\n"
+        "      r = q;\n"
+        "    }\n"
+        "    dst[i] = src[off + (long long)r * v.s[0]];\n"
+        "  }\n}\n")
+
+
+STRIDED_UNITS = [(_strided_source(n), f"fnx_strided_copy_{n}") for n in (1, 2, 4, 8)]
 
 
 # One kernel for every list of copies: the pointers and sizes travel by value as a table in the

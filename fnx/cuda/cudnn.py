@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import dtypes
+from .copies import dense
 
 _IO_TYPES = {np.dtype(np.float32): "FLOAT", np.dtype(np.float16): "HALF",
              np.dtype(dtypes.bfloat16): "BFLOAT16"}
@@ -336,12 +337,12 @@ def conv_general_dilated(lhs, rhs, *, precision=None, **params):
     if any(p is not None for p in perms):
         lhs_p, rhs_p, out_p = perms
         new = permuted_params(params, perms)
-        lhs = lhs if lhs_p is None else cp.ascontiguousarray(lhs.transpose(lhs_p))
-        rhs = rhs if rhs_p is None else cp.ascontiguousarray(rhs.transpose(rhs_p))
+        lhs = lhs if lhs_p is None else dense(lhs.transpose(lhs_p))
+        rhs = rhs if rhs_p is None else dense(rhs.transpose(rhs_p))
         out = conv_general_dilated(lhs, rhs, precision=precision, **new)
-        return out if out_p is None else cp.ascontiguousarray(out.transpose(np.argsort(out_p)))
+        return out if out_p is None else dense(out.transpose(np.argsort(out_p)))
     _USED = True
-    lhs, rhs = cp.ascontiguousarray(lhs), cp.ascontiguousarray(rhs)
+    lhs, rhs = dense(lhs), dense(rhs)
     shape = out_shape(lhs.shape, rhs.shape, params)
     plan = _plan(m, (lhs.shape, rhs.shape, shape), lhs.dtype, precision == "tensorfloat32")
     out = cp.empty(shape, lhs.dtype)

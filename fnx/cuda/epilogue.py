@@ -1,7 +1,7 @@
 """Dense layers as one GEMM with a fused epilogue: ``act(x @ w + b)``.
 
-``fuse_dense_epilogues`` replaces each dense layer ``fnx.cuda.fusion.dense_layers`` finds (the
-same layers a lowered program's fusion groups show) with one ``dense`` equation, its activation
+``fuse_dense_epilogues`` replaces each dense layer ``fnx.cuda.fusion.dense_layers`` finds (a
+``dense`` launch in a lowered program's printed launches) with one ``dense`` equation, its activation
 included when the kernels have it (none, relu, leaky relu, sigmoid, tanh, gelu) and nothing
 outside the layer reads the values it hides. A ReLU's mask (``z > 0``, which the backward pass reads) is
 recomputed as ``h > 0`` right before its first use, where it fuses into that kernel. At run time

@@ -1,11 +1,11 @@
 """Lowering a jaxpr onto the GPU: a flat list of steps over numbered buffer slots.
 
-Chains of elementwise equations become one generated kernel each (fnx.cuda.elementwise), as do
-row groups (fnx.cuda.rows), chains ending in a sum over leading axes (fnx.cuda.columns), other
-reductions (fnx.cuda.reductions) and runs of independent chains (one multi-tensor launch);
-dot_general goes to the fastest cuBLAS or cuBLASLt kernel for its problem (fnx.cuda.gemm_table);
-every other primitive runs through the GPU backend's eager impl table, so lowering never fails
-for lack of a kernel.
+The launches come from the one fusion walk (fnx.cuda.plan): each generated kernel of the plan
+becomes a step (fnx.cuda.elementwise, rows, columns, reductions; several independent ones in
+one multi-tensor launch); dot_general goes to the fastest cuBLAS or cuBLASLt kernel for its
+problem (fnx.cuda.gemm_table); control flow lowers its bodies as programs of their own
+(fnx.cuda.control); every other primitive runs through the GPU backend's eager impl table, so
+lowering never fails for lack of a kernel.
 """
 from __future__ import annotations
 
@@ -13,22 +13,19 @@ import numpy as np
 
 from ..core import collectives, dtypes, lax
 from ..core.convolution import conv_general_dilated_p
-from ..core.jaxpr import Jaxpr, Literal, Var, dce_jaxpr
-from . import cudnn, gemm_table, scatter, solver
+from ..core.jaxpr import Jaxpr, Literal, Var
+from . import copies, cudnn, gemm_table, scatter, solver
 from .gemm_table import matmul_precision
-from .fusion import (MOVEMENT, is_fusible, leading_sum, recompute_residuals,
-                           row_group, run_end)
+from .fusion import MOVEMENT, is_fusible
 from .columns import ColumnKernel
 from .compile import compile_together
-from . import copies
 from .copies import concatenate, copy_into, dense
 from .control import lowering as control_lowering, on_device
-from .decompose import decompose
-from .epilogue import (bias_act_source, dense_p, fuse_dense_epilogues, fuse_gradient_steps,
-                       gemm_update_p)
+from .epilogue import bias_act_source, dense_p, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel
-from .reductions import ReduceKernel, reduces, split_over_blocks
-from .rows import RowKernel, joins_rows
+from .plan import plan, readers, rewrite
+from .reductions import ReduceKernel
+from .rows import RowKernel
 from .streams import Access, schedule, side_streams
 
 
@@ -63,14 +60,13 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
 
 def _as_matrix(x, batch, first, second, B, R, C):
     """``x`` as a contiguous (B, R, C) buffer, or (B, C, R) with a transpose flag."""
-    import cupy as cp
     perm = batch + first + second
     if perm == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, R, C), False
     perm_t = batch + second + first
     if perm_t == list(range(x.ndim)) and x.flags.c_contiguous:
         return x.reshape(B, C, R), True
-    return cp.ascontiguousarray(x.transpose(perm)).reshape(B, R, C), False
+    return dense(x.transpose(perm)).reshape(B, R, C), False
 
 
 def buffer_sharing(eqns) -> dict:
@@ -109,36 +105,6 @@ def pair_donations(jaxpr: Jaxpr, donated) -> dict:
     return pairs
 
 
-def fold_transposed_products(jaxpr: Jaxpr):
-    """``transpose(dot_general(a, b))`` of a 2-D product is ``dot_general(b, a)``: the backward
-    pass of a dense layer writes its weight gradient this way, and folding the transpose into
-    the product saves a copy kernel per layer."""
-    n_uses: dict = {}
-    for e in jaxpr.eqns:
-        for v in e.invars:
-            if isinstance(v, Var):
-                n_uses[v] = n_uses.get(v, 0) + 1
-    for v in jaxpr.outvars:
-        if isinstance(v, Var):
-            n_uses[v] = n_uses.get(v, 0) + 1
-    producer = {}
-    folded, dropped = {}, set()
-    for k, e in enumerate(jaxpr.eqns):
-        if e.primitive is lax.dot_general_p:
-            producer[e.outvars[0]] = k
-        elif (e.primitive is lax.transpose_p and e.params["permutation"] == (1, 0)
-              and e.invars[0] in producer and n_uses.get(e.invars[0]) == 1):
-            d = jaxpr.eqns[producer[e.invars[0]]]
-            (lc, rc), (lb, rb) = d.params["dimension_numbers"]
-            if lb or rb:
-                continue
-            params = dict(d.params, dimension_numbers=((rc, lc), ((), ())))
-            folded[producer[e.invars[0]]] = d.replace(invars=[d.invars[1], d.invars[0]],
-                                                      outvars=list(e.outvars), params=params)
-            dropped.add(k)
-    return [folded.get(k, e) for k, e in enumerate(jaxpr.eqns) if k not in dropped]
-
-
 def _fallback_sources(e):
     """``[(source, name)]`` of the kernel a dense layer's unfused candidate (cuBLAS, then bias and
     activation) runs, compiled with the program's own: a first call times that candidate. The
@@ -147,6 +113,10 @@ def _fallback_sources(e):
     if e.primitive is not dense_p:
         return []
     return [bias_act_source(e.params["act"], np.dtype(e.invars[0].aval.dtype))]
+
+
+_KERNELS = {"fused": FusedKernel, "rows": RowKernel, "columns": ColumnKernel,
+            "reduce": ReduceKernel}
 
 
 class GpuExecutable:
@@ -173,12 +143,8 @@ class GpuExecutable:
         self.labels = []         # one line per launch, for describe() and profile()
         self._at = 0             # the launch running (named when one fails)
         self.kernels = []
-        eqns = decompose(fold_transposed_products(jaxpr))
+        eqns = rewrite(jaxpr)
         cudnn.prepare_plans([e for e in eqns if e.primitive is conv_general_dilated_p])
-        eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
-        eqns = recompute_residuals(eqns, jaxpr.outvars)
-        # what the fused layers left unread (an activation's constant operands)
-        eqns = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
         # results written into donated argument buffers: output position -> argument position
         self._shares = buffer_sharing(eqns)
         pairs = pair_donations(jaxpr, donated) if outputs_into is None else outputs_into
@@ -188,43 +154,21 @@ class GpuExecutable:
         self._write_into = {jaxpr.outvars[j]: jaxpr.invars[i] for j, i in self.alias.items()}
         self.in_place = 0       # aliased results a kernel writes directly, without a copy
         self.accesses = []       # per step: the slots it reads, makes and writes in place
-        self._readers = self._reader_positions(eqns, jaxpr.outvars)
+        self._readers = readers(eqns, jaxpr.outvars)
         self._launch_of: dict = {}      # step -> a generated kernel's launch (lt_backward)
-        self._position = {id(e): k for k, e in enumerate(eqns)}
-        i, fallback_units = 0, []
-        while i < len(eqns):
-            found = row_group(eqns, i)
-            if found is None and i + 1 < len(eqns) \
-                    and eqns[i].primitive in (lax.dot_general_p, dense_p):
-                # a narrow product right before a row group over it: made in that kernel
-                found = row_group(eqns, i + 1)
-                if found is not None and not joins_rows(eqns[i], found[1]):
-                    found = None
-            if found is not None and not split_over_blocks(eqns[i:found[0]]):
-                end, shape = found
-                group, i = eqns[i:end], end
-                self._add_kernels([self._plan_fused(group, shape, self._needed(group),
-                                                    RowKernel)])
+        fallback_units = []
+        for launch in plan(eqns, jaxpr.outvars, self.sm_count):
+            if launch.kind == "kernels":
+                self._add_kernels([self._plan_part(part, eqns) for part in launch.parts])
                 continue
-            j = run_end(eqns, i)
-            if j == i:
-                fallback_units += _fallback_sources(eqns[i])
-                if leading_sum(eqns[i], None):
-                    self._add_kernels([self._plan_fused(
-                        [eqns[i]], eqns[i].invars[0].aval.shape, self._needed([eqns[i]]),
-                        ColumnKernel)])
-                elif eqns[i].primitive is gemm_update_p:
-                    self._add_gradient_step(eqns[i], i)
-                elif reduces(eqns[i]):
-                    self._add_kernels([self._plan_fused(
-                        [eqns[i]], eqns[i].invars[0].aval.shape, [], ReduceKernel)])
-                elif control_lowering(eqns[i]) is not None:
-                    self._add_control(eqns[i], control_lowering(eqns[i]))
-                else:
-                    self._add_generic(eqns[i])
-                i += 1
-                continue
-            i = self._add_elementwise_run(eqns, i, j)
+            eqn = eqns[launch.eqn]
+            if launch.kind == "gradient_step":
+                self._add_gradient_step(eqn, launch.eqn)
+            elif launch.kind == "control":
+                self._add_control(eqn, control_lowering(eqn))
+            else:
+                fallback_units += _fallback_sources(eqn)
+                self._add_generic(eqn)
         self.lt_backward = self._lt_backward(eqns, jaxpr.outvars)
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
@@ -245,8 +189,8 @@ class GpuExecutable:
         for lowering in self.nested.values():
             self.units += [u for body in lowering.bodies for u in body.exe.units]
         if not depth:
-            # with the copy kernel a captured graph's calls use
-            compile_together(self.units + [copies.UNIT])
+            # with the copy kernels a captured graph's calls and strided operands use
+            compile_together(self.units + [copies.UNIT] + copies.STRIDED_UNITS)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
@@ -334,27 +278,6 @@ class GpuExecutable:
             s = self.slot[v] = len(self.slot)
         return s
 
-    @staticmethod
-    def _reader_positions(eqns, outvars):
-        """var -> indices of the equations reading it (len(eqns) for a program output)."""
-        readers: dict = {}
-        for k, e in enumerate(eqns):
-            for v in e.invars:
-                if isinstance(v, Var):
-                    readers.setdefault(v, set()).add(k)
-        for v in outvars:
-            if isinstance(v, Var):
-                readers.setdefault(v, set()).add(len(eqns))
-        return readers
-
-    def _needed(self, group, positions=None):
-        """The values ``group`` makes that something outside it reads. ``positions`` are the
-        group's equation indices (by default read off the equations themselves)."""
-        if positions is None:
-            positions = {self._position[id(e)] for e in group}
-        return [v for e in group for v in e.outvars
-                if self._readers.get(v, set()) - positions]
-
     def _may_overwrite(self, u, positions, start):
         """Whether a kernel made of the equations at ``positions`` (of a run starting at
         ``start``) may write into donated argument ``u``'s buffer: it is u's only reader from
@@ -409,85 +332,14 @@ class GpuExecutable:
         return (kernel, [self._slot_of(v) for v in inputs], [self._slot_of(v) for v in outputs],
                 out_meta, label)
 
-    def _add_elementwise_run(self, eqns, i, j) -> int:
-        """Lower the elementwise equations ``eqns[i:j]``: one kernel per iteration shape (scalar
-        equations are recomputed inside every kernel that needs them), and kernels that do not
-        read each other's results share one launch. A sum over leading axes right after the
-        run joins the kernel that makes its operand. Returns where lowering goes on."""
-        run = list(range(i, j))
-        shape_of = {k: tuple(eqns[k].outvars[0].aval.shape) for k in run}
-        made_at = {v: k for k in run for v in eqns[k].outvars}
-        members: dict = {}
-        for k in run:
-            if shape_of[k] != ():
-                members.setdefault(shape_of[k], set()).add(k)
-
-        def with_scalar_deps(ks):
-            todo, acc = list(ks), set(ks)
-            while todo:
-                for v in eqns[todo.pop()].invars:
-                    k = made_at.get(v)
-                    if k is not None and shape_of[k] == () and k not in acc:
-                        acc.add(k)
-                        todo.append(k)
-            return acc
-        classes = {shape: with_scalar_deps(ks) for shape, ks in members.items()}
-        covered = set().union(*classes.values()) if classes else set()
-        left = [k for k in run if k not in covered]
-        if left:
-            classes[()] = with_scalar_deps(left)
-        owner: dict = {}            # an equation in several kernels is written by the first
-        for shape, ks in classes.items():
-            for k in ks:
-                owner.setdefault(k, shape)
-        deps = {shape: {owner[made_at[v]] for k in ks for v in eqns[k].invars
-                        if v in made_at and made_at[v] not in ks} for shape, ks in classes.items()}
-        level: dict = {}
-
-        def level_of(shape):
-            if shape not in level:
-                level[shape] = 1 + max((level_of(d) for d in deps[shape]), default=-1)
-            return level[shape]
-        for shape in classes:
-            level_of(shape)
-        # a leading-axes sum of a value one (final) kernel makes becomes that kernel's epilogue
-        column = None
-        if j < len(eqns) and leading_sum(eqns[j], None):
-            src = made_at.get(eqns[j].invars[0])
-            shape = tuple(eqns[j].invars[0].aval.shape)
-            # (not over data movement: a column kernel has few threads, each running the
-            # whole chain for many rows, where index arithmetic costs more than a load)
-            if src is not None and owner[src] == shape and shape in classes and \
-                    not any(shape in d for d in deps.values()) and \
-                    not any(eqns[k].primitive in MOVEMENT for k in classes[shape]):
-                column = shape
-        last = max(level.values())
-        for lvl in range(last + 1):
-            # a step's cursor promises that every equation before it is done: inside the run
-            # that holds only once the last level has run
-            parts = []
-            for shape, ks in classes.items():
-                if level[shape] != lvl:
-                    continue
-                order = sorted(ks)
-                group = [eqns[k] for k in order]
-                mine = {k for k in ks if owner[k] == shape}
-                outputs = [v for k in order if k in mine for v in eqns[k].outvars
-                           if self._readers.get(v, set()) - ks]
-                if shape == column:
-                    self._add_kernels([self._plan_fused(group + [eqns[j]], shape, [
-                        v for v in outputs if self._readers[v] != {j}] + [eqns[j].outvars[0]],
-                        ColumnKernel)])
-                    continue
-                if not outputs:
-                    continue    # nothing it makes is read: no launch
-                positions = set(ks)
-                parts.append(self._plan_fused(
-                    group, shape, outputs, FusedKernel,
-                    overwrite=lambda u, positions=positions: self._may_overwrite(u, positions, i)))
-            if parts:
-                self._add_kernels(parts)
-        return j + (column is not None)
+    def _plan_part(self, part, eqns):
+        """``_plan_fused`` of one kernel of the plan; a kernel of an elementwise run may write
+        straight into a donated buffer that nothing reads after it."""
+        positions = set(part.eqns)
+        overwrite = None if part.start is None else \
+            (lambda u: self._may_overwrite(u, positions, part.start))
+        return self._plan_fused([eqns[k] for k in part.eqns], part.shape, list(part.outputs),
+                                _KERNELS[part.kind], overwrite=overwrite)
 
     def _add_kernels(self, parts):
         """One launch for the planned kernels: the kernel itself, or a MultiKernel of several

@@ -1,6 +1,5 @@
-"""How the GPU groups a jaxpr's equations into kernels: the rules its lowering
-(fnx/cuda/executable.py) follows, and ``fusion_groups``, the same rules as plain data that
-``jit(f).lower(...).as_text()`` prints.
+"""The rules by which the GPU groups a jaxpr's equations into kernels; fnx.cuda.plan walks a
+program with them once, and both lowering and ``jit(f).lower(...).as_text()`` use that walk.
 
 The groups: an elementwise chain over one iteration shape (with the data movement of values made
 before it, done as index arithmetic on its loads); a chain ending in a sum over leading axes; a
@@ -13,37 +12,18 @@ cheap elementwise work instead of loading its results. Nothing here imports CuPy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import Array, EvalTrace, get_backend, set_current_trace
-from ..core.jaxpr import Jaxpr, Literal, Var, _Namer, pp_jaxpr
+from ..core.jaxpr import Literal, Var
 from ..core.passes import (ELEMENTWISE, ROW_REDUCTIONS, _literal_value, _renamed,
                            _row_pick, is_constant, is_fusible, row_reduction_space)
 
 ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
 SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
-
-
-@dataclass(frozen=True)
-class FusionGroup:
-    """Equations a backend can run as one kernel.
-
-    ``kind``: "elementwise", "reduction", "rows", "dot_epilogue" or "single";
-    ``eqn_indices``: positions in ``jaxpr.eqns``, increasing; ``inputs``: the Vars the group
-    reads from outside; ``outputs``: the Vars it defines that are read after it (or returned);
-    ``shape``: the iteration shape; ``activation``: a dot epilogue's ("none", "relu", "tanh",
-    "logistic", "gelu_tanh", "gelu_erf"), else None.
-    """
-    kind: str
-    eqn_indices: tuple
-    inputs: tuple
-    outputs: tuple
-    shape: tuple
-    activation: str | None = None
 
 
 SMALL_PRODUCT_K = 16
@@ -264,11 +244,10 @@ def row_accepts(eqn, space) -> bool:
     return p in ELEMENTWISE
 
 
-def row_group(eqns, i, claimed=()):
-    """The longest row group starting at ``eqns[i]`` (and before any index in ``claimed``):
-    ``(end, space)`` or None."""
+def row_group(eqns, i):
+    """The longest row group starting at ``eqns[i]``: ``(end, space)`` or None."""
     j, space = i, None
-    while j < len(eqns) and j not in claimed:
+    while j < len(eqns):
         space = row_reduction_space(eqns[j])
         if space is not None or eqns[j].primitive in ROW_REDUCTIONS:
             break       # the first reduction decides the row space (none: no row group)
@@ -278,10 +257,10 @@ def row_group(eqns, i, claimed=()):
     if not space:
         return None
     k = i
-    while k < len(eqns) and k not in claimed and row_accepts(eqns[k], space):
+    while k < len(eqns) and row_accepts(eqns[k], space):
         k += 1
     has_reduction = any(row_reduction_space(e) == space for e in eqns[i:k])
-    return (_total_tail(eqns, k, space, claimed), space) if has_reduction else None
+    return (_total_tail(eqns, k, space), space) if has_reduction else None
 
 
 def row_total(eqn, space) -> bool:
@@ -302,12 +281,12 @@ def _scalar_only(eqn, space) -> bool:
                     for v in vs))
 
 
-def _total_tail(eqns, k, space, claimed):
+def _total_tail(eqns, k, space):
     """Where a row group ending at ``k`` ends once the reductions of its per-row values to single
     values, and the scalar arithmetic after them, join it. Nothing per row may follow a total:
     the rows are done by then."""
     end, totals = k, False
-    while end < len(eqns) and end not in claimed:
+    while end < len(eqns):
         if row_total(eqns[end], space):
             totals = True
         elif not (totals and _scalar_only(eqns[end], space)):
@@ -326,25 +305,6 @@ def leading_sum(eqn, shape) -> bool:
         return False
     return ((shape is None or in_shape == tuple(shape)) and 0 < len(axes)
             and axes == tuple(range(len(axes))) and dtypes.kind(eqn.invars[0].aval.dtype) == "f")
-
-
-def _elementwise_chain(eqns, i, claimed):
-    """The elementwise chain starting at ``eqns[i]``: ``(end, shape)``."""
-    shape, produced, j = None, set(), i
-    while j < len(eqns) and j not in claimed and joins_run(eqns[j], produced):
-        e = eqns[j]
-        if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in produced:
-            break       # broadcasting an intermediate needs another iteration shape
-        out_shape = tuple(e.outvars[0].aval.shape)
-        if shape is not None and out_shape not in (shape, ()):
-            break       # (a chain that starts with scalars stays scalar, as on the GPU)
-        if shape is None:
-            shape = out_shape
-        produced.update(e.outvars)
-        j += 1
-    if products_only(eqns[i:j]):
-        return i, None
-    return j, shape
 
 
 # -- dense layers: dot_general + bias + activation
@@ -412,8 +372,8 @@ def dense_layers(eqns, outvars) -> list[DenseLayer]:
     """Every dense layer in ``eqns``: a 2-D product, a bias added along rows, and the
     activation its biased result ``z`` goes through (relu as ``max(z, 0)`` or
     ``select_n(z > 0, 0, z)``, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
-    logistic, or gelu, tanh or erf form, checked on probe values). Both the fusion groups a
-    lowered program shows and the GPU's dense-layer kernels come from here."""
+    logistic, or gelu, tanh or erf form, checked on probe values); the GPU's dense-layer
+    calls (fnx.cuda.epilogue) come from here."""
     producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
     users = _uses(eqns, outvars)
     layers = []
@@ -630,123 +590,3 @@ def _slice_within(v, known, eqns):
     return needed
 
 
-def _convex(indices, eqns) -> bool:
-    """Whether no equation between the group's first and last defines one of its inputs, so
-    the group can run as one step at its first equation (equations between that read its
-    results run after it anyway: they belong to later groups)."""
-    lo, hi = min(indices), max(indices)
-    ins = {v for k in indices for v in eqns[k].invars if isinstance(v, Var)}
-    return not any(v in ins for k in range(lo, hi + 1) if k not in indices
-                   for v in eqns[k].outvars)
-
-
-def _dot_epilogues(jaxpr):
-    """``[(indices, activation, shape)]``: each dense layer ``act(x @ w + b)`` in ``jaxpr``."""
-    eqns = jaxpr.eqns
-    found, taken = [], set()
-    for layer in dense_layers(eqns, jaxpr.outvars):
-        act, indices = layer.act, layer.indices()
-        base = {layer.dot, layer.bias, layer.add}
-        if act != "none" and (indices & taken or not _convex(indices, eqns)):
-            act, indices = "none", base     # the product and its bias, at least
-        if indices & taken or not _convex(indices, eqns):
-            continue
-        taken |= indices
-        found.append((tuple(sorted(indices)), act, eqns[layer.add].outvars[0].aval.shape))
-    return found
-
-
-# -- grouping
-
-
-def _group(kind, indices, jaxpr, users, activation=None, shape=None) -> FusionGroup:
-    eqns = jaxpr.eqns
-    members = set(indices)
-    produced = [v for k in indices for v in eqns[k].outvars]
-    produced_set = set(produced)
-    inputs: list = []
-    for k in indices:
-        for v in eqns[k].invars:
-            if isinstance(v, Var) and v not in produced_set and v not in inputs:
-                inputs.append(v)
-    outputs = [v for v in produced if any(u not in members for u in users.get(v, ()))]
-    if shape is None:
-        shape = tuple(eqns[indices[-1]].outvars[0].aval.shape) if eqns[indices[-1]].outvars \
-            else ()
-    return FusionGroup(kind, tuple(indices), tuple(inputs), tuple(outputs), tuple(shape),
-                       activation)
-
-
-def fusion_groups(jaxpr: Jaxpr) -> list[FusionGroup]:
-    """Partition ``jaxpr``'s equations into fusion groups, in an order that runs them correctly
-    (each group as one step at its first equation).
-
-    >>> [g.kind for g in fnx.jit(mlp_step).lower(params, x, y).fusion_groups][:4]
-    ['dot_epilogue', 'dot_epilogue', 'dot_epilogue', 'rows']
-    """
-    eqns = jaxpr.eqns
-    users = _uses(jaxpr.eqns, jaxpr.outvars)
-    claimed: dict = {}
-    for indices, act, shape in _dot_epilogues(jaxpr):
-        for k in indices:
-            claimed[k] = (indices, act, shape)
-    groups: list = []
-    i = 0
-    while i < len(eqns):
-        if i in claimed:
-            indices, act, shape = claimed[i]
-            if i == indices[0]:
-                groups.append(_group("dot_epilogue", indices, jaxpr, users, act, shape))
-            i += 1
-            continue
-        rows = row_group(eqns, i, claimed)
-        if rows is not None:
-            end, space = rows
-            groups.append(_group("rows", range(i, end), jaxpr, users, shape=space))
-            i = end
-            continue
-        end, shape = _elementwise_chain(eqns, i, claimed)
-        if end < len(eqns) and end not in claimed and \
-                leading_sum(eqns[end], shape if end > i else None):
-            space = eqns[end].invars[0].aval.shape
-            groups.append(_group("reduction", range(i, end + 1), jaxpr, users, shape=space))
-            i = end + 1
-        elif end > i:
-            groups.append(_group("elementwise", range(i, end), jaxpr, users, shape=shape))
-            i = end
-        else:
-            groups.append(_group("single", [i], jaxpr, users))
-            i += 1
-    return groups
-
-
-def _indices_str(indices) -> str:
-    """``0-3,7``: runs of consecutive equation indices."""
-    runs, start = [], indices[0]
-    for a, b in zip(indices, list(indices[1:]) + [None]):
-        if b != a + 1:
-            runs.append(f"{start}" if start == a else f"{start}-{a}")
-            start = b
-    return ",".join(runs)
-
-
-def pp_fusion_groups(jaxpr: Jaxpr, groups, namer=None) -> str:
-    """One line per group: kind, iteration shape, equations, inputs -> outputs, in the
-    variable names of ``pp_jaxpr(jaxpr, namer=namer)``.
-
-    >>> print(pp_fusion_groups(jaxpr, fusion_groups(jaxpr)))
-    fusion groups (1):
-      0: elementwise [3] eqns 0-1: (a) -> (c)  sin mul
-    """
-    if namer is None:
-        namer = _Namer()
-        pp_jaxpr(jaxpr, namer=namer)       # names in the order the printed jaxpr gives them
-    lines = [f"fusion groups ({len(groups)}):"]
-    for n, g in enumerate(groups):
-        kind = g.kind + (f"[{g.activation}]" if g.activation else "")
-        prims = " ".join(jaxpr.eqns[k].primitive.name for k in g.eqn_indices)
-        ins = " ".join(map(namer, g.inputs))
-        outs = " ".join(map(namer, g.outputs))
-        lines.append(f"  {n}: {kind} [{','.join(map(str, g.shape))}] "
-                     f"eqns {_indices_str(g.eqn_indices)}: ({ins}) -> ({outs})  {prims}")
-    return "\n".join(lines)

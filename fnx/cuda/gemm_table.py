@@ -1,8 +1,9 @@
 """The kernel table for products: for each problem (shape, layout, dtype, precision, epilogue)
 the candidates are cublasGemmEx with cuBLAS's own choice, the algorithms cuBLASLt's heuristic
-offers, and fnx's generated kernels for the shape (fnx.cuda.small_gemm, fnx.cuda.split_gemm).
-The first eager call of a problem times them on the device and keeps the fastest; the choice is
-remembered in memory and on disk (``$FNX_CACHE_DIR`` or ``~/.cache/fnx``), so later processes
+offers, and fnx's generated kernels for the shape (fnx.cuda.small_gemm, fnx.cuda.split_gemm);
+cuBLASLt's backward-pass epilogues compete the same way (fnx.cuda.lt_backward). The first eager
+call of a problem times them on the device and keeps the fastest in :class:`ChoiceTable`
+(``TABLE``), in memory and on disk (``$FNX_CACHE_DIR`` or ``~/.cache/fnx``), so later processes
 skip the timing. During stream capture an unknown problem uses cublasGemmEx.
 """
 from __future__ import annotations
@@ -24,18 +25,6 @@ from .elementwise import C_TYPES
 
 # raised whenever the candidates change, so that choices made among older ones are timed again
 TABLE_VERSION = 2
-_choices: dict = {}          # key -> "gemmex", "lt:<algorithm index>" or a small_gemm kind
-_plans: dict = {}
-_loaded = False
-# A jitted program's first call does not wait for generated candidates to compile: its problems
-# are timed without the ones not yet built, and those choices are provisional (kept off the
-# disk). The kernels left out compile in the background after that call (``compile_deferred``);
-# each time a batch is built, ``upgrades`` goes up, and a captured graph that predates it is
-# captured again (fnx.cuda.graph), timing them then.
-_provisional: dict = {}      # key -> the (source, name) units left out of its timing
-_deferred: list = []         # units left out, not yet handed to the compiler
-upgrades = 0
-_impatient = 0
 
 
 def cache_file() -> str:
@@ -48,12 +37,6 @@ def cache_file() -> str:
     cublas = f"-cublas{cp.cuda.get_cublas_version()}" \
         if hasattr(cp.cuda, "get_cublas_version") else ""
     return os.path.join(root, f"gemm-v{TABLE_VERSION}-{tag}{cublas}.json")
-
-
-def _load():
-    global _loaded
-    _loaded = True
-    _choices.update(read_choices(cache_file()))
 
 
 # -- the cache file (plain JSON: {problem key: choice}); nothing here needs CuPy
@@ -143,50 +126,6 @@ def known_choice(choice, kinds) -> bool:
                                         or re.fullmatch(r"lt:\d+", choice) is not None)
 
 
-@contextlib.contextmanager
-def impatient():
-    """Within it, a problem's generated candidates not yet compiled are left out of its timing,
-    and the choice is provisional until they are compiled (see ``upgrades``)."""
-    global _impatient
-    _impatient += 1
-    try:
-        yield
-    finally:
-        _impatient -= 1
-
-
-def _upgrade_ready():
-    global upgrades
-    upgrades += 1
-
-
-def compile_deferred() -> None:
-    """Start compiling, in the background, the candidates impatient calls left out; once they
-    are built, ``upgrades`` goes up."""
-    from .compile import compile_together, when_compiled
-    global _deferred
-    units, _deferred = _deferred, []
-    if units:
-        compile_together(units)
-        when_compiled(units, _upgrade_ready)
-
-
-def _save():
-    write_choices(cache_file(), {k: v for k, v in _choices.items() if k not in _provisional})
-
-
-def _plan(key, args):
-    plan = _plans.get(key)
-    if plan is None:
-        from .cublaslt import Plan
-        try:
-            plan = Plan(*args, max_algos=32)
-        except (RuntimeError, OSError, AttributeError):
-            plan = None
-        _plans[key] = plan
-    return plan
-
-
 @functools.lru_cache(maxsize=None)
 def _timing_stream(device: int):
     """The stream candidates are timed on, one per device, with its cuBLAS handle."""
@@ -256,15 +195,6 @@ def _select(candidates, flops):
     return min(timed, key=timed.get) if timed else "gemmex"
 
 
-def _generated(key, kind, args, epilogue):
-    from .small_gemm import SmallGemm
-    k = (key, kind)
-    g = _plans.get(k)
-    if g is None:
-        g = _plans[k] = SmallGemm(kind, *args, epilogue=epilogue)
-    return g
-
-
 def _lt_count(flops, most):
     """How many cuBLASLt algorithms to time: all offered for small problems, few for big ones
     (each timing run of a big GEMM costs milliseconds of the first call; on an H100 the
@@ -272,58 +202,144 @@ def _lt_count(flops, most):
     return most if flops < 1e9 else 4 if flops < 1e11 else 2
 
 
-def _fastest(key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=None, run=None):
-    """Run problem ``key`` with its fastest candidate, timing them the first time: ``fallback``
-    (cuBLAS's own choice, or the unfused pair), cuBLASLt algorithm ``i`` as ``lt_run(plan, i,
-    timing)``, or a generated kernel of one of ``kinds`` as ``run(make(kind), timing)``.
-    ``timing`` is True while candidates are timed (a candidate that must not touch its real
-    output then writes elsewhere)."""
-    import cupy as cp
-    if not _loaded:
-        _load()
-    from .compile import compile_together, ready
-    choice = _choices.get(key)
-    if choice is not None and not known_choice(choice, kinds):
-        # a cache file from another fnx, or edited: time this problem again (and save)
-        _warn_once(cache_file(), f"the unknown choice {choice!r} for {key}")
-        del _choices[key]
-        choice = None
-    capturing = cp.cuda.get_current_stream().is_capturing()
-    waiting = _provisional.get(key)
-    if not isinstance(choice, str) or waiting is not None and not capturing and (
-            not _impatient or all(ready(u) for u in waiting)):
-        if capturing:
-            return fallback(False)
-        plan = _plan(key, plan_args) if plan_args is not None else None
-        candidates = {"fallback": lambda: fallback(True)}
-        for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
-            candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
-        made = {kind: make(kind) for kind in kinds}
-        units = {kind: (g.source, g.name) for kind, g in made.items()}
-        left_out = [kind for kind in made if _impatient and not ready(units[kind])]
-        if not _impatient:
-            compile_together(list(units.values()))
-        candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()
-                           if kind not in left_out})
-        choice = _choices[key] = _select(candidates, flops)
+class ChoiceTable:
+    """The timed choices of this process, ``{problem key: choice}``: cuBLAS's own
+    (``"fallback"``), a cuBLASLt algorithm (``"lt:<i>"``, or ``"lt:<i>:<j>"`` for a forward and
+    backward pair), a generated kernel's kind, or ``"fnx"`` (fnx's own launches won).
+
+    A jitted program's first call does not wait for generated candidates to compile
+    (``impatient``): its problems are timed without the ones not yet built, and those choices are
+    provisional (kept off the disk). The kernels left out compile in the background after that
+    call (``compile_deferred``); each time a batch is built, ``upgrades`` goes up, and a captured
+    graph that predates it is captured again (fnx.cuda.graph), timing them then.
+    """
+
+    def __init__(self):
+        self.choices: dict = {}
+        self.plans: dict = {}            # cuBLASLt plans and generated kernels, by problem
+        self.loaded = False
+        self.provisional: dict = {}      # key -> the (source, name) units left out of its timing
+        self.deferred: list = []         # units left out, not yet handed to the compiler
+        self.upgrades = 0
+        self._impatient = 0
+
+    def choice(self, key):
+        """The choice remembered for ``key`` (this process's, else the cache file's), or None."""
+        if not self.loaded:
+            self.loaded = True
+            self.choices.update(read_choices(cache_file()))
+        return self.choices.get(key)
+
+    def remember(self, key, choice, left_out=()) -> None:
+        """Keep ``choice`` for ``key``: on disk too, unless candidates (``left_out`` units)
+        were not yet compiled when it was timed."""
+        self.choices[key] = choice
         if left_out:
-            _provisional[key] = [units[kind] for kind in left_out]
-            _deferred.extend(u for u in _provisional[key] if u not in _deferred)
-        else:
-            _provisional.pop(key, None)
-            _save()
-    if choice.startswith("lt:") and plan_args is not None:
-        plan = _plan(key, plan_args)
-        i = int(choice[3:])
-        if plan is not None and i < len(plan.algos):
-            return lt_run(plan, i, False)
-    elif choice in kinds:
-        from .small_gemm import Misaligned
+            self.provisional[key] = list(left_out)
+            self.deferred.extend(u for u in left_out if u not in self.deferred)
+            return
+        self.provisional.pop(key, None)
+        write_choices(cache_file(), {k: v for k, v in self.choices.items()
+                                     if k not in self.provisional})
+
+    def forget(self, key) -> None:
+        """Time ``key`` again at its next eager call (in this process)."""
+        self.choices.pop(key, None)
+        self.provisional.pop(key, None)
+
+    @contextlib.contextmanager
+    def impatient(self):
+        """Within it, a problem's generated candidates not yet compiled are left out of its
+        timing, and the choice is provisional until they are compiled."""
+        self._impatient += 1
         try:
-            return run(make(choice), False)
-        except Misaligned:
-            pass
-    return fallback(False)
+            yield
+        finally:
+            self._impatient -= 1
+
+    def compile_deferred(self) -> None:
+        """Start compiling, in the background, the candidates impatient calls left out; once
+        they are built, ``upgrades`` goes up."""
+        from .compile import compile_together, when_compiled
+        units, self.deferred = self.deferred, []
+        if units:
+            compile_together(units)
+            when_compiled(units, self._upgrade_ready)
+
+    def _upgrade_ready(self):
+        self.upgrades += 1
+
+    def plan(self, key, args):
+        """The cuBLASLt plan of problem ``key`` (``cublaslt.Plan(*args)``), made once; None where
+        cuBLASLt has none."""
+        plan = self.plans.get(key)
+        if plan is None and key not in self.plans:
+            from .cublaslt import Plan
+            try:
+                plan = Plan(*args, max_algos=32)
+            except (RuntimeError, OSError, AttributeError):
+                plan = None
+            self.plans[key] = plan
+        return plan
+
+    def generated(self, key, kind, args, epilogue):
+        """fnx's generated kernel of ``kind`` for problem ``key``, made once."""
+        from .small_gemm import SmallGemm
+        k = (key, kind)
+        g = self.plans.get(k)
+        if g is None:
+            g = self.plans[k] = SmallGemm(kind, *args, epilogue=epilogue)
+        return g
+
+    def fastest(self, key, plan_args, flops, fallback, lt_run, most=8, kinds=(), make=None,
+                run=None):
+        """Run problem ``key`` with its fastest candidate, timing them the first time: ``fallback``
+        (cuBLAS's own choice, or the unfused pair), cuBLASLt algorithm ``i`` as ``lt_run(plan, i,
+        timing)``, or a generated kernel of one of ``kinds`` as ``run(make(kind), timing)``.
+        ``timing`` is True while candidates are timed (a candidate that must not touch its real
+        output then writes elsewhere)."""
+        import cupy as cp
+        from .compile import compile_together, ready
+        choice = self.choice(key)
+        if choice is not None and not known_choice(choice, kinds):
+            # a cache file from another fnx, or edited: time this problem again (and save)
+            _warn_once(cache_file(), f"the unknown choice {choice!r} for {key}")
+            del self.choices[key]
+            choice = None
+        capturing = cp.cuda.get_current_stream().is_capturing()
+        waiting = self.provisional.get(key)
+        if not isinstance(choice, str) or waiting is not None and not capturing and (
+                not self._impatient or all(ready(u) for u in waiting)):
+            if capturing:
+                return fallback(False)
+            plan = self.plan(key, plan_args) if plan_args is not None else None
+            candidates = {"fallback": lambda: fallback(True)}
+            for i in range(min(len(plan.algos) if plan else 0, _lt_count(flops, most))):
+                candidates[f"lt:{i}"] = lambda i=i: lt_run(plan, i, True)
+            made = {kind: make(kind) for kind in kinds}
+            units = {kind: (g.source, g.name) for kind, g in made.items()}
+            left_out = [kind for kind in made if self._impatient and not ready(units[kind])]
+            if not self._impatient:
+                compile_together(list(units.values()))
+            candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()
+                               if kind not in left_out})
+            choice = _select(candidates, flops)
+            self.remember(key, choice, [units[kind] for kind in left_out])
+        if choice.startswith("lt:") and plan_args is not None:
+            plan = self.plan(key, plan_args)
+            i = int(choice[3:])
+            if plan is not None and i < len(plan.algos):
+                return lt_run(plan, i, False)
+        elif choice in kinds:
+            from .small_gemm import Misaligned
+            try:
+                return run(make(choice), False)
+            except Misaligned:
+                pass
+        return fallback(False)
+
+
+TABLE = ChoiceTable()
 
 
 def _sizes(out, a, trans_a):
@@ -348,12 +364,12 @@ def matmul_into(out, a, b, trans_a: bool, trans_b: bool, precision: str, batch: 
         if np.dtype(out.dtype) == dtype else []
     if kinds and not generated:     # a choice among fewer candidates, remembered apart
         kinds, key = [], key + "-cublas"
-    return _fastest(
+    return TABLE.fastest(
         key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision, batch),
         2.0 * m * n * k * batch,
         lambda timing: cublas.matmul_into(out, a, b, trans_a, trans_b, precision, batch=batch),
         lambda plan, i, timing: plan(out, a, b, i), most=16, kinds=kinds,
-        make=lambda kind: _generated(key, kind, small_args, PLAIN),
+        make=lambda kind: TABLE.generated(key, kind, small_args, PLAIN),
         run=lambda g, timing: g(out, a, b))
 
 
@@ -375,18 +391,16 @@ def dense_into(out, a, b, bias, act, trans_a, trans_b, precision):
     def unfused(timing):
         matmul_into(out, a, b, trans_a, trans_b, precision, generated=False)
         bias_act_(out, bias, act)
-    if not _loaded:
-        _load()
-    if not isinstance(_choices.get(key), str):
+    if not isinstance(TABLE.choice(key), str):
         import cupy as cp
         if not cp.cuda.get_current_stream().is_capturing():
             # the plain GEMM picks its own kernel first, outside the timing of this one
             matmul_into(out, a, b, trans_a, trans_b, precision, generated=False)
-    return _fastest(key, lt_args, 2.0 * m * n * k, unfused,
+    return TABLE.fastest(key, lt_args, 2.0 * m * n * k, unfused,
                     lambda plan, i, timing: plan(out, a, b, i, bias=bias),
                     kinds=SmallGemm.candidates(m, n, k, dtype, 1, trans_a),
-                    make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
-                                                 epilogue),
+                    make=lambda kind: TABLE.generated(key, kind,
+                                                      (m, n, k, trans_a, trans_b, dtype), epilogue),
                     run=lambda g, timing: g(out, a, b, bias))
 
 
@@ -430,17 +444,12 @@ def update_into(out, a, b, c, alpha, trans_a, trans_b, precision):
         if dst is not c:
             cp.copyto(dst, c)
         cublas.matmul_into(dst, a, b, trans_a, trans_b, precision, alpha=alpha, beta=1.0)
-    return _fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision),
+    return TABLE.fastest(key, (m, n, k, trans_a, trans_b, dtype, out.dtype, precision),
                     2.0 * m * n * k, gemmex,
                     lambda plan, i, timing: plan(target(timing), a, b, i, c=c, alpha=alpha,
                                                  beta=1.0),
                     kinds=SmallGemm.candidates(m, n, k, dtype, 1, trans_a),
-                    make=lambda kind: _generated(key, kind, (m, n, k, trans_a, trans_b, dtype),
-                                                 epilogue),
+                    make=lambda kind: TABLE.generated(key, kind,
+                                                      (m, n, k, trans_a, trans_b, dtype), epilogue),
                     run=lambda g, timing: g(target(timing), a, b, c))
 
-
-def choice_for(key):
-    if not _loaded:
-        _load()
-    return _choices.get(key)

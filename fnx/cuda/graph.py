@@ -123,14 +123,14 @@ class GraphExecutable:
 
     def __call__(self, *args):
         self.calls += 1
-        if self.graph is not None and gemm_table.upgrades != self._upgrades:
+        if self.graph is not None and gemm_table.TABLE.upgrades != self._upgrades:
             self._recapture(args)
         if self.graph is None and self.calls == 2 and self.reason is None:
             self._capture(args)
         if self.graph is None:
-            with gemm_table.impatient():
+            with gemm_table.TABLE.impatient():
                 outs = self.executable(*args)
-            gemm_table.compile_deferred()
+            gemm_table.TABLE.compile_deferred()
             note_written([args[i] for i in self._donated])
             return outs
         return self._replay(args)
@@ -138,9 +138,9 @@ class GraphExecutable:
     def _recapture(self, args):
         """Generated GEMM kernels that were still compiling when the graph was captured are
         ready: one run without the graph times them, and the graph is captured again."""
-        with gemm_table.impatient():
+        with gemm_table.TABLE.impatient():
             self._plain_executable()(*args)
-        gemm_table.compile_deferred()
+        gemm_table.TABLE.compile_deferred()
         self.recaptures += 1
         self.graph = None
         self._capture(args)
@@ -264,7 +264,7 @@ class GraphExecutable:
     def _capture(self, args):
         import cupy as cp
         exe = self.executable
-        self._upgrades = gemm_table.upgrades
+        self._upgrades = gemm_table.TABLE.upgrades
         static_in = [dense_copy(a) for a in args]
         cp.cuda.get_current_stream().synchronize()
         schedules = [exe.schedule] + ([exe.single] if exe.single is not exe.schedule else [])

@@ -27,6 +27,7 @@ from ..core import lax
 from ..core.jaxpr import Var
 from .fusion import (GELU_SLOPES, is_constant, kernel_ids, probe_values,
                            small_product)
+from . import gemm_table
 from .copies import dense
 from .epilogue import dense_p, product_layout
 
@@ -173,11 +174,9 @@ class _Choice:
     and the column kernel fnx's path launches after the product, run on scratch outputs."""
 
     def __init__(self, key, column_launch, flops):
-        from . import gemm_table
         self.key, self.column_launch, self.flops = key, column_launch, flops
-        self._table = gemm_table
+        self._table = gemm_table.TABLE
         self.lt = False          # the path of the current call
-
 
     def _column_on(self, env, scratch):
         """A launch of the column kernel reading ``scratch[slot]`` for the slots given there
@@ -189,8 +188,7 @@ class _Choice:
         return lambda: launch(grid, block, args, shared_mem=shared)
 
     def _remember(self, choice):
-        self._table._choices[self.key] = choice
-        self._table._save()
+        self._table.remember(self.key, choice)
 
     def column(self, run):
         def step(env):
@@ -228,10 +226,10 @@ class ReluPair(_Choice):
     def _plans(self):
         from .cublaslt import aux_shape
         t = self._table
-        fwd = t._plan(self.key + "-fwd", (self.m, self.n, self.k, *self.fwd_layout, np.float32,
+        fwd = t.plan(self.key + "-fwd", (self.m, self.n, self.k, *self.fwd_layout, np.float32,
                                           np.float32, self.fwd_precision, 1, True, True,
                                           "relu_aux_bias"))
-        bwd = t._plan(self.key + "-bwd", (self.m, self.n, self.k2, *self.bwd_layout,
+        bwd = t.plan(self.key + "-bwd", (self.m, self.n, self.k2, *self.bwd_layout,
                                           np.float32, np.float32, self.bwd_precision, 1, True,
                                           True, "drelu_bgrad"))
         if fwd is None or bwd is None or not fwd.algos or not bwd.algos:
@@ -243,7 +241,7 @@ class ReluPair(_Choice):
         return fwd, bwd
 
     def _algos(self):
-        choice = self._table.choice_for(self.key)
+        choice = self._table.choice(self.key)
         if isinstance(choice, str) and choice.startswith("lt:"):
             fi, bi = map(int, choice[3:].split(":"))
             plans = self._plans()
@@ -275,7 +273,7 @@ class ReluPair(_Choice):
                 env[self.gz], env[self.db] = gz, db
                 return
             run(env)
-            if self._table.choice_for(self.key) is None \
+            if self._table.choice(self.key) is None \
                     and not cp.cuda.get_current_stream().is_capturing():
                 self._choose(env)
         return step
@@ -284,15 +282,14 @@ class ReluPair(_Choice):
         """Time both paths on this call's operands (into scratch outputs) and remember the
         faster: ``"fnx"`` or ``"lt:<forward algorithm>:<backward algorithm>"``."""
         import cupy as cp
-        t = self._table
         x, w, b, g, w2 = (dense(env[s]) for s in (self.x, self.w, self.b, self.g, self.w2))
         h_s, gh_s, gz_s = (cp.empty((self.m, self.n), np.float32) for _ in range(3))
         db_s = cp.empty(self.n, np.float32)
         column = self._column_on(env, {self.gh: gh_s, self.gz: gz_s, self.db: db_s})
 
         def fnx_path():
-            t.dense_into(h_s, x, w, b, "relu", *self.fwd_layout, self.fwd_precision)
-            t.matmul_into(gh_s, g, w2, *self.bwd_layout, self.bwd_precision)
+            gemm_table.dense_into(h_s, x, w, b, "relu", *self.fwd_layout, self.fwd_precision)
+            gemm_table.matmul_into(gh_s, g, w2, *self.bwd_layout, self.bwd_precision)
             column()
         candidates = {"fnx": fnx_path}      # and each half's algorithms, timed alone
         plans = self._plans()
@@ -304,7 +301,7 @@ class ReluPair(_Choice):
             for i in range(min(len(bwd.algos), 8)):
                 candidates[("backward", i)] = lambda i=i: bwd(gz_s, g, w2, i, bias=db_s,
                                                               aux=self._bits)
-        times = t.timings(candidates, self.flops)
+        times = gemm_table.timings(candidates, self.flops)
         best = {half: min(((v, name[1]) for name, v in times.items() if name[0] == half),
                           default=None) for half in ("forward", "backward")}
         choice = "fnx"
@@ -314,7 +311,7 @@ class ReluPair(_Choice):
         self._remember(choice)
 
     def describe(self) -> str:
-        choice = self._table.choice_for(self.key)
+        choice = self._table.choice(self.key)
         path = ("cuBLASLt RELU_AUX_BIAS + DRELU_BGRAD" if isinstance(choice, str)
                 and choice.startswith("lt:") else "fnx's kernels" if choice else
                 "not yet timed")
@@ -341,7 +338,7 @@ class GeluBackward(_Choice):
                          f"-{self.precision}", column_launch, match.flops)
 
     def _plan(self):
-        plan = self._table._plan(self.key, (self.m, self.n, self.k, *self.layout, np.float32,
+        plan = self._table.plan(self.key, (self.m, self.n, self.k, *self.layout, np.float32,
                                             np.float32, self.precision, 1, True, True,
                                             "dgelu_bgrad"))
         return plan if plan is not None and plan.algos else None
@@ -349,7 +346,7 @@ class GeluBackward(_Choice):
     def product(self, run):
         def step(env):
             import cupy as cp
-            choice = self._table.choice_for(self.key)
+            choice = self._table.choice(self.key)
             if choice is None and not cp.cuda.get_current_stream().is_capturing():
                 choice = self._choose(env)
             plan = self._plan() if isinstance(choice, str) and choice.startswith("lt:") \
@@ -367,26 +364,25 @@ class GeluBackward(_Choice):
         """Time both paths on this call's operands (into scratch outputs) and remember the
         faster: ``"fnx"`` or ``"lt:<algorithm>"``."""
         import cupy as cp
-        t = self._table
         g, w2, z = (dense(env[s]) for s in (self.g, self.w2, self.z))
         gh_s, gz_s = (cp.empty((self.m, self.n), np.float32) for _ in range(2))
         db_s = cp.empty(self.n, np.float32)
         column = self._column_on(env, {self.gh: gh_s, self.gz: gz_s, self.db: db_s})
 
         def fnx_backward():
-            t.matmul_into(gh_s, g, w2, *self.layout, self.precision)
+            gemm_table.matmul_into(gh_s, g, w2, *self.layout, self.precision)
             column()
         candidates = {"fnx": fnx_backward}
         plan = self._plan()
         for i in range(min(len(plan.algos), 8) if plan is not None else 0):
             candidates[f"lt:{i}"] = lambda i=i: plan(gz_s, g, w2, i, bias=db_s, aux=z)
-        times = t.timings(candidates, self.flops)
+        times = gemm_table.timings(candidates, self.flops)
         choice = min(times, key=times.get) if times else "fnx"
         self._remember(choice)
         return choice
 
     def describe(self) -> str:
-        choice = self._table.choice_for(self.key)
+        choice = self._table.choice(self.key)
         path = ("cuBLASLt DGELU_BGRAD" if isinstance(choice, str) and choice.startswith("lt:")
                 else "fnx's kernels" if choice else "not yet timed")
         return f"gelu backward {self.m}x{self.n} (k={self.k}): {path}"

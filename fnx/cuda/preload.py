@@ -1,5 +1,5 @@
-"""Loading the CUDA libraries a first ``jit`` call needs (NVRTC, cuBLAS, cuBLASLt, and CuPy's
-copy kernel) on a background thread as soon as the GPU backend starts, while the user's program is still making
+"""Loading the CUDA libraries a first ``jit`` call needs (NVRTC, cuBLAS, cuBLASLt) on a
+background thread as soon as the GPU backend starts, while the user's program is still making
 its data: on a fresh machine, reading them from disk takes a few hundred milliseconds that would
 otherwise land inside the first call."""
 from __future__ import annotations
@@ -22,7 +22,5 @@ def _load() -> None:
         import cupy as cp
         cp.cuda.nvrtc.getVersion()
         cp.cuda.device.get_cublas_handle()      # loads libcublas, and with it libcublasLt
-        # CuPy's float32 copy kernel, which lowering uses to make strided operands dense
-        cp.ascontiguousarray(cp.empty((2, 2), cp.float32).T)
     except Exception:       # the first call then loads them itself, and reports what fails
         pass

@@ -46,15 +46,15 @@ def reduces(eqn) -> bool:
             and y.aval.dtype.name in C_TYPES and x.aval.size > 0 and y.aval.size > 0)
 
 
-def split_over_blocks(group) -> bool:
-    """Whether a row group is better run here: one reduction of rows too few to fill the GPU and
-    long enough to split (a sum over a long vector), which the row kernel would give one
-    cluster per row."""
+def split_over_blocks(group, sm_count: int) -> bool:
+    """Whether a row group is better run here: one reduction of rows too few to fill a GPU of
+    ``sm_count`` multiprocessors and long enough to split (a sum over a long vector), which the
+    row kernel would give one cluster per row."""
     if len(group) != 1 or not reduces(group[0]):
         return False
     shape = group[0].invars[0].aval.shape
     rows = int(np.prod(shape[:-1], dtype=np.int64))
-    return rows < _sm_count() and shape[-1] > SMALL_TOTAL
+    return rows < sm_count and shape[-1] > SMALL_TOTAL
 
 
 def _accumulator(dtype) -> np.dtype:

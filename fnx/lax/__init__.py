@@ -7,7 +7,7 @@ Array(3., dtype=float32, weak_type=True)
 Array(8., dtype=float32, weak_type=True)
 """
 from ..core.lax import *  # noqa: F401,F403
-from ..core.lax import round_ as round, abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
+from ..core.lax import abs_ as abs, pow_ as pow, max_ as max, min_ as min  # noqa
 from ..core.lax import complex_ as complex  # noqa: F401
 from ..core.lax import select, select_n  # noqa: F401
 from ..core.api import stop_gradient  # noqa: F401
@@ -26,7 +26,7 @@ from ..core.collectives import (psum, pmean, pmax, pmin, all_gather, psum_scatte
 from ..core.placement import with_sharding_constraint  # noqa: E402,F401
 
 from .types import (GatherDimensionNumbers, ScatterDimensionNumbers, GatherScatterMode,  # noqa
-                    RoundingMethod, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
+                    RoundingMethod, round, RandomAlgorithm, AccuracyMode, Tolerance, DotAlgorithm,
                     DotAlgorithmPreset, RaggedDotDimensionNumbers, DotDimensionNumbers,
                     ConvGeneralDilatedDimensionNumbers, PrecisionLike)
 from .gather_scatter import (gather, scatter, scatter_add, scatter_sub, scatter_mul,  # noqa
@@ -50,6 +50,14 @@ from ..core.fft import fft_p  # noqa: E402,F401
 from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
 from ..core.collectives import (psum_p, pmax_p, pmin_p, all_gather_p, all_to_all_p,  # noqa
                                 ppermute_p, axis_index_p)
+from .primitives import (  # noqa: E402,F401  (composed operations as primitives)
+    approx_top_k_p, bessel_i0e_p, bessel_i1e_p, cbrt_p, clamp_p, clz_p, copy_p, cumlogsumexp_p,
+    cummax_p, cummin_p, cumprod_p, digamma_p, dynamic_slice_p, dynamic_update_slice_p, eq_to_p,
+    erfc_p, exp2_p, gather_p, igamma_grad_a_p, igamma_p, igammac_p, le_to_p, lgamma_p, lt_to_p,
+    mulhi_p, optimization_barrier_p, polygamma_p, population_count_p, reduce_precision_p,
+    reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p, reduce_xor_p,
+    regularized_incomplete_beta_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p,
+    scatter_sub_p, split_p, square_p, squeeze_p, stack_p, tile_p, top_k_p, unstack_p, zeta_p)
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

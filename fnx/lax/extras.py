@@ -278,7 +278,11 @@ def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count: int = 1):
-    """The output shape (NCHW) of a convolution with explicit ``pads``."""
+    """The output shape (NCHW) of a convolution with explicit ``pads``.
+
+    >>> lax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 2, 2), (2, 2), [(0, 1), (1, 0)])
+    (2, 4, 5, 5)
+    """
     return conv_shape(lhs_shape, rhs_shape, strides, pads, batch_group_count=batch_group_count)
 
 

@@ -83,6 +83,19 @@ class RoundingMethod(enum.IntEnum):
     TO_NEAREST_EVEN = 1
 
 
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 (jax.lax's name)
+    """``x`` rounded to the nearest whole number, ties away from zero, or to the even one with
+    ``rounding_method=RoundingMethod.TO_NEAREST_EVEN``.
+
+    >>> lax.round(jnp.array([0.5, 1.5, 2.5]))
+    Array([1., 2., 3.], dtype=float32)
+    """
+    from ..core import lax
+    if RoundingMethod(int(rounding_method)) == RoundingMethod.TO_NEAREST_EVEN:
+        return lax.round_half_even(x)
+    return lax.round_(x)
+
+
 class RandomAlgorithm(enum.IntEnum):
     """The bit generator ``rng_bit_generator`` is asked for.
 

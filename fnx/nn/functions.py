@@ -18,14 +18,22 @@ from ..numpy._core import promote_dtypes_inexact
 
 
 def relu(x):
-    """``max(x, 0)``; its derivative at 0 is 0, as in JAX."""
+    """``max(x, 0)``; its derivative at 0 is 0, as in JAX.
+
+    >>> fnx.nn.relu(jnp.array([-1.0, 0.0, 2.0]))
+    Array([0., 0., 2.], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x) if not jnp.issubdtype(jnp.asarray(x).dtype, np.integer) \
         else (jnp.asarray(x),)
     return jnp.where(x > 0, x, 0)
 
 
 def relu6(x):
-    """``min(max(x, 0), 6)``; its derivative at 0 and at 6 is 0, as in JAX."""
+    """``min(max(x, 0), 6)``; its derivative at 0 and at 6 is 0, as in JAX.
+
+    >>> fnx.nn.relu6(jnp.array([-1.0, 3.0, 8.0]))
+    Array([0., 3., 6.], dtype=float32)
+    """
     x = jnp.asarray(x)
     return jnp.where(x < 6, relu(x), 6.0)
 
@@ -72,7 +80,11 @@ def selu(x):
 
 
 def sigmoid(x):
-    """``1 / (1 + exp(-x))``."""
+    """``1 / (1 + exp(-x))``.
+
+    >>> fnx.nn.sigmoid(jnp.array([0.0, 100.0]))
+    Array([0.5, 1. ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return lax.logistic(x)
 
@@ -87,7 +99,11 @@ def log_sigmoid(x):
 
 
 def silu(x):
-    """``x * sigmoid(x)`` (also called swish)."""
+    """``x * sigmoid(x)`` (also called swish).
+
+    >>> fnx.nn.silu(jnp.array([0.0, 1.0]))
+    Array([0.       , 0.7310...], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return x * sigmoid(x)
 
@@ -96,7 +112,11 @@ swish = silu
 
 
 def softplus(x):
-    """``log(1 + exp(x))`` without overflow."""
+    """``log(1 + exp(x))`` without overflow.
+
+    >>> fnx.nn.softplus(jnp.array([0.0, 100.0]))
+    Array([  0.6931..., 100.       ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return jnp.logaddexp(x, 0.0)
 
@@ -121,7 +141,11 @@ def hard_tanh(x):
 
 
 def gelu(x, approximate: bool = True):
-    """Gaussian error linear unit; ``approximate=True`` uses the tanh form (JAX's default)."""
+    """Gaussian error linear unit; ``approximate=True`` uses the tanh form (JAX's default).
+
+    >>> fnx.nn.gelu(jnp.array([-1.0, 0.0, 1.0]))
+    Array([-0.1588...,  0.      ,  0.8411...], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     if approximate:
         c = math.sqrt(2 / math.pi)
@@ -142,7 +166,11 @@ def glu(x, axis: int = -1):
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
     """``log(sum(b * exp(a)))`` over ``axis``, stable for large inputs and with stable
-    gradients (a softmax)."""
+    gradients (a softmax).
+
+    >>> fnx.nn.logsumexp(jnp.array([0.0, 0.0]))
+    Array(0.6931..., dtype=float32)
+    """
     (a,) = promote_dtypes_inexact(a)
     axes = tuple(range(a.ndim)) if axis is None else \
         ((axis,) if isinstance(axis, int) else tuple(axis))
@@ -160,18 +188,42 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     return (out, sign) if return_sign else out
 
 
-def log_softmax(x, axis=-1):
-    """``x - logsumexp(x, axis)``, computed stably."""
-    (x,) = promote_dtypes_inexact(x)
-    shifted = x - stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+def _row_max(x, axis, where):
+    if where is None:
+        return jnp.max(x, axis=axis, keepdims=True)
+    return jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
 
 
-def softmax(x, axis=-1):
-    """``exp(x) / sum(exp(x), axis)``, computed stably."""
+def log_softmax(x, axis=-1, where=None):
+    """``x - logsumexp(x, axis)``, computed stably; over the elements ``where`` selects (the
+    others are -inf), if given.
+
+    >>> fnx.nn.log_softmax(jnp.array([0.0, 0.0]))
+    Array([-0.6931..., -0.6931...], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
-    unnormalized = jnp.exp(x - stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
-    return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+    top = _row_max(x, axis, where)
+    shifted = x - stop_gradient(top)
+    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True) if where is None else \
+        jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
+    out = shifted - jnp.log(total)
+    return out if where is None else jnp.where(where, out, -jnp.inf)
+
+
+def softmax(x, axis=-1, where=None):
+    """``exp(x) / sum(exp(x), axis)``, computed stably; over the elements ``where`` selects
+    (the others are 0), if given.
+
+    >>> fnx.nn.softmax(jnp.array([0.0, 0.0, jnp.log(2.0)]))
+    Array([0.25, 0.25, 0.5 ], dtype=float32)
+    """
+    (x,) = promote_dtypes_inexact(x)
+    top = _row_max(x, axis, where)
+    unnormalized = jnp.exp(x - stop_gradient(top))
+    if where is None:
+        return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+    out = unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True, where=where)
+    return jnp.where(where, out, 0.0)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
@@ -271,12 +323,20 @@ def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
 
 
 def identity(x):
-    """``x`` itself, as an array."""
+    """``x`` itself, as an array.
+
+    >>> fnx.nn.identity(jnp.array([-1.0, 2.0]))
+    Array([-1.,  2.], dtype=float32)
+    """
     return jnp.asarray(x)
 
 
 def tanh(x):
-    """The hyperbolic tangent (``jnp.tanh``)."""
+    """The hyperbolic tangent (``jnp.tanh``).
+
+    >>> fnx.nn.tanh(jnp.array([0.0]))
+    Array([0.], dtype=float32)
+    """
     return jnp.tanh(x)
 
 
@@ -291,7 +351,11 @@ def hard_sigmoid(x):
 
 
 def hard_silu(x):
-    """``x * hard_sigmoid(x)`` (also called hard swish)."""
+    """``x * hard_sigmoid(x)`` (also called hard swish).
+
+    >>> fnx.nn.hard_silu(jnp.array([-4.0, 0.0, 1.0]))
+    Array([-0.       ,  0.       ,  0.6666...], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return x * hard_sigmoid(x)
 
@@ -300,7 +364,11 @@ hard_swish = hard_silu
 
 
 def mish(x):
-    """``x * tanh(softplus(x))``."""
+    """``x * tanh(softplus(x))``.
+
+    >>> fnx.nn.mish(jnp.array([0.0, 1.0]))
+    Array([0.       , 0.8650...], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return x * jnp.tanh(softplus(x))
 
@@ -316,13 +384,21 @@ def squareplus(x, b=4):
 
 
 def sparse_plus(x):
-    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` between -1 and 1, ``x`` for ``x >= 1``."""
+    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` between -1 and 1, ``x`` for ``x >= 1``.
+
+    >>> fnx.nn.sparse_plus(jnp.array([-2.0, 0.0, 2.0]))
+    Array([0.  , 0.25, 2.  ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 def sparse_sigmoid(x):
-    """``clip((x + 1) / 2, 0, 1)``, the derivative of sparse_plus."""
+    """``clip((x + 1) / 2, 0, 1)``, the derivative of sparse_plus.
+
+    >>> fnx.nn.sparse_sigmoid(jnp.array([-2.0, 0.0, 2.0]))
+    Array([0. , 0.5, 1. ], dtype=float32)
+    """
     (x,) = promote_dtypes_inexact(x)
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
 

@@ -29,24 +29,40 @@ def _dtype(dtype):
 
 
 def zeros(key, shape, dtype=None):
-    """All zeros (the key is unused)."""
+    """All zeros (the key is unused).
+
+    >>> fnx.nn.initializers.zeros(fnx.random.PRNGKey(0), (2,))
+    Array([0., 0.], dtype=float32)
+    """
     return jnp.zeros(shape, _dtype(dtype))
 
 
 def ones(key, shape, dtype=None):
-    """All ones (the key is unused)."""
+    """All ones (the key is unused).
+
+    >>> fnx.nn.initializers.ones(fnx.random.PRNGKey(0), (2,))
+    Array([1., 1.], dtype=float32)
+    """
     return jnp.ones(shape, _dtype(dtype))
 
 
 def constant(value, dtype=None):
-    """An initialiser filling with ``value``."""
+    """An initialiser filling with ``value``.
+
+    >>> fnx.nn.initializers.constant(0.5)(fnx.random.PRNGKey(0), (2,))
+    Array([0.5, 0.5], dtype=float32)
+    """
     def init(key, shape, dtype=dtype):
         return jnp.full(shape, value, _dtype(dtype))
     return init
 
 
 def normal(stddev: float = 1e-2, dtype=None):
-    """Normal with mean 0 and standard deviation ``stddev``."""
+    """Normal with mean 0 and standard deviation ``stddev``.
+
+    >>> fnx.nn.initializers.normal(0.01)(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
         return random.normal(key, shape, dt) * np.asarray(stddev, dt)
@@ -54,7 +70,11 @@ def normal(stddev: float = 1e-2, dtype=None):
 
 
 def uniform(scale: float = 1e-2, dtype=None):
-    """Uniform on ``[0, scale)``."""
+    """Uniform on ``[0, scale)``.
+
+    >>> fnx.nn.initializers.uniform(0.01)(fnx.random.PRNGKey(0), (3, 2)).dtype
+    dtype('float32')
+    """
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
         return random.uniform(key, shape, dt) * np.asarray(scale, dt)
@@ -63,7 +83,11 @@ def uniform(scale: float = 1e-2, dtype=None):
 
 def truncated_normal(stddev: float = 1e-2, lower: float = -2.0, upper: float = 2.0,
                      dtype=None):
-    """Normal with standard deviation ``stddev`` truncated to ``[lower, upper] * stddev``."""
+    """Normal with standard deviation ``stddev`` truncated to ``[lower, upper] * stddev``.
+
+    >>> fnx.nn.initializers.truncated_normal(0.01)(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
         return random.truncated_normal(key, lower, upper, shape, dt) * np.asarray(stddev, dt)
@@ -119,34 +143,58 @@ def variance_scaling(scale: float, mode: str, distribution: str, in_axis=-2, out
 
 
 def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """Glorot/Xavier uniform: ``U(-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``."""
+    """Glorot/Xavier uniform: ``U(-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``.
+
+    >>> fnx.nn.initializers.glorot_uniform()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """Glorot/Xavier normal (truncated): variance ``2 / (fan_in + fan_out)``."""
+    """Glorot/Xavier normal (truncated): variance ``2 / (fan_in + fan_out)``.
+
+    >>> fnx.nn.initializers.glorot_normal()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
 
 def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """LeCun uniform: variance ``1 / fan_in``."""
+    """LeCun uniform: variance ``1 / fan_in``.
+
+    >>> fnx.nn.initializers.lecun_uniform()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """LeCun normal (truncated): variance ``1 / fan_in``."""
+    """LeCun normal (truncated): variance ``1 / fan_in``.
+
+    >>> fnx.nn.initializers.lecun_normal()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
 
 def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """He/Kaiming uniform: variance ``2 / fan_in`` (for ReLU networks)."""
+    """He/Kaiming uniform: variance ``2 / fan_in`` (for ReLU networks).
+
+    >>> fnx.nn.initializers.he_uniform()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """He/Kaiming normal (truncated): variance ``2 / fan_in``."""
+    """He/Kaiming normal (truncated): variance ``2 / fan_in``.
+
+    >>> fnx.nn.initializers.he_normal()(fnx.random.PRNGKey(0), (3, 2)).shape
+    (3, 2)
+    """
     return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
@@ -157,7 +205,12 @@ kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, times
-    ``scale``."""
+    ``scale``.
+
+    >>> w = fnx.nn.initializers.orthogonal()(fnx.random.PRNGKey(0), (3, 3))
+    >>> bool(jnp.allclose(w.T @ w, jnp.eye(3), atol=1e-5))
+    True
+    """
     def init(key, shape, dtype=dtype):
         shape = tuple(int(s) for s in shape)
         dt = _dtype(dtype)

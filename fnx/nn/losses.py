@@ -47,7 +47,11 @@ def softmax_cross_entropy(logits, labels, axis: int = -1, reduction: str = "none
 
 def softmax_cross_entropy_with_integer_labels(logits, labels, axis: int = -1,
                                               reduction: str = "none"):
-    """``softmax_cross_entropy`` with integer class ids (optax's name)."""
+    """``softmax_cross_entropy`` with integer class ids (optax's name).
+
+    >>> fnx.nn.softmax_cross_entropy_with_integer_labels(jnp.zeros((2, 4)), jnp.array([0, 3]))
+    Array([1.3862..., 1.3862...], dtype=float32)
+    """
     labels = jnp.asarray(labels)
     if labels.dtype.kind not in "iu":
         raise TypeError(f"integer labels expected, got {labels.dtype}")
@@ -72,7 +76,11 @@ sigmoid_binary_cross_entropy = binary_cross_entropy
 
 
 def squared_error(predictions, targets=None):
-    """Elementwise ``(predictions - targets) ** 2`` (targets default to zero)."""
+    """Elementwise ``(predictions - targets) ** 2`` (targets default to zero).
+
+    >>> fnx.nn.squared_error(jnp.array([1.0, 2.0]), jnp.array([0.0, 4.0]))
+    Array([1., 4.], dtype=float32)
+    """
     (predictions,) = promote_dtypes_inexact(predictions)
     diff = predictions if targets is None else predictions - jnp.asarray(targets)
     return jnp.square(diff)

@@ -37,6 +37,16 @@ class Module:
     Every instance attribute is a child (an array, a sub-module, a list of them, or None)
     except the names in ``static_fields``, which are kept as hashable aux data (sizes, flags,
     activation functions), so changing them retraces ``jit``.
+
+    >>> class Linear(fnx.nn.Module):
+    ...     def __init__(self, w):
+    ...         self.w = w
+    ...     def __call__(self, x):
+    ...         return x @ self.w
+    >>> model = Linear(jnp.ones((2, 1)))
+    >>> fnx.grad(lambda m: m(jnp.array([1.0, 2.0])).sum())(model).w
+    Array([[1.],
+           [2.]], dtype=float32)
     """
     static_fields: tuple[str, ...] = ()
 
@@ -291,7 +301,12 @@ def _padding_pairs(padding):
 def conv2d(x, weight, stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)):
     """Cross-correlation of NCHW ``x`` with OIHW ``weight`` (what deep-learning libraries call
     convolution): ``lax.conv_general_dilated`` with kernel dilation, operands promoted to a
-    common dtype first."""
+    common dtype first.
+
+    >>> fnx.nn.conv2d(jnp.ones((1, 1, 3, 3)), jnp.ones((1, 1, 2, 2)))
+    Array([[[[4., 4.],
+             [4., 4.]]]], dtype=float32)
+    """
     x, weight = jnp.asarray(x), jnp.asarray(weight)
     dtype = jnp.result_type(x, weight)
     return conv_general_dilated(x.astype(dtype), weight.astype(dtype), stride, padding,

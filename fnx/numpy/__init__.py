@@ -52,6 +52,9 @@ from .sorting import (argsort, bincount, digitize, histogram, histogram_bin_edge
                       lexsort, searchsorted, sort)
 from .setops import unique, unique_all, unique_counts, unique_inverse, unique_values
 from .ufuncs import *  # noqa: F401,F403
+# the star imports above also bring their modules' own helpers, which are not NumPy's API
+del get_aval, concrete_or_error, promote_and_broadcast, promote_dtypes  # noqa: F821
+del promote_dtypes_inexact  # noqa: F821
 from .ufuncs import abs, absolute, add, divide, equal, exp, log, maximum, minimum  # noqa
 from .ufunc_objects import *  # noqa: F401,F403  (add, multiply, ...: with ufunc methods)
 from .indexing import where  # noqa: F401  (three arguments, or one: nonzero)
@@ -76,7 +79,11 @@ signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 
 
 def dtype(obj, align=False, copy=False):
-    """``np.dtype`` (``jnp.dtype`` is NumPy's, as in JAX: it canonicalizes nothing)."""
+    """``np.dtype`` (``jnp.dtype`` is NumPy's, as in JAX: it canonicalizes nothing).
+
+    >>> jnp.dtype("float32")
+    dtype('float32')
+    """
     return _np.dtype(obj, align, copy)
 
 

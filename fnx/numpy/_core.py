@@ -84,7 +84,12 @@ def _asarray(x, dtype):
 
 def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
-    it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result."""
+    it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result.
+
+    >>> jnp.array([[1, 2], [3, 4]], dtype=jnp.float32)
+    Array([[1., 2.],
+           [3., 4.]], dtype=float32)
+    """
     if x is None:
         raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype, order, device=device)
@@ -228,7 +233,12 @@ def broadcast_shapes(*shapes, op: str = "operands"):
 
 
 def broadcast_to(x, shape):
-    """Broadcast ``x`` to ``shape`` by NumPy's rules."""
+    """Broadcast ``x`` to ``shape`` by NumPy's rules.
+
+    >>> jnp.broadcast_to(jnp.array([1, 2]), (2, 2))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+    """
     x = asarray(x)
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
@@ -311,4 +321,11 @@ from ..core.errors import FnxError  # noqa: E402
 
 
 class AxisError(FnxError, ValueError, IndexError):
-    """An axis argument is out of range for the array's rank."""
+    """An axis argument is out of range for the array's rank.
+
+    >>> try:
+    ...     jnp.sum(jnp.ones(3), axis=2)
+    ... except jnp.AxisError as e:
+    ...     print(type(e).__name__, isinstance(e, IndexError))
+    AxisError True
+    """

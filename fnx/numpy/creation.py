@@ -125,8 +125,9 @@ def arange(start, stop=None, step=None, dtype=None):
     """
     vals = [concrete_or_error(v, "arange's bounds") if v is not None else None
             for v in (start, stop, step)]
-    out = np.arange(*[v for v in vals if v is not None]) if stop is not None or step is not None \
-        else np.arange(vals[0])
+    if vals[2] is not None and vals[2] == 0:
+        raise ZeroDivisionError("arange's step is zero")       # as NumPy and JAX
+    out = np.arange(*vals)      # (NumPy reads a lone start, with or without step, as stop)
     if dtype is None:
         is_int = all(v is None or np.asarray(v).dtype.kind in "iub" for v in vals)
         dt = dtypes.default_int if is_int else dtypes.default_float
@@ -136,7 +137,11 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed)."""
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed).
+
+    >>> jnp.linspace(0.0, 1.0, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
     num = operator.index(num)
     if num < 0:
         raise ShapeError(f"linspace: number of samples, {num}, must be non-negative")
@@ -176,7 +181,12 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
 
 
 def eye(N, M=None, k=0, dtype=None):
-    """A 2-D array with ones on the ``k``-th diagonal."""
+    """A 2-D array with ones on the ``k``-th diagonal.
+
+    >>> jnp.eye(2, 3, k=1)
+    Array([[0., 1., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
     M = N if M is None else M
     return asarray(np.eye(int(N), int(M), int(k), dtype=_dtype(dtype)))
 

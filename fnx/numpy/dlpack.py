@@ -5,6 +5,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.core import Array, get_backend, local_devices
+from ..core.errors import ArgumentTypeError, MeshError
 from ..core.interop import KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED
 from ..core.placement import device_put     # to a device or a sharding
 from ._core import astype
@@ -27,18 +28,18 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     Array([0., 1., 2.], dtype=float32)
     """
     if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
-        raise TypeError("from_dlpack takes an object with __dlpack__ and __dlpack_device__ "
-                        f"methods, got {type(x).__name__}")
+        raise ArgumentTypeError("from_dlpack takes an object with __dlpack__ and "
+                                f"__dlpack_device__ methods, got {type(x).__name__}")
     kind, index = (int(v) for v in x.__dlpack_device__()[:2])
     if kind not in _PLATFORMS:
-        raise TypeError(f"from_dlpack: {type(x).__name__} lives on DLPack device type {kind}, "
-                        "which fnx cannot read (it reads CPU and CUDA memory)")
+        raise ArgumentTypeError(f"from_dlpack: {type(x).__name__} lives on DLPack device type "
+                                f"{kind}, which fnx cannot read (it reads CPU and CUDA memory)")
     source = _producer_device(kind, index)
     target = source if device is None else (
         get_backend(device) if isinstance(device, str) else device)
     if target is not source and copy is False:
-        raise ValueError(f"from_dlpack: moving the array from {source!r} to {target!r} needs a "
-                         "copy, but copy=False was given")
+        raise MeshError(f"from_dlpack: moving the array from {source!r} to {target!r} needs a "
+                        "copy, but copy=False was given")
     out = Array(source.import_dlpack(x, copy=copy if target is source else False), source)
     if dtypes.canonical(out.dtype) != out.dtype:
         out = astype(out, dtypes.canonical(out.dtype))

@@ -112,7 +112,14 @@ def load(file, *args, **kwargs):
 
 def fromfile(*args, **kwargs):
     """Not implemented, as in JAX: reading a file is not a pure function (use ``np.fromfile``
-    and ``jnp.asarray``)."""
+    and ``jnp.asarray``).
+
+    >>> try:
+    ...     jnp.fromfile("weights.bin")
+    ... except NotImplementedError:
+    ...     print("use jnp.asarray(np.fromfile(...))")
+    use jnp.asarray(np.fromfile(...))
+    """
     raise NotImplementedError("jnp.fromfile() is not implemented because it may be non-pure "
                               "and thus unsafe for use with JIT and other transformations. "
                               "Use jnp.asarray(np.fromfile(...)) instead.")
@@ -120,7 +127,11 @@ def fromfile(*args, **kwargs):
 
 def fromiter(*args, **kwargs):
     """Not implemented, as in JAX: consuming an iterator is not a pure function (use
-    ``np.fromiter`` and ``jnp.asarray``)."""
+    ``np.fromiter`` and ``jnp.asarray``).
+
+    >>> jnp.asarray(np.fromiter(range(3), dtype=np.int32))   # what to use instead
+    Array([0, 1, 2], dtype=int32)
+    """
     raise NotImplementedError("jnp.fromiter() is not implemented because it may be non-pure "
                               "and thus unsafe for use with JIT and other transformations. "
                               "Use jnp.asarray(np.fromiter(...)) instead.")

@@ -397,7 +397,11 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     Negative indices count from the end; out-of-range ones give ``fill_value`` (JAX's default
     mode 'fill': NaN for inexact dtypes, the smallest signed / largest unsigned integer,
     True). ``mode`` 'clip' or 'promise_in_bounds' clamps the indices as given (JAX's rule: a
-    negative one reads element 0), 'wrap' wraps them."""
+    negative one reads element 0), 'wrap' wraps them.
+
+    >>> jnp.take(jnp.array([10, 20, 30]), jnp.array([2, 0]))
+    Array([30, 10], dtype=int32)
+    """
     mode = _take_mode(mode, "take")
     a, ax = axis_or_flat(asarray(a), axis, "take")
     idx, valid = _take_index(indices, a.shape[ax], mode)
@@ -406,7 +410,12 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics);
-    out-of-range indices as in ``take``."""
+    out-of-range indices as in ``take``.
+
+    >>> jnp.take_along_axis(jnp.array([[3, 1], [2, 4]]), jnp.array([[1], [0]]), axis=1)
+    Array([[1],
+           [2]], dtype=int32)
+    """
     mode = _take_mode(mode, "take_along_axis")
     arr, ax = axis_or_flat(asarray(arr), axis, "take_along_axis")
     # JAX's take_along_axis counts negative indices from the end in every mode
@@ -584,7 +593,11 @@ def tril_indices(n, k=0, m=None):
 
 
 def triu_indices(n, k=0, m=None):
-    """Row and column indices of the upper triangle (on and above the ``k``-th diagonal)."""
+    """Row and column indices of the upper triangle (on and above the ``k``-th diagonal).
+
+    >>> jnp.triu_indices(2)
+    (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
     return _static_indices(*np.nonzero(~np.tri(int(n), None if m is None else int(m), int(k) - 1,
                                                dtype=bool)))
 
@@ -597,13 +610,21 @@ def _check_2d(arr, name):
 
 
 def tril_indices_from(arr, k=0):
-    """``tril_indices`` for the shape of the 2-D ``arr``."""
+    """``tril_indices`` for the shape of the 2-D ``arr``.
+
+    >>> jnp.tril_indices_from(jnp.zeros((2, 2)))
+    (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
+    """
     n, m = _check_2d(arr, "tril_indices_from")
     return tril_indices(n, k, m)
 
 
 def triu_indices_from(arr, k=0):
-    """``triu_indices`` for the shape of the 2-D ``arr``."""
+    """``triu_indices`` for the shape of the 2-D ``arr``.
+
+    >>> jnp.triu_indices_from(jnp.zeros((2, 2)))
+    (Array([0, 0, 1], dtype=int32), Array([0, 1, 1], dtype=int32))
+    """
     n, m = _check_2d(arr, "triu_indices_from")
     return triu_indices(n, k, m)
 
@@ -621,7 +642,11 @@ def diag_indices(n, ndim=2):
 
 
 def diag_indices_from(arr):
-    """``diag_indices`` for ``arr``, whose sides must all be equal."""
+    """``diag_indices`` for ``arr``, whose sides must all be equal.
+
+    >>> jnp.diag_indices_from(jnp.zeros((2, 2)))
+    (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+    """
     shape = tuple(asarray(arr).shape)
     if len(shape) < 2 or len(set(shape)) != 1:
         raise ValueError(f"diag_indices_from: input must be at least 2-D with all sides equal, "

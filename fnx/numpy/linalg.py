@@ -98,21 +98,44 @@ def _move_last_two(x, axes):
 
 
 class SlogdetResult(NamedTuple):
+    """The result of ``slogdet``: the ``sign`` of the determinant and the log of its absolute
+    value.
+
+    >>> jnp.linalg.slogdet(jnp.diag(jnp.array([-1.0, 1.0])))
+    SlogdetResult(sign=Array(-1., dtype=float32), logabsdet=Array(0., dtype=float32))
+    """
     sign: object
     logabsdet: object
 
 
 class QRResult(NamedTuple):
+    """The result of ``qr``: ``Q`` and ``R``, with ``Q @ R`` the input.
+
+    >>> Q, R = jnp.linalg.qr(jnp.eye(2) * 3.0)
+    >>> jnp.abs(R)
+    Array([[3., 0.],
+           [0., 3.]], dtype=float32)
+    """
     Q: object
     R: object
 
 
 class EighResult(NamedTuple):
+    """The result of ``eigh``: ``eigenvalues`` (ascending) and ``eigenvectors`` (columns).
+
+    >>> jnp.linalg.eigh(jnp.diag(jnp.array([2.0, 1.0]))).eigenvalues
+    Array([1., 2.], dtype=float32)
+    """
     eigenvalues: object
     eigenvectors: object
 
 
 class SVDResult(NamedTuple):
+    """The result of ``svd``: ``U``, the singular values ``S`` (descending) and ``Vh``.
+
+    >>> jnp.linalg.svd(jnp.diag(jnp.array([1.0, 3.0]))).S
+    Array([3., 1.], dtype=float32)
+    """
     U: object
     S: object
     Vh: object

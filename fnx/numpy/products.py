@@ -12,7 +12,11 @@ from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axis, p
 
 
 def matmul(a, b, precision=None, preferred_element_type=None):
-    """``a @ b`` with NumPy's rules: 1-D operands are vectors, leading dims broadcast."""
+    """``a @ b`` with NumPy's rules: 1-D operands are vectors, leading dims broadcast.
+
+    >>> jnp.matmul(jnp.ones((2, 3)), jnp.ones((3, 4))).shape
+    (2, 4)
+    """
     a, b = promote_dtypes(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be scalars (shapes {a.shape} and {b.shape})")
@@ -78,7 +82,11 @@ def matmul(a, b, precision=None, preferred_element_type=None):
 
 def dot(a, b, precision=None, preferred_element_type=None):
     """NumPy's dot: scalar product, matrix product, or sum over the last axis of ``a`` and the
-    second-to-last of ``b``."""
+    second-to-last of ``b``.
+
+    >>> jnp.dot(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0]))
+    Array(11., dtype=float32)
+    """
     a, b = promote_dtypes(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return lax.mul(*broadcast_both(a, b))
@@ -94,7 +102,11 @@ def broadcast_both(a, b):
 
 
 def vdot(a, b, precision=None, preferred_element_type=None):
-    """The dot product of ``a`` and ``b`` flattened, conjugating ``a`` when complex."""
+    """The dot product of ``a`` and ``b`` flattened, conjugating ``a`` when complex.
+
+    >>> jnp.vdot(jnp.array([1j, 2.0]), jnp.array([1j, 3.0]))
+    Array(7.+0.j, dtype=complex64)
+    """
     a, b = promote_dtypes(a, b)
     if dtypes.kind(a.dtype) == "c":
         a = lax.conj(a)
@@ -304,7 +316,11 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
 
 
 def matvec(x1, x2, /, *, precision=None, preferred_element_type=None):
-    """Matrix-vector products over broadcast batch dimensions: ``(..., m, n) x (..., n)``."""
+    """Matrix-vector products over broadcast batch dimensions: ``(..., m, n) x (..., n)``.
+
+    >>> jnp.matvec(jnp.eye(2) * 2, jnp.array([1.0, 3.0]))
+    Array([2., 6.], dtype=float32)
+    """
     x1, x2 = promote_dtypes(x1, x2)
     if x1.ndim < 2 or x2.ndim < 1:
         raise ShapeError(f"matvec: need a matrix and a vector, got shapes {x1.shape} and "
@@ -314,7 +330,11 @@ def matvec(x1, x2, /, *, precision=None, preferred_element_type=None):
 
 
 def vecmat(x1, x2, /, *, precision=None, preferred_element_type=None):
-    """Vector-matrix products over broadcast batch dimensions: ``(..., n) x (..., n, m)``."""
+    """Vector-matrix products over broadcast batch dimensions: ``(..., n) x (..., n, m)``.
+
+    >>> jnp.vecmat(jnp.array([1.0, 3.0]), jnp.eye(2) * 2)
+    Array([2., 6.], dtype=float32)
+    """
     x1, x2 = promote_dtypes(x1, x2)
     if x1.ndim < 1 or x2.ndim < 2:
         raise ShapeError(f"vecmat: need a vector and a matrix, got shapes {x1.shape} and "

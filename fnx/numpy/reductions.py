@@ -92,7 +92,11 @@ def _size(shape, axes):
 
 
 def mean(a, axis=None, dtype=None, keepdims=False, where=None):
-    """Arithmetic mean; integer inputs give the default float."""
+    """Arithmetic mean; integer inputs give the default float.
+
+    >>> jnp.mean(jnp.array([[1.0, 2.0], [3.0, 5.0]]), axis=0)
+    Array([2. , 3.5], dtype=float32)
+    """
     a = _array_like(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
@@ -124,7 +128,8 @@ def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
         lax.real(lax.mul(centered, lax.conj(centered)))       # |x - mean|**2, real
     ss = sum(sq, axes, keepdims=keepdims)
     n = _size(a.shape, axes) - ddof
-    return lax.div(ss, lax.full(ss.shape, n, ss.dtype))
+    # no degrees of freedom left: NaN, as JAX gives (not a division by zero or a negative count)
+    return lax.div(ss, lax.full(ss.shape, n if n > 0 else np.nan, ss.dtype))
 
 
 def std(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
@@ -159,7 +164,9 @@ def _minmax(prim_fn, name):
             out = (maximum if name == "max" else minimum)(out, initial)
         return _strong(out)
     fn.__name__ = name
-    fn.__doc__ = f"The {name}imum over ``axis``."
+    fn.__doc__ = (f"The {name}imum over ``axis``.\n\n"
+                  f"    >>> jnp.{name}(jnp.array([[1, 5], [4, 2]]), axis=0)\n"
+                  f"    Array([{'4, 5' if name == 'max' else '1, 2'}], dtype=int32)\n    ")
     return fn
 
 
@@ -248,7 +255,9 @@ def _cumulative(lax_fn, name, promote_small_int=False):
             return _in_float32(lax_fn, a, dt, ax)
         return lax_fn(a, ax)
     fn.__name__ = name
-    fn.__doc__ = f"Cumulative {name[3:]} along ``axis`` (the flattened array when None)."
+    fn.__doc__ = (f"Cumulative {name[3:]} along ``axis`` (the flattened array when None).\n\n"
+                  f"    >>> jnp.{name}(jnp.array([1, 2, 3]))\n"
+                  f"    Array([1, {'3, 6' if name == 'cumsum' else '2, 6'}], dtype=int32)\n    ")
     return fn
 
 
@@ -299,7 +308,11 @@ def _expand_weights(w, a, axis):
 
 
 def median(a, axis=None, keepdims=False):
-    """The median over ``axis`` (an int, a tuple of ints, or None for all axes)."""
+    """The median over ``axis`` (an int, a tuple of ints, or None for all axes).
+
+    >>> jnp.median(jnp.array([3.0, 1.0, 4.0, 1.5]))
+    Array(2.25, dtype=float32)
+    """
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim, "median")
     # move the reduced axes to the end and merge them into one
@@ -351,7 +364,11 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-    """Differences of consecutive elements of the flattened array, with optional ends."""
+    """Differences of consecutive elements of the flattened array, with optional ends.
+
+    >>> jnp.ediff1d(jnp.array([1, 4, 9]))
+    Array([3, 5], dtype=int32)
+    """
     d = diff(ravel(ary))
     parts = [ravel(asarray(to_begin, d.dtype)) if to_begin is not None else None, d,
              ravel(asarray(to_end, d.dtype)) if to_end is not None else None]
@@ -377,7 +394,10 @@ def _cumulative_with_initial(fn, identity, name):
         return out
     f.__name__ = name
     f.__doc__ = (f"Cumulative {name[11:]} along ``axis`` (array API), optionally starting with "
-                 f"the identity ``{identity}``.")
+                 f"the identity ``{identity}``.\n\n"
+                 f"    >>> jnp.{name}(jnp.array([1, 2, 3]), include_initial=True)\n"
+                 f"    Array([{identity}, 1, {'3, 6' if identity == 0 else '2, 6'}], "
+                 "dtype=int32)\n    ")
     return f
 
 
@@ -467,7 +487,9 @@ def _nan_arg(arg_fn, fill, name):
         every = _all_nan(a, axis, keepdims)
         return lax.select(every, lax.full(out_.shape, -1, out_.dtype), out_)
     fn.__name__ = name
-    fn.__doc__ = f"Index of the {name[6:]}imum, ignoring NaNs (-1 where a slice is all NaN)."
+    fn.__doc__ = (f"Index of the {name[6:]}imum, ignoring NaNs (-1 where a slice is all NaN)."
+                  f"\n\n    >>> jnp.{name}(jnp.array([1.0, jnp.nan, 3.0]))\n"
+                  f"    Array({2 if name == 'nanargmax' else 0}, dtype=int32)\n    ")
     return fn
 
 
@@ -476,7 +498,11 @@ nanargmin = _nan_arg(argmin, np.inf, "nanargmin")
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """The product over ``axis``, treating NaNs as one."""
+    """The product over ``axis``, treating NaNs as one.
+
+    >>> jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))
+    Array(6., dtype=float32)
+    """
     return prod(_nan_replaced(a, 1), axis, dtype, keepdims)
 
 
@@ -490,12 +516,20 @@ def nancumsum(a, axis=None, dtype=None, out=None):
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
-    """Cumulative product, treating NaNs as one."""
+    """Cumulative product, treating NaNs as one.
+
+    >>> jnp.nancumprod(jnp.array([2.0, jnp.nan, 3.0]))
+    Array([2., 2., 6.], dtype=float32)
+    """
     return cumprod(_nan_replaced(a, 1), axis, dtype)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    """The variance over ``axis`` of the non-NaN entries (NaN where fewer than ``ddof + 1``)."""
+    """The variance over ``axis`` of the non-NaN entries (NaN where fewer than ``ddof + 1``).
+
+    >>> jnp.nanvar(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(1., dtype=float32)
+    """
     from .ufuncs import isnan, logical_and, logical_not
     a = asarray(a)
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
@@ -518,7 +552,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    """The standard deviation over ``axis`` of the non-NaN entries."""
+    """The standard deviation over ``axis`` of the non-NaN entries.
+
+    >>> jnp.nanstd(jnp.array([1.0, jnp.nan, 3.0]))
+    Array(1., dtype=float32)
+    """
     return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
 
 
@@ -590,7 +628,11 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, interpolation=None):
-    """``quantile`` ignoring NaNs (NaN where a slice is all NaN)."""
+    """``quantile`` ignoring NaNs (NaN where a slice is all NaN).
+
+    >>> jnp.nanquantile(jnp.array([1.0, jnp.nan, 3.0]), 0.5)
+    Array(2., dtype=float32)
+    """
     return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanquantile")
 
 
@@ -614,7 +656,11 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, interpolation=None):
-    """``percentile`` ignoring NaNs."""
+    """``percentile`` ignoring NaNs.
+
+    >>> jnp.nanpercentile(jnp.array([1.0, jnp.nan, 3.0]), 50)
+    Array(2., dtype=float32)
+    """
     a, q = _percent(a, q)
     return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanpercentile")
 
@@ -684,7 +730,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 
 def corrcoef(x, y=None, rowvar=True):
-    """Pearson correlation coefficients of the variables in ``x`` (and ``y``)."""
+    """Pearson correlation coefficients of the variables in ``x`` (and ``y``).
+
+    >>> jnp.corrcoef(jnp.array([1.0, 2.0, 3.0]), jnp.array([2.0, 4.0, 6.0]))
+    Array([[1., 1.],
+           [1., 1.]], dtype=float32)
+    """
     from .ufuncs import clip
     c = cov(x, y, rowvar)
     if c.ndim == 0:

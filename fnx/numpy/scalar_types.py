@@ -40,12 +40,25 @@ class _ScalarMeta(type):
         return f"<class 'fnx.numpy.{cls.__name__}'>"
 
 
+_WIDE = ("float64", "int64", "uint64", "complex128")   # 32-bit unless x64 is on
+
+
+def _doc(name: str, dtype: np.dtype) -> str:
+    """The scalar type's docstring, with an example that shows what it makes."""
+    value = np.array2string(np.array(3, dtype))     # how an Array of it prints 3
+    example = f"jnp.{name}(3)\n    Array({value}, dtype={dtype.name})"
+    if dtype.name in _WIDE:
+        example = (f"with fnx.enable_x64():   # else {name} makes 32-bit values, as in JAX\n"
+                   f"    ...     {example}")
+    return (f"An array of dtype {dtype.name} from ``x`` (a number, a sequence, an array or a "
+            f"tracer); also usable as that dtype.\n\n    >>> {example}\n    ")
+
+
 def _scalar_type(np_type, name=None):
     name = name or np.dtype(np_type).name
     cls = _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type)})
     cls.__module__ = "fnx.numpy"
-    cls.__doc__ = (f"An array of dtype {np.dtype(np_type).name} from ``x`` (a number, a "
-                   f"sequence, an array or a tracer); also usable as that dtype.")
+    cls.__doc__ = _doc(name, cls.dtype)
     return cls
 
 
@@ -64,12 +77,13 @@ single, double = float32, float64
 csingle, cdouble = complex64, complex128
 float_, complex_, int_, uint = float64, complex128, int64, uint64
 
-# ml_dtypes' narrow types, which JAX exposes under the same names
+# ml_dtypes' narrow types, which JAX exposes under the same names: they combine with Python
+# scalars and with themselves (fnx.core.dtypes), and live on the CPU (CuPy has no such arrays)
 _NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
            "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
            "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2", "uint4")
-globals().update({name: _scalar_type(getattr(ml_dtypes, name), name) for name in _NARROW
-                  if hasattr(ml_dtypes, name)})
+globals().update({name: _scalar_type(getattr(ml_dtypes, name), name)
+                   for name in _NARROW if hasattr(ml_dtypes, name)})
 
 # abstract and non-numeric NumPy types: JAX re-exports NumPy's own
 generic, character, flexible, object_ = np.generic, np.character, np.flexible, np.object_

@@ -41,7 +41,11 @@ def reshape(a, newshape=None, order="C", *, shape=None):
 
 
 def ravel(a, order="C"):
-    """``a`` flattened, in C (row-major) or F (column-major) ``order``."""
+    """``a`` flattened, in C (row-major) or F (column-major) ``order``.
+
+    >>> jnp.ravel(jnp.array([[1, 2], [3, 4]]))
+    Array([1, 2, 3, 4], dtype=int32)
+    """
     a = asarray(a)
     return reshape(a, (a.size,), order)
 
@@ -161,7 +165,11 @@ def atleast_2d(*arys):
 
 
 def concatenate(arrays, axis=0, dtype=None):
-    """Join arrays along an existing axis (``axis=None`` flattens first)."""
+    """Join arrays along an existing axis (``axis=None`` flattens first).
+
+    >>> jnp.concat([jnp.zeros(2), jnp.ones(1)])
+    Array([0., 0., 1.], dtype=float32)
+    """
     arrs = promote_dtypes(*arrays)
     if dtype is not None:
         arrs = [astype(a, dtype) for a in arrs]
@@ -210,7 +218,11 @@ def column_stack(arrays):
 
 
 def split(a, indices_or_sections, axis=0):
-    """Split into equal sections (an int) or at the given indices."""
+    """Split into equal sections (an int) or at the given indices.
+
+    >>> jnp.split(jnp.arange(6), [2, 5])
+    [Array([0, 1], dtype=int32), Array([2, 3, 4], dtype=int32), Array([5], dtype=int32)]
+    """
     a = asarray(a)
     ax = canonicalize_axis(axis, a.ndim, "split")
     n = a.shape[ax]
@@ -262,7 +274,11 @@ def tile(a, reps):
 
 
 def repeat(a, repeats, axis=None, total_repeat_length=None):
-    """Repeat elements; ``repeats`` must be static (an int or a sequence of ints)."""
+    """Repeat elements; ``repeats`` must be static (an int or a sequence of ints).
+
+    >>> jnp.repeat(jnp.array([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
+    """
     a = asarray(a)
     if axis is None:
         a = ravel(a)
@@ -339,7 +355,11 @@ def roll(a, shift, axis=None):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    """The diagonal of the 2-D subarrays spanned by ``axis1`` and ``axis2`` (put last)."""
+    """The diagonal of the 2-D subarrays spanned by ``axis1`` and ``axis2`` (put last).
+
+    >>> jnp.diagonal(jnp.arange(9).reshape(3, 3), offset=1)
+    Array([1, 5], dtype=int32)
+    """
     a = asarray(a)
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     n, m = a.shape[-2], a.shape[-1]
@@ -437,7 +457,12 @@ def atleast_3d(*arys):
 
 
 def dstack(tup, dtype=None):
-    """Stack arrays along the third axis (after ``atleast_3d``)."""
+    """Stack arrays along the third axis (after ``atleast_3d``).
+
+    >>> jnp.dstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[[1, 3],
+            [2, 4]]], dtype=int32)
+    """
     return concatenate([atleast_3d(a) for a in tup], 2, dtype)
 
 
@@ -450,18 +475,30 @@ def _split_along(a, indices_or_sections, axis, min_ndim, name):
 
 
 def hsplit(ary, indices_or_sections):
-    """``split`` along the second axis (the first for 1-D arrays)."""
+    """``split`` along the second axis (the first for 1-D arrays).
+
+    >>> jnp.hsplit(jnp.arange(4), 2)
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32)]
+    """
     a = asarray(ary)
     return _split_along(a, indices_or_sections, 1 if a.ndim > 1 else 0, 1, "hsplit")
 
 
 def vsplit(ary, indices_or_sections):
-    """``split`` along the first axis of an array of at least two dimensions."""
+    """``split`` along the first axis of an array of at least two dimensions.
+
+    >>> [a.shape for a in jnp.vsplit(jnp.zeros((4, 2)), 2)]
+    [(2, 2), (2, 2)]
+    """
     return _split_along(ary, indices_or_sections, 0, 2, "vsplit")
 
 
 def dsplit(ary, indices_or_sections):
-    """``split`` along the third axis of an array of at least three dimensions."""
+    """``split`` along the third axis of an array of at least three dimensions.
+
+    >>> [a.shape for a in jnp.dsplit(jnp.zeros((1, 2, 4)), 2)]
+    [(1, 2, 2), (1, 2, 2)]
+    """
     return _split_along(ary, indices_or_sections, 2, 3, "dsplit")
 
 

@@ -10,14 +10,22 @@ from ._core import asarray, axis_or_flat, canonicalize_axis, promote_dtypes, pro
 
 
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
-    """Sorted copy of ``a`` along ``axis`` (the flattened array when None)."""
+    """Sorted copy of ``a`` along ``axis`` (the flattened array when None).
+
+    >>> jnp.sort(jnp.array([3, 1, 2]))
+    Array([1, 2, 3], dtype=int32)
+    """
     a, ax = axis_or_flat(asarray(a), axis, "sort")
     out = lax.sort(a, ax)
     return lax.rev(out, (ax,)) if descending else out
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort ``a`` (stable)."""
+    """Indices that sort ``a`` (stable).
+
+    >>> jnp.argsort(jnp.array([3, 1, 2]))
+    Array([1, 2, 0], dtype=int32)
+    """
     a, ax = axis_or_flat(asarray(a), axis, "argsort")
     iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
     if not descending:
@@ -29,7 +37,11 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 
 
 def searchsorted(a, v, side="left"):
-    """Indices where ``v`` would be inserted into sorted 1-D ``a``."""
+    """Indices where ``v`` would be inserted into sorted 1-D ``a``.
+
+    >>> jnp.searchsorted(jnp.array([1, 3, 5]), jnp.array([2, 5]))
+    Array([1, 2], dtype=int32)
+    """
     a, v = asarray(a), asarray(v)
     a, v = promote_dtypes(a, v)
     n = a.shape[0]
@@ -139,7 +151,11 @@ def bincount(x, weights=None, minlength=0, *, length=None):
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
-    """The ``bins + 1`` edges ``histogram`` uses (or ``bins`` itself given as edges)."""
+    """The ``bins + 1`` edges ``histogram`` uses (or ``bins`` itself given as edges).
+
+    >>> jnp.histogram_bin_edges(jnp.array([0.0, 1.0, 4.0]), bins=4)
+    Array([0., 1., 2., 3., 4.], dtype=float32)
+    """
     from .creation import linspace
     from .ufuncs import where
     (a,) = promote_dtypes_inexact(a)

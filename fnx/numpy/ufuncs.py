@@ -41,91 +41,137 @@ def _weak_as_jax(fn=None, *, all_weak=False):
     return wrapped
 
 
-def _unary_inexact(prim_fn, name):
+def _named(fn, name, summary, args, prints):
+    """``fn`` named ``name``, documented by ``summary`` and an example: ``jnp.name(args)``
+    prints ``prints`` (checked by the doctests, with x64 off)."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{summary}\n\n    >>> jnp.{name}({args})\n    {prints}\n    "
+    return fn
+
+
+def _unary_inexact(prim_fn, name, args, prints):
     def fn(x):
         (x,) = promote_dtypes_inexact(x)
         return prim_fn(x)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} (integers are promoted to the default float)."
-    return fn
+    return _named(fn, name, f"Elementwise {name} (integers are promoted to the default float).",
+                  args, prints)
 
 
-def _unary(prim_fn, name):
+def _unary(prim_fn, name, args, prints):
     def fn(x):
         return prim_fn(asarray(x))
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name}."
-    return fn
+    return _named(fn, name, f"Elementwise {name}.", args, prints)
 
 
-def _binary(prim_fn, name, inexact=False):
+def _binary(prim_fn, name, args, prints, inexact=False):
     def fn(x, y):
         x, y = promote_and_broadcast(x, y, op=name, inexact=inexact, keep_scalars=True)
         return prim_fn(x, y)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} with broadcasting."
-    return fn
+    return _named(fn, name, f"Elementwise {name} with broadcasting.", args, prints)
 
 
-exp = _unary_inexact(lax.exp, "exp")
-log = _unary_inexact(lax.log, "log")
-log1p = _unary_inexact(lax.log1p, "log1p")
-expm1 = _unary_inexact(lax.expm1, "expm1")
-sqrt = _unary_inexact(lax.sqrt, "sqrt")
-sin = _unary_inexact(lax.sin, "sin")
-cos = _unary_inexact(lax.cos, "cos")
-tan = _unary_inexact(lax.tan, "tan")
-arcsin = _unary_inexact(lax.asin, "arcsin")
-arccos = _unary_inexact(lax.acos, "arccos")
-arctan = _unary_inexact(lax.atan, "arctan")
-sinh = _unary_inexact(lax.sinh, "sinh")
-cosh = _unary_inexact(lax.cosh, "cosh")
-tanh = _unary_inexact(lax.tanh, "tanh")
-arcsinh = _unary_inexact(lax.asinh, "arcsinh")
-arccosh = _unary_inexact(lax.acosh, "arccosh")
-arctanh = _unary_inexact(lax.atanh, "arctanh")
-def _rounding(prim_fn, name):
-    inexact = _unary_inexact(prim_fn, name)
+exp = _unary_inexact(lax.exp, "exp", "jnp.array([0.0, 1.0])",
+                     "Array([1.      , 2.7182...], dtype=float32)")
+log = _unary_inexact(lax.log, "log", "jnp.array([1.0, 2.0])",
+                     "Array([0.       , 0.6931...], dtype=float32)")
+log1p = _unary_inexact(lax.log1p, "log1p", "jnp.array([0.0, 1e-8])",
+                       "Array([0.e+00, 1.e-08], dtype=float32)")
+expm1 = _unary_inexact(lax.expm1, "expm1", "jnp.array([0.0, 1e-8])",
+                       "Array([0.e+00, 1.e-08], dtype=float32)")
+sqrt = _unary_inexact(lax.sqrt, "sqrt", "jnp.array([4, 9])",
+                      "Array([2., 3.], dtype=float32)")
+sin = _unary_inexact(lax.sin, "sin", "jnp.array([0.0, jnp.pi / 2])",
+                     "Array([0., 1.], dtype=float32)")
+cos = _unary_inexact(lax.cos, "cos", "jnp.array([0.0, jnp.pi])",
+                     "Array([ 1., -1.], dtype=float32)")
+tan = _unary_inexact(lax.tan, "tan", "jnp.array([0.0, jnp.pi / 4])",
+                     "Array([0., 1.], dtype=float32)")
+arcsin = _unary_inexact(lax.asin, "arcsin", "jnp.array([0.0, 1.0])",
+                        "Array([0.       , 1.5707...], dtype=float32)")
+arccos = _unary_inexact(lax.acos, "arccos", "jnp.array([1.0, 0.0])",
+                        "Array([0.       , 1.5707...], dtype=float32)")
+arctan = _unary_inexact(lax.atan, "arctan", "jnp.array([0.0, 1.0])",
+                        "Array([0.       , 0.7853...], dtype=float32)")
+sinh = _unary_inexact(lax.sinh, "sinh", "jnp.array([0.0, 1.0])",
+                      "Array([0.       , 1.1752...], dtype=float32)")
+cosh = _unary_inexact(lax.cosh, "cosh", "jnp.array([0.0, 1.0])",
+                      "Array([1.       , 1.5430...], dtype=float32)")
+tanh = _unary_inexact(lax.tanh, "tanh", "jnp.array([0.0, 1.0])",
+                      "Array([0.       , 0.7615...], dtype=float32)")
+arcsinh = _unary_inexact(lax.asinh, "arcsinh", "jnp.array([0.0, 1.0])",
+                         "Array([0.       , 0.8813...], dtype=float32)")
+arccosh = _unary_inexact(lax.acosh, "arccosh", "jnp.array([1.0, 2.0])",
+                         "Array([0.      , 1.3169...], dtype=float32)")
+arctanh = _unary_inexact(lax.atanh, "arctanh", "jnp.array([0.0, 0.5])",
+                         "Array([0.        , 0.5493...], dtype=float32)")
 
+
+def _rounding(prim_fn, name, args, prints):
     def fn(x):
         x = asarray(x)
         # an integer (or boolean) is already whole: returned as it is, dtype kept (JAX's rule)
         return x if dtypes.is_int(x.dtype) or x.dtype == dtypes.bool_ else inexact(x)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name}; integers and booleans are returned unchanged."
-    return fn
+    inexact = _unary_inexact(prim_fn, name, args, prints)
+    return _named(fn, name, f"Elementwise {name}; integers and booleans are returned unchanged.",
+                  args, prints)
 
 
-floor = _rounding(lax.floor, "floor")
-ceil = _rounding(lax.ceil, "ceil")
-negative = _unary(lax.neg, "negative")
-sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign")
-isfinite = _unary_inexact(lax.is_finite, "isfinite")
+floor = _rounding(lax.floor, "floor", "jnp.array([-1.5, 1.5])",
+                  "Array([-2.,  1.], dtype=float32)")
+ceil = _rounding(lax.ceil, "ceil", "jnp.array([-1.5, 1.5])",
+                 "Array([-1.,  2.], dtype=float32)")
+negative = _unary(lax.neg, "negative", "jnp.array([1, -2])",
+                  "Array([-1,  2], dtype=int32)")
+sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign",
+              "jnp.array([-2.0, 0.0, 3.0])", "Array([-1.,  0.,  1.], dtype=float32)")
+isfinite = _unary_inexact(lax.is_finite, "isfinite", "jnp.array([1.0, jnp.inf, jnp.nan])",
+                          "Array([ True, False, False], dtype=bool)")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
 def add(x, y):
-    """Elementwise add with broadcasting; on booleans it is logical or, as in NumPy."""
+    """Elementwise add with broadcasting; on booleans it is logical or, as in NumPy.
+
+    >>> jnp.add(jnp.array([1, 2]), 3)
+    Array([4, 5], dtype=int32)
+    >>> jnp.add(jnp.array([True, False]), False)
+    Array([ True, False], dtype=bool)
+    """
     x, y = promote_and_broadcast(x, y, op="add", keep_scalars=True)
     return lax.bitwise_or(x, y) if x.dtype == dtypes.bool_ else lax.add(x, y)
 
 
-subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
-maximum = _binary(lax.max_, "maximum")
-minimum = _binary(lax.min_, "minimum")
-arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
+subtract = _binary(lax.sub, "subtract", "jnp.array([5, 7]), 2",
+                   "Array([3, 5], dtype=int32)")
+multiply = _binary(lax.mul, "multiply", "jnp.array([1.5, 2.0]), 2",
+                   "Array([3., 4.], dtype=float32)")
+maximum = _binary(lax.max_, "maximum", "jnp.array([1, 5]), jnp.array([3, 2])",
+                  "Array([3, 5], dtype=int32)")
+minimum = _binary(lax.min_, "minimum", "jnp.array([1, 5]), jnp.array([3, 2])",
+                  "Array([1, 2], dtype=int32)")
+arctan2 = _binary(lax.atan2, "arctan2", "jnp.array([1.0, -1.0]), jnp.array([0.0, 0.0])",
+                  "Array([ 1.5707..., -1.5707...], dtype=float32)", inexact=True)
 atan2 = arctan2
-equal = _binary(lax.eq, "equal")
-not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
-bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
-bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
-bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
-nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
+equal = _binary(lax.eq, "equal", "jnp.array([1, 2]), 2",
+                "Array([False,  True], dtype=bool)")
+not_equal = _binary(lax.ne, "not_equal", "jnp.array([1, 2]), 2",
+                    "Array([ True, False], dtype=bool)")
+less = _binary(lax.lt, "less", "jnp.array([1, 2]), 2",
+               "Array([ True, False], dtype=bool)")
+less_equal = _binary(lax.le, "less_equal", "jnp.array([1, 2]), 2",
+                     "Array([ True,  True], dtype=bool)")
+greater = _binary(lax.gt, "greater", "jnp.array([1, 2]), 1",
+                  "Array([False,  True], dtype=bool)")
+greater_equal = _binary(lax.ge, "greater_equal", "jnp.array([1, 2]), 2",
+                        "Array([False,  True], dtype=bool)")
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and", "jnp.array([12, 10]), 6",
+                      "Array([4, 2], dtype=int32)")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or", "jnp.array([12, 10]), 6",
+                     "Array([14, 14], dtype=int32)")
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor", "jnp.array([12, 10]), 6",
+                      "Array([10, 12], dtype=int32)")
+nextafter = _binary(lax.nextafter, "nextafter", "jnp.array([1.0, 1.0]), jnp.array([2.0, 0.0])",
+                    "Array([1.0000... , 0.9999...], dtype=float32)", inexact=True)
 
 
 def positive(x):
@@ -151,7 +197,11 @@ abs = absolute  # noqa: A001 - NumPy's name
 
 
 def true_divide(x, y):
-    """``x / y``; integers divide to the default float, as NumPy does."""
+    """``x / y``; integers divide to the default float, as NumPy does.
+
+    >>> jnp.divide(jnp.array([1, 3]), 2)
+    Array([0.5, 1.5], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="divide", inexact=True, keep_scalars=True)
     return lax.div(x, y)
 
@@ -193,7 +243,11 @@ def _float_floor_divide(x, y):
 
 @_weak_as_jax
 def remainder(x, y):
-    """NumPy's ``mod``: the result takes the sign of the divisor."""
+    """NumPy's ``mod``: the result takes the sign of the divisor.
+
+    >>> jnp.mod(jnp.array([5, -5]), 3)
+    Array([2, 1], dtype=int32)
+    """
     x, y = promote_and_broadcast(x, y, op="remainder")
     r = lax.rem(x, y)
     zero = lax.full(x.shape, 0, x.dtype)
@@ -217,7 +271,11 @@ def fmod(x, y):
 
 @_weak_as_jax(all_weak=True)
 def power(x, y):
-    """``x ** y``. A Python int exponent uses repeated multiplication (exact gradients at 0)."""
+    """``x ** y``. A Python int exponent uses repeated multiplication (exact gradients at 0).
+
+    >>> jnp.power(jnp.array([2.0, 3.0]), 2)
+    Array([4., 9.], dtype=float32)
+    """
     if isinstance(y, int) and not isinstance(y, bool):
         x = asarray(x)
         if y >= 0 or dtypes.is_float(x.dtype):
@@ -328,7 +386,11 @@ def log10(x):
 
 @_weak_as_jax
 def logaddexp(x, y):
-    """``log(exp(x) + exp(y))`` without overflow."""
+    """``log(exp(x) + exp(y))`` without overflow.
+
+    >>> jnp.logaddexp(jnp.array([0.0, 100.0]), jnp.array([0.0, 100.0]))
+    Array([  0.6931..., 100.6931... ], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="logaddexp", inexact=True)
     amax = lax.max_(x, y)
     amax = lax.stop_gradient_raw(lax.select(lax.is_finite(amax), amax,
@@ -338,7 +400,11 @@ def logaddexp(x, y):
 
 @_weak_as_jax(all_weak=True)
 def hypot(x, y):
-    """``sqrt(x**2 + y**2)`` without overflow or underflow in the squares (as NumPy)."""
+    """``sqrt(x**2 + y**2)`` without overflow or underflow in the squares (as NumPy).
+
+    >>> jnp.hypot(jnp.array([3.0, 5.0]), jnp.array([4.0, 12.0]))
+    Array([ 5., 13.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="hypot", inexact=True)
     ax, ay = lax.abs_(x), lax.abs_(y)
     big, small = lax.max_(ax, ay), lax.min_(ax, ay)
@@ -352,7 +418,11 @@ def hypot(x, y):
 
 @_weak_as_jax
 def round(x, decimals: int = 0):  # noqa: A001
-    """Round half to even, as NumPy does."""
+    """Round half to even, as NumPy does.
+
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.567]), 1)
+    Array([0.5, 1.5, 2.6], dtype=float32)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
@@ -360,24 +430,19 @@ def round(x, decimals: int = 0):  # noqa: A001
         return lax.complex_(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals:
         scale = lax.full(x.shape, 10.0 ** decimals, x.dtype)
-        return lax.div(_round_half_even(lax.mul(x, scale)), scale)
-    return _round_half_even(x)
-
-
-def _round_half_even(x):
-    r = lax.round_(x)   # half away from zero
-    half = lax.full(x.shape, 0.5, x.dtype)
-    two = lax.full(x.shape, 2, x.dtype)
-    is_tie = lax.eq(lax.abs_(lax.sub(x, lax.floor(x))), half)
-    odd = lax.ne(lax.rem(r, two), lax.full(x.shape, 0, x.dtype))
-    return lax.select(lax.bitwise_and(is_tie, odd), lax.sub(r, lax.sign(x)), r)
+        return lax.div(lax.round_half_even(lax.mul(x, scale)), scale)
+    return lax.round_half_even(x)
 
 
 around = round
 
 
 def rint(x):
-    """Round half to even; integers and booleans become the default float (JAX's rule)."""
+    """Round half to even; integers and booleans become the default float (JAX's rule).
+
+    >>> jnp.rint(jnp.array([0.5, 1.5, -2.5]))
+    Array([ 0.,  2., -2.], dtype=float32)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.convert_element_type(x, dtypes.default_float)
@@ -428,7 +493,11 @@ def isinf(x):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN to ``nan``, infinities to ``posinf``/``neginf`` (the dtype's extremes by default);
-    ``copy`` is NumPy's argument and changes nothing (fnx arrays are immutable)."""
+    ``copy`` is NumPy's argument and changes nothing (fnx arrays are immutable).
+
+    >>> jnp.nan_to_num(jnp.array([jnp.nan, 1.0, jnp.inf]), posinf=9.0)
+    Array([0., 1., 9.], dtype=float32)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
@@ -519,7 +588,11 @@ def promote_dtypes_both(x, y):
 
 
 def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
-    """Limit values to ``[a_min, a_max]`` (either may be None)."""
+    """Limit values to ``[a_min, a_max]`` (either may be None).
+
+    >>> jnp.clip(jnp.array([-2, 0, 5]), 0, 3)
+    Array([0, 0, 3], dtype=int32)
+    """
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
     out = asarray(a)
@@ -661,20 +734,32 @@ conj = conjugate
 
 
 def real(x):
-    """The real part (float32 for complex64); a real array is returned as it is."""
+    """The real part (float32 for complex64); a real array is returned as it is.
+
+    >>> jnp.real(jnp.array([1 + 2j, 3 - 1j]))
+    Array([1., 3.], dtype=float32)
+    """
     x = asarray(x)
     return lax.real(x) if _is_complex(x) else x
 
 
 def imag(x):
-    """The imaginary part (float32 for complex64); zeros of ``x``'s dtype for a real array."""
+    """The imaginary part (float32 for complex64); zeros of ``x``'s dtype for a real array.
+
+    >>> jnp.imag(jnp.array([1 + 2j, 3 - 1j]))
+    Array([ 2., -1.], dtype=float32)
+    """
     x = asarray(x)
     return lax.imag(x) if _is_complex(x) else lax.full(x.shape, 0, x.dtype, x.weak_type)
 
 
 def angle(z, deg=False):
     """The counterclockwise angle of each element from the positive real axis,
-    ``arctan2(imag(z), real(z))``, in radians (degrees with ``deg``)."""
+    ``arctan2(imag(z), real(z))``, in radians (degrees with ``deg``).
+
+    >>> jnp.angle(jnp.array([1.0, 1j, -1.0]), deg=True)
+    Array([  0.,  90., 180.], dtype=float32)
+    """
     z = asarray(z)
     re, im = real(z), imag(z)
     if not dtypes.is_float(re.dtype) or (dtypes.kind(z.dtype) == "f" and z.ndim == 0):
@@ -758,7 +843,11 @@ def signbit(x):
 
 @_weak_as_jax(all_weak=True)
 def logaddexp2(x, y):
-    """``log2(2**x + 2**y)`` without overflow."""
+    """``log2(2**x + 2**y)`` without overflow.
+
+    >>> jnp.logaddexp2(jnp.array([1.0, 3.0]), jnp.array([1.0, 3.0]))
+    Array([2., 4.], dtype=float32)
+    """
     x, y = promote_and_broadcast(x, y, op="logaddexp2", inexact=True)
     ln2 = lax.full(x.shape, np.log(2), x.dtype)
     return lax.div(logaddexp(lax.mul(x, ln2), lax.mul(y, ln2)), ln2)
@@ -766,7 +855,11 @@ def logaddexp2(x, y):
 
 @_weak_as_jax
 def divmod(x, y):  # noqa: A001 - NumPy's name
-    """``(floor_divide(x, y), remainder(x, y))``."""
+    """``(floor_divide(x, y), remainder(x, y))``.
+
+    >>> jnp.divmod(jnp.array([7, -7]), 2)
+    (Array([ 3, -4], dtype=int32), Array([1, 1], dtype=int32))
+    """
     return floor_divide(x, y), remainder(x, y)
 
 
@@ -876,7 +969,11 @@ def gcd(x1, x2):
 
 @_weak_as_jax(all_weak=True)
 def lcm(x1, x2):
-    """Least common multiple of integers (non-negative; 0 if either is 0)."""
+    """Least common multiple of integers (non-negative; 0 if either is 0).
+
+    >>> jnp.lcm(jnp.array([4, 6]), 10)
+    Array([20, 30], dtype=int32)
+    """
     x1, x2 = promote_and_broadcast(x1, x2, op="lcm")
     g = gcd(x1, x2)
     zero = lax.full(g.shape, 0, g.dtype)
@@ -886,7 +983,11 @@ def lcm(x1, x2):
 
 
 def isposinf(x):
-    """Whether each element is +inf."""
+    """Whether each element is +inf.
+
+    >>> jnp.isposinf(jnp.array([-jnp.inf, 1.0, jnp.inf]))
+    Array([False, False,  True], dtype=bool)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
@@ -894,7 +995,11 @@ def isposinf(x):
 
 
 def isneginf(x):
-    """Whether each element is -inf."""
+    """Whether each element is -inf.
+
+    >>> jnp.isneginf(jnp.array([-jnp.inf, 1.0, jnp.inf]))
+    Array([ True, False, False], dtype=bool)
+    """
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
@@ -902,24 +1007,40 @@ def isneginf(x):
 
 
 def isreal(x):
-    """Elementwise "has no (nonzero) imaginary part"."""
+    """Elementwise "has no (nonzero) imaginary part".
+
+    >>> jnp.isreal(jnp.array([1 + 0j, 1 + 2j]))
+    Array([ True, False], dtype=bool)
+    """
     i = imag(x)
     return lax.eq(i, lax.full(i.shape, 0, i.dtype))
 
 
 def iscomplex(x):
-    """Elementwise "has a nonzero imaginary part"."""
+    """Elementwise "has a nonzero imaginary part".
+
+    >>> jnp.iscomplex(jnp.array([1 + 0j, 1 + 2j]))
+    Array([False,  True], dtype=bool)
+    """
     i = imag(x)
     return lax.ne(i, lax.full(i.shape, 0, i.dtype))
 
 
 def isrealobj(x):
-    """Whether ``x`` has a real (not complex) dtype."""
+    """Whether ``x`` has a real (not complex) dtype.
+
+    >>> jnp.isrealobj(jnp.array([1.0])), jnp.isrealobj(jnp.array([1 + 0j]))
+    (True, False)
+    """
     return not iscomplexobj(x)
 
 
 def iscomplexobj(x):
-    """Whether ``x`` has a complex dtype (decided by its type, not its values)."""
+    """Whether ``x`` has a complex dtype (decided by its type, not its values).
+
+    >>> jnp.iscomplexobj(jnp.array([1 + 0j])), jnp.iscomplexobj(1.0)
+    (True, False)
+    """
     if isinstance(x, (complex, np.complexfloating)):
         return True
     if x is None or isinstance(x, (bool, int, float, str, np.generic)):

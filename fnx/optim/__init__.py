@@ -36,12 +36,26 @@ Schedule = Callable[[Any], Any]
 
 class GradientTransformation(NamedTuple):
     """A pair of pure functions: ``init(params) -> state`` and
-    ``update(updates, state, params=None) -> (updates, state)``."""
+    ``update(updates, state, params=None) -> (updates, state)``.
+
+    >>> def init(params):
+    ...     return fnx.optim.EmptyState()
+    >>> def update(updates, state, params=None):
+    ...     return fnx.tree_util.tree_map(lambda g: 2 * g, updates), state
+    >>> double = fnx.optim.GradientTransformation(init, update)
+    >>> double.update({"w": jnp.ones(2)}, double.init(None))[0]
+    {'w': Array([2., 2.], dtype=float32)}
+    """
     init: Callable
     update: Callable
 
 
 class EmptyState(NamedTuple):
+    """The state of a transformation that keeps none (``scale``, ``clip``, ...).
+
+    >>> fnx.optim.scale(0.1).init({"w": jnp.zeros(2)})
+    EmptyState()
+    """
     pass
 
 
@@ -106,7 +120,11 @@ def apply_updates(params, updates):
 
 
 def global_norm(tree):
-    """The l2 norm of all leaves together."""
+    """The l2 norm of all leaves together.
+
+    >>> fnx.optim.global_norm({"a": jnp.array([3.0]), "b": jnp.array([4.0])})
+    Array(5., dtype=float32)
+    """
     leaves = [x for x in tree_leaves(tree) if x is not None]
     return jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in leaves))
 
@@ -137,14 +155,28 @@ class ScaleByScheduleState(NamedTuple):
 
 
 def scale(step_size: float) -> GradientTransformation:
-    """Multiply updates by a constant."""
+    """Multiply updates by a constant.
+
+    >>> tx = fnx.optim.scale(0.5)
+    >>> tx.update({"w": jnp.array([2.0, -4.0])}, tx.init(None))[0]
+    {'w': Array([ 1., -2.], dtype=float32)}
+    """
     def update(updates, state, params=None):
         return _tree_map(lambda g: g * _const(step_size, g), updates), state
     return GradientTransformation(lambda params: EmptyState(), update)
 
 
 def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
-    """Multiply updates by ``step_size_fn(count)``, count = 0, 1, 2, ..."""
+    """Multiply updates by ``step_size_fn(count)``, count = 0, 1, 2, ...
+
+    >>> tx = fnx.optim.scale_by_schedule(lambda count: 0.5 ** count)
+    >>> state = tx.init({"w": jnp.zeros(1)})
+    >>> for _ in range(2):
+    ...     updates, state = tx.update({"w": jnp.ones(1)}, state)
+    ...     print(updates["w"])
+    [1.]
+    [0.5]
+    """
     def update(updates, state, params=None):
         step = step_size_fn(state.count)
         updates = _tree_map(lambda g: g * jnp.asarray(step).astype(g.dtype), updates)
@@ -153,7 +185,12 @@ def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
 
 
 def scale_by_learning_rate(learning_rate, flip_sign: bool = True) -> GradientTransformation:
-    """Scale by ``-learning_rate`` (a float or a schedule) so that updates descend."""
+    """Scale by ``-learning_rate`` (a float or a schedule) so that updates descend.
+
+    >>> tx = fnx.optim.scale_by_learning_rate(0.1)
+    >>> tx.update({"w": jnp.array([1.0, -2.0])}, tx.init(None))[0]
+    {'w': Array([-0.1,  0.2], dtype=float32)}
+    """
     sign = -1 if flip_sign else 1
     if callable(learning_rate):
         return scale_by_schedule(lambda count: sign * learning_rate(count))
@@ -166,7 +203,16 @@ class TraceState(NamedTuple):
 
 def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     """Momentum: ``t = g + decay * t``; the update is ``t`` (or ``g + decay * t`` with
-    Nesterov)."""
+    Nesterov).
+
+    >>> tx = fnx.optim.trace(decay=0.9)
+    >>> state = tx.init({"w": jnp.zeros(1)})
+    >>> for _ in range(2):
+    ...     updates, state = tx.update({"w": jnp.ones(1)}, state)
+    ...     print(updates["w"])
+    [1.]
+    [1.9]
+    """
     def init(params):
         return TraceState(_zeros_like(params))
 
@@ -186,7 +232,14 @@ class ScaleByAdamState(NamedTuple):
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                   eps_root: float = 0.0, nesterov: bool = False) -> GradientTransformation:
     """Adam's rescaling: bias-corrected first moment over the root of the second; with
-    ``nesterov``, Nadam's look-ahead first moment (Dozat, 2016), as optax computes it."""
+    ``nesterov``, Nadam's look-ahead first moment (Dozat, 2016), as optax computes it.
+
+    >>> tx = fnx.optim.scale_by_adam()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
+    """
     def init(params):
         return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
 
@@ -212,7 +265,14 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 def scale_by_adamax(b1: float = 0.9, b2: float = 0.999,
                     eps: float = 1e-8) -> GradientTransformation:
     """Adamax's rescaling: the bias-corrected first moment over a decaying maximum of
-    ``|g|``."""
+    ``|g|``.
+
+    >>> tx = fnx.optim.scale_by_adamax()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
+    """
     def init(params):
         return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
 
@@ -236,7 +296,14 @@ class ScaleByAmsgradState(NamedTuple):
 def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                      eps_root: float = 0.0) -> GradientTransformation:
     """AMSGrad's rescaling: Adam's, over the running maximum of the bias-corrected second
-    moment."""
+    moment.
+
+    >>> tx = fnx.optim.scale_by_amsgrad()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
+    """
     def init(params):
         return ScaleByAmsgradState(_count0(), *(_zeros_like(params) for _ in range(3)))
 
@@ -258,7 +325,14 @@ class ScaleByRssState(NamedTuple):
 
 def scale_by_rss(initial_accumulator_value: float = 0.1,
                  eps: float = 1e-7) -> GradientTransformation:
-    """Adagrad's rescaling: divide by the root of the sum of all squared gradients so far."""
+    """Adagrad's rescaling: divide by the root of the sum of all squared gradients so far.
+
+    >>> tx = fnx.optim.scale_by_rss()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 0.8452, -0.9877], dtype=float32)
+    """
     def init(params):
         return ScaleByRssState(_tree_map(lambda p: jnp.full_like(p, initial_accumulator_value),
                                          params))
@@ -278,7 +352,14 @@ class ScaleByLionState(NamedTuple):
 
 def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
     """Lion's rescaling (Chen et al., 2023): the sign of an interpolation of the momentum and
-    the gradient; the momentum decays at ``b2``."""
+    the gradient; the momentum decays at ``b2``.
+
+    >>> tx = fnx.optim.scale_by_lion()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1., -1.], dtype=float32)
+    """
     def init(params):
         return ScaleByLionState(_count0(), _zeros_like(params))
 
@@ -292,7 +373,13 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
 def scale_by_trust_ratio(min_norm: float = 0.0, trust_coefficient: float = 1.0,
                          eps: float = 0.0) -> GradientTransformation:
     """LAMB's and LARS's layerwise scaling: each update times ``||param|| / ||update||`` (1
-    where either norm is 0)."""
+    where either norm is 0).
+
+    >>> tx = fnx.optim.scale_by_trust_ratio()
+    >>> params = {"w": jnp.array([3.0, 4.0])}
+    >>> tx.update({"w": jnp.array([0.6, 0.8])}, tx.init(params), params)[0]
+    {'w': Array([3., 4.], dtype=float32)}
+    """
     def update(updates, state, params=None):
         if params is None:
             raise ValueError("scale_by_trust_ratio needs params: call update(grads, state, "
@@ -313,7 +400,14 @@ class ScaleByRmsState(NamedTuple):
 
 def scale_by_rms(decay: float = 0.9, eps: float = 1e-8,
                  initial_scale: float = 0.0) -> GradientTransformation:
-    """Divide by the root of a running mean of squared gradients: ``g / sqrt(nu + eps)``."""
+    """Divide by the root of a running mean of squared gradients: ``g / sqrt(nu + eps)``.
+
+    >>> tx = fnx.optim.scale_by_rms()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 3.1623, -3.1623], dtype=float32)
+    """
     def init(params):
         return ScaleByRmsState(_tree_map(lambda p: jnp.full_like(p, initial_scale), params))
 
@@ -331,7 +425,14 @@ class ScaleByRStdDevState(NamedTuple):
 
 def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
                     initial_scale: float = 0.0) -> GradientTransformation:
-    """Centred RMS: divide by the root of the running variance of the gradients."""
+    """Centred RMS: divide by the root of the running variance of the gradients.
+
+    >>> tx = fnx.optim.scale_by_stddev()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 3.3333, -3.3333], dtype=float32)
+    """
     def init(params):
         return ScaleByRStdDevState(_zeros_like(params),
                                    _tree_map(lambda p: jnp.full_like(p, initial_scale), params))
@@ -348,7 +449,13 @@ def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
 def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
     """Add ``weight_decay * params`` to the updates (decoupled weight decay). ``mask`` (a
     pytree of bools like params, or a function of params giving one) limits it to some
-    parameters."""
+    parameters.
+
+    >>> tx = fnx.optim.add_decayed_weights(0.1)
+    >>> params = {"w": jnp.array([1.0, -2.0])}
+    >>> tx.update({"w": jnp.zeros(2)}, tx.init(params), params)[0]
+    {'w': Array([ 0.1, -0.2], dtype=float32)}
+    """
     def update(updates, state, params=None):
         if params is None:
             raise ValueError("add_decayed_weights needs params: call update(grads, state, "
@@ -377,7 +484,12 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
 
 
 def clip(max_delta: float) -> GradientTransformation:
-    """Clip every update element to ``[-max_delta, max_delta]``."""
+    """Clip every update element to ``[-max_delta, max_delta]``.
+
+    >>> tx = fnx.optim.clip(1.0)
+    >>> tx.update({"w": jnp.array([-3.0, 0.5])}, tx.init(None))[0]
+    {'w': Array([-1. ,  0.5], dtype=float32)}
+    """
     def update(updates, state, params=None):
         return _tree_map(lambda g: jnp.clip(g, -max_delta, max_delta), updates), state
     return GradientTransformation(lambda params: EmptyState(), update)
@@ -508,7 +620,14 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
                    nesterov: bool = False) -> GradientTransformation:
     """RAdam's rescaling (Liu et al., 2020): Adam's step times the variance rectification
     ``r``, once the length ``rho`` of the approximated simple moving average reaches
-    ``threshold``; before that, the bias-corrected momentum alone."""
+    ``threshold``; before that, the bias-corrected momentum alone.
+
+    >>> tx = fnx.optim.scale_by_radam()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 0.5, -2. ], dtype=float32)
+    """
     rho_inf = 2.0 / (1.0 - b2) - 1.0
 
     def init(params):
@@ -537,7 +656,14 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 def scale_by_belief(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-16,
                     eps_root: float = 1e-16, *, nesterov: bool = False) -> GradientTransformation:
     """AdaBelief's rescaling (Zhuang et al., 2020): Adam's, with the second moment of the
-    gradient's deviation from its running mean (the "belief") instead of the gradient's."""
+    gradient's deviation from its running mean (the "belief") instead of the gradient's.
+
+    >>> tx = fnx.optim.scale_by_belief()
+    >>> params = {"w": jnp.zeros(2)}
+    >>> updates, state = tx.update({"w": jnp.array([0.5, -2.0])}, tx.init(params), params)
+    >>> jnp.round(updates["w"], 4)
+    Array([ 1.1111, -1.1111], dtype=float32)
+    """
     def init(params):
         return ScaleByBeliefState(_count0(), _zeros_like(params), _zeros_like(params))
 
@@ -576,6 +702,11 @@ def adabelief(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e
 
 
 class EmaState(NamedTuple):
+    """``ema``'s state: the step ``count`` and the moving average ``ema`` of the updates.
+
+    >>> fnx.optim.ema(0.9).init({"w": jnp.zeros(2)})
+    EmaState(count=Array(0, dtype=int32), ema={'w': Array([0., 0.], dtype=float32)})
+    """
     count: Any
     ema: Any
 
@@ -635,6 +766,12 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
 
 
 class MultiTransformState(NamedTuple):
+    """``multi_transform``'s state: one inner state per label.
+
+    >>> opt = fnx.optim.multi_transform({"a": fnx.optim.sgd(0.1)}, {"w": "a"})
+    >>> list(opt.init({"w": jnp.zeros(2)}).inner_states)
+    ['a']
+    """
     inner_states: Any
 
 
@@ -672,6 +809,13 @@ def multi_transform(transforms: dict, param_labels) -> GradientTransformation:
 
 
 class InjectHyperparamsState(NamedTuple):
+    """``inject_hyperparams``' state: the step ``count``, the current ``hyperparams`` (arrays,
+    so a jitted step can change them) and the inner optimizer's state.
+
+    >>> opt = fnx.optim.inject_hyperparams(fnx.optim.sgd)(learning_rate=0.1)
+    >>> opt.init({"w": jnp.zeros(2)}).hyperparams
+    {'learning_rate': Array(0.1, dtype=float32)}
+    """
     count: Any
     hyperparams: Any
     inner_state: Any
@@ -770,6 +914,13 @@ def apply_if_finite(inner: GradientTransformation,
 
 
 class MultiStepsState(NamedTuple):
+    """``MultiSteps``' state: the ``mini_step`` within the current accumulation, the
+    ``gradient_step`` count, the inner optimizer's state and the accumulated gradients.
+
+    >>> opt = fnx.optim.MultiSteps(fnx.optim.sgd(0.1), every_k_schedule=2)
+    >>> opt.init({"w": jnp.zeros(2)}).mini_step
+    Array(0, dtype=int32)
+    """
     mini_step: Any
     gradient_step: Any
     inner_opt_state: Any
@@ -822,14 +973,23 @@ class MultiSteps:
 
 
 def constant_schedule(value: float) -> Schedule:
-    """``value`` at every step."""
+    """``value`` at every step.
+
+    >>> fnx.optim.constant_schedule(0.1)(100)
+    Array(0.1, dtype=float32)
+    """
     return lambda count: jnp.asarray(value, jnp.float32)
 
 
 def polynomial_schedule(init_value: float, end_value: float, power: float,
                         transition_steps: int, transition_begin: int = 0) -> Schedule:
     """From ``init_value`` to ``end_value`` along ``(1 - t)**power`` over
-    ``transition_steps`` steps, starting at ``transition_begin``."""
+    ``transition_steps`` steps, starting at ``transition_begin``.
+
+    >>> schedule = fnx.optim.polynomial_schedule(1.0, 0.0, power=2, transition_steps=10)
+    >>> schedule(0), schedule(5), schedule(20)
+    (Array(1., dtype=float32), Array(0.25, dtype=float32), Array(0., dtype=float32))
+    """
     if transition_steps <= 0:
         return constant_schedule(init_value)
 
@@ -891,7 +1051,13 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
 
 
 def join_schedules(schedules, boundaries) -> Schedule:
-    """``schedules[i]`` from ``boundaries[i - 1]`` on, each counting from its boundary."""
+    """``schedules[i]`` from ``boundaries[i - 1]`` on, each counting from its boundary.
+
+    >>> warm, rest = fnx.optim.constant_schedule(1.0), fnx.optim.constant_schedule(0.1)
+    >>> schedule = fnx.optim.join_schedules([warm, rest], boundaries=[10])
+    >>> schedule(5), schedule(15)
+    (Array(1., dtype=float32), Array(0.1, dtype=float32))
+    """
     def schedule(count):
         count = jnp.asarray(count)
         out = schedules[0](count)
@@ -1005,6 +1171,15 @@ def piecewise_constant_schedule(init_value: float,
 
 
 class FactoredState(NamedTuple):
+    """adafactor's second-moment state: the step ``count`` and, per leaf, the row and column
+    averages of the squared gradients (factored leaves) or their full average ``v`` (the
+    others).
+
+    >>> opt = fnx.optim.adafactor(1e-2, min_dim_size_to_factor=2)
+    >>> state = opt.init({"w": jnp.ones((4, 3))})[0]
+    >>> state.v_row["w"].shape, state.v_col["w"].shape
+    ((3,), (4,))
+    """
     count: Any
     v_row: Any       # per factored leaf: the row averages of the squared gradients
     v_col: Any       # ... and the column averages

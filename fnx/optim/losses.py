@@ -72,7 +72,11 @@ def sigmoid_binary_cross_entropy(logits, labels):
 
 
 def squared_error(predictions, targets=None):
-    """``(predictions - targets) ** 2`` elementwise (``targets`` default 0)."""
+    """``(predictions - targets) ** 2`` elementwise (``targets`` default 0).
+
+    >>> fnx.optim.losses.squared_error(jnp.array([1.0, 2.0]), jnp.array([0.0, 4.0]))
+    Array([1., 4.], dtype=float32)
+    """
     (predictions,) = _inexact(predictions)
     errors = predictions if targets is None else predictions - targets
     return jnp.square(errors)
@@ -102,7 +106,11 @@ def huber_loss(predictions, targets=None, *, delta: float = 1.0):
 
 
 def log_cosh(predictions, targets=None):
-    """``log(cosh(predictions - targets))``, computed without overflow."""
+    """``log(cosh(predictions - targets))``, computed without overflow.
+
+    >>> fnx.optim.losses.log_cosh(jnp.array([0.0, 1.0]), jnp.array([0.0, 0.0]))
+    Array([0.       , 0.4337...], dtype=float32)
+    """
     (predictions,) = _inexact(predictions)
     errors = predictions if targets is None else predictions - targets
     return jnp.logaddexp(errors, -errors) - np.log(2.0).astype(errors.dtype)
@@ -134,7 +142,11 @@ def cosine_distance(predictions, targets, *, epsilon: float = 0.0, axis=-1, wher
 
 
 def hinge_loss(predictor_outputs, targets):
-    """``max(0, 1 - predictor_outputs * targets)`` for targets in {-1, 1}."""
+    """``max(0, 1 - predictor_outputs * targets)`` for targets in {-1, 1}.
+
+    >>> fnx.optim.losses.hinge_loss(jnp.array([2.0, 0.5, -1.0]), jnp.array([1.0, 1.0, 1.0]))
+    Array([0. , 0.5, 2. ], dtype=float32)
+    """
     (predictor_outputs,) = _inexact(predictor_outputs)
     return jnp.maximum(0, 1 - predictor_outputs * targets)
 

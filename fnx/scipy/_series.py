@@ -1,5 +1,5 @@
 """The special functions of fnx.scipy.special that are sums or continued fractions: incomplete
-gamma and beta, exponential integrals, modified Bessel functions, Hurwitz zeta, Dawson's
+gamma and beta, exponential integrals, modified Bessel functions, Dawson's
 integral, dilogarithm and Kummer's function. Each runs a fixed number of terms (a fori_loop),
 so it traces, batches and differentiates like any other fnx program."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ import math
 
 from .. import numpy as jnp
 from ..core.control_flow import fori_loop
+from ._common import floats
 from ..lax.bessel import bessel_i0e, bessel_i1e
 from ..lax.incomplete import betainc as _lax_betainc, igamma, igammac
 from ..lax.special import lgamma, digamma
@@ -17,10 +18,7 @@ _TINY = 1e-300
 
 
 def _floats(*args):
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.float32
-    return jnp.broadcast_arrays(*[jnp.asarray(a, dtype) for a in args])
+    return jnp.broadcast_arrays(*floats(*args))
 
 
 def _lentz(a_of, b_of, b0, terms):
@@ -204,54 +202,6 @@ def i1(x):
     return jnp.exp(jnp.abs(x)) * bessel_i1e(x)
 
 
-# ---- Hurwitz zeta and polygamma -------------------------------------------------------------
-
-# B_2j / (2j)! for j = 1..12, the Euler-Maclaurin corrections
-_BERNOULLI_OVER_FACTORIAL = [
-    1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160, -691 / 1307674368000,
-    1 / 74724249600, -3617 / 10670622842880000, 43867 / 5109094217170944000,
-    -174611 / 802857662698291200000, 77683 / 14101100039391805440000,
-    -236364091 / 1693824136731743669452800000]
-
-
-def zeta(x, q=None):
-    """The Hurwitz zeta function sum_k (k + q)^-x (x > 1); as in JAX, ``q`` is required.
-
-    >>> zeta(2.0, 1.0)     # pi**2 / 6
-    Array(1.644934, dtype=float32)
-    """
-    if q is None:
-        raise NotImplementedError(
-            "zeta(x, q=None): the Riemann zeta function is not implemented; pass q "
-            "(q=1.0 gives it)")
-    x, q = _floats(x, q)
-    n = 9
-    head = sum(jnp.power(q + k, -x) for k in range(n))
-    a = q + n
-    tail = jnp.power(a, 1.0 - x) / (x - 1.0) + 0.5 * jnp.power(a, -x)
-    rising, power = x, jnp.power(a, -x - 1.0)
-    for j, coefficient in enumerate(_BERNOULLI_OVER_FACTORIAL):
-        tail = tail + coefficient * rising * power
-        rising = rising * (x + 2 * j + 1) * (x + 2 * j + 2)
-        power = power / (a * a)
-    value = head + tail
-    value = jnp.where(x == 1.0, jnp.inf, value)
-    return jnp.where((x < 1.0) | ((q <= 0) & (q == jnp.floor(q))), jnp.nan, value)
-
-
-def polygamma(n, x):
-    """The n-th derivative of the digamma function (whole ``n >= 0``).
-
-    >>> polygamma(1, 1.0)  # pi**2 / 6
-    Array(1.644934, dtype=float32)
-    """
-    n, x = _floats(n, x)
-    sign = jnp.where(jnp.fmod(n, 2.0) == 0, -1.0, 1.0)
-    safe_n = jnp.where(n >= 1, n, 1.0)
-    higher = sign * jnp.exp(lgamma(safe_n + 1.0)) * zeta(safe_n + 1.0, x)
-    return jnp.where(n == 0, digamma(x), higher)
-
-
 # ---- Dawson's integral, the dilogarithm, Kummer's function ----------------------------------
 
 def dawsn(x):
@@ -334,4 +284,4 @@ def hyp1f1(a, b, x):
 
 
 __all__ = ["gammainc", "gammaincc", "betainc", "expn", "exp1", "expi", "i0e", "i0", "i1e",
-           "i1", "zeta", "polygamma", "dawsn", "spence", "hyp1f1"]
+           "i1", "dawsn", "spence", "hyp1f1"]

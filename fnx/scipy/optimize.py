@@ -25,7 +25,13 @@ class OptimizeResults(NamedTuple):
     """What ``minimize`` found: ``x``, ``success``, ``status`` (0 converged, 1 maximum
     iterations, 3 line search failed in zoom, 5 line search reached its maximum iterations,
     -1 undefined), ``fun``, ``jac`` (the gradient at ``x``), ``hess_inv`` (BFGS's estimate of
-    the inverse Hessian), ``nfev``, ``njev`` and ``nit``."""
+    the inverse Hessian), ``nfev``, ``njev`` and ``nit``.
+
+    >>> result = fnx.scipy.optimize.minimize(lambda x: ((x - 1.0) ** 2).sum(), jnp.zeros(2),
+    ...                                      method="BFGS")
+    >>> bool(result.success), jnp.round(result.x, 3)
+    (True, Array([1., 1.], dtype=float32))
+    """
     x: Any
     success: Any
     status: Any

@@ -62,7 +62,11 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
 
 def correlate(in1, in2, mode="full", method="auto", precision=None):
     """The N-d cross-correlation of ``in1`` and ``in2``: ``convolve`` with ``in2`` flipped and
-    conjugated."""
+    conjugated.
+
+    >>> fnx.scipy.signal.correlate(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0]))
+    Array([1., 2., 3., 0.], dtype=float32)
+    """
     if method not in ("auto", "direct", "fft"):
         raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
     in2 = asarray(in2)
@@ -81,13 +85,24 @@ def _check_2d(in1, in2, boundary, fillvalue, name):
 
 
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
-    """The 2-d convolution of ``in1`` and ``in2`` (zero-filled boundary)."""
+    """The 2-d convolution of ``in1`` and ``in2`` (zero-filled boundary).
+
+    >>> fnx.scipy.signal.convolve2d(jnp.ones((2, 2)), jnp.ones((2, 2)))
+    Array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]], dtype=float32)
+    """
     in1, in2 = _check_2d(in1, in2, boundary, fillvalue, "convolve2d")
     return _convolve_nd(in1, in2, mode, precision, "convolve2d")
 
 
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
-    """The 2-d cross-correlation of ``in1`` and ``in2`` (zero-filled boundary)."""
+    """The 2-d cross-correlation of ``in1`` and ``in2`` (zero-filled boundary).
+
+    >>> fnx.scipy.signal.correlate2d(jnp.eye(2), jnp.array([[1.0, 2.0]]), mode="valid")
+    Array([[1.],
+           [2.]], dtype=float32)
+    """
     in1, in2 = _check_2d(in1, in2, boundary, fillvalue, "correlate2d")
     in2 = lax.conj(in2) if in2.dtype.kind == "c" else in2
     swap = all(a <= b for a, b in zip(in1.shape, in2.shape))

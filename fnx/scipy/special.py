@@ -12,26 +12,22 @@ from .. import numpy as jnp
 from ..core import lax as _lax
 from ..core.custom_derivatives import custom_jvp
 from ..lax.special import digamma, erfc, erfc_tail, lgamma
+from ..core.errors import DTypeValueError
+from ..lax.zeta import polygamma as _lax_polygamma, zeta as _lax_zeta
+from ._bessel import bessel_jn  # noqa: F401
+from ._common import floats as _floats, gamma, one_float as _float
+from ._faddeeva import fresnel, wofz  # noqa: F401
+from ._harmonics import sph_harm_y  # noqa: F401
+from ._hypergeometric import hyp2f1  # noqa: F401
+from ._integrals import owens_t, sici  # noqa: F401
 from ._series import (betainc, dawsn, exp1, expi, expn, gammainc, gammaincc,  # noqa: F401
-                      hyp1f1, i0, i0e, i1, i1e, polygamma, spence, zeta)
+                      hyp1f1, i0, i0e, i1, i1e, spence)
 from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
 
 gammaln = lgamma
 psi = digamma
 erf = _lax.erf
 erfinv = _lax.erf_inv
-
-
-def gamma(x):
-    """Gamma(x), with its sign for negative arguments: ``sign * exp(gammaln(x))``.
-
-    >>> gamma(5.0)
-    Array(24., dtype=float32)
-    """
-    x = _float(x)
-    # Gamma is negative on (-1, 0), (-3, -2), ...: where ceil(-x) is odd
-    negative = (x < 0) & (jnp.fmod(jnp.ceil(-x), 2.0) == 1.0)
-    return jnp.where(negative, -1.0, 1.0) * jnp.exp(lgamma(x))
 
 
 def betaln(a, b):
@@ -299,17 +295,33 @@ def bernoulli(n: int):
     return jnp.asarray([float(b) for b in numbers], jnp.result_type(float))
 
 
-def _floats(*args):
-    """``args`` as arrays of their common floating dtype; Python numbers take the dtype of the
-    arrays beside them (as in JAX), so 0.3 next to float64 data is not rounded to float32."""
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.float32
-    return [jnp.asarray(a, dtype) for a in args]
+def zeta(x, q=None):
+    """The Hurwitz zeta function ``sum_k (k + q) ** -x`` (``fnx.lax.zeta``, with its edge
+    values); as in JAX, ``q`` is required.
+
+    >>> zeta(2.0, 1.0)     # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    if q is None:
+        raise NotImplementedError(
+            "zeta(x, q=None): the Riemann zeta function is not implemented; pass q "
+            "(q=1.0 gives it)")
+    return _lax_zeta(*_floats(x, q))
 
 
-def _float(x):
-    return _floats(x)[0]
+def polygamma(n, x):
+    """The n-th derivative of the digamma function (``fnx.lax.polygamma``); as in JAX, ``n``
+    must have an integer dtype.
+
+    >>> polygamma(1, 1.0)  # pi**2 / 6
+    Array(1.644934, dtype=float32)
+    """
+    n_dtype = jnp.result_type(n)
+    if not jnp.issubdtype(n_dtype, jnp.integer):
+        raise DTypeValueError(f"polygamma(n, x): n must have an integer dtype, got {n_dtype}")
+    if jnp.issubdtype(jnp.result_type(x), jnp.complexfloating):
+        raise DTypeValueError(f"polygamma(n, x): x must be real, got {jnp.result_type(x)}")
+    return _lax_polygamma(*_floats(n, x))
 
 
 __all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln", "factorial",
@@ -317,7 +329,8 @@ __all__ = ["gammaln", "digamma", "psi", "gamma", "beta", "betaln", "multigammaln
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr",
            "loggamma", "gammasgn", "poch", "comb", "boxcox", "boxcox1p", "erfcx", "bernoulli",
            "gammainc", "gammaincc", "betainc", "expn", "exp1", "expi", "i0e", "i0", "i1e", "i1",
-           "zeta", "polygamma", "dawsn", "spence", "hyp1f1"]
+           "zeta", "polygamma", "dawsn", "spence", "hyp1f1", "bessel_jn", "fresnel", "hyp2f1",
+           "owens_t", "sici", "sph_harm_y", "wofz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

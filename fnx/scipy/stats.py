@@ -348,11 +348,12 @@ wrapcauchy = SimpleNamespace(logpdf=_wrapcauchy_logpdf,
 
 from ._discrete import betabinom, binom, geom, multinomial, nbinom  # noqa: E402
 from ._summaries import ModeResult, mode, rankdata, sem  # noqa: E402,F401
+from ._kde import gaussian_kde  # noqa: E402,F401
 
 __all__ = ["norm", "logistic", "laplace", "cauchy", "expon", "uniform", "gamma", "beta", "t",
            "chi2", "poisson", "bernoulli", "multivariate_normal", "dirichlet", "gumbel_r",
            "gumbel_l", "pareto", "gennorm", "truncnorm", "vonmises", "wrapcauchy", "binom",
-           "nbinom", "geom", "betabinom", "multinomial", "mode", "rankdata", "sem"]
+           "nbinom", "geom", "betabinom", "multinomial", "mode", "rankdata", "sem", "gaussian_kde"]
 
 
 def _register_distribution_modules():

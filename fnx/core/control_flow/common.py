@@ -18,11 +18,26 @@ from ..pytree import tree_unflatten, treedef_is_leaf
 class ControlFlowTypeError(FnxError, TypeError):
     """The branches of a cond/switch return different structures, shapes or dtypes, a loop
     body changes its carry's structure, shape or dtype, or a predicate/index has the wrong
-    type."""
+    type.
+
+    >>> try:
+    ...     lax.cond(True, lambda: jnp.ones(3), lambda: jnp.ones(4))
+    ... except lax.ControlFlowTypeError as e:
+    ...     print(type(e).__name__)
+    ControlFlowTypeError
+    """
 
 
 class ReverseModeWhileLoopError(FnxError, ValueError):
-    """Reverse-mode differentiation (grad, vjp, jacrev) reached a while_loop."""
+    """Reverse-mode differentiation (grad, vjp, jacrev) reached a while_loop.
+
+    >>> loop = lambda x: lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+    >>> try:
+    ...     fnx.grad(loop)(1.0)
+    ... except lax.ReverseModeWhileLoopError as e:
+    ...     print(type(e).__name__)
+    ReverseModeWhileLoopError
+    """
 
 
 _WHILE_REVERSE_MSG = (

@@ -148,7 +148,11 @@ def broadcast_in_dim(x, shape, broadcast_dimensions):
 
 
 def full(shape, value, dtype=None, weak_type: bool | None = None):
-    """An array of ``shape`` filled with ``value``."""
+    """An array of ``shape`` filled with ``value``.
+
+    >>> lax.full((2,), 7, jnp.int32)
+    Array([7, 7], dtype=int32)
+    """
     if dtype is None:
         aval = get_aval(value)
         dtype, weak = aval.dtype, aval.weak_type if weak_type is None else weak_type

@@ -29,6 +29,19 @@ def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
     return min_(max_(x, lo), hi)
 
 
+def round_half_even(x):
+    """``x`` rounded to the nearest whole number, ties to the even one (NumPy's ``round``).
+
+    >>> fnx.lax.round(jnp.array([0.5, 1.5, 2.5]), fnx.lax.RoundingMethod.TO_NEAREST_EVEN)
+    Array([0., 2., 2.], dtype=float32)
+    """
+    from .elementwise import bitwise_and, eq, floor, ne, rem, round_, select, sign, sub
+    r = round_(x)   # half away from zero
+    is_tie = eq(abs_(sub(x, floor(x))), _full_like(x, 0.5))
+    odd = ne(rem(r, _full_like(x, 2)), _full_like(x, 0))
+    return select(bitwise_and(is_tie, odd), sub(r, sign(x)), r)
+
+
 def full_like(x, fill_value, dtype=None, shape=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``.
 
@@ -82,18 +95,30 @@ def index_take(src, idxs, axes):
 
 
 def reciprocal(x):
-    """``1 / x``."""
+    """``1 / x``.
+
+    >>> lax.reciprocal(jnp.array([2.0, 4.0]))
+    Array([0.5 , 0.25], dtype=float32)
+    """
     return integer_pow(x, -1)
 
 
 def cbrt(x):
     """The real cube root, negative for negative ``x``. Its derivative at 0 is NaN here (JAX
-    gives inf)."""
+    gives inf).
+
+    >>> lax.cbrt(jnp.array([-8.0, 1.0, 0.125]))
+    Array([-2. ,  1. ,  0.5], dtype=float32)
+    """
     return mul(sign(x), pow_(abs_(x), _const(x, 1 / 3)))
 
 
 def exp2(x):
-    """``2 ** x``."""
+    """``2 ** x``.
+
+    >>> lax.exp2(jnp.array([0.0, 3.0]))
+    Array([1., 8.], dtype=float32)
+    """
     return pow_(_full_like(x, 2), x)
 
 

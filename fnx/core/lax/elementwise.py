@@ -327,7 +327,8 @@ def _abs_jvp(primals, tangents):
         mag = convert_element_type_p.bind(out, new_dtype=get_aval(x).dtype,
                                           weak_type=get_aval(out).weak_type)
         return out, real(mul(t, div(conj(x), _replace_zero(mag))))
-    return out, mul(t, sign(x))
+    # the slope at 0 is 1, as JAX's (x >= 0 picks t, else -t)
+    return out, select_n(ge(x, _full_like(x, 0)), neg(t), t)
 
 
 def _abs_aval(x):
@@ -478,7 +479,11 @@ def select_n(which, *cases):
 
 
 def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false`` (lax.select: same shapes and dtypes)."""
+    """``on_true`` where ``pred`` else ``on_false`` (lax.select: same shapes and dtypes).
+
+    >>> lax.select(jnp.array([True, False]), jnp.ones(2), jnp.zeros(2))
+    Array([1., 0.], dtype=float32)
+    """
     return select_n_p.bind(pred, on_false, on_true)
 
 
@@ -525,22 +530,38 @@ for _p in (real_p, imag_p, conj_p, complex_p):
 
 
 def real(x):
-    """The real part of a complex array (float32 for complex64)."""
+    """The real part of a complex array (float32 for complex64).
+
+    >>> lax.real(jnp.array([1 + 2j]))
+    Array([1.], dtype=float32)
+    """
     return real_p.bind(x)
 
 
 def imag(x):
-    """The imaginary part of a complex array (float32 for complex64)."""
+    """The imaginary part of a complex array (float32 for complex64).
+
+    >>> lax.imag(jnp.array([1 + 2j]))
+    Array([2.], dtype=float32)
+    """
     return imag_p.bind(x)
 
 
 def conj(x):
-    """The complex conjugate; a real ``x`` becomes complex with a zero imaginary part."""
+    """The complex conjugate; a real ``x`` becomes complex with a zero imaginary part.
+
+    >>> lax.conj(jnp.array([1 + 2j]))
+    Array([1.-2.j], dtype=complex64)
+    """
     return conj_p.bind(x)
 
 
 def complex_(x, y):
-    """``x + 1j * y`` from two real arrays of one dtype (lax.complex)."""
+    """``x + 1j * y`` from two real arrays of one dtype (lax.complex).
+
+    >>> lax.complex(jnp.array([1.0]), jnp.array([2.0]))
+    Array([1.+2.j], dtype=complex64)
+    """
     return complex_p.bind(x, y)
 
 
@@ -592,5 +613,9 @@ bitcast_convert_type_p.batch = lambda vals, dims, **p: (
 
 
 def bitcast_convert_type(x, new_dtype):
-    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32."""
+    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32.
+
+    >>> lax.bitcast_convert_type(jnp.float32(1.0), jnp.int32)
+    Array(1065353216, dtype=int32)
+    """
     return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonical(new_dtype))

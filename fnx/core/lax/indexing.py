@@ -79,7 +79,11 @@ take_p.is_linear = True
 
 
 def take(x, idx, axis: int = 0):
-    """``x`` indexed along ``axis`` by integer ``idx`` (indices outside [0, n) are clamped)."""
+    """``x`` indexed along ``axis`` by integer ``idx`` (indices outside [0, n) are clamped).
+
+    >>> lax.take(jnp.array([10, 20, 30]), jnp.array([2, 0]))
+    Array([30, 10], dtype=int32)
+    """
     return take_p.bind(x, idx, axis=int(axis))
 
 
@@ -335,14 +339,23 @@ def _in_dim(operand, axis, start, size):
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
                          allow_negative_indices=True):
-    """``dynamic_slice`` along one ``axis``: ``slice_size`` entries from ``start_index``."""
+    """``dynamic_slice`` along one ``axis``: ``slice_size`` entries from ``start_index``.
+
+    >>> lax.dynamic_slice_in_dim(jnp.arange(5), 1, 3)
+    Array([1, 2, 3], dtype=int32)
+    """
     _, starts, sizes = _in_dim(operand, axis, start_index, slice_size)
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
                          allow_negative_indices=True):
-    """Entry ``index`` of ``operand`` along ``axis`` (kept as a size-1 axis with keepdims)."""
+    """Entry ``index`` of ``operand`` along ``axis`` (kept as a size-1 axis with keepdims).
+
+    >>> lax.dynamic_index_in_dim(jnp.arange(6).reshape(2, 3), 1, axis=1)
+    Array([[1],
+           [4]], dtype=int32)
+    """
     axis, starts, sizes = _in_dim(operand, axis, index, 1)
     out = dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
     return out if keepdims else squeeze(out, (axis,))
@@ -350,7 +363,11 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
                                 allow_negative_indices=True):
-    """``dynamic_update_slice`` along one ``axis``, at ``start_index``."""
+    """``dynamic_update_slice`` along one ``axis``, at ``start_index``.
+
+    >>> lax.dynamic_update_slice_in_dim(jnp.zeros(4), jnp.ones(2), 1, axis=0)
+    Array([0., 1., 1., 0.], dtype=float32)
+    """
     _, starts, _ = _in_dim(operand, axis, start_index, 0)
     return dynamic_update_slice(operand, update, starts,
                                 allow_negative_indices=allow_negative_indices)
@@ -359,7 +376,12 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
 def dynamic_update_index_in_dim(operand, update, index, axis, *,
                                 allow_negative_indices=True):
     """``operand`` with entry ``index`` along ``axis`` replaced by ``update`` (which may lack
-    that axis)."""
+    that axis).
+
+    >>> lax.dynamic_update_index_in_dim(jnp.zeros((2, 2)), jnp.ones(2), 1, axis=0)
+    Array([[0., 0.],
+           [1., 1.]], dtype=float32)
+    """
     axis, starts, _ = _in_dim(operand, axis, index, 1)
     if get_aval(update).ndim == get_aval(operand).ndim - 1:
         update = expand_dims(update, (axis,))
@@ -429,5 +451,10 @@ take_along_axis_p.is_linear = True
 
 def take_along_axis(x, idx, axis: int):
     """``x[..., idx, ...]`` along ``axis`` with ``idx`` of the same rank as ``x`` and the same
-    shape outside ``axis`` (indices are clamped into range)."""
+    shape outside ``axis`` (indices are clamped into range).
+
+    >>> lax.take_along_axis(jnp.array([[3, 1], [2, 4]]), jnp.array([[1], [0]]), axis=1)
+    Array([[1],
+           [2]], dtype=int32)
+    """
     return take_along_axis_p.bind(x, idx, axis=axis)

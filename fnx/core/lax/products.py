@@ -223,7 +223,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 
 def dot(a, b, precision=None, preferred_element_type=None):
-    """Vector/matrix product of 1-D or 2-D operands (lax.dot)."""
+    """Vector/matrix product of 1-D or 2-D operands (lax.dot).
+
+    >>> lax.dot(jnp.ones((2, 3)), jnp.ones(3))
+    Array([3., 3.], dtype=float32)
+    """
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     return dot_general(a, b, (((na - 1,), (0 if nb == 1 else nb - 2,)), ((), ())),
                        precision, preferred_element_type)
