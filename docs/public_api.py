@@ -14,7 +14,8 @@ MODULES = (
     "fnx.scipy.optimize", "fnx.scipy.sparse.linalg", "fnx.scipy.signal", "fnx.tree_util",
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
     "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing", "fnx.dlpack",
-    "fnx.amp",
+    "fnx.amp", "fnx.dtypes", "fnx.image", "fnx.scipy.ndimage", "fnx.scipy.integrate",
+    "fnx.experimental.ode", "fnx.experimental.mesh_utils",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

@@ -20,7 +20,11 @@ from .numpy._core import promote_dtypes_inexact
 
 class ResizeMethod(enum.Enum):
     """The resampling kernels: NEAREST, LINEAR (triangle), LANCZOS3, LANCZOS5, CUBIC (Keys),
-    CUBIC_PYTORCH (OpenCV's a = -0.75, edges repeated when not antialiasing) and AREA."""
+    CUBIC_PYTORCH (OpenCV's a = -0.75, edges repeated when not antialiasing) and AREA.
+
+    >>> ResizeMethod.from_string("bilinear")
+    <ResizeMethod.LINEAR: 1>
+    """
     NEAREST = 0
     LINEAR = 1
     LANCZOS3 = 2
@@ -132,7 +136,12 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method,
                         antialias: bool = True, precision=Precision.HIGHEST):
     """Resample ``image`` to ``shape``: input location ``x`` on ``spatial_dims[i]`` goes to
     ``x * scale[i] + translation[i]`` (half-centred pixels); outputs mapping outside the input
-    are zero. ``method`` is a :class:`ResizeMethod` or its name (not NEAREST)."""
+    are zero. ``method`` is a :class:`ResizeMethod` or its name (not NEAREST).
+
+    >>> scale_and_translate(jnp.array([0.0, 1.0]), (4,), (0,), jnp.array([2.0]),
+    ...                     jnp.array([0.0]), "linear")
+    Array([0.  , 0.25, 0.75, 1.  ], dtype=float32)
+    """
     shape = tuple(int(s) for s in shape)
     if len(shape) != image.ndim:
         raise ValueError("shape must have length equal to the number of dimensions of x; "
@@ -180,6 +189,9 @@ def resize(image, shape, method, antialias: bool = True, precision=Precision.HIG
     and channel sizes to leave those axes alone) with ``method``: ``"nearest"``, ``"linear"``
     (``"bilinear"``), ``"cubic"``, ``"lanczos3"``, ``"lanczos5"``, ``"cubic-pytorch"``,
     ``"area"``, or a :class:`ResizeMethod`. ``antialias`` widens the kernel when downsampling.
+
+    >>> resize(jnp.arange(4.0), (2,), "linear")        # antialiased: a wider triangle
+    Array([0.71428573, 2.2857141 ], dtype=float32)
     """
     shape = tuple(int(s) for s in shape)
     image = jnp.asarray(image)

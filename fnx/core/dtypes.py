@@ -278,11 +278,19 @@ def is_int(dtype) -> bool:
 
 
 class extended:
-    """The abstract type of dtypes NumPy does not have (JAX's ``dtypes.extended``)."""
+    """The abstract type of dtypes NumPy does not have (JAX's ``dtypes.extended``).
+
+    >>> fnx.numpy.issubdtype(fnx.random.key(0).dtype, fnx.dtypes.extended)
+    True
+    """
 
 
 class prng_key(extended):
-    """The abstract type of typed PRNG keys' dtypes (``key<fry>``)."""
+    """The abstract type of typed PRNG keys' dtypes (``key<fry>``).
+
+    >>> fnx.numpy.issubdtype(fnx.random.key(0).dtype, fnx.dtypes.prng_key)
+    True
+    """
 
 
 def issubdtype(arg1, arg2) -> bool:

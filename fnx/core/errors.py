@@ -97,7 +97,15 @@ class DTypeError(FnxError, TypeError):
 
 
 class TypePromotionError(DTypeError, ValueError):
-    """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``."""
+    """Operands of different dtypes met under ``numpy_dtype_promotion("strict")``.
+
+    >>> with fnx.numpy_dtype_promotion("strict"):
+    ...     try:
+    ...         fnx.numpy.ones(2, "float32") + fnx.numpy.ones(2, "int32")
+    ...     except fnx.dtypes.TypePromotionError:
+    ...         print("refused")
+    refused
+    """
 
 
 class DTypeValueError(DTypeError, ValueError):

@@ -24,7 +24,7 @@ class PartitionSpec(tuple):
     over their product, the first name major). Trailing dimensions left out are not split.
 
     >>> fnx.P("data", None)
-    PartitionSpec('data', None)
+    P('data', None)
     """
 
     def __new__(cls, *parts):

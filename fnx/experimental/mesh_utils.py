@@ -17,7 +17,11 @@ from ..core.core import devices as _all_devices
 
 def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes: bool = False,
                        allow_split_physical_axes: bool = False):
-    """An array of shape ``mesh_shape`` holding ``devices`` (all devices by default)."""
+    """An array of shape ``mesh_shape`` holding ``devices`` (all devices by default).
+
+    >>> create_device_mesh((1, 1))
+    array([[CpuDevice(id=0)]], dtype=object)
+    """
     devices = list(_all_devices() if devices is None else devices)
     if len(devices) != math.prod(mesh_shape):
         raise ValueError(f"Number of devices {len(devices)} must equal the product of "
@@ -32,7 +36,11 @@ def create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape, devices=None, *,
                               should_sort_granules_by_key: bool = True,
                               allow_split_physical_axes: bool = False):
     """A mesh of ``dcn_mesh_shape`` groups (one per process) of ``mesh_shape`` devices each,
-    the two shapes multiplied axis by axis."""
+    the two shapes multiplied axis by axis.
+
+    >>> create_hybrid_device_mesh((1,), (1,)).shape
+    (1,)
+    """
     devices = list(_all_devices() if devices is None else devices)
     groups: dict = {}
     for d in devices:

@@ -94,7 +94,14 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     """The solution of ``dy/dt = func(y, t, *args)`` from ``y0`` at the increasing times ``t``:
     ``y0``'s pytree with a leading axis of ``len(t)``. ``rtol``/``atol`` bound each step's local
     error, ``mxstep`` the steps between two output times, ``hmax`` the step size.
-    Differentiable in ``y0``, ``t``, ``args`` and the values ``func`` closes over."""
+    Differentiable in ``y0``, ``t``, ``args`` and the values ``func`` closes over.
+
+    >>> decay = lambda y, t, k: -k * y
+    >>> ts = jnp.array([0.0, 1.0])
+    >>> g = fnx.grad(lambda k: odeint(decay, 1.0, ts, k)[-1])(2.0)
+    >>> bool(abs(g + jnp.exp(-2.0)) < 1e-5)                       # d/dk exp(-k)
+    True
+    """
     for arg in tree_leaves(args):
         if not hasattr(arg, "dtype") and not isinstance(arg, (int, float, complex, bool)):
             raise TypeError(

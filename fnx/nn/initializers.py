@@ -18,7 +18,13 @@ from ..core import dtypes
 
 class Initializer(Protocol):
     """The type of every initializer here: ``init(key, shape, dtype=None) -> Array`` (for
-    annotations, as ``jax.nn.initializers.Initializer``)."""
+    annotations, as ``jax.nn.initializers.Initializer``).
+
+    >>> def dense_init(key, w_init: Initializer = lecun_normal()):
+    ...     return w_init(key, (3, 2))
+    >>> dense_init(random.key(0)).shape
+    (3, 2)
+    """
 
     def __call__(self, key: Any, shape: Any, dtype: Any = None) -> Any: ...
 

@@ -1343,13 +1343,23 @@ __all__ += ["adafactor", "scale_by_factored_rms", "clip_by_block_rms", "scale_by
 
 
 def identity() -> GradientTransformation:
-    """Passes the updates through unchanged."""
+    """Passes the updates through unchanged.
+
+    >>> t = identity()
+    >>> t.update({"w": jnp.ones(2)}, t.init(None))[0]["w"]
+    Array([1., 1.], dtype=float32)
+    """
     return GradientTransformation(lambda params: EmptyState(),
                                   lambda updates, state, params=None: (updates, state))
 
 
 def set_to_zero() -> GradientTransformation:
-    """Zero updates: the parameters it is applied to stay as they are (see ``multi_transform``)."""
+    """Zero updates: the parameters it is applied to stay as they are (see ``multi_transform``).
+
+    >>> t = set_to_zero()
+    >>> t.update({"w": jnp.ones(2)}, t.init(None))[0]["w"]
+    Array([0., 0.], dtype=float32)
+    """
     return GradientTransformation(
         lambda params: EmptyState(),
         lambda updates, state, params=None: (_tree_map(jnp.zeros_like, updates), state))
@@ -1368,7 +1378,12 @@ def stateless(f: Callable) -> GradientTransformation:
 
 
 def stateless_with_tree_map(f: Callable) -> GradientTransformation:
-    """:func:`stateless` with ``f(g, p)`` applied leaf by leaf (``p`` is None without params)."""
+    """:func:`stateless` with ``f(g, p)`` applied leaf by leaf (``p`` is None without params).
+
+    >>> t = stateless_with_tree_map(lambda g, p: g + 0.1 * p)
+    >>> t.update({"w": jnp.ones(2)}, t.init(None), {"w": jnp.ones(2)})[0]["w"]
+    Array([1.1, 1.1], dtype=float32)
+    """
     def update(updates, params):
         if params is None:
             return _tree_map(lambda g: f(g, None), updates)
@@ -1378,7 +1393,11 @@ def stateless_with_tree_map(f: Callable) -> GradientTransformation:
 
 def incremental_update(new_tensors, old_tensors, step_size):
     """Polyak averaging: ``step_size * new + (1 - step_size) * old`` leaf by leaf (a target
-    network's soft update)."""
+    network's soft update).
+
+    >>> incremental_update({"w": jnp.ones(2)}, {"w": jnp.zeros(2)}, 0.1)["w"]
+    Array([0.1, 0.1], dtype=float32)
+    """
     return tree_map(lambda new, old: None if new is None else
                     step_size * new + (1.0 - step_size) * old,
                     new_tensors, old_tensors, is_leaf=_is_none)
@@ -1386,7 +1405,11 @@ def incremental_update(new_tensors, old_tensors, step_size):
 
 def periodic_update(new_tensors, old_tensors, steps, update_period):
     """``new_tensors`` every ``update_period`` steps, else ``old_tensors`` (a target network's
-    hard update)."""
+    hard update).
+
+    >>> periodic_update(jnp.ones(2), jnp.zeros(2), steps=4, update_period=2)
+    Array([1., 1.], dtype=float32)
+    """
     return cond(jnp.mod(steps, update_period) == 0, lambda _: new_tensors,
                 lambda _: old_tensors, None)
 

@@ -164,7 +164,12 @@ def kl_divergence(log_predictions, targets, axis=-1, where=None):
 
 
 def kl_divergence_with_log_targets(log_predictions, log_targets, axis=-1, where=None):
-    """:func:`kl_divergence` with the targets given as log-probabilities."""
+    """:func:`kl_divergence` with the targets given as log-probabilities.
+
+    >>> log_p = jnp.log(jnp.array([0.5, 0.5]))
+    >>> kl_divergence_with_log_targets(log_p, jnp.log(jnp.array([1.0, 1e-30])))
+    Array(0.6931472, dtype=float32)
+    """
     log_predictions, log_targets = _inexact(log_predictions, log_targets)
     return jnp.sum(jnp.exp(log_targets) * (log_targets - log_predictions), axis=axis,
                    where=where)

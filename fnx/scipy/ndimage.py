@@ -74,7 +74,11 @@ def _map_coordinates(image, coordinates, order, mode, cval):
 def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):
     """The values of ``input`` at ``coordinates`` (one array per axis), by nearest-neighbour
     (``order=0``) or linear (``order=1``) interpolation; points outside follow ``mode``:
-    'constant' (``cval``), 'nearest', 'wrap', 'mirror' or 'reflect'."""
+    'constant' (``cval``), 'nearest', 'wrap', 'mirror' or 'reflect'.
+
+    >>> map_coordinates(jnp.array([0.0, 10.0, 20.0]), [jnp.array([0.5, 3.0])], 1, "nearest")
+    Array([ 5., 20.], dtype=float32)
+    """
     image = jnp.asarray(input)
     coordinates = [jnp.asarray(c) for c in coordinates]
     if len(coordinates) != image.ndim:
