@@ -4,6 +4,8 @@ import importlib
 import inspect
 import os
 
+import numpy as np
+
 from public_api import MODULES, public_names
 
 
@@ -33,7 +35,10 @@ def _entry(module_name, name, obj, indexed):
 
 
 def _is_constant(obj):
-    return not callable(obj) and type(obj).__module__ == "builtins"
+    """Plain values (jnp.pi) and dtype instances (fnx.dtypes.float0), shown by their repr:
+    NumPy's own docstring of a dtype is not fnx's and does not build."""
+    return not callable(obj) and (type(obj).__module__ == "builtins"
+                                  or isinstance(obj, np.dtype))
 
 
 def _is_data(obj):
