@@ -18,7 +18,7 @@ from ..core.jaxpr import Jaxpr, Var, _Namer, dce_jaxpr, pp_jaxpr
 from .control import lowering as control_lowering
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import MOVEMENT, leading_sum, recompute_residuals, row_group, run_end
+from .fusion import MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -63,16 +63,9 @@ def rewrite(jaxpr: Jaxpr) -> list:
 
 
 def readers(eqns, outvars) -> dict:
-    """var -> indices of the equations reading it (``len(eqns)`` for a program output)."""
-    found: dict = {}
-    for k, e in enumerate(eqns):
-        for v in e.invars:
-            if isinstance(v, Var):
-                found.setdefault(v, set()).add(k)
-    for v in outvars:
-        if isinstance(v, Var):
-            found.setdefault(v, set()).add(len(eqns))
-    return found
+    """var -> the set of indices of the equations reading it (``len(eqns)`` for a program
+    output)."""
+    return {v: set(ks) for v, ks in _uses(eqns, outvars).items()}
 
 
 @dataclass(frozen=True)
