@@ -489,12 +489,12 @@ def test_sink_totals_moves_a_mean_past_row_work_only():
     x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
     w = np.random.default_rng(1).standard_normal((6, 2)).astype(np.float32)
     jaxpr = fnx.make_jaxpr(f)(x, w).jaxpr
-    moved = passes.sink_totals(jaxpr)
+    moved = fusion.sink_totals(jaxpr)
     names = [e.primitive.name for e in moved.eqns]
     first_total = next(i for i, e in enumerate(moved.eqns) if e.primitive.name == "reduce_sum"
                        and e.outvars[0].aval.shape == ())
     assert names.index("exp") < first_total < names.index("dot_general"), names
-    assert passes.sink_totals(moved) is moved             # a fixed point
+    assert fusion.sink_totals(moved) is moved             # a fixed point
     want = eval_jaxpr(jaxpr, [], x, w)
     for a, b in zip(eval_jaxpr(moved, [], x, w), want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
@@ -559,8 +559,8 @@ def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
 
 
 def test_gpu_code_generators_cover_exactly_the_fusible_primitives():
-    """The fusion rules live in fnx.core.passes; the GPU's code generator must emit every
-    primitive they call elementwise, and nothing they would leave out of a group."""
+    """fnx.core.passes names the elementwise primitives; the GPU's code generator must emit
+    every one of them, and nothing the fusion walk would leave out of a group."""
     from fnx.core import passes
     from fnx.cuda import elementwise   # imports no CuPy until a kernel is compiled
     assert set(elementwise.ELEMENTWISE) == set(passes.ELEMENTWISE)
@@ -752,9 +752,9 @@ def _crossing(eqns):
     """(reading stretch, value) pairs: values a kernel reads from another elementwise kernel."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
     stretch = fusion.kernel_ids(eqns)
-    return {(stretch[k], v) for k, e in enumerate(eqns) if passes.is_fusible(e)
+    return {(stretch[k], v) for k, e in enumerate(eqns) if fusion.is_fusible(e)
             for v in e.invars if v in producer and stretch[producer[v]] != stretch[k]
-            and passes.is_fusible(eqns[producer[v]])}
+            and fusion.is_fusible(eqns[producer[v]])}
 
 
 def test_recompute_residuals_gives_the_same_values_from_fewer_loads():

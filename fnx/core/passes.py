@@ -8,22 +8,20 @@ object) when it has nothing to do, so ``optimize`` can run them to a fixed point
 * ``simplify``: algebraic identities (``x * 1``, ``neg(neg(x))``, a reshape to the same shape...)
 * ``cse``: equal equations (same primitive, inputs and parameters) computed once
 * ``dce``: equations no output needs dropped
-* ``sink_totals``: reductions to a single value moved after the row work that does not need
-  them, so a loss and its backward pass share one row group
 
 Equations whose parameters hold jaxprs (cond, while, scan, custom derivatives) are opaque: no
 pass looks inside them, and CSE compares such parameters by identity. Effectful primitives
 (``has_effect``) are never merged, folded or dropped. Rewritten equations keep their
 ``source_info``.
 
-These passes are backend-neutral; how the GPU groups equations into kernels is its own
-(fnx/cuda/fusion.py).
+These passes are backend-neutral; how the GPU groups equations into kernels, and the order it
+wants them in, is its own (fnx/cuda/fusion.py, fnx/cuda/plan.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes, lax
+from . import lax
 from .remat_policies import name_p
 from .core import Array, EvalTrace, get_backend, set_current_trace
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, has_effect,
@@ -381,38 +379,11 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
 
 
 # ---------------------------------------------------------------------------------------------
-# Kinds of equations (what sink_totals moves past; the GPU's fusion rules build on them)
-
-# equations computed one element at a time (each one a C expression in fnx.cuda.elementwise
+# Equations computed one element at a time (each one a C expression in fnx.cuda.elementwise
 # too); iota's elements are their own indices
+
 ELEMENTWISE = frozenset(lax.elementwise_primitives()) | {
     lax.select_n_p, lax.convert_element_type_p, lax.iota_p, name_p}
-ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
-
-
-def is_fusible(eqn) -> bool:
-    """Elementwise equations and broadcasts (which fused code does as index arithmetic)."""
-    return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
-
-
-def _row_pick(eqn) -> bool:
-    """take_along_axis of one element per row along the last axis (a masked row sum)."""
-    if eqn.primitive is not lax.take_along_axis_p:
-        return False
-    x, idx = eqn.invars
-    return (isinstance(x, Var) and isinstance(idx, Var) and dtypes.kind(x.aval.dtype) == "f"
-            and x.aval.ndim >= 1 and eqn.params["axis"] == x.aval.ndim - 1
-            and idx.aval.shape[-1] == 1)
-
-
-def row_reduction_space(eqn):
-    """The (rows, C) space a last-axis reduction reduces, else None."""
-    if eqn.primitive in ROW_REDUCTIONS:
-        shape = tuple(eqn.invars[0].aval.shape)
-        return shape if shape and eqn.params["axes"] == (len(shape) - 1,) else None
-    if _row_pick(eqn):
-        return tuple(eqn.invars[0].aval.shape)
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,52 +396,7 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     return jaxpr if len(new.eqns) == len(jaxpr.eqns) else new
 
 
-def _is_total(eqn) -> bool:
-    """A float reduction of a vector (or more) to a single value."""
-    x = eqn.invars[0] if eqn.invars else None
-    return (eqn.primitive in ROW_REDUCTIONS and isinstance(x, Var) and x.aval.ndim >= 1
-            and dtypes.kind(x.aval.dtype) == "f"
-            and int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64)) == 1)
-
-
-def _is_scalar_work(eqn) -> bool:
-    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p) and all(
-        int(np.prod(v.aval.shape, dtype=np.int64)) == 1
-        for v in [*eqn.outvars, *(u for u in eqn.invars if isinstance(u, Var))])
-
-
-def _is_row_work(eqn) -> bool:
-    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p
-            or row_reduction_space(eqn) is not None)
-
-
-def sink_totals(jaxpr: Jaxpr) -> Jaxpr:
-    """Move each reduction to a single value (a loss averaged over the batch), with the scalar
-    arithmetic on its result, past the elementwise and row work after it that does not read
-    it. A loss's backward pass needs no total, so it then joins the loss's row group: one
-    kernel for both.
-
-    >>> j = fnx.make_jaxpr(lambda x: (jnp.sum(jnp.sum(x, -1)), jnp.exp(x)))(jnp.ones((2, 3)))
-    >>> [e.primitive.name for e in sink_totals(j.jaxpr).eqns]
-    ['reduce_sum', 'exp', 'reduce_sum']
-    """
-    result, held, held_vars, moved = [], [], set(), False
-    for e in jaxpr.eqns:
-        reads_held = any(isinstance(v, Var) and v in held_vars for v in e.invars)
-        if _is_total(e) or (reads_held and _is_scalar_work(e)):
-            held.append(e)
-            held_vars.update(e.outvars)
-            continue
-        if held and (reads_held or not _is_row_work(e)):
-            result += held
-            held, held_vars = [], set()
-        elif held:
-            moved = True
-        result.append(e)
-    return _rebuilt(jaxpr, result + held, {}, moved)
-
-
-PASSES = (inline_calls, fold_constants, simplify, cse, dce, sink_totals)
+PASSES = (inline_calls, fold_constants, simplify, cse, dce)
 
 
 def optimize(jaxpr: Jaxpr, max_rounds: int = 4) -> Jaxpr:

@@ -18,12 +18,84 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import Array, EvalTrace, get_backend, set_current_trace
-from ..core.jaxpr import Literal, Var
-from ..core.passes import (ELEMENTWISE, ROW_REDUCTIONS, _literal_value, _renamed,
-                           _row_pick, is_constant, is_fusible, row_reduction_space)
+from ..core.jaxpr import Jaxpr, Literal, Var
+from ..core.passes import ELEMENTWISE, _literal_value, _rebuilt, _renamed, is_constant
 
 ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
 SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
+ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
+
+
+def is_fusible(eqn) -> bool:
+    """Elementwise equations and broadcasts (which fused code does as index arithmetic)."""
+    return eqn.primitive in ELEMENTWISE or eqn.primitive is lax.broadcast_in_dim_p
+
+
+def _row_pick(eqn) -> bool:
+    """take_along_axis of one element per row along the last axis (a masked row sum)."""
+    if eqn.primitive is not lax.take_along_axis_p:
+        return False
+    x, idx = eqn.invars
+    return (isinstance(x, Var) and isinstance(idx, Var) and dtypes.kind(x.aval.dtype) == "f"
+            and x.aval.ndim >= 1 and eqn.params["axis"] == x.aval.ndim - 1
+            and idx.aval.shape[-1] == 1)
+
+
+def row_reduction_space(eqn):
+    """The (rows, C) space a last-axis reduction reduces, else None."""
+    if eqn.primitive in ROW_REDUCTIONS:
+        shape = tuple(eqn.invars[0].aval.shape)
+        return shape if shape and eqn.params["axes"] == (len(shape) - 1,) else None
+    if _row_pick(eqn):
+        return tuple(eqn.invars[0].aval.shape)
+    return None
+
+
+# -- the order the GPU wants: totals after the row work that does not need them
+
+def _is_total(eqn) -> bool:
+    """A float reduction of a vector (or more) to a single value."""
+    x = eqn.invars[0] if eqn.invars else None
+    return (eqn.primitive in ROW_REDUCTIONS and isinstance(x, Var) and x.aval.ndim >= 1
+            and dtypes.kind(x.aval.dtype) == "f"
+            and int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64)) == 1)
+
+
+def _is_scalar_work(eqn) -> bool:
+    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p) and all(
+        int(np.prod(v.aval.shape, dtype=np.int64)) == 1
+        for v in [*eqn.outvars, *(u for u in eqn.invars if isinstance(u, Var))])
+
+
+def _is_row_work(eqn) -> bool:
+    return (is_fusible(eqn) or eqn.primitive is lax.reshape_p
+            or row_reduction_space(eqn) is not None)
+
+
+def sink_totals(jaxpr: Jaxpr) -> Jaxpr:
+    """Move each reduction to a single value (a loss averaged over the batch), with the scalar
+    arithmetic on its result, past the elementwise and row work after it that does not read
+    it. A loss's backward pass needs no total, so it then joins the loss's row group: one
+    kernel for both.
+
+    >>> j = fnx.make_jaxpr(lambda x: (jnp.sum(jnp.sum(x, -1)), jnp.exp(x)))(jnp.ones((2, 3)))
+    >>> [e.primitive.name for e in sink_totals(j.jaxpr).eqns]
+    ['reduce_sum', 'exp', 'reduce_sum']
+    """
+    result, held, held_vars, moved = [], [], set(), False
+    for e in jaxpr.eqns:
+        reads_held = any(isinstance(v, Var) and v in held_vars for v in e.invars)
+        if _is_total(e) or (reads_held and _is_scalar_work(e)):
+            held.append(e)
+            held_vars.update(e.outvars)
+            continue
+        if held and (reads_held or not _is_row_work(e)):
+            result += held
+            held, held_vars = [], set()
+        elif held:
+            moved = True
+        result.append(e)
+    return _rebuilt(jaxpr, result + held, {}, moved)
 
 
 SMALL_PRODUCT_K = 16

@@ -1,8 +1,9 @@
 """The GPU's one fusion walk: a jaxpr rewritten for the GPU, then cut into launches.
 
-``rewrite`` turns the optimized jaxpr into the equations the GPU runs (convolutions decomposed
-or mapped onto cuDNN, transposes folded into products, dense layers and gradient steps fused
-into library calls, cheap residuals recomputed). ``plan`` walks them once, in order, and cuts
+``rewrite`` turns the optimized jaxpr into the equations the GPU runs (totals moved after the
+row work that does not need them, convolutions decomposed or mapped onto cuDNN, transposes
+folded into products, dense layers and gradient steps fused into library calls, cheap residuals
+recomputed). ``plan`` walks them once, in order, and cuts
 them into launches: generated kernels (elementwise chains, row groups, column sums, other
 reductions, several independent kernels in one launch), gradient steps, control flow, and
 library or eager calls. ``GpuExecutable`` lowers exactly these launches, and
@@ -18,7 +19,7 @@ from ..core.jaxpr import Jaxpr, Var, _Namer, dce_jaxpr, pp_jaxpr
 from .control import lowering as control_lowering
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end
+from .fusion import MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end, sink_totals
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -55,7 +56,7 @@ def fold_transposed_products(jaxpr: Jaxpr):
 
 def rewrite(jaxpr: Jaxpr) -> list:
     """The equations the GPU runs for ``jaxpr`` (same inputs, same results)."""
-    eqns = decompose(fold_transposed_products(jaxpr))
+    eqns = decompose(fold_transposed_products(sink_totals(jaxpr)))
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
     eqns = recompute_residuals(eqns, jaxpr.outvars)
     # what the fused layers left unread (an activation's constant operands)
