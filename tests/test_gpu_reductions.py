@@ -163,6 +163,57 @@ def test_folded_mean_stays_right_over_graph_replays(gpu, rng):
     assert exe.graph is not None and exe.num_launches == 1, exe.describe()
 
 
+def _kmeans_inertia(x, c):
+    d = jnp.sum(x * x, 1, keepdims=True) + jnp.sum(c * c, 1) - 2 * (x @ c.T)
+    return jnp.argmin(d, 1), jnp.argmax(d, 1), jnp.mean(jnp.min(d, 1))
+
+
+@pytest.mark.parametrize("points,k,dims", [(4099, 256, 64), (300, 37, 5), (64, 3000, 16)])
+def test_argmin_and_min_of_a_product_read_it_once(gpu, rng, points, k, dims):
+    """k-means' distances ``|x|^2 + |c|^2 - 2 x.c``: the product runs alone, and one row kernel
+    adds the per-row and per-column norms, takes argmin, argmax and min of each row and the
+    mean of the minima, without writing the distances out."""
+    x = rng.standard_normal((points, dims)).astype(np.float32)
+    c = rng.standard_normal((k, dims)).astype(np.float32)
+    exe, (amin, amax, inertia) = _lower(_kmeans_inertia, [x, c], gpu)
+    labels = exe.labels
+    assert sum(lab.startswith("rows[") and "argmin" in lab and "argmax" in lab
+               for lab in labels) == 1, exe.describe()
+    assert not any(lab.startswith(f"fused[{points},{k}]") for lab in labels), exe.describe()
+    d = ((x.astype(np.float64)[:, None, :] - c.astype(np.float64)[None]) ** 2).sum(-1)
+    # float32 cancellation in |x|^2 + |c|^2 - 2 x.c may swap near-ties: compare distances
+    picked = d[np.arange(points), amin]
+    np.testing.assert_allclose(picked, d.min(1), rtol=1e-4, atol=1e-3 * dims)
+    np.testing.assert_allclose(d[np.arange(points), amax], d.max(1), rtol=1e-4, atol=1e-3 * dims)
+    np.testing.assert_allclose(inertia, d.min(1).mean(), rtol=1e-4)
+
+
+def test_layer_norm_scale_and_shift_join_the_row_kernel(gpu, rng):
+    x = rng.standard_normal((512, 384)).astype(np.float32)
+    g, b = (rng.standard_normal(384).astype(np.float32) for _ in range(2))
+    exe, (out,) = _lower(lambda x, g, b: _layer_norm(x) * g + b, [x, g, b], gpu)
+    _assert_one_kernel(exe)
+    expected = _layer_norm64(x.astype(np.float64)) * g + b
+    np.testing.assert_allclose(out, expected, rtol=5e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("rows,classes", [(3001, 100), (5, 1000)])
+def test_warp_rows_with_a_total_stay_right_over_graph_replays(gpu, rng, rows, classes):
+    """Short rows go one to a warp, several to a block, each block looping over rows; the last
+    block (counted in blocks, not rows) combines the mean on every replay."""
+    import cupy as cp
+    make = lambda: (2 * rng.standard_normal((rows, classes))).astype(np.float32)  # noqa: E731
+    labels = rng.integers(0, classes, rows)
+    onehot = cp.asarray(_one_hot(labels, classes))
+    exe = _graphed(_xent_onehot, [cp.asarray(make()), onehot])
+    assert exe.executable.kernels[0].warp_rows, exe.describe()
+    for _ in range(4):
+        z = make()
+        (out,) = exe(cp.asarray(z), onehot)
+        np.testing.assert_allclose(cp.asnumpy(out), _xent64(z, labels), rtol=1e-5)
+    assert exe.graph is not None and exe.num_launches == 1, exe.describe()
+
+
 # -- reductions over any axes
 
 
@@ -234,7 +285,9 @@ def test_argmax_argmin_over_any_axis(gpu, rng, op, shape, axis, data):
     f = lambda a: getattr(jnp, op)(a, axis=axis)  # noqa: E731
     exe, (out,) = _lower(f, [x], gpu)
     _assert_one_kernel(exe)
-    assert exe.labels[0].startswith("reduce["), exe.describe()
+    # over the last axis of floats it is a row reduction
+    row = axis == len(shape) - 1 and data != "ties"
+    assert exe.labels[0].startswith("rows[" if row else "reduce["), exe.describe()
     np.testing.assert_array_equal(out, getattr(np, op)(x, axis=axis))
 
 

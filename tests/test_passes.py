@@ -500,6 +500,30 @@ def test_sink_totals_moves_a_mean_past_row_work_only():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
 
 
+def test_distances_to_argmin_are_one_row_group_after_their_product():
+    """k-means: ``|x|^2 + |c|^2``, broadcast to every pair, is not written out ahead of the
+    product (nor read as a GEMM's C operand); one row group adds it to ``-2 x.c`` and takes each
+    row's argmin and min and their mean."""
+    def f(c, x):
+        d = jnp.sum(x * x, 1, keepdims=True) + jnp.sum(c * c, 1) - 2 * (x @ c.T)
+        return jnp.argmin(d, 1), jnp.mean(jnp.min(d, 1))
+    rng = np.random.default_rng(0)
+    c, x = (rng.standard_normal(s).astype(np.float32) for s in ((7, 3), (40, 3)))
+    lowered = fnx.jit(f).lower(c, x)
+    jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
+    _check_partition(jaxpr, groups)
+    assert [g.kind for g in groups].count("gradient_step") == 0
+    (big,) = [g for g in groups if g.kind == "rows" and g.shape == (40, 7)]
+    names = [e.primitive.name for e in big.eqns]
+    assert {"add", "sub", "argmin", "reduce_min", "div"} <= set(names), names
+    assert not [g for g in groups if g.kind == "elementwise" and g.shape == (40, 7)]
+    moved = plan.rewrite(jaxpr)
+    want = eval_jaxpr(jaxpr, [], c, x)
+    got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, moved), [], c, x)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
 @pytest.mark.parametrize("act,fn", [
     ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
     ("relu", nn.relu),

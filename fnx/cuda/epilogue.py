@@ -17,7 +17,7 @@ import numpy as np
 from ..core import lax
 from ..core.core import Primitive, ShapedArray
 from ..core.jaxpr import Literal, Var
-from .fusion import dense_layers
+from .fusion import dense_layers, expansions
 
 dense_p = Primitive("dense")     # lowering-only: never appears in a user's jaxpr
 dense_p.abstract_eval = lambda x, w, b, **p: ShapedArray(p["shape"], x.dtype)
@@ -103,8 +103,11 @@ def fuse_dense_epilogues(eqns, outvars):
 
 def fuse_gradient_steps(eqns, outvars):
     """``p - c * dot_general(x, w)`` (an SGD step on a weight matrix) as one GEMM that reads
-    ``p`` as its C operand: the gradient is never written out and read back."""
+    ``p`` as its C operand: the gradient is never written out and read back. Not where ``p``
+    is a broadcast (fnx.cuda.fusion.expansions): that is cheaper fused into what reads the
+    difference."""
     producer = {v: e for e in eqns for v in e.outvars}
+    expanded = expansions(eqns)
     n_users: dict = {}
     for e in eqns:
         for v in e.invars:
@@ -118,6 +121,8 @@ def fuse_gradient_steps(eqns, outvars):
         if sub.primitive is not lax.sub_p or not all(isinstance(v, Var) for v in sub.invars):
             continue
         p, u = sub.invars
+        if p in expanded:
+            continue
         mul = producer.get(u)
         if mul is None or mul.primitive is not lax.mul_p or n_users.get(u) != 1:
             continue

@@ -24,6 +24,7 @@ from ..core.passes import ELEMENTWISE, _literal_value, _rebuilt, _renamed, is_co
 ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
 SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
+ROW_ARG_REDUCTIONS = frozenset({lax.argmin_p, lax.argmax_p})
 
 
 def is_fusible(eqn) -> bool:
@@ -42,10 +43,15 @@ def _row_pick(eqn) -> bool:
 
 
 def row_reduction_space(eqn):
-    """The (rows, C) space a last-axis reduction reduces, else None."""
+    """The (rows, C) space a last-axis reduction (an argmin or argmax included) reduces, else
+    None."""
     if eqn.primitive in ROW_REDUCTIONS:
         shape = tuple(eqn.invars[0].aval.shape)
         return shape if shape and eqn.params["axes"] == (len(shape) - 1,) else None
+    if eqn.primitive in ROW_ARG_REDUCTIONS:
+        shape = tuple(eqn.invars[0].aval.shape)
+        return (shape if shape and eqn.params["axis"] == len(shape) - 1
+                and eqn.invars[0].aval.dtype.name in ("float32", "float64") else None)
     if _row_pick(eqn):
         return tuple(eqn.invars[0].aval.shape)
     return None
@@ -89,13 +95,73 @@ def sink_totals(jaxpr: Jaxpr) -> Jaxpr:
             held.append(e)
             held_vars.update(e.outvars)
             continue
-        if held and (reads_held or not _is_row_work(e)):
+        # (work over other rows than the first total's ends its row group anyway)
+        rows = tuple(held[0].invars[0].aval.shape[:1]) if held else ()
+        if held and (reads_held or not _is_row_work(e)
+                     or tuple(e.outvars[0].aval.shape[:1]) != rows):
             result += held
             held, held_vars = [], set()
         elif held:
             moved = True
         result.append(e)
     return _rebuilt(jaxpr, result + held, {}, moved)
+
+
+def _expands(e, deferred) -> bool:
+    """A broadcast that makes a value larger, or elementwise work on such values only: work
+    that costs a full write and read when materialised, and nothing when fused into its reader."""
+    if e.primitive is lax.broadcast_in_dim_p:
+        x = e.invars[0]
+        return (not isinstance(x, Var) or int(np.prod(x.aval.shape, dtype=np.int64))
+                < int(np.prod(e.outvars[0].aval.shape, dtype=np.int64)))
+    ins = [v for v in e.invars if isinstance(v, Var)]
+    return e.primitive in ELEMENTWISE and bool(ins) and all(v in deferred for v in ins)
+
+
+def expansions(eqns) -> set:
+    """The values of ``eqns`` that ``_expands`` makes."""
+    made: set = set()
+    for e in eqns:
+        if _expands(e, made):
+            made.update(e.outvars)
+    return made
+
+
+def sink_expansions(eqns, outvars) -> list:
+    """Move each expansion (``_expands``) that only fused work reads to just before its first
+    reader, so it joins that reader's kernel instead of being written out ahead of a product
+    (k-means' ``|x|^2 + |c|^2``, broadcast to every point-centroid pair, before ``- 2 x.c``).
+
+    >>> f = lambda x, c: jnp.argmin(jnp.sum(x * x, 1, keepdims=True) + jnp.sum(c * c, 1)
+    ...                             - 2 * x @ c.T, 1)
+    >>> eqns = fnx.make_jaxpr(f)(jnp.ones((5, 2)), jnp.ones((3, 2))).jaxpr.eqns
+    >>> [e.primitive.name for e in sink_expansions(eqns, [])][-6:]
+    ['dot_general', 'broadcast_in_dim', 'broadcast_in_dim', 'add', 'sub', 'argmin']
+    """
+    users = _uses(eqns, outvars)
+    fused_reader = {k: is_fusible(e) or row_reduction_space(e) is not None
+                    for k, e in enumerate(eqns)}
+    deferred: dict = {}         # var -> index of the held equation making it
+    for k, e in enumerate(eqns):
+        readers = [u for v in e.outvars for u in users.get(v, ())]
+        if _expands(e, deferred) and readers and all(
+                u < len(eqns) and fused_reader[u] for u in readers):
+            deferred.update((v, k) for v in e.outvars)
+    if not deferred:
+        return eqns
+    held, out = set(deferred.values()), []
+
+    def place(k):
+        for v in eqns[k].invars:
+            m = deferred.pop(v, None) if isinstance(v, Var) else None
+            if m is not None:
+                place(m)
+                out.append(eqns[m])
+    for k, e in enumerate(eqns):
+        if k not in held:
+            place(k)
+            out.append(e)
+    return out
 
 
 SMALL_PRODUCT_K = 16
@@ -293,16 +359,29 @@ def row_kind(shape, space):
     return None
 
 
+def column_broadcast(eqn, space) -> bool:
+    """A broadcast of one value per column (a layer norm's scale, each centroid's norm) over
+    the whole (rows, C) space: the row kernel loads it along each row."""
+    if eqn.primitive is not lax.broadcast_in_dim_p or not isinstance(eqn.invars[0], Var) \
+            or tuple(eqn.outvars[0].aval.shape) != tuple(space):
+        return False
+    src, dims = tuple(eqn.invars[0].aval.shape), tuple(eqn.params["broadcast_dimensions"])
+    return (len(dims) >= 1 and dims[-1] == len(space) - 1 and src[-1] == space[-1]
+            and all(d == 1 for d in src[:-1]))
+
+
 def row_accepts(eqn, space) -> bool:
     p = eqn.primitive
     vs = eqn.outvars + [v for v in eqn.invars if isinstance(v, Var)]
     if not all(v.aval.dtype.name in ROW_DTYPES for v in vs):
         return False
-    if p in ROW_REDUCTIONS or _row_pick(eqn):
+    if p in ROW_REDUCTIONS or p in ROW_ARG_REDUCTIONS or _row_pick(eqn):
         return (dtypes.kind(eqn.invars[0].aval.dtype) == "f"
                 and row_reduction_space(eqn) == tuple(space))
     if p is lax.iota_p:
         return tuple(eqn.params["shape"]) == tuple(space)
+    if column_broadcast(eqn, space):
+        return True
     kinds = [row_kind(v.aval.shape, space) for v in eqn.outvars]
     if any(k is None for k in kinds):
         return False
@@ -331,8 +410,23 @@ def row_group(eqns, i):
     k = i
     while k < len(eqns) and row_accepts(eqns[k], space):
         k += 1
+    k = _columns_read_whole(eqns, i, k, space)
     has_reduction = any(row_reduction_space(e) == space for e in eqns[i:k])
     return (_total_tail(eqns, k, space), space) if has_reduction else None
+
+
+def _columns_read_whole(eqns, i, k, space) -> int:
+    """Where the row group ``eqns[i:k]`` must end so that each value it broadcasts along its
+    columns is one of its inputs, read by nothing else in it (a (C,) value with as many rows as
+    columns would otherwise be taken for one value per row)."""
+    made = {v for e in eqns[i:k] for v in e.outvars}
+    for m in range(i, k):
+        if column_broadcast(eqns[m], space):
+            src = eqns[m].invars[0]
+            if src in made or any(src in e.invars for e in eqns[i:k]
+                                  if not (column_broadcast(e, space) and e.invars[0] is src)):
+                return m
+    return k
 
 
 def row_total(eqn, space) -> bool:

@@ -19,7 +19,8 @@ from ..core.jaxpr import Jaxpr, Var, _Namer, dce_jaxpr, pp_jaxpr
 from .control import lowering as control_lowering
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end, sink_totals
+from .fusion import (MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end,
+                     sink_expansions, sink_totals)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -58,7 +59,7 @@ def rewrite(jaxpr: Jaxpr) -> list:
     """The equations the GPU runs for ``jaxpr`` (same inputs, same results)."""
     eqns = decompose(fold_transposed_products(sink_totals(jaxpr)))
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
-    eqns = recompute_residuals(eqns, jaxpr.outvars)
+    eqns = sink_expansions(recompute_residuals(eqns, jaxpr.outvars), jaxpr.outvars)
     # what the fused layers left unread (an activation's constant operands)
     return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns))[0].eqns
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core import lax
 from ..core.jaxpr import Literal, Var
-from .fusion import row_kind, row_total
+from .fusion import column_broadcast, row_kind, row_total
 from .compile import compute_capability
 from .elementwise import C_TYPES, _compile, _literal, emit
 
@@ -39,6 +39,11 @@ ROW_PRODUCT_COLUMNS = 16
 ROW_PRODUCT_FLOPS = 1 << 22
 REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1.0 / 0.0)"),
               lax.reduce_min_p: ("MinOp", "(1.0 / 0.0)")}
+# argmin/argmax: a (value, column) pair reduced with NumPy's order (the first NaN, else the
+# first extreme value)
+ARG_REDUCTIONS = {lax.argmin_p: ("ArgMinOp", "(1.0 / 0.0)"),
+                  lax.argmax_p: ("ArgMaxOp", "(-1.0 / 0.0)")}
+WARP_ROWS = 4               # rows per block when one warp holds a row
 
 _PRELUDE = r"""
 #include <cuda_fp16.h>
@@ -48,6 +53,22 @@ struct MaxOp { template <class T> __device__ T operator()(T a, T b) const {
                  return (isnan(a) || a > b) ? a : b; } };
 struct MinOp { template <class T> __device__ T operator()(T a, T b) const {
                  return (isnan(a) || a < b) ? a : b; } };
+template <class T> struct Arg { T v; int i; };
+template <class T> __device__ __forceinline__ bool first_nan(const Arg<T>& b, const Arg<T>& a) {
+  return isnan(b.v) && (!isnan(a.v) || b.i < a.i);
+}
+struct ArgMinOp { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<T> b) const {
+  return (b.v < a.v || (b.v == a.v && b.i < a.i) || first_nan(b, a)) ? b : a; } };
+struct ArgMaxOp { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<T> b) const {
+  return (b.v > a.v || (b.v == a.v && b.i < a.i) || first_nan(b, a)) ? b : a; } };
+template <class T> __device__ __forceinline__ T shfl_xor(T v, int o) {
+  return __shfl_xor_sync(0xffffffffu, v, o);
+}
+template <class T> __device__ __forceinline__ Arg<T> shfl_xor(Arg<T> a, int o) {
+  a.v = __shfl_xor_sync(0xffffffffu, a.v, o);
+  a.i = __shfl_xor_sync(0xffffffffu, a.i, o);
+  return a;
+}
 template <class T, int W> struct alignas(sizeof(T) * W) Vec { T v[W]; };
 template <int B> struct Raw;
 template <> struct Raw<16> { typedef uint4 type; };
@@ -61,8 +82,13 @@ template <class T, int W> __device__ __forceinline__ void store_vec(T* p, const 
   __stwb(reinterpret_cast<R*>(p), *reinterpret_cast<const R*>(&v));
 }
 template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
+  return v;
+}
+template <class T, class Op>
 __device__ T block_reduce(T v, Op op, T* shm) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   __syncthreads();
   if (lane == 0) shm[warp] = v;
@@ -87,13 +113,19 @@ __device__ __forceinline__ void cluster_wait() {
 }
 // the value at ``slot`` in the shared memory of the cluster's block ``rank``
 template <class T> __device__ __forceinline__ T peer_value(const T* slot, unsigned rank) {
-  static_assert(sizeof(T) == 8 || sizeof(T) == 4 || sizeof(T) == 1, "a row value's type");
+  static_assert(sizeof(T) == 16 || sizeof(T) == 8 || sizeof(T) == 4 || sizeof(T) == 1,
+                "a row value's type");
   unsigned local, remote;
   asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }"
                : "=r"(local) : "l"(slot));
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
   T out;
-  if (sizeof(T) == 8) {
+  if (sizeof(T) == 16) {
+    unsigned long long w[2];
+    asm volatile("ld.shared::cluster.v2.b64 {%0, %1}, [%2];"
+                 : "=l"(w[0]), "=l"(w[1]) : "r"(remote) : "memory");
+    memcpy(&out, w, sizeof(T));
+  } else if (sizeof(T) == 8) {
     unsigned long long w;
     asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(w) : "r"(remote) : "memory");
     memcpy(&out, &w, sizeof(T));
@@ -187,7 +219,9 @@ class RowKernel:
         self.rows = int(np.prod(shape[:-1], dtype=np.int64))
         # a product leading the group (joins_rows): each row of it is made in the kernel
         self.product = eqns[0] if eqns and joins_rows(eqns[0], shape) else None
-        row_inputs = [v for v in inputs if row_kind(v.aval.shape, shape) == "row"]
+        # inputs broadcast along the columns (fnx.cuda.fusion.column_broadcast)
+        self.columns = {e.invars[0] for e in eqns if column_broadcast(e, shape)}
+        row_inputs = [v for v in inputs if self.kind_of(v) in ("row", "col")]
         if self.product is not None:
             row_inputs.append(self.product.outvars[0])
         row_values = row_inputs + [v for v in outputs if row_kind(v.aval.shape, shape) == "row"]
@@ -206,10 +240,23 @@ class RowKernel:
             self.cluster, self.block, self.width, self.vectors = plan
             self.chunk = self.block * self.width * self.vectors
             self.shared_bytes = 0
+        # a row that one warp holds: each block takes several rows, a warp each, and loops over
+        # them (reductions are warp shuffles alone, and a total counts blocks, not rows)
+        self.warp_rows = (self.in_registers and self.cluster == 1 and self.block == 32
+                          and self.product is None)
+        self.threads = self.block * (WARP_ROWS if self.warp_rows else 1)
         self.totals = [e for e in eqns if row_total(e, shape)]
         self.source, self.name = self._generate()
         self._kernel = None
         self._scratch = None
+
+    def kind_of(self, v) -> str | None:
+        """An input's kind: 'col' for one value per column, else fnx.cuda.fusion.row_kind's."""
+        return "col" if v in self.columns else row_kind(v.aval.shape, self.shape)
+
+    def _offset(self, k) -> str:
+        """Where row input ``k``'s current row starts (a column input has one row)."""
+        return f"row * {self.cols}LL + " if self.kind_of(self.inputs[k]) == "row" else ""
 
     # -- code generation
 
@@ -227,8 +274,15 @@ class RowKernel:
             params.append("unsigned int* __restrict__ counter")
         ct = {v: C_TYPES[v.aval.dtype.name] for e in self.eqns for v in e.outvars}
         row_inputs = [(k, v) for k, v in enumerate(self.inputs)
-                      if row_kind(v.aval.shape, shape) == "row"]
-        full = K * self.chunk == C    # every thread's elements lie inside the row: no bounds checks
+                      if self.kind_of(v) in ("row", "col")]
+        full = K * self.chunk == C
+        warp = self.warp_rows
+        lead = "lane == 0" if warp else "threadIdx.x == 0"
+
+        def reduced(t, value, op):
+            if warp:
+                return f"warp_reduce<{t}>({value}, {op}())"
+            return f"block_reduce<{t}>({value}, {op}(), reinterpret_cast<{t}*>(shm))"    # every thread's elements lie inside the row: no bounds checks
 
         def element_loop(body):
             """Statements running ``body`` on each of this thread's elements of the row, with
@@ -243,7 +297,7 @@ class RowKernel:
 
         head, reads = [], {}
         if self.in_registers:
-            head.append(f"  const long long col0 = rank * {self.chunk}LL + threadIdx.x * {W}LL;")
+            head.append(f"  const long long col0 = rank * {self.chunk}LL + tid * {W}LL;")
             head += self._register_loads(row_inputs, full)
             for k, v in row_inputs:
                 reads[k] = f"const {C_TYPES[v.aval.dtype.name]} x{k} = r{k}[e];"
@@ -255,11 +309,11 @@ class RowKernel:
                 t = C_TYPES[v.aval.dtype.name]
                 if self.shared_bytes:
                     head.append(f"  {t}* s{k} = reinterpret_cast<{t}*>(smem + {offset});")
-                    staged.append(f"s{k}[c - c_begin] = in{k}[row * {C}LL + c];")
+                    staged.append(f"s{k}[c - c_begin] = in{k}[{self._offset(k)}c];")
                     reads[k] = f"const {t} x{k} = s{k}[c - c_begin];"
                     offset += _aligned(self.chunk * v.aval.dtype.itemsize)
                 else:
-                    reads[k] = f"const {t} x{k} = in{k}[row * {C}LL + c];"
+                    reads[k] = f"const {t} x{k} = in{k}[{self._offset(k)}c];"
             if staged:
                 head.append(f"  for (long long c = c_begin + threadIdx.x; c < c_end; c += {T})"
                             f" {{ {' '.join(staged)} }}")
@@ -274,16 +328,17 @@ class RowKernel:
         read_by_group = {v for e in eqns for v in e.invars}
         for k, v in enumerate(self.inputs):
             names[v] = f"x{k}"
-            kind = kinds[v] = row_kind(v.aval.shape, shape)
+            kind = kinds[v] = self.kind_of(v)
             if v not in read_by_group:      # the product's operands only
                 continue
-            if kind != "row":
+            if kind not in ("row", "col"):
                 t = C_TYPES[v.aval.dtype.name]
                 head.append(f"  const {t} x{k} = in{k}[{'row' if kind == 'per_row' else 0}];")
 
         def ref(v):
             return _literal(v) if isinstance(v, Literal) else names[v]
 
+        before, after = [], []  # a block's statements before and after its rows (warp_rows)
         in_tail = set()        # values computed only by the last block, after every row is done
         totals = {id(e): n for n, e in enumerate(self.totals)}
         for n, e in enumerate(eqns):
@@ -293,11 +348,21 @@ class RowKernel:
             if id(e) in totals:
                 op, ident = REDUCTIONS[p]
                 part = f"part{totals[id(e)]}"
-                lines.append(f"  if (threadIdx.x == 0 && rank == 0) "
-                             f"{part}[row] = {ref(e.invars[0])};")
+                if warp:    # each block combines its own rows first, in a fixed order
+                    before.append(f"  {t} {name}_acc = {ident};")
+                    lines.append(f"  {name}_acc = {op}()({name}_acc, {ref(e.invars[0])});")
+                    after.append(f"  {{ const {t} v = block_reduce<{t}>(lane == 0 ? {name}_acc"
+                                 f" : ({t}){ident}, {op}(), reinterpret_cast<{t}*>(shm));")
+                    after.append(f"    if (threadIdx.x == 0) {part}[blockIdx.x] = v; }}")
+                    parts = "(long long)gridDim.x"
+                else:
+                    lines.append(f"  if ({lead} && rank == 0) {part}[row] = "
+                                 f"{ref(e.invars[0])};")
+                    parts = f"{self.rows}LL"
                 tail.append(f"  {t} {name}_p = {ident};")
-                # rows in order, through L2 (another multiprocessor wrote them)
-                tail.append(f"  for (long long r = threadIdx.x; r < {self.rows}LL; r += {T}) "
+                # in order, through L2 (another multiprocessor wrote them)
+                tail.append(f"  for (long long r = threadIdx.x; r < {parts}; "
+                            f"r += {self.threads}) "
                             f"{name}_p = {op}()({name}_p, __ldcg({part} + r));")
                 tail.append(f"  const {t} {name} = block_reduce<{t}>({name}_p, {op}(), "
                             f"reinterpret_cast<{t}*>(shm));")
@@ -309,14 +374,30 @@ class RowKernel:
                 lines.append(f"  {t} {name}_p = {ident};")
                 lines.append(element_loop([f"{name}_p = {op}()({name}_p, "
                                            f"{ref(e.invars[0])});"]))
-                value = f"block_reduce<{t}>({name}_p, {op}(), reinterpret_cast<{t}*>(shm))"
+                value = reduced(t, f"{name}_p", op)
                 if K > 1:
                     lines.append(f"  __shared__ {t} {name}_slot;")
                     value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
                 lines.append(f"  const {t} {name} = {value};")
                 names[out], kinds[out] = name, "per_row"
                 continue
+            if p in ARG_REDUCTIONS:
+                op, ident = ARG_REDUCTIONS[p]
+                a = f"Arg<{C_TYPES[e.invars[0].aval.dtype.name]}>"
+                lines.append(f"  {a} {name}_p = {{{ident}, 0x7fffffff}};")
+                lines.append(element_loop([f"{name}_p = {op}()({name}_p, {a}{{"
+                                           f"{ref(e.invars[0])}, (int)c}});"]))
+                value = reduced(a, f"{name}_p", op)
+                if K > 1:
+                    lines.append(f"  __shared__ {a} {name}_slot;")
+                    value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
+                lines.append(f"  const {t} {name} = ({t})({value}).i;")
+                names[out], kinds[out] = name, "per_row"
+                continue
             after_total = bool(in_tail)
+            if column_broadcast(e, shape):      # loaded along the row as it is
+                names[out], kinds[out] = ref(e.invars[0]), "row"
+                continue
             if p in (lax.reshape_p, lax.broadcast_in_dim_p):
                 # a per-row (or scalar) value seen in another shape: the same register
                 names[out] = ref(e.invars[0])
@@ -356,9 +437,9 @@ class RowKernel:
             elif kind == "row":
                 row_writes.append((k, v))
             elif kind == "per_row":
-                lines.append(f"  if (threadIdx.x == 0 && rank == 0) out{k}[row] = {names[v]};")
+                lines.append(f"  if ({lead} && rank == 0) out{k}[row] = {names[v]};")
             else:
-                lines.append(f"  if (threadIdx.x == 0 && rank == 0 && row == 0) "
+                lines.append(f"  if ({lead} && rank == 0 && row == 0) "
                              f"out{k}[0] = {names[v]};")
         if K > 1:
             lines.append("  cluster_arrive();   // this block reads no peer's shared memory again")
@@ -368,21 +449,29 @@ class RowKernel:
             loop = element_loop([f"out{k}[row * {C}LL + c] = {names[v]};"
                                  for k, v in row_writes])
             lines.append(f"  else {{\n{loop}\n  }}" if self.in_registers and W > 1 else loop)
-        if self.totals:
-            lines += self._last_block(tail)
+        finish = self._last_block(tail) if self.totals else []
         if K > 1:
-            lines.append("  cluster_wait();")
-        name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if
-                                      e.primitive in REDUCTIONS)[:60]
-        body = "\n".join(head + lines)
+            finish.append("  cluster_wait();")
+        name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if e.primitive
+                                      in REDUCTIONS or e.primitive in ARG_REDUCTIONS)[:60]
+        if warp:        # this warp's rows, in turn
+            R = WARP_ROWS
+            rows = ["  const int rank = 0;", "  const int lane = threadIdx.x & 31, tid = lane;",
+                    *before,
+                    f"  for (long long row = blockIdx.x * {R}LL + (threadIdx.x >> 5); "
+                    f"row < {self.rows}LL; row += (long long)gridDim.x * {R}) {{",
+                    *head, *lines, "  }", *after]
+        else:
+            rows = [f"  const long long row = blockIdx.x / {K};",
+                    f"  const int rank = blockIdx.x % {K};", "  const int tid = threadIdx.x;",
+                    *head, *lines]
+        body = "\n".join(rows + finish)
         cluster = f"__cluster_dims__({K}, 1, 1) " if K > 1 else ""
         src = (_PRELUDE + (_CLUSTER if K > 1 else "")
-               + f'extern "C" __global__ void {cluster}__launch_bounds__({T}) '
+               + f'extern "C" __global__ void {cluster}__launch_bounds__({self.threads}) '
                f'{name}({", ".join(params)}) {{\n'
-               "  __shared__ double shm[32];\n"
+               "  __shared__ double shm[64];\n"      # 32 warps' values of up to 16 bytes
                "  extern __shared__ __align__(16) unsigned char smem[];\n"
-               f"  const long long row = blockIdx.x / {K};\n"
-               f"  const int rank = blockIdx.x % {K};\n"
                f"{body}\n}}\n")
         return src, name
 
@@ -428,7 +517,8 @@ class RowKernel:
         shape, W = self.shape, self.width
         tests = [f"(reinterpret_cast<unsigned long long>({p}{k}) % {W * v.aval.dtype.itemsize}"
                  " == 0)" for p, vs in (("in", self.inputs), ("out", self.outputs))
-                 for k, v in enumerate(vs) if row_kind(v.aval.shape, shape) == "row"]
+                 for k, v in enumerate(vs) if row_kind(v.aval.shape, shape) == "row"
+                 or (p == "in" and self.kind_of(v) == "col")]
         return " && ".join(tests) or "true"
 
     def _register_loads(self, row_inputs, full):
@@ -437,7 +527,7 @@ class RowKernel:
         C, T, W, J = self.cols, self.block, self.width, self.vectors
         V = W * J
         lines = [f"  {C_TYPES[v.aval.dtype.name]} r{k}[{V}];" for k, v in row_inputs]
-        single = [f"r{k}[e] = c < {C}LL ? in{k}[row * {C}LL + c] : "
+        single = [f"r{k}[e] = c < {C}LL ? in{k}[{self._offset(k)}c] : "
                   f"({C_TYPES[v.aval.dtype.name]})0;" for k, v in row_inputs]
         single_loop = (f"#pragma unroll\n  for (int e = 0; e < {V}; ++e) {{ const long long c = "
                        f"col0 + (e / {W}) * {T * W}LL + (e % {W}); {' '.join(single)} }}")
@@ -451,7 +541,7 @@ class RowKernel:
         for k, v in row_inputs:
             t = C_TYPES[v.aval.dtype.name]
             load = (f"const Vec<{t}, {W}> q{k} = *reinterpret_cast<const Vec<{t}, {W}>*>"
-                    f"(in{k} + row * {C}LL + cj);\n      #pragma unroll\n"
+                    f"(in{k} + {self._offset(k)}cj);\n      #pragma unroll\n"
                     f"      for (int w = 0; w < {W}; ++w) r{k}[j * {W} + w] = q{k}.v[w];")
             if not full:
                 load = (f"if (cj < {C}LL) {{ {load} }} else {{ for (int w = 0; w < {W}; ++w) "
@@ -478,15 +568,20 @@ class RowKernel:
                 f"      {stores} }}\n    }}\n  }}"]
 
     def _last_block(self, tail):
-        """The last block to finish a row combines the rows' values (``tail``) and resets the
-        counter."""
+        """The last block to finish its rows combines the rows' values (``tail``) and resets
+        the counter."""
+        if self.warp_rows:      # every warp wrote rows' values: each publishes its own
+            fence, blocks = ["  __threadfence();"], "gridDim.x - 1u"
+        else:
+            fence, blocks = [], f"{self.rows - 1}u"
         return ["  __shared__ bool last_block;",
+                *fence,
                 "  __syncthreads();",
                 "  if (threadIdx.x == 0) {",
                 "    bool last = false;",
-                "    if (rank == 0) {   // its row's values are written: publish them, then count",
+                "    if (rank == 0) {   // its rows' values are written: publish them, then count",
                 "      __threadfence();",
-                f"      last = atomicAdd(counter, 1u) == {self.rows - 1}u;",
+                f"      last = atomicAdd(counter, 1u) == {blocks};",
                 "    }",
                 "    last_block = last;",
                 "  }",
@@ -520,4 +615,7 @@ class RowKernel:
         return self._scratch
 
     def launch_config(self, sm_count: int):
+        if self.warp_rows:      # enough blocks to fill every multiprocessor; they loop
+            blocks = -(-max(1, self.rows) // WARP_ROWS)
+            return (min(blocks, sm_count * (2048 // self.threads)),), (self.threads,)
         return (max(1, self.rows) * self.cluster,), (self.block,)
