@@ -168,7 +168,7 @@ def _kmeans_inertia(x, c):
     return jnp.argmin(d, 1), jnp.argmax(d, 1), jnp.mean(jnp.min(d, 1))
 
 
-@pytest.mark.parametrize("points,k,dims", [(4099, 256, 64), (300, 37, 5), (64, 3000, 16)])
+@pytest.mark.parametrize("points,k,dims", [(4099, 256, 64), (300, 37, 20), (64, 3000, 17)])
 def test_argmin_and_min_of_a_product_read_it_once(gpu, rng, points, k, dims):
     """k-means' distances ``|x|^2 + |c|^2 - 2 x.c``: the product runs alone, and one row kernel
     adds the per-row and per-column norms, takes argmin, argmax and min of each row and the
@@ -285,9 +285,9 @@ def test_argmax_argmin_over_any_axis(gpu, rng, op, shape, axis, data):
     f = lambda a: getattr(jnp, op)(a, axis=axis)  # noqa: E731
     exe, (out,) = _lower(f, [x], gpu)
     _assert_one_kernel(exe)
-    # over the last axis of floats it is a row reduction
-    row = axis == len(shape) - 1 and data != "ties"
-    assert exe.labels[0].startswith("rows[" if row else "reduce["), exe.describe()
+    # over the last axis of floats a row kernel, unless a few long rows are split over blocks
+    kinds = ("rows[", "reduce[") if axis == len(shape) - 1 and data != "ties" else ("reduce[",)
+    assert exe.labels[0].startswith(kinds), exe.describe()
     np.testing.assert_array_equal(out, getattr(np, op)(x, axis=axis))
 
 
