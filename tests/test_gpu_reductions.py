@@ -214,6 +214,52 @@ def test_warp_rows_with_a_total_stay_right_over_graph_replays(gpu, rng, rows, cl
     assert exe.graph is not None and exe.num_launches == 1, exe.describe()
 
 
+def _per_example_clipped_mean64(w, x, y):
+    """float64 NumPy: each example's gradient of ``sum((tanh(x w) - y)^2)`` clipped to norm 1,
+    averaged."""
+    w, x, y = (a.astype(np.float64) for a in (w, x, y))
+    e = np.tanh(x @ w)
+    delta = 2 * (e - y) * (1 - e * e)                     # (B, out)
+    g = x[:, :, None] * delta[:, None, :]                  # (B, in, out)
+    norms = np.sqrt((g * g).sum((1, 2)))
+    return (g * np.minimum(1.0, 1.0 / (norms + 1e-6))[:, None, None]).mean(0)
+
+
+def test_per_example_gradients_are_reduced_where_they_are_made(gpu, rng):
+    """vmap's batched outer products are computed inside the kernels that reduce them (the
+    per-example norm over the middle and last axes, the clipped sum over the batch)."""
+    w = rng.standard_normal((300, 200)).astype(np.float32) / 20
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    y = rng.standard_normal((64, 200)).astype(np.float32)
+
+    def step(w, x, y):
+        def clipped(w, x, y):
+            g = fnx.grad(lambda w: jnp.sum((jnp.tanh(x @ w) - y) ** 2))(w)
+            return g * jnp.minimum(1.0, 1.0 / (jnp.sqrt(jnp.sum(g * g)) + 1e-6))
+        return jnp.mean(fnx.vmap(clipped, in_axes=(None, 0, 0))(w, x, y), axis=0)
+    exe, (out,) = _lower(step, [w, x, y], gpu)
+    labels = exe.labels
+    assert any(lab.startswith("reduce[64,300,200]") and "mul" in lab for lab in labels), \
+        exe.describe()
+    assert any(lab.startswith("columns[64,300,200]") for lab in labels), exe.describe()
+    assert not any(lab.startswith("fused[64,300,200]") for lab in labels), exe.describe()
+    expected = _per_example_clipped_mean64(w, x, y)
+    np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4 * np.abs(expected).max())
+
+
+def test_a_reduction_computes_the_elementwise_chain_it_reads(gpu, rng):
+    x = rng.standard_normal((50, 7)).astype(np.float32)
+    y = rng.standard_normal((50, 9)).astype(np.float32)
+    f = lambda x, y: (jnp.argmax(jnp.exp(x)[:, :, None] * y[:, None, :], axis=1),  # noqa: E731
+                      jnp.max(jnp.sin(x)[:, :, None] - y[:, None, :], axis=(0, 2)))
+    exe, (amax, mx) = _lower(f, [x, y], gpu)
+    assert not any(lab.startswith("fused[50,7,9]") for lab in exe.labels), exe.describe()
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    np.testing.assert_array_equal(amax, np.argmax(np.exp(x64)[:, :, None] * y64[:, None], 1))
+    np.testing.assert_allclose(mx, (np.sin(x64)[:, :, None] - y64[:, None]).max((0, 2)),
+                               rtol=1e-6)
+
+
 # -- reductions over any axes
 
 

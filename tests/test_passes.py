@@ -524,6 +524,33 @@ def test_distances_to_argmin_are_one_row_group_after_their_product():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
 
 
+def _clipped_per_example_step(w, x, y):
+    """DP-SGD's core: each example's gradient clipped to norm 1, then averaged."""
+    def clipped(w, x, y):
+        g = fnx.grad(lambda w: jnp.sum((jnp.tanh(x @ w) - y) ** 2))(w)
+        return g * jnp.minimum(1.0, 1.0 / (jnp.sqrt(jnp.sum(g * g)) + 1e-6))
+    return jnp.mean(fnx.vmap(clipped, in_axes=(None, 0, 0))(w, x, y), axis=0)
+
+
+def test_per_example_gradients_are_never_written_out():
+    """vmap of a weight gradient is a batched outer product: the GPU computes it where its
+    norm and its clipped sum over the batch read it, so no launch writes (batch, in, out)."""
+    rng = np.random.default_rng(0)
+    w, x, y = (rng.standard_normal(s).astype(np.float32) for s in ((6, 5), (8, 6), (8, 5)))
+    lowered = fnx.jit(_clipped_per_example_step).lower(w, x, y)
+    jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
+    _check_partition(jaxpr, groups)
+    assert not [g for g in groups if g.kind == "product"], plan.pp_fusion_groups(jaxpr, groups)
+    assert not [v for g in groups for v in g.outputs if v.aval.shape == (8, 6, 5)]
+    kinds = {g.kind for g in groups if g.shape == (8, 6, 5)}
+    assert kinds == {"reduce", "columns"}, plan.pp_fusion_groups(jaxpr, groups)
+    moved = plan.rewrite(jaxpr)
+    want = eval_jaxpr(jaxpr, [], w, x, y)
+    got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, moved), [], w, x, y)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("act,fn", [
     ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
     ("relu", nn.relu),

@@ -118,6 +118,54 @@ def _expands(e, deferred) -> bool:
     return e.primitive in ELEMENTWISE and bool(ins) and all(v in deferred for v in ins)
 
 
+def outer_products_as_broadcasts(eqns) -> list:
+    """A ``dot_general`` that sums no terms (an outer product, batched or not: what ``vmap``
+    makes of a per-example weight gradient) as the product of its operands broadcast to its
+    result, which fused kernels compute where it is read instead of writing it out.
+
+    >>> f = lambda x, d: lax.dot_general(x, d, (((), ()), ((0,), (0,))))   # (4, 3, 2)
+    >>> eqns = fnx.make_jaxpr(f)(jnp.ones((4, 3)), jnp.ones((4, 2))).jaxpr.eqns
+    >>> [e.primitive.name for e in outer_products_as_broadcasts(eqns)]
+    ['broadcast_in_dim', 'broadcast_in_dim', 'mul']
+    """
+    out = []
+    for e in eqns:
+        dims = _outer_broadcast_dims(e)
+        if dims is None:
+            out.append(e)
+            continue
+        z = e.outvars[0]
+        shape = tuple(z.aval.shape)
+        wide = []
+        for x, d in zip(e.invars, dims):
+            v = Var(z.aval)
+            out.append(e.replace(primitive=lax.broadcast_in_dim_p, invars=[x], outvars=[v],
+                                 params={"shape": shape, "broadcast_dimensions": d}))
+            wide.append(v)
+        out.append(e.replace(primitive=lax.mul_p, invars=wide, params={}))
+    return out
+
+
+def _outer_broadcast_dims(e):
+    """Each operand's broadcast dimensions into ``e``'s result, if ``e`` is a float
+    ``dot_general`` without contracting dimensions whose operands list their batch dimensions
+    first, in order (as the result does); else None."""
+    if e.primitive is not lax.dot_general_p or not all(isinstance(v, Var) for v in e.invars):
+        return None
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    x, w = e.invars
+    z = e.outvars[0].aval
+    if lc or rc or dtypes.kind(z.dtype) != "f" or x.aval.dtype != z.dtype \
+            or w.aval.dtype != z.dtype:
+        return None
+    nb = len(lb)
+    if tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)):
+        return None
+    nx = x.aval.ndim - nb
+    return (tuple(range(nb)) + tuple(range(nb, nb + nx)),
+            tuple(range(nb)) + tuple(range(nb + nx, z.ndim)))
+
+
 def expansions(eqns) -> set:
     """The values of ``eqns`` that ``_expands`` makes."""
     made: set = set()
@@ -128,9 +176,11 @@ def expansions(eqns) -> set:
 
 
 def sink_expansions(eqns, outvars) -> list:
-    """Move each expansion (``_expands``) that only fused work reads to just before its first
-    reader, so it joins that reader's kernel instead of being written out ahead of a product
-    (k-means' ``|x|^2 + |c|^2``, broadcast to every point-centroid pair, before ``- 2 x.c``).
+    """Move each expansion (``_expands``) that only fused work reads to just before its
+    readers, a copy for each, so it joins each reader's kernel instead of being written out
+    once and read back (k-means' ``|x|^2 + |c|^2``, broadcast to every point-centroid pair,
+    before ``- 2 x.c``; per-example gradients, outer products, before their norms and their
+    clipped sum over the batch).
 
     >>> f = lambda x, c: jnp.argmin(jnp.sum(x * x, 1, keepdims=True) + jnp.sum(c * c, 1)
     ...                             - 2 * x @ c.T, 1)
@@ -138,9 +188,10 @@ def sink_expansions(eqns, outvars) -> list:
     >>> [e.primitive.name for e in sink_expansions(eqns, [])][-6:]
     ['dot_general', 'broadcast_in_dim', 'broadcast_in_dim', 'add', 'sub', 'argmin']
     """
+    from .reductions import reduces
     users = _uses(eqns, outvars)
     fused_reader = {k: is_fusible(e) or row_reduction_space(e) is not None
-                    for k, e in enumerate(eqns)}
+                    or leading_sum(e, None) or reduces(e) for k, e in enumerate(eqns)}
     deferred: dict = {}         # var -> index of the held equation making it
     for k, e in enumerate(eqns):
         readers = [u for v in e.outvars for u in users.get(v, ())]
@@ -151,16 +202,23 @@ def sink_expansions(eqns, outvars) -> list:
         return eqns
     held, out = set(deferred.values()), []
 
-    def place(k):
-        for v in eqns[k].invars:
-            m = deferred.pop(v, None) if isinstance(v, Var) else None
-            if m is not None:
-                place(m)
-                out.append(eqns[m])
+    def place(e, copies):
+        """``e`` reading this reader's own copies of the held values it needs, which are
+        made (appended to ``out``) first."""
+        ins = []
+        for v in e.invars:
+            m = deferred.get(v) if isinstance(v, Var) else None
+            if m is not None and v not in copies:
+                made = place(eqns[m], copies)
+                out.append(made)
+                copies.update(zip(eqns[m].outvars, made.outvars))
+            ins.append(copies.get(v, v) if isinstance(v, Var) else v)
+        if e.outvars[0] in deferred:
+            return e.replace(invars=ins, outvars=[Var(v.aval) for v in e.outvars])
+        return e.replace(invars=ins)
     for k, e in enumerate(eqns):
         if k not in held:
-            place(k)
-            out.append(e)
+            out.append(place(e, {}))
     return out
 
 

@@ -19,8 +19,8 @@ from ..core.jaxpr import Jaxpr, Var, _Namer, dce_jaxpr, pp_jaxpr
 from .control import lowering as control_lowering
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import (MOVEMENT, _uses, leading_sum, recompute_residuals, row_group, run_end,
-                     sink_expansions, sink_totals)
+from .fusion import (MOVEMENT, _uses, leading_sum, outer_products_as_broadcasts,
+                     recompute_residuals, row_group, run_end, sink_expansions, sink_totals)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -57,7 +57,7 @@ def fold_transposed_products(jaxpr: Jaxpr):
 
 def rewrite(jaxpr: Jaxpr) -> list:
     """The equations the GPU runs for ``jaxpr`` (same inputs, same results)."""
-    eqns = decompose(fold_transposed_products(sink_totals(jaxpr)))
+    eqns = outer_products_as_broadcasts(decompose(fold_transposed_products(sink_totals(jaxpr))))
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
     eqns = sink_expansions(recompute_residuals(eqns, jaxpr.outvars), jaxpr.outvars)
     # what the fused layers left unread (an activation's constant operands)
@@ -131,7 +131,7 @@ def plan(eqns, outvars, sm_count: int) -> list[Launch]:
             launches.append(Launch("gradient_step", eqn=i))
         elif reduces(e):
             launches.append(Launch("kernels", (Part(
-                "reduce", (i,), tuple(e.invars[0].aval.shape), ()),)))
+                "reduce", (i,), tuple(e.invars[0].aval.shape), tuple(e.outvars)),)))
         elif control_lowering(e) is not None:
             launches.append(Launch("control", eqn=i))
         else:
@@ -181,9 +181,10 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
         return level[shape]
     for shape in classes:
         level_of(shape)
-    # a leading-axes sum of a value one (final) kernel makes becomes that kernel's epilogue
-    column = None
-    if j < len(eqns) and leading_sum(eqns[j], None):
+    # a reduction of a value one (final) kernel makes becomes that kernel's epilogue: a sum
+    # over leading axes as a column kernel, any other as a reduction kernel
+    epilogue = None
+    if j < len(eqns) and (leading_sum(eqns[j], None) or reduces(eqns[j])):
         src = made_at.get(eqns[j].invars[0])
         shape = tuple(eqns[j].invars[0].aval.shape)
         # (not over data movement: a column kernel has few threads, each running the whole
@@ -191,7 +192,8 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
         if src is not None and owner[src] == shape and shape in classes and \
                 not any(shape in d for d in deps.values()) and \
                 not any(eqns[k].primitive in MOVEMENT for k in classes[shape]):
-            column = shape
+            epilogue = shape
+            kind = "columns" if leading_sum(eqns[j], None) else "reduce"
     for lvl in range(max(level.values()) + 1):
         parts = []
         for shape, ks in classes.items():
@@ -201,15 +203,15 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
             mine = {k for k in ks if owner[k] == shape}
             outputs = tuple(v for k in order if k in mine for v in eqns[k].outvars
                             if users.get(v, set()) - ks)
-            if shape == column:
+            if shape == epilogue:
                 launches.append(Launch("kernels", (Part(
-                    "columns", order + (j,), shape,
+                    kind, order + (j,), shape,
                     tuple(v for v in outputs if users[v] != {j}) + (eqns[j].outvars[0],)),)))
             elif outputs:       # (a kernel none of whose results is read is not launched)
                 parts.append(Part("fused", order, shape, outputs, start=i))
         if parts:
             launches.append(Launch("kernels", tuple(parts)))
-    return j + (column is not None)
+    return j + (epilogue is not None)
 
 
 # -- what is printed
@@ -244,8 +246,6 @@ def _group(launch: Launch, eqns) -> FusionGroup:
         kind = "multi" if len(launch.parts) > 1 else _KIND[launch.parts[0].kind]
         shape = launch.parts[0].shape if len(launch.parts) == 1 else ()
         outputs = tuple(v for p in launch.parts for v in p.outputs)
-        if launch.parts[0].kind == "reduce":
-            outputs = tuple(eqns[indices[0]].outvars)
     else:
         indices = [launch.eqn]
         e = eqns[launch.eqn]

@@ -21,7 +21,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Var
 from .fusion import SMALL_TOTAL
-from .elementwise import C_TYPES, _compile, compute_type, headers, load_value, store_value
+from .elementwise import C_TYPES, FusedKernel, _compile, compute_type, headers, store_value
 
 THREADS = 256
 MAX_PARTIALS = 1 << 16       # split partial results the last block combines
@@ -125,11 +125,18 @@ def offset_expr(index: str, dims) -> str:
 
 
 class ReduceKernel:
-    """One reduction equation (``eqns = [eqn]``) as one launch."""
+    """A reduction equation, last in ``eqns``, as one launch; the elementwise chain before it
+    (possibly empty) is computed at each element the reduction reads, so its operand is never
+    written out (a per-example gradient's norm reads the example's two factors, not their
+    outer product)."""
 
     def __init__(self, eqns, inputs, outputs, shape):
-        (self.eqn,) = eqns
-        self.eqns, self.inputs, self.outputs = eqns, inputs, [self.eqn.outvars[0]]
+        *chain, self.eqn = eqns
+        self.eqns, self.inputs = eqns, inputs
+        self.operand = self.eqn.invars[0]
+        chain_outputs = [v for v in outputs if v is not self.eqn.outvars[0]]
+        self.outputs = chain_outputs + [self.eqn.outvars[0]]     # the kernel's argument order
+        self.chain = FusedKernel(chain, inputs, chain_outputs, shape, also_read=[self.operand])
         self.shape = tuple(shape)
         self.shared_bytes = 0
         p = self.eqn.primitive
@@ -155,7 +162,7 @@ class ReduceKernel:
         self.chunk = -(-self.n_red // max(1, split))
         self.split = -(-self.n_red // self.chunk)
         self.grid = (blocks, self.split)
-        self.acc = _accumulator(self.inputs[0].aval.dtype)
+        self.acc = _accumulator(self.operand.aval.dtype)
         self.source, self.name = self._generate()
         self._kernel = None
         self._scratch = None
@@ -185,13 +192,16 @@ class ReduceKernel:
                 ident)
 
     def _generate(self):
-        x, y = self.inputs[0], self.outputs[0]
+        y = self.eqn.outvars[0]
         A = C_TYPES[self.acc.name]
         arg = self.eqn.primitive in _ARG
         helpers, ident = self._combine()
         LO, LR, O, R = self.lanes_o, self.lanes_r, self.n_out, self.n_red
-        params = [f"const {C_TYPES[x.aval.dtype.name]}* __restrict__ x",
-                  f"{C_TYPES[y.aval.dtype.name]}* __restrict__ out"]
+        # element i of the operand: the chain's statements (loads alone, without one)
+        body = self.chain.body()
+        x = self.chain.names[self.operand]
+        params = [f"{d} {n}" for d, n in self.chain.params()]
+        params.append(f"{C_TYPES[y.aval.dtype.name]}* __restrict__ out")
         if self.split > 1:
             params.append(f"{A}* __restrict__ part_v")
             if arg:
@@ -213,7 +223,6 @@ class ReduceKernel:
             lanes = f"  const int lane_r = threadIdx.x % {LR}, lane_o = threadIdx.x / {LR};"
         else:
             lanes = f"  const int lane_o = threadIdx.x % {LO}, lane_r = threadIdx.x / {LO};"
-        load = load_value(x.aval.dtype, "x[base + reduced_offset(r)]")
         lines = [
             lanes,
             f"  const long long o = (long long)blockIdx.x * {LO} + lane_o;",
@@ -225,7 +234,9 @@ class ReduceKernel:
             "    const long long base = kept_offset(o);",
             "    #pragma unroll 4",
             f"    for (long long r = r_begin + lane_r; r < r_end; r += {LR}) {{",
-            f"      const {A} e = ({A})({load});",
+            "      const long long i = base + reduced_offset(r);",
+            body,
+            f"      const {A} e = ({A})({x});",
             "      " + fold("v", "vi", "e", "r"),
             "    }",
             "  }"]
@@ -266,7 +277,7 @@ class ReduceKernel:
         name = f"fnx_reduce_{self.eqn.primitive.name}"
         kept = offset_expr("o", self.kept)
         reduced = offset_expr("r", self.reduced)
-        src = (headers({x.aval.dtype, y.aval.dtype}) + helpers
+        src = (headers(self.chain.value_dtypes() | {y.aval.dtype}) + helpers
                + f"__device__ __forceinline__ long long kept_offset(long long o) "
                f"{{ return {kept}; }}\n"
                f"__device__ __forceinline__ long long reduced_offset(long long r) "
