@@ -187,13 +187,20 @@ def _load_index(in_shape, out_shape, bdims):
         return "0"
     out_strides = _strides(out_shape)
     in_strides = _strides(in_shape)
+    # 32-bit arithmetic where the iteration space allows it: a 64-bit division costs dozens
+    # of instructions, a 32-bit one by a constant a multiply and a shift
+    narrow = int(np.prod(out_shape, dtype=np.int64)) < 2 ** 31
+    i, suffix = ("((unsigned int)i)", "u") if narrow else ("i", "LL")
     terms = []
     for j, d in enumerate(bdims):
         if in_shape[j] == 1:
             continue
-        coord = f"((i / {out_strides[d]}LL) % {out_shape[d]}LL)"
-        terms.append(f"{coord} * {in_strides[j]}LL" if in_strides[j] != 1 else coord)
-    return " + ".join(terms) if terms else "0"
+        coord = i if out_strides[d] == 1 else f"({i} / {out_strides[d]}{suffix})"
+        if d > 0:       # (the first coordinate is below its size already)
+            coord = f"({coord} % {out_shape[d]}{suffix})"
+        terms.append(f"{coord} * {in_strides[j]}{suffix}" if in_strides[j] != 1 else coord)
+    return ("(long long)(" + " + ".join(terms) + ")" if narrow else " + ".join(terms)) \
+        if terms else "0"
 
 
 class FusedKernel:
