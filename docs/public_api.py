@@ -15,7 +15,7 @@ MODULES = (
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
     "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing", "fnx.dlpack",
     "fnx.amp", "fnx.dtypes", "fnx.image", "fnx.scipy.ndimage", "fnx.scipy.integrate",
-    "fnx.experimental.ode", "fnx.experimental.mesh_utils",
+    "fnx.experimental.ode", "fnx.experimental.mesh_utils", "fnx.scipy.fft",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

@@ -14,7 +14,7 @@ MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optim
            "scipy.ndimage", "scipy.stats.norm", "scipy.stats.multivariate_normal",
            "nn.initializers",
            "tree_util", "flatten_util", "numpy.linalg", "numpy.fft", "scipy.special", "lax",
-           "random", "experimental.shard_map", "sharding", "ad_checkpoint"]
+           "random", "experimental.shard_map", "sharding", "ad_checkpoint", "scipy.fft"]
 
 
 @pytest.mark.parametrize("name", MODULES)

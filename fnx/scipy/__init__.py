@@ -5,6 +5,6 @@ conventions), optimizer and sparse iterative solvers, composed of fnx operations
 >>> special.gammaln(5.0), stats.norm.logpdf(0.3)
 >>> U = linalg.cholesky(a)   # upper, as scipy.linalg.cholesky
 """
-from . import integrate, linalg, ndimage, optimize, signal, sparse, special, stats  # noqa: F401
+from . import fft, integrate, linalg, ndimage, optimize, signal, sparse, special, stats  # noqa: F401
 
-__all__ = ["special", "stats", "linalg", "optimize", "signal", "sparse", "integrate", "ndimage"]
+__all__ = ["fft", "special", "stats", "linalg", "optimize", "signal", "sparse", "integrate", "ndimage"]
