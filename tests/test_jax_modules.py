@@ -15,7 +15,8 @@ MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optim
            "nn.initializers",
            "tree_util", "flatten_util", "numpy.linalg", "numpy.fft", "scipy.special", "lax",
            "random", "experimental.shard_map", "sharding", "ad_checkpoint", "scipy.fft",
-           "scipy.interpolate", "scipy.spatial.transform", "scipy.cluster.vq"]
+           "scipy.interpolate", "scipy.spatial.transform", "scipy.cluster.vq",
+           "custom_batching"]
 
 
 @pytest.mark.parametrize("name", MODULES)
