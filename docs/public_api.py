@@ -17,7 +17,7 @@ MODULES = (
     "fnx.amp", "fnx.dtypes", "fnx.image", "fnx.scipy.ndimage", "fnx.scipy.integrate",
     "fnx.experimental.ode", "fnx.experimental.mesh_utils", "fnx.scipy.fft",
     "fnx.scipy.interpolate", "fnx.scipy.spatial.transform", "fnx.scipy.cluster.vq",
-    "fnx.custom_batching", "fnx.profiler",
+    "fnx.custom_batching", "fnx.profiler", "fnx.experimental.checkify",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

@@ -16,7 +16,8 @@ MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optim
            "tree_util", "flatten_util", "numpy.linalg", "numpy.fft", "scipy.special", "lax",
            "random", "experimental.shard_map", "sharding", "ad_checkpoint", "scipy.fft",
            "scipy.interpolate", "scipy.spatial.transform", "scipy.cluster.vq",
-           "custom_batching", "profiler"]
+           "custom_batching", "profiler",
+           "experimental.checkify"]
 
 
 @pytest.mark.parametrize("name", MODULES)
