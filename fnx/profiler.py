@@ -27,7 +27,7 @@ import socket
 import time
 
 from .core import profiling
-from .core.core import Array
+from .core.core import Array, Tracer
 
 __all__ = ["trace", "start_trace", "stop_trace", "TraceAnnotation", "StepTraceAnnotation",
            "annotate_function", "device_memory_profile", "save_device_memory_profile",
@@ -212,7 +212,7 @@ def _packed(number: int, values) -> bytes:
 
 def _live_arrays(backend):
     for obj in gc.get_objects():
-        if isinstance(obj, Array) and not obj.is_deleted():
+        if isinstance(obj, Array) and not isinstance(obj, Tracer) and not obj.is_deleted():
             if backend is None or obj._backend.platform == backend:
                 yield obj
 

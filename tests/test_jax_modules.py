@@ -17,7 +17,7 @@ MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optim
            "random", "experimental.shard_map", "sharding", "ad_checkpoint", "scipy.fft",
            "scipy.interpolate", "scipy.spatial.transform", "scipy.cluster.vq",
            "custom_batching", "profiler",
-           "experimental.checkify"]
+           "experimental.checkify", "experimental.jet"]
 
 
 @pytest.mark.parametrize("name", MODULES)

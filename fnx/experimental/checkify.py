@@ -72,7 +72,7 @@ class Error:
 
         >>> checkify(lambda i: jnp.arange(3)[i], errors=index_checks)(
         ...     jnp.array([5]))[0].get()
-        'out-of-bounds indexing for array of shape (3,): index 5 is out of bounds for axis 0 with size 3. '
+        'out-of-bounds indexing for array of shape (3,): index 5 is out of bounds for axis 0 ...'
         """
         messages = self._messages()
         return "\n".join(messages) if messages else None
