@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import lax as _lax
+from .control_flow import cond_p, scan_p, while_p
 from .core import Trace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import FnxError
 from .jaxpr import Jaxpr, eval_jaxpr
@@ -297,7 +298,6 @@ class CheckifyTrace(Trace):
 
 
 def _bind(name, *args, **params):
-    from .control_flow import scan_p, while_p
     return (scan_p if name == "scan" else while_p).bind(*args, **params)
 
 
@@ -418,5 +418,4 @@ def _branch_with_all_sites(part, k, parts, layout, n_ops):
 
 
 def _lax_cond_bind(index, consts, ops, branches):
-    from .control_flow import cond_p
     return cond_p.bind(index, *consts, *ops, branches=tuple(branches))
