@@ -15,7 +15,10 @@ MODULES = (
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",
     "fnx.flatten_util", "fnx.ops", "fnx.test_util", "fnx.typing", "fnx.dlpack",
     "fnx.amp", "fnx.dtypes", "fnx.image", "fnx.scipy.ndimage", "fnx.scipy.integrate",
-    "fnx.experimental.ode", "fnx.experimental.mesh_utils",
+    "fnx.experimental.ode", "fnx.experimental.mesh_utils", "fnx.scipy.fft",
+    "fnx.scipy.interpolate", "fnx.scipy.spatial.transform", "fnx.scipy.cluster.vq",
+    "fnx.custom_batching", "fnx.profiler", "fnx.experimental.checkify",
+    "fnx.experimental.jet",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

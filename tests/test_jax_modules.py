@@ -14,7 +14,10 @@ MODULES = ["dtypes", "image", "example_libraries.stax", "example_libraries.optim
            "scipy.ndimage", "scipy.stats.norm", "scipy.stats.multivariate_normal",
            "nn.initializers",
            "tree_util", "flatten_util", "numpy.linalg", "numpy.fft", "scipy.special", "lax",
-           "random", "experimental.shard_map", "sharding", "ad_checkpoint"]
+           "random", "experimental.shard_map", "sharding", "ad_checkpoint", "scipy.fft",
+           "scipy.interpolate", "scipy.spatial.transform", "scipy.cluster.vq",
+           "custom_batching", "profiler",
+           "experimental.checkify", "experimental.jet"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -79,6 +79,14 @@ def _name(f) -> str:
     return getattr(f, "__name__", str(f))
 
 
+def forward_attr(self, name):
+    """A custom function's unknown attributes are its function's, so decorators stack
+    (``custom_vjp`` over ``custom_vmap`` reaches ``def_vmap``), as in JAX."""
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)
+    return getattr(self.__getattribute__("fun"), name)
+
+
 def _is_var(v) -> bool:
     return isinstance(v, Var)
 
@@ -192,6 +200,8 @@ class custom_jvp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_attr
 
     def defjvp(self, jvp, symbolic_zeros: bool = False):
         """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns it, so
@@ -418,6 +428,8 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = None
         self.bwd = None
+
+    __getattr__ = forward_attr
 
     def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
         """Set the forward and backward rules."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Generic, ParamSpec, Sequence, TypeVar, overloa
 
 import numpy as np
 
-from . import ad, batching, dtypes, state
+from . import ad, batching, dtypes, profiling, state
 from . import partition
 from .api import ShapeDtypeStruct
 from .axis_env import axis_env_key
@@ -470,7 +470,10 @@ class Jitted(Generic[P, R]):
             logger.warning("%s", explain_miss(self.name, self._last_key, key))
         if config.log_compiles:
             logger.warning("fnx.jit: tracing %s for %s", self.name, avals_sig)
+        with profiling.span(f"trace jit({self.name})"):
+            return self._trace(tree, avals_sig, args, kwargs, static)
 
+    def _trace(self, tree, avals_sig, args, kwargs, static):
         refs: list = []     # mutable references made outside fun that it touches
 
         def flat_fun(*vals):
@@ -507,6 +510,12 @@ class Jitted(Generic[P, R]):
 
     @api_boundary
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if profiling.events is not None:    # a profiler trace is running: time the call
+            with profiling.span(f"jit({self.name})"):
+                return self._call(*args, **kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \

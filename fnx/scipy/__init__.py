@@ -5,6 +5,8 @@ conventions), optimizer and sparse iterative solvers, composed of fnx operations
 >>> special.gammaln(5.0), stats.norm.logpdf(0.3)
 >>> U = linalg.cholesky(a)   # upper, as scipy.linalg.cholesky
 """
-from . import integrate, linalg, ndimage, optimize, signal, sparse, special, stats  # noqa: F401
+from . import (cluster, fft, integrate, interpolate, linalg, ndimage, optimize,  # noqa: F401
+               signal, sparse, spatial, special, stats)
 
-__all__ = ["special", "stats", "linalg", "optimize", "signal", "sparse", "integrate", "ndimage"]
+__all__ = ["special", "stats", "linalg", "optimize", "signal", "sparse", "integrate", "ndimage",
+           "fft", "interpolate", "spatial", "cluster"]

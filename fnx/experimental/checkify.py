@@ -1,0 +1,197 @@
+"""fnx.experimental.checkify: checks that a jitted (or vmapped) function can report (JAX's
+``jax.experimental.checkify``). ``checkify(f, errors)`` runs ``f`` and returns ``(error,
+out)``: ``error`` is a pytree of arrays, so a jitted function returns it like any result, and
+``error.get()`` / ``error.throw()`` read it afterwards. The first failing check wins.
+
+>>> from fnx.experimental import checkify
+>>> def f(x):
+...     checkify.check(x > 0, "x must be positive, got {}", x)
+...     return jnp.log(x)
+>>> err, y = fnx.jit(checkify.checkify(f))(-2.0)
+>>> err.get()
+'x must be positive, got -2.0 (`check` failed)'
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core.checkify import (DIV, INDEX, NAN, USER, CheckifyTrace, CheckifyTracer,
+                             JaxRuntimeError, _under_checkify, check, check_p)
+from ..core import lax as _lax
+from ..core.core import Tracer, current_trace, set_current_trace
+from ..core.pytree import register_pytree_node, tree_flatten, tree_unflatten
+from ..core.traceback_util import api_boundary
+
+__all__ = ["Error", "JaxRuntimeError", "check", "check_error", "checkify", "debug_check",
+           "init_error", "user_checks", "nan_checks", "index_checks", "div_checks",
+           "float_checks", "automatic_checks", "all_checks"]
+
+user_checks = frozenset({USER})          # check() calls
+nan_checks = frozenset({NAN})            # a primitive produced a NaN
+index_checks = frozenset({INDEX})        # a gather read out of bounds
+div_checks = frozenset({DIV})            # integer division by zero
+float_checks = nan_checks | div_checks
+automatic_checks = float_checks | index_checks
+all_checks = automatic_checks | user_checks
+
+
+class Error:
+    """The checks' outcome: per check site, whether it failed first and its message's payload
+    (arrays, batched where the checkified function was vmapped).
+
+    >>> err, _ = checkify(lambda x: x, errors=user_checks)(1.0)
+    >>> err, err.get()
+    (Error(None), None)
+    """
+
+    def __init__(self, sites=(), preds=(), payloads=()):
+        self._sites, self._preds, self._payloads = tuple(sites), list(preds), \
+            [list(p) for p in payloads]
+
+    def _messages(self) -> list[str]:
+        if not self._sites:
+            return []
+        preds = [np.asarray(p) for p in self._preds]
+        shape = preds[0].shape
+        messages = []
+        for idx in np.ndindex(*shape):
+            for site, pred, payload in zip(self._sites, preds, self._payloads):
+                if pred[idx]:
+                    text = site.message([np.asarray(x)[idx] for x in payload])
+                    if shape:
+                        at = idx[0] if len(idx) == 1 else idx
+                        text = f"at mapped index {at}: {text}"
+                    messages.append(text)
+                    break
+        return messages
+
+    def get(self) -> str | None:
+        """The failure's message (one line per failing example when vmapped), or None.
+
+        >>> checkify(lambda i: jnp.arange(3)[i], errors=index_checks)(
+        ...     jnp.array([5]))[0].get()
+        'out-of-bounds indexing for array of shape (3,): index 5 is out of bounds for axis 0 ...'
+        """
+        messages = self._messages()
+        return "\n".join(messages) if messages else None
+
+    def get_exception(self) -> JaxRuntimeError | None:
+        """The failure as an exception (not raised), or None."""
+        message = self.get()
+        return JaxRuntimeError(message) if message else None
+
+    def throw(self) -> None:
+        """Raise ``JaxRuntimeError`` if a check failed.
+
+        >>> err, _ = checkify(lambda x: 1 // x, errors=div_checks)(0)
+        >>> err.throw()
+        Traceback (most recent call last):
+        fnx.core.checkify.JaxRuntimeError: division by zero
+          at ...
+        """
+        exc = self.get_exception()
+        if exc is not None:
+            raise exc
+
+    def __repr__(self):
+        return f"Error({self.get()})"
+
+    __str__ = __repr__
+
+
+def _flatten(err):
+    return [*err._preds, *(x for p in err._payloads for x in p)], err._sites
+
+
+def _unflatten(sites, leaves):
+    it = iter(leaves)
+    preds = [next(it) for _ in sites]
+    payloads = [[next(it) for _ in range(s.payload_tree.num_leaves)] for s in sites]
+    return Error(sites, preds, payloads)
+
+
+register_pytree_node(Error, _flatten, _unflatten)
+
+
+def init_error() -> Error:
+    """The error of no failed check.
+
+    >>> init_error().get() is None
+    True
+    """
+    return Error()
+
+
+def checkify(f, errors=user_checks):
+    """``f`` returning ``(error, out)``: the checks of kinds ``errors`` (``user_checks``,
+    ``nan_checks``, ``index_checks``, ``div_checks`` and their unions, such as
+    ``float_checks`` and ``all_checks``) are computed as values instead of raised.
+
+    >>> err, out = checkify(jnp.log, errors=nan_checks)(-1.0)
+    >>> err.get()
+    'nan generated by primitive: log.'
+    """
+    enabled = frozenset(errors)
+    unknown = enabled - all_checks
+    if unknown:
+        raise ValueError(f"checkify: unknown error kinds {sorted(unknown)}; use the sets of "
+                         "fnx.experimental.checkify (user_checks, nan_checks, ...)")
+
+    @functools.wraps(f)
+    @api_boundary
+    def checked(*args, **kwargs):
+        trace = CheckifyTrace(current_trace(), enabled)
+        leaves, in_tree = tree_flatten((args, kwargs))
+        # arguments are the trace's values, as JAX traces them: check() takes them as arrays
+        args, kwargs = tree_unflatten(in_tree, [CheckifyTracer(trace, x) if _is_value(x) else x
+                                                for x in leaves])
+        with set_current_trace(trace):
+            out = f(*args, **kwargs)
+        leaves, tree = tree_flatten(out)
+        out = tree_unflatten(tree, [trace.unpack(x) for x in leaves])
+        return Error(trace.sites, trace.preds, trace.payloads), out
+    return checked
+
+
+def _is_value(x) -> bool:
+    return isinstance(x, (Tracer, np.ndarray, np.generic, int, float, complex)) or \
+        hasattr(x, "aval")
+
+
+def check_error(error: Error) -> None:
+    """Raise ``error`` if it is set; under ``checkify``, add it to the function's error
+    instead (so an error returned by one checkified function flows into another's).
+
+    >>> check_error(init_error())
+    """
+    if not isinstance(error, Error):
+        raise TypeError(f"check_error takes an Error, got {type(error).__name__}")
+    if _under_checkify():
+        for site, pred, payload in zip(error._sites, error._preds, error._payloads):
+            check_p.bind(_lax.bitwise_not(pred), *payload, site=site)
+    else:
+        error.throw()
+
+
+def debug_check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
+    """A ``check`` enforced only under ``checkify``; elsewhere (even under jit) it does nothing.
+
+    >>> fnx.jit(lambda x: debug_check(x > 0, "never raised") or x)(-1.0)
+    Array(-1., dtype=float32, weak_type=True)
+    """
+    if _under_checkify():
+        check(pred, msg, *fmt_args, **fmt_kwargs)
+
+
+check.__doc__ = """Check that ``pred`` (a boolean scalar) holds: under ``checkify`` a failure
+becomes the function's error, ``msg`` formatted with the arrays in ``fmt_args`` and
+``fmt_kwargs``; run eagerly, a failure raises ``JaxRuntimeError``; staged by ``jit`` without
+``checkify`` it is refused (ValueError), as in JAX.
+
+>>> from fnx.experimental.checkify import checkify
+>>> err, _ = checkify(lambda x: check(x < 3, "{x} too big", x=x))(5)
+>>> err.get()
+'5 too big (`check` failed)'
+"""
