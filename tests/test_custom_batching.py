@@ -121,3 +121,18 @@ def test_sequential_vmap_loops_as_jax(rng):
            jax.vmap(make(jax, jjnp, jc), (0, None))(x, 2.0))
     jaxpr = fnx.make_jaxpr(fnx.vmap(make(fnx, fjnp, fc)))(x, y)
     assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["scan"]
+
+
+@pytest.mark.cuda
+def test_custom_vmap_under_jit_on_the_gpu_matches_the_cpu(gpu, cpu):
+    """The rule's program is inlined into the GPU's graph like any call."""
+    f = _make(fnx, fjnp)
+    x = np.random.default_rng(3).standard_normal((5, 3)).astype(np.float32)
+    y = np.random.default_rng(4).standard_normal((5, 3)).astype(np.float32)
+    step = fnx.jit(fnx.vmap(f))
+    on_gpu = step(fnx.device_put(x, gpu), fnx.device_put(y, gpu))
+    on_cpu = step(fnx.device_put(x, cpu), fnx.device_put(y, cpu))
+    assert fnx.tree_util.tree_leaves(on_gpu)[0].devices() == {gpu}
+    for a, b in zip(fnx.tree_util.tree_leaves(on_gpu), fnx.tree_util.tree_leaves(on_cpu)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(on_gpu["t"]), 3 * x, rtol=1e-6)
