@@ -369,29 +369,23 @@ class RowKernel:
                 names[out], kinds[out] = name, "scalar"
                 in_tail.add(out)
                 continue
-            if p in REDUCTIONS:
-                op, ident = REDUCTIONS[p]
-                lines.append(f"  {t} {name}_p = {ident};")
-                lines.append(element_loop([f"{name}_p = {op}()({name}_p, "
-                                           f"{ref(e.invars[0])});"]))
-                value = reduced(t, f"{name}_p", op)
-                if K > 1:
-                    lines.append(f"  __shared__ {t} {name}_slot;")
-                    value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
-                lines.append(f"  const {t} {name} = {value};")
-                names[out], kinds[out] = name, "per_row"
-                continue
-            if p in ARG_REDUCTIONS:
-                op, ident = ARG_REDUCTIONS[p]
-                a = f"Arg<{C_TYPES[e.invars[0].aval.dtype.name]}>"
-                lines.append(f"  {a} {name}_p = {{{ident}, 0x7fffffff}};")
-                lines.append(element_loop([f"{name}_p = {op}()({name}_p, {a}{{"
-                                           f"{ref(e.invars[0])}, (int)c}});"]))
+            if p in REDUCTIONS or p in ARG_REDUCTIONS:
+                x = ref(e.invars[0])
+                if p in REDUCTIONS:         # (acc type, its identity, an element, the result)
+                    op, ident = REDUCTIONS[p]
+                    a, start, item, result = t, ident, x, "{}"
+                else:                        # a (value, column) pair
+                    op, ident = ARG_REDUCTIONS[p]
+                    a = f"Arg<{C_TYPES[e.invars[0].aval.dtype.name]}>"
+                    start, item = f"{{{ident}, 0x7fffffff}}", f"{a}{{{x}, (int)c}}"
+                    result = f"({t})({{}}).i"
+                lines.append(f"  {a} {name}_p = {start};")
+                lines.append(element_loop([f"{name}_p = {op}()({name}_p, {item});"]))
                 value = reduced(a, f"{name}_p", op)
                 if K > 1:
                     lines.append(f"  __shared__ {a} {name}_slot;")
                     value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
-                lines.append(f"  const {t} {name} = ({t})({value}).i;")
+                lines.append(f"  const {t} {name} = {result.format(value)};")
                 names[out], kinds[out] = name, "per_row"
                 continue
             after_total = bool(in_tail)
