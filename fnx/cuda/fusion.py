@@ -25,6 +25,9 @@ ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
 SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 ROW_ARG_REDUCTIONS = frozenset({lax.argmin_p, lax.argmax_p})
+# reductions whose generated kernels compute the elementwise chain they read
+REDUCTIONS = ROW_REDUCTIONS | ROW_ARG_REDUCTIONS | {lax.reduce_prod_p, lax.reduce_and_p,
+                                                   lax.reduce_or_p}
 
 
 def is_fusible(eqn) -> bool:
@@ -188,10 +191,8 @@ def sink_expansions(eqns, outvars) -> list:
     >>> [e.primitive.name for e in sink_expansions(eqns, [])][-6:]
     ['dot_general', 'broadcast_in_dim', 'broadcast_in_dim', 'add', 'sub', 'argmin']
     """
-    from .reductions import reduces
     users = _uses(eqns, outvars)
-    fused_reader = {k: is_fusible(e) or row_reduction_space(e) is not None
-                    or leading_sum(e, None) or reduces(e) for k, e in enumerate(eqns)}
+    fused_reader = {k: is_fusible(e) or e.primitive in REDUCTIONS for k, e in enumerate(eqns)}
     deferred: dict = {}         # var -> index of the held equation making it
     for k, e in enumerate(eqns):
         readers = [u for v in e.outvars for u in users.get(v, ())]
