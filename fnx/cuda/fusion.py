@@ -25,9 +25,10 @@ ROW_DTYPES = frozenset({"float32", "float64", "bool", "int32", "int64"})
 SMALL_TOTAL = 1 << 16     # a sum over every axis larger than this is not one column group
 ROW_REDUCTIONS = frozenset({lax.reduce_sum_p, lax.reduce_max_p, lax.reduce_min_p})
 ROW_ARG_REDUCTIONS = frozenset({lax.argmin_p, lax.argmax_p})
-# reductions whose generated kernels compute the elementwise chain they read
-REDUCTIONS = ROW_REDUCTIONS | ROW_ARG_REDUCTIONS | {lax.reduce_prod_p, lax.reduce_and_p,
-                                                   lax.reduce_or_p}
+# every reduction fnx.cuda.reductions generates a kernel for (which computes the elementwise
+# chain it reads)
+GENERATED_REDUCTIONS = ROW_REDUCTIONS | ROW_ARG_REDUCTIONS | {
+    lax.reduce_prod_p, lax.reduce_and_p, lax.reduce_or_p}
 
 
 def is_fusible(eqn) -> bool:
@@ -192,7 +193,8 @@ def sink_expansions(eqns, outvars) -> list:
     ['dot_general', 'broadcast_in_dim', 'broadcast_in_dim', 'add', 'sub', 'argmin']
     """
     users = _uses(eqns, outvars)
-    fused_reader = {k: is_fusible(e) or e.primitive in REDUCTIONS for k, e in enumerate(eqns)}
+    fused_reader = {k: is_fusible(e) or e.primitive in GENERATED_REDUCTIONS
+                    for k, e in enumerate(eqns)}
     deferred: dict = {}         # var -> index of the held equation making it
     for k, e in enumerate(eqns):
         readers = [u for v in e.outvars for u in users.get(v, ())]

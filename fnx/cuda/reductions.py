@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.jaxpr import Var
-from .fusion import SMALL_TOTAL
+from .fusion import GENERATED_REDUCTIONS, SMALL_TOTAL
 from .elementwise import C_TYPES, FusedKernel, _compile, compute_type, headers, store_value
 
 THREADS = 256
@@ -29,6 +29,7 @@ ELEMENTS_PER_THREAD = 16     # the least work per thread worth splitting a reduc
 _ARG = {lax.argmax_p: ">", lax.argmin_p: "<"}
 _OPS = {lax.reduce_sum_p: "sum", lax.reduce_prod_p: "prod", lax.reduce_max_p: "max",
         lax.reduce_min_p: "min", lax.reduce_and_p: "and", lax.reduce_or_p: "or"}
+assert set(_OPS) | set(_ARG) == GENERATED_REDUCTIONS
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,7 +40,7 @@ def _sm_count() -> int:
 
 def reduces(eqn) -> bool:
     """Whether ``eqn`` is a reduction this module generates a kernel for."""
-    if eqn.primitive not in _OPS and eqn.primitive not in _ARG:
+    if eqn.primitive not in GENERATED_REDUCTIONS:
         return False
     x, y = eqn.invars[0], eqn.outvars[0]
     return (isinstance(x, Var) and x.aval.dtype.name in C_TYPES
