@@ -6,13 +6,14 @@ and ``split``/``fold_in`` return keys of the kind they are given. Every sampler 
 Threefry-2x32 (20 rounds), built from fnx primitives (uint32 add, xor and shifts), so sampling
 works under ``jit``, ``vmap`` and ``grad`` and gives the same bits on every backend. Keys are split
 and folded with JAX's current scheme (``jax_threefry_partitionable=True``, JAX's default since
-0.5), and the samplers follow JAX's algorithms, so a program ported from JAX draws the same
-numbers. Samplers that transform uniform or normal draws in closed form follow JAX's formulas
-(a few rearranged for accuracy, which can change the last bits); those built on rejection loops
-(``gamma`` and everything drawn from it, ``poisson``, ``binomial``, ``multinomial``) have the
-right distributions but their own streams, since fnx runs each rejection round on the whole
-array rather than per element. As in JAX, ``gamma`` and the samplers built on it are
-differentiable in their parameters by implicit reparameterisation.
+0.5), and every sampler follows JAX's algorithm and key-splitting order, so a program ported
+from JAX draws JAX's numbers: bit for bit where the sampler is made of bits, comparisons and
+exact float steps (``bits``, ``randint``, ``split``, ``permutation``, ``choice``,
+``categorical``, ``bernoulli``, ``binomial``, ...), and to the last bits of XLA's own log, exp,
+erf and fused multiply-adds elsewhere (``normal`` uses XLA's erf_inv polynomial for that). As in
+JAX, ``gamma`` draws each element with its own key and rejection loop, and ``poisson`` and
+``binomial`` redraw the whole array until every element has accepted. ``gamma`` and the
+samplers built on it are differentiable in their parameters by implicit reparameterisation.
 
 >>> import fnx.random as random
 >>> key = random.key(0)
@@ -29,12 +30,12 @@ import numpy as np
 
 from . import numpy as jnp
 from .core import dtypes, lax
-from .core.api import stop_gradient
+from .core.api import stop_gradient, vmap
 from .core.control_flow import while_loop
 from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
 from .core.errors import ArgumentTypeError, DTypeError
-from .numpy._core import canonicalize_axis
+from .numpy._core import canonicalize_axis, promote_dtypes_inexact
 from .prng import IMPL, KeyArray
 from .lax.special import digamma, lgamma
 
@@ -264,13 +265,14 @@ def _random_bits(key, bit_width: int, shape):
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniform random unsigned integers filling every bit of ``dtype`` (default uint32).
+    """Uniform random unsigned integers filling every bit of ``dtype`` (default uint32, uint64
+    with x64 on, as in JAX).
 
     >>> bits(key(0), (2,))
     Array([4070199207, 4202968722], dtype=uint32)
     """
     key = _check_key(key, "bits")
-    dtype = dtypes.canonicalize(dtype or _U32, "bits")
+    dtype = dtypes.canonicalize(dtype or dtypes.default_uint, "bits")
     if dtype.kind != "u":
         raise TypeError(f"random.bits needs an unsigned integer dtype, got {dtype}")
     return _random_bits(key, 8 * dtype.itemsize, _shape(shape, "bits"))
@@ -321,6 +323,69 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     return lax.max_(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
 
 
+# XLA's erf_inv (what jax.random.normal calls): Giles' single-precision polynomial in
+# w = -log1p(-x**2), and for float64 a three-piece one; the same polynomials give JAX's normals
+# to an ulp or two (XLA's log1p and fused multiply-adds differ in the last bits), where a
+# correctly rounded erf_inv differs by tens of ulps
+_ERF_INV_F32 = ((5.0, 2.5, (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                            0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                            1.50140941)),
+                (None, 3.0, (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                             0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                             2.83297682)))
+_ERF_INV_F64 = (
+    (6.25, 3.125, (-3.6444120640178196996e-21, -1.685059138182016589e-19,
+                   1.2858480715256400167e-18, 1.115787767802518096e-17,
+                   -1.333171662854620906e-16, 2.0972767875968561637e-17,
+                   6.6376381343583238325e-15, -4.0545662729752068639e-14,
+                   -8.1519341976054721522e-14, 2.6335093153082322977e-12,
+                   -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+                   1.051212273321532285e-09, -4.1126339803469836976e-09,
+                   -2.9070369957882005086e-08, 4.2347877827932403518e-07,
+                   -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+                   0.0001867342080340571352, -0.00074070253416626697512,
+                   -0.0060336708714301490533, 0.24015818242558961693, 1.6536545626831027356)),
+    (16.0, 3.25, (2.2137376921775787049e-09, 9.0756561938885390979e-08,
+                  -2.7517406297064545428e-07, 1.8239629214389227755e-08,
+                  1.5027403968909827627e-06, -4.013867526981545969e-06,
+                  2.9234449089955446044e-06, 1.2475304481671778723e-05,
+                  -4.7318229009055733981e-05, 6.8284851459573175448e-05,
+                  2.4031110387097893999e-05, -0.0003550375203628474796,
+                  0.00095328937973738049703, -0.0016882755560235047313,
+                  0.0024914420961078508066, -0.0037512085075692412107,
+                  0.005370914553590063617, 1.0052589676941592334, 3.0838856104922207635)),
+    (None, 5.0, (-2.7109920616438573243e-11, -2.5556418169965252055e-10,
+                 1.5076572693500548083e-09, -3.7894654401267369937e-09,
+                 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+                 2.9147953450901080826e-08, -6.7711997758452339498e-08,
+                 2.2900482228026654717e-07, -9.9298272942317002539e-07,
+                 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+                 7.5995277030017761139e-05, -0.00021503011930044477347,
+                 -0.00013871931833623122026, 1.0103004648645343977, 4.8499064014085844221)))
+
+
+def _erf_inv(x):
+    """erf_inv as XLA computes it (JAX's numbers to an ulp or two): a polynomial in
+    ``w - center`` for small ``w = -log1p(-x**2)`` and in ``sqrt(w) - center`` beyond, Horner
+    steps from the highest degree; half precision goes through float32, as in XLA."""
+    dtype = x.dtype
+    if dtype != dtypes.float64 and dtype != dtypes.float32:
+        return lax.convert_element_type(_erf_inv(lax.convert_element_type(x, dtypes.float32)),
+                                        dtype)
+    pieces = _ERF_INV_F64 if dtype == dtypes.float64 else _ERF_INV_F32
+    w = -jnp.log1p(-(x * x))
+    out = None
+    for i, (bound, center, coefficients) in enumerate(pieces):
+        t = w - _c(center, dtype) if i == 0 else jnp.sqrt(w) - _c(center, dtype)
+        p = jnp.full_like(x, coefficients[0])
+        for coefficient in coefficients[1:]:
+            p = _c(coefficient, dtype) + p * t
+        out = p if out is None else jnp.where(w < _c(previous, dtype), out, p)
+        previous = bound
+    out = out * x
+    return jnp.where(jnp.abs(x) == _c(1, dtype), x * _c(np.inf, dtype), out)
+
+
 def normal(key, shape=(), dtype=None):
     """Standard normal samples: ``sqrt(2) * erf_inv(u)`` with ``u`` uniform on (-1, 1).
 
@@ -331,14 +396,14 @@ def normal(key, shape=(), dtype=None):
     dtype = _float_dtype(dtype, "normal")
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = uniform(key, shape, dtype, lo, 1.0)
-    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+    return lax.mul(np.array(np.sqrt(2), dtype), _erf_inv(u))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal samples conditioned on ``lower < x < upper``.
 
     >>> truncated_normal(key(0), -2.0, 2.0, (5,))
-    Array([ 1.455959  ,  1.7147487 , -0.41267526, -0.07503343,  0.16800097], dtype=float32)
+    Array([ 1.455959  ,  1.7147484 , -0.4126753 , -0.07503343,  0.16800097], dtype=float32)
     """
     key = _check_key(key, "truncated_normal")
     dtype = _float_dtype(dtype, "truncated_normal")
@@ -348,7 +413,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     sqrt2 = np.array(np.sqrt(2), dtype)
     a, b = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
     u = uniform(key, shape, dtype, a, b)
-    out = lax.erf_inv(u) * sqrt2
+    out = sqrt2 * _erf_inv(u)
     # rounding may land on the bounds; keep the interval open
     low = jnp.nextafter(stop_gradient(lower), np.array(np.inf, dtype))
     high = jnp.nextafter(stop_gradient(upper), np.array(-np.inf, dtype))
@@ -367,16 +432,32 @@ def exponential(key, shape=(), dtype=None):
     return -jnp.log1p(-uniform(key, shape, dtype))
 
 
-def gumbel(key, shape=(), dtype=None):
-    """Standard Gumbel samples ``-log(-log(u))``.
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel samples ``-log(-log(u))``. ``mode="high"`` draws two uniforms per
+    sample for the values below 1/2, which extends the largest sample from about 16 to about
+    32 in float32 (``"highest"`` is taken as ``"high"``), as JAX's modes.
 
     >>> fnx.random.gumbel(fnx.random.key(0), (2, 3)).shape
     (2, 3)
     """
     key = _check_key(key, "gumbel")
     dtype = _float_dtype(dtype, "gumbel")
-    u = uniform(key, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
-    return -jnp.log(-jnp.log(u))
+    mode = _check_mode("gumbel", mode, ("low", "high", "highest"))
+    finfo = dtypes.finfo(dtype)
+    if mode == "low":
+        u = uniform(key, shape, dtype, finfo.tiny, 1.0)
+        return -jnp.log(-jnp.log(u))
+    high, low = uniform(key, (2,) + _shape(shape, "gumbel"), dtype)
+    x = jnp.where(high >= _c(0.5, dtype), high,
+                  high + _c(2.0 ** -finfo.nmant, dtype) * low + _c(finfo.tiny, dtype))
+    return -jnp.log(-jnp.log1p(-x))
+
+
+def _check_mode(name, mode, modes):
+    mode = "low" if mode is None else mode
+    if mode not in modes:
+        raise ValueError(f"random.{name}: mode must be one of {modes}, got {mode!r}")
+    return mode
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,7 +537,7 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """Log-normal samples ``exp(sigma * z)``, ``z`` standard normal.
 
     >>> lognormal(key(0), 0.5, (3,))
-    Array([2.2508795 , 2.7528381 , 0.80509317], dtype=float32)
+    Array([2.2508798 , 2.7528381 , 0.80509317], dtype=float32)
     """
     dtype, shape, (sigma,) = _float_params("lognormal", key, shape, dtype, sigma)
     return jnp.exp(normal(key, shape, dtype) * sigma)
@@ -467,7 +548,7 @@ def maxwell(key, shape=(), dtype=None):
     three standard normals.
 
     >>> maxwell(key(0), (3,))
-    Array([2.6310966 , 0.99103296, 0.9649305 ], dtype=float32)
+    Array([2.6310966, 0.9910329, 0.9649306], dtype=float32)
     """
     key = _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
@@ -477,30 +558,33 @@ def maxwell(key, shape=(), dtype=None):
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     """Double-sided Maxwell samples ``loc + scale * s * m``, ``m`` Maxwell and ``s`` a random
-    sign; the result has shape ``shape + broadcast(loc, scale).shape``, as in JAX.
+    sign; the result has shape ``shape + broadcast(loc, scale).shape``, where, as in JAX, an
+    empty ``shape`` counts as ``broadcast(loc, scale).shape``.
 
     >>> double_sided_maxwell(key(0), 0.0, 2.0, (3,))
-    Array([ 3.0914423,  3.148255 , -4.1650615], dtype=float32)
+    Array([ 3.0914419,  3.148255 , -4.165061 ], dtype=float32)
     """
     key = _check_key(key, "double_sided_maxwell")
     dtype = _float_dtype(dtype, "double_sided_maxwell")
     loc, scale = _as_dtype(loc, dtype), _as_dtype(scale, dtype)
-    shape = _shape(shape, "double_sided_maxwell") + tuple(
-        jnp.broadcast_shapes(loc.shape, scale.shape))
+    param_shape = tuple(jnp.broadcast_shapes(loc.shape, scale.shape))
+    shape = (_shape(shape, "double_sided_maxwell") or param_shape) + param_shape
     k1, k2 = split(key)
     return rademacher(k2, shape, dtype) * maxwell(k1, shape, dtype) * scale + loc
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
-    """Weibull samples ``scale * (-log(1 - u)) ** (1 / concentration)``; the default shape is
-    the parameters' broadcast shape.
+    """Weibull samples ``scale * (-log(1 - u)) ** (1 / concentration)`` with ``u`` of shape
+    ``shape``; as in JAX, the result is broadcast with the parameters (so the default
+    ``shape=()`` draws one ``u`` for all of them).
 
     >>> weibull_min(key(0), 1.0, 2.0, (3,))
     Array([1.7175937 , 1.9604654 , 0.63553405], dtype=float32)
     """
-    dtype, shape, (scale, conc) = _float_params("weibull_min", key, shape or None, dtype,
-                                                scale, concentration)
-    e = exponential(key, shape, dtype)
+    key = _check_key(key, "weibull_min")
+    dtype = _float_dtype(dtype, "weibull_min")
+    scale, conc = _as_dtype(scale, dtype), _as_dtype(concentration, dtype)
+    e = exponential(key, _shape(shape, "weibull_min"), dtype)
     return jnp.power(e, _c(1, dtype) / conc) * scale
 
 
@@ -532,17 +616,18 @@ def wald(key, mean, shape=None, dtype=None):
     transformation of a chi-square(1) draw.
 
     >>> wald(key(0), 2.0, (3,))
-    Array([0.5334217 , 0.5981153 , 0.72548366], dtype=float32)
+    Array([0.533422  , 0.59811544, 0.7254839 ], dtype=float32)
     """
     dtype, shape, (mean,) = _float_params("wald", key, shape, dtype, mean)
     k1, k2 = split(key)
     v = normal(k1, shape, dtype)
     z = uniform(k2, shape, dtype)
-    # the smaller root mean + mean**2 y / 2 - mean / 2 sqrt(4 mean y + mean**2 y**2), written
-    # without its cancellation: mean / (1 + s + sqrt(s (s + 2))) with s = mean y / 2
-    s = mean * v * v * _c(0.5, dtype)
-    x = mean / (_c(1, dtype) + s + jnp.sqrt(s * (s + _c(2, dtype))))
-    return jnp.where(z <= mean / (mean + x), x, mean * mean / x)
+    # the smaller root, in JAX's form (its cancellation included, for JAX's numbers)
+    y = v * v
+    mean_sq = mean * mean
+    root = jnp.sqrt(_c(4, dtype) * mean * y + mean_sq * (y * y))
+    x = mean + mean_sq * y / _c(2, dtype) - mean / _c(2, dtype) * root
+    return jnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
@@ -564,50 +649,55 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 # Gamma and the distributions built from it
 
 
-def _marsaglia_tsang(key, a, log_space: bool):
-    """Gamma(a) samples (their logs with ``log_space``) for a float array ``a``.
+def _gamma_one(key, alpha, log_space: bool):
+    """One gamma(alpha) sample (its log with ``log_space``) from one key, drawn as JAX draws it.
 
-    Marsaglia and Tsang's method: for alpha >= 1, ``d * v`` with ``v = (1 + c x)**3``, ``x``
-    normal, accepted by a squeeze or a log test; alpha < 1 samples alpha + 1 and multiplies by
-    ``u**(1/alpha)``. Every round draws a candidate for every element of the array and each
-    element keeps its first accepted one, in a while_loop that runs until all have one: a round
-    accepts at least 95% of the elements, so a million take about six rounds, and vmap simply
-    runs until every batch member is done.
+    Marsaglia and Tsang's method: ``d * v`` with ``v = (1 + c x)**3``, ``x`` normal (redrawn
+    while ``v <= 0``), accepted by a squeeze or a log test; alpha < 1 samples alpha + 1 and
+    multiplies by ``u**(1/alpha)`` (adds ``log(u) / alpha`` in log space). The key is split in
+    JAX's order, so every element gets JAX's sample; the samplers vmap this over one key per
+    element, and vmap runs each rejection loop until every element has accepted.
     """
-    dtype, shape = a.dtype, a.shape
-    one, third = _c(1, dtype), _c(1 / 3, dtype)
-    valid = a > 0              # a <= 0 and nan never accept: give nan instead of looping forever
-    safe_a = jnp.where(valid, a, one)
-    boost = safe_a >= one
-    alpha = jnp.where(boost, safe_a, safe_a + one)
-    d = alpha - third
-    c = third / jnp.sqrt(d)
-    tiny = _c(dtypes.finfo(dtype).tiny, dtype)
+    dtype = alpha.dtype
+    zero, one, two = _c(0, dtype), _c(1, dtype), _c(2, dtype)
+    boost = alpha >= one
+    alpha_orig = alpha
+    alpha = jnp.where(boost, alpha, alpha + one)
+    d = alpha - _c(1 / 3, dtype)
+    c = _c(1 / 3, dtype) / jnp.sqrt(d)
 
-    def propose(sub):
-        # one draw for the normal and the uniform of every element (fewer hashes per round)
-        w = uniform(sub, (2,) + shape, dtype, np.nextafter(-one, one), 1.0)
-        x = _c(np.sqrt(2), dtype) * lax.erf_inv(w[0])
-        u = jnp.maximum((w[1] + one) * _c(0.5, dtype), tiny)
-        v = one + c * x
-        v = v * v * v
-        x2 = x * x
-        positive = v > 0
-        log_v = jnp.log(jnp.where(positive, v, one))
-        accept = positive & ((u < one - _c(0.0331, dtype) * x2 * x2)
-                             | (jnp.log(u) < _c(0.5, dtype) * x2 + d * (one - v + log_v)))
-        return v, accept
+    def rejected(carry):
+        _, x2, v, u = carry
+        return ((u >= one - _c(0.0331, dtype) * (x2 * x2))
+                & (jnp.log(u) >= x2 * _c(0.5, dtype) + d * ((one - v) + jnp.log(v))))
+
+    def next_x(carry):
+        key, sub = split(carry[0])
+        x = normal(sub, (), dtype)
+        return key, x, one + x * c
+
+    def propose(carry):
+        key, x_key, u_key = split(carry[0], 3)
+        _, x, v = while_loop(lambda carry: carry[2] <= zero, next_x, (x_key, zero, -one))
+        return key, x * x, v * v * v, uniform(u_key, (), dtype)
 
     key, boost_key = split(key)
-    v = _first_accepted(key, propose, jnp.ones(shape, dtype), ~valid)
-    u_boost = uniform(boost_key, shape, dtype, tiny, 1.0)
-    nan = _c(np.nan, dtype)
+    # u = 2 starts the loop: the first candidate is always drawn
+    v = while_loop(rejected, propose, (key, zero, one, two))[2]
     if log_space:
-        log_boost = jnp.where(boost, _c(0, dtype), jnp.log(u_boost) / safe_a)
-        return jnp.where(valid, jnp.log(d) + jnp.log(v) + log_boost, nan)
-    z = d * v * jnp.where(boost, one, jnp.power(u_boost, one / safe_a))
-    # underflow to 0 (a << 1) would make later logs and ratios infinite
-    return jnp.where(valid, jnp.maximum(z, tiny), nan)
+        log_u = -exponential(boost_key, (), dtype)
+        log_boost = jnp.where(boost | (log_u == zero), zero, log_u * (one / alpha_orig))
+        return (jnp.log(d) + jnp.log(v)) + log_boost
+    u = one - uniform(boost_key, (), dtype)
+    return (d * v) * jnp.where(boost, one, jnp.power(u, one / alpha_orig))
+
+
+def _marsaglia_tsang(key, a, log_space: bool):
+    """Gamma(a) samples (their logs with ``log_space``) for a float array ``a``: one key per
+    element, split from ``key`` in JAX's order."""
+    keys = split(key, a.size)
+    samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, jnp.ravel(a))
+    return jnp.reshape(samples, a.shape)
 
 
 # gamma(key, a) with its derivative in ``a`` defined below (the rejection loop has none)
@@ -670,7 +760,7 @@ def gamma(key, a, shape=None, dtype=None):
     fixed value of its CDF), as in JAX.
 
     >>> gamma(key(0), jnp.array([0.5, 2.0]))
-    Array([1.4222331e-05, 1.2001015e+00], dtype=float32)
+    Array([0.8845648, 1.7599413], dtype=float32)
     """
     return _gamma("gamma", key, a, shape, dtype, False)
 
@@ -680,7 +770,7 @@ def loggamma(key, a, shape=None, dtype=None):
     tiny samples of ``a << 1``: ``exp(loggamma(k, a))`` is close to ``gamma(k, a)``.
 
     >>> loggamma(key(0), 0.01, (3,))
-    Array([-494.60068 , -387.7662  ,  -56.435246], dtype=float32)
+    Array([ -11.478928,   -9.828522, -137.9457  ], dtype=float32)
     """
     return _gamma("loggamma", key, a, shape, dtype, True)
 
@@ -689,7 +779,7 @@ def chisquare(key, df, shape=None, dtype=None):
     """Chi-square samples with ``df`` degrees of freedom: twice a gamma(df / 2).
 
     >>> chisquare(key(0), 3.0, (3,))
-    Array([0.5346759 , 1.5688506 , 0.65251696], dtype=float32)
+    Array([2.205084 , 2.4899669, 1.4557134], dtype=float32)
     """
     dtype, shape, (df,) = _float_params("chisquare", key, shape, dtype, df)
     return jnp.exp(_gamma_draw(key, df * _c(0.5, dtype), True)) * _c(2, dtype)
@@ -699,7 +789,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     """F-distribution samples: the ratio of two chi-squares, each divided by its ``df``.
 
     >>> f(key(0), 5.0, 10.0, (3,))
-    Array([2.7329419, 0.6903673, 1.7316666], dtype=float32)
+    Array([1.9465712 , 0.34100607, 0.28313386], dtype=float32)
     """
     dtype, shape, (dfnum, dfden) = _float_params("f", key, shape, dtype, dfnum, dfden)
     key_den, key_num = split(key)
@@ -711,7 +801,7 @@ def t(key, df, shape=(), dtype=None):
     """Student's t samples ``z * sqrt(df / chi2(df))``; the default shape is ``df``'s.
 
     >>> t(key(0), 4.0, (3,))
-    Array([ 0.8989782, -0.9691599, -0.4061615], dtype=float32)
+    Array([ 0.7160013, -2.417441 , -1.414403 ], dtype=float32)
     """
     dtype, shape, (df,) = _float_params("t", key, shape or None, dtype, df)
     key_n, key_g = split(key)
@@ -725,7 +815,7 @@ def beta(key, a, b, shape=None, dtype=None):
     that small ``a`` and ``b`` do not give 0/0.
 
     >>> beta(key(0), 2.0, 5.0, (3,))
-    Array([0.06861833, 0.37485656, 0.28087077], dtype=float32)
+    Array([0.16956758, 0.27408373, 0.49690527], dtype=float32)
     """
     dtype, shape, (a, b) = _float_params("beta", key, shape, dtype, a, b)
     key_a, key_b = split(key)
@@ -742,10 +832,10 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     ``shape + alpha.shape[-1:]``.
 
     >>> dirichlet(key(0), jnp.array([1.0, 2.0, 3.0]), (4,))
-    Array([[0.03073655, 0.48011884, 0.48914456],
-           [0.29183108, 0.13673967, 0.57142925],
-           [0.39810503, 0.34101272, 0.26088223],
-           [0.31399775, 0.1171191 , 0.5688832 ]], dtype=float32)
+    Array([[0.1422856 , 0.40488258, 0.4528318 ],
+           [0.28478524, 0.35153106, 0.36368373],
+           [0.13108926, 0.10866259, 0.7602482 ],
+           [0.10009737, 0.25625998, 0.64364266]], dtype=float32)
     """
     key = _check_key(key, "dirichlet")
     dtype = _float_dtype(dtype, "dirichlet")
@@ -765,7 +855,7 @@ def generalized_normal(key, p, shape=(), dtype=None):
     ``s * g**(1/p)`` with ``g`` gamma(1/p) and ``s`` a random sign.
 
     >>> generalized_normal(key(0), 1.5, (3,))
-    Array([ 0.01421165,  0.62398165, -0.331393  ], dtype=float32)
+    Array([ 1.0603918 ,  0.08920828, -1.3751339 ], dtype=float32)
     """
     dtype, shape, (p,) = _float_params("generalized_normal", key, shape, dtype, p)
     k1, k2 = split(key)
@@ -806,11 +896,11 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
     ``shape + mean.shape[-1:]``.
 
     >>> multivariate_normal(key(0), jnp.zeros(2), jnp.array([[2.0, 1.0], [1.0, 2.0]]), (5,))
-    Array([[ 2.2947624 ,  3.6278138 ],
-           [-0.61319506, -0.40288374],
-           [ 0.24903014, -1.0660464 ],
+    Array([[ 2.2947626 ,  3.627814  ],
+           [-0.6131951 , -0.40288377],
+           [ 0.24903013, -1.0660462 ],
            [-0.70045817,  0.25525856],
-           [ 0.9395316 , -0.6939423 ]], dtype=float32)
+           [ 0.9395318 , -0.69394195]], dtype=float32)
     """
     key = _check_key(key, "multivariate_normal")
     if method not in ("cholesky", "eigh", "svd"):
@@ -840,9 +930,9 @@ def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
     normal matrix, its columns' signs fixed by R's diagonal.
 
     >>> orthogonal(key(0), 3)
-    Array([[ 0.95541006,  0.29413578,  0.02599559],
-           [-0.04628982,  0.23614089, -0.9706156 ],
-           [-0.2916314 ,  0.9261326 ,  0.23922688]], dtype=float32)
+    Array([[ 0.95541006,  0.29413578,  0.02599558],
+           [-0.04628982,  0.23614088, -0.9706156 ],
+           [-0.2916314 ,  0.9261326 ,  0.23922686]], dtype=float32)
     """
     key = _check_key(key, "orthogonal")
     dtype = _float_dtype(dtype, "orthogonal")
@@ -861,8 +951,9 @@ def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
 # Discrete distributions
 
 
-def bernoulli(key, p=0.5, shape=None):
-    """Booleans that are True with probability ``p``.
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """Booleans that are True with probability ``p``. ``mode="high"`` compares with two
+    uniforms' worth of bits, which is right for ``p`` below about 1e-7 in float32, as JAX.
 
     >>> bernoulli(key(0), 0.3, (4,))
     Array([False, False, False, False], dtype=bool)
@@ -872,6 +963,10 @@ def bernoulli(key, p=0.5, shape=None):
     if dtypes.kind(p.dtype) != "f":
         p = p.astype(dtypes.default_float)
     shape = p.shape if shape is None else _shape(shape, "bernoulli")
+    if _check_mode("bernoulli", mode, ("low", "high")) == "high":
+        u1, u2 = uniform(key, (2,) + shape, p.dtype)
+        u2 = u2 * _c(2.0 ** -dtypes.finfo(p.dtype).nmant, p.dtype)
+        return u2 < p - u1
     return uniform(key, shape, p.dtype) < jnp.broadcast_to(p, shape)
 
 
@@ -916,52 +1011,38 @@ def geometric(key, p, shape=None, dtype=None):
     return (jnp.floor(jnp.log(u) / jnp.log1p(-p)) + _c(1, p.dtype)).astype(dtype)
 
 
-def _poisson_knuth(key, lam):
+def _poisson_knuth(key, lam, dtype):
     """Knuth's method: multiply uniforms until the product drops below ``exp(-lam)``; the
     number of factors before that is Poisson(lam). About ``lam + 1`` rounds, so used for small
-    rates only; each round draws for the whole array."""
-    dtype = lam.dtype
-    tiny = _c(dtypes.finfo(dtype).tiny, dtype)
-
+    rates only; each round draws for the whole array (JAX's stream)."""
     def cond(carry):
         return jnp.any(carry[2] > -lam)
 
     def body(carry):
-        k, count, log_prod = carry
-        k, sub = split(k)
-        running = log_prod > -lam
-        count = jnp.where(running, count + _c(1, dtype), count)
-        log_u = jnp.log(uniform(sub, lam.shape, dtype, tiny, 1.0))
-        return k, count, jnp.where(running, log_prod + log_u, log_prod)
+        key, k, log_prod = carry
+        key, sub = split(key)
+        k = jnp.where(log_prod > -lam, k + _c(1, dtype), k)
+        return key, k, log_prod + jnp.log(uniform(sub, lam.shape, lam.dtype))
 
-    init = (key, jnp.zeros(lam.shape, dtype), jnp.zeros(lam.shape, dtype))
+    init = (key, jnp.zeros(lam.shape, dtype), jnp.zeros(lam.shape, lam.dtype))
     return while_loop(cond, body, init)[1] - _c(1, dtype)
 
 
-def _first_accepted(key, propose, out, done):
+def _first_accepted(key, propose, shape, dtype):
     """Rounds of ``propose(key) -> (candidates, accepted)`` for the whole array until every
-    element not already ``done`` has accepted one; each keeps its first (``out`` until then)."""
+    element has accepted one; each keeps its first (-1 until then). The round's key is split
+    three ways, as JAX does, and the two subkeys go to ``propose``."""
     def cond(carry):
         return jnp.any(~carry[2])
 
     def body(carry):
         key, out, done = carry
-        key, sub = split(key)
-        candidates, accepted = propose(sub)
-        return key, jnp.where(accepted & ~done, candidates, out), done | accepted
+        key, sub0, sub1 = split(key, 3)
+        candidates, accepted = propose(sub0, sub1)
+        return key, jnp.where(accepted, candidates, out), done | accepted
 
-    return while_loop(cond, body, (key, out, done))[1]
-
-
-def _hormann_draw(key, a, b, shift):
-    """One proposal of Hormann's transformed rejection: ``k = floor((2a / us + b) u + shift)``
-    with u uniform on (-1/2, 1/2) and ``us = 1/2 - |u|``; returns (k, us, v), v uniform on
-    (0, 1), for the caller's acceptance test."""
-    dtype = a.dtype
-    uv = uniform(key, (2,) + a.shape, dtype)
-    u, v = uv[0] - _c(0.5, dtype), uv[1]
-    us = jnp.maximum(_c(0.5, dtype) - jnp.abs(u), _c(dtypes.finfo(dtype).tiny, dtype))  # u = -1/2
-    return jnp.floor((_c(2, dtype) * a / us + b) * u + shift), us, v
+    init = (key, jnp.full(shape, -1, dtype), jnp.zeros(shape, bool))
+    return while_loop(cond, body, init)[1]
 
 
 def _poisson_rejection(key, lam):
@@ -973,142 +1054,172 @@ def _poisson_rejection(key, lam):
     a = _c(-0.059, dtype) + _c(0.02483, dtype) * b
     inv_alpha = _c(1.1239, dtype) + _c(1.1328, dtype) / (b - _c(3.4, dtype))
     v_r = _c(0.9277, dtype) - _c(3.6224, dtype) / (b - _c(2, dtype))
+    half = _c(0.5, dtype)
 
-    def propose(sub):
-        k, us, v = _hormann_draw(sub, a, b, lam + _c(0.43, dtype))
-        s = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * inv_alpha
-                    / (a / (us * us) + b))
-        k_safe = jnp.maximum(k, _c(0, dtype))
-        log_pmf = -lam + k_safe * log_lam - lgamma(k_safe + _c(1, dtype))
-        accept = ((us >= _c(0.07, dtype)) & (v <= v_r)) | (
-            ~((k < 0) | ((us < _c(0.013, dtype)) & (v > us))) & (s <= log_pmf))
-        return k, accept
+    def propose(sub0, sub1):
+        u = uniform(sub0, lam.shape, dtype) - half
+        v = uniform(sub1, lam.shape, dtype)
+        us = half - jnp.abs(u)
+        k = jnp.floor((_c(2, dtype) * a / us + b) * u + lam + _c(0.43, dtype))
+        s = jnp.log(v * inv_alpha / (a / (us * us) + b))
+        log_pmf = -lam + k * log_lam - lgamma(k + _c(1, dtype))
+        squeezed = (us >= _c(0.07, dtype)) & (v <= v_r)
+        rejected = (k < 0) | ((us < _c(0.013, dtype)) & (v > us))
+        return k, squeezed | (~rejected & (s <= log_pmf))
 
-    return _first_accepted(key, propose, jnp.zeros(lam.shape, dtype),
-                           jnp.zeros(lam.shape, bool))
+    return _first_accepted(key, propose, lam.shape, dtype)
 
 
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson samples with rate ``lam`` (>= 0): Knuth's multiplication method for rates below
-    10 and Hormann's transformed rejection above, as JAX, NumPy and TensorFlow do.
+    10 and Hormann's transformed rejection above, as JAX, NumPy and TensorFlow do. As in JAX,
+    the rate is taken in float32 whatever its dtype, and both methods draw from ``key``.
 
     >>> poisson(key(0), jnp.array([0.5, 40.0]))
     Array([ 0, 37], dtype=int32)
     """
     dtype, shape, (lam,) = _int_params("poisson", key, shape, dtype, lam)
-    small = lam < _c(10, lam.dtype)
-    k1, k2 = split(key)
+    lam = lam.astype(dtypes.float32)
+    knuth = jnp.isnan(lam) | (lam < _c(10, lam.dtype))
     # each method sees a rate it handles quickly where the other's result is used
-    knuth = _poisson_knuth(k1, jnp.where(small, lam, _c(0, lam.dtype)))
-    rejection = _poisson_rejection(k2, jnp.where(small, _c(1e5, lam.dtype), lam))
-    out = jnp.where(small, knuth, rejection)
-    return jnp.where(lam == 0, _c(0, lam.dtype), out).astype(dtype)
+    small = _poisson_knuth(key, jnp.where(knuth, lam, _c(0, lam.dtype)), dtype)
+    large = _poisson_rejection(key, jnp.where(knuth, _c(1e5, lam.dtype), lam))
+    out = jnp.where(knuth, small, large.astype(dtype))
+    return jnp.where(lam == 0, jnp.zeros_like(out), out)
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.010411265261972, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+    """log(k!) minus its Stirling approximation: tabulated for k <= 9, else the series (in k
+    clipped to 9, as JAX has it, which makes the BTRS bound a little looser for large k)."""
+    dtype = k.dtype
+    table = jnp.asarray(np.array(_STIRLING_TAIL, dtype))
+    tabulated = k <= _c(9, dtype)
+    k = jnp.clip(k, _c(0, dtype), _c(9, dtype))
+    kp1sq = (k + _c(1, dtype)) * (k + _c(1, dtype))
+    series = (_c(1 / 12, dtype) - (_c(1 / 360, dtype) - _c(1 / 1260, dtype) / kp1sq) / kp1sq) \
+        / (k + _c(1, dtype))
+    return jnp.where(tabulated, jnp.take(table, jnp.floor(k).astype(dtypes.int32)), series)
 
 
 def _binomial_inversion(key, n, p):
     """Successes among ``n`` Bernoulli(p) trials, counted by jumping from success to success
     with geometric waiting times: about ``n p + 1`` rounds, so used for small means."""
-    dtype = n.dtype
-    log_q = jnp.log1p(-p)
+    dtype = p.dtype
+    log_q = jnp.log1p(-p)       # -0.0 for p = 0: the waiting time is +inf, no success
 
     def cond(carry):
-        return jnp.any(carry[3])
+        return jnp.any(carry[2] <= n)
 
     def body(carry):
-        k, count, position, running = carry
-        k, sub = split(k)
+        key, count, position = carry
+        sub, key = split(key)
+        count = jnp.where(position <= n, count + _c(1, dtype), count)
         u = uniform(sub, n.shape, dtype)
-        position = position + jnp.floor(jnp.log1p(-u) / log_q) + _c(1, dtype)
-        running = running & (position <= n)
-        return k, jnp.where(running, count + _c(1, dtype), count), position, running
+        return key, count, position + jnp.ceil(jnp.log(u) / log_q)
 
     zeros = jnp.zeros(n.shape, dtype)
-    return while_loop(cond, body, (key, zeros, zeros, (n > 0) & (p > 0)))[1]
+    return while_loop(cond, body, (key, zeros, zeros))[1] - _c(1, dtype)
 
 
 def _binomial_btrs(key, n, p):
-    """Hormann's BTRS transformed rejection for ``n p (1 - p) >= 10``-ish means and p <= 1/2:
-    about 1.2 rounds per sample."""
-    dtype = n.dtype
-    q = _c(1, dtype) - p
-    spq = jnp.sqrt(n * p * q)
+    """Hormann's BTRS transformed rejection for means above 10 and p <= 1/2: about 1.2 rounds
+    per sample."""
+    dtype = p.dtype
+    one, half = _c(1, dtype), _c(0.5, dtype)
+    spq = jnp.sqrt(n * p * (one - p))
     b = _c(1.15, dtype) + _c(2.53, dtype) * spq
     a = _c(-0.0873, dtype) + _c(0.0248, dtype) * b + _c(0.01, dtype) * p
-    c = n * p + _c(0.5, dtype)
+    c = n * p + half
     v_r = _c(0.92, dtype) - _c(4.2, dtype) / b
+    r = p / (one - p)
     alpha = (_c(2.83, dtype) + _c(5.1, dtype) / b) * spq
-    lpq = jnp.log(p / q)
-    m = jnp.floor((n + _c(1, dtype)) * p)
-    one = _c(1, dtype)
-    h = lgamma(m + one) + lgamma(n - m + one)
+    m = jnp.floor((n + one) * p)
 
-    def propose(sub):
-        k, us, v = _hormann_draw(sub, a, b, c)
-        inside = (k >= 0) & (k <= n)
-        ks = jnp.clip(k, _c(0, dtype), n)
-        log_v = jnp.log(jnp.maximum(v, _c(dtypes.finfo(dtype).tiny, dtype)) * alpha
-                        / (a / (us * us) + b))
-        log_ratio = h - lgamma(ks + one) - lgamma(n - ks + one) + (ks - m) * lpq
-        accept = inside & (((us >= _c(0.07, dtype)) & (v <= v_r)) | (log_v <= log_ratio))
-        return k, accept
+    def propose(sub0, sub1):
+        u = uniform(sub0, n.shape, dtype) - half
+        v = uniform(sub1, n.shape, dtype)
+        us = half - jnp.abs(u)
+        squeezed = (us >= _c(0.07, dtype)) & (v <= v_r)
+        k = jnp.floor((_c(2, dtype) * a / us + b) * u + c)
+        outside = (k < 0) | (k > n)
+        log_v = jnp.log(v * alpha / (a / (us * us) + b))
+        bound = ((m + half) * jnp.log((m + one) / (r * (n - m + one)))
+                 + (n + one) * jnp.log((n - m + one) / (n - k + one))
+                 + (k + half) * jnp.log(r * (n - k + one) / (k + one))
+                 + _stirling_tail(m) + _stirling_tail(n - m)
+                 - _stirling_tail(k) - _stirling_tail(n - k))
+        return k, squeezed | (~outside & (log_v <= bound))
 
-    return _first_accepted(key, propose, jnp.zeros(n.shape, dtype), jnp.zeros(n.shape, bool))
+    return _first_accepted(key, propose, n.shape, dtype)
 
 
 def binomial(key, n, p, shape=None, dtype=None):
     """Binomial samples: successes in ``n`` trials of probability ``p``, as floats (like JAX).
-    Inversion by geometric jumps for means below 10, Hormann's BTRS rejection above.
+    Inversion by geometric jumps for means up to 10, Hormann's BTRS rejection above, both on
+    ``min(p, 1 - p)`` and drawing from ``key``, as JAX does; NaN for invalid parameters.
 
     >>> binomial(key(0), 20.0, jnp.array([0.1, 0.5]))
-    Array([7., 9.], dtype=float32)
+    Array([ 2., 10.], dtype=float32)
     """
-    dtype, shape, (n, p) = _float_params("binomial", key, shape, dtype, n, p)
+    key = _check_key(key, "binomial")
+    dtype = _float_dtype(dtype, "binomial")
+    (p,) = promote_dtypes_inexact(jnp.asarray(p))
+    n = jnp.asarray(n).astype(p.dtype)
+    shape = _param_shape("binomial", shape, n.shape, p.shape)
+    n, p = jnp.broadcast_to(n, shape), jnp.broadcast_to(p, shape)
+    low = p < _c(0.5, p.dtype)
+    q = jnp.where(low, p, _c(1, p.dtype) - p)
+    n_invalid = jnp.isnan(n) | (n < 0)
+    n_inf = jnp.isinf(n)
+    q_nan, q_negative = jnp.isnan(q), q < 0
+    q = jnp.where(q_nan | q_negative, _c(0.01, p.dtype), q)
+    inversion = n_invalid | (n * q <= _c(10, p.dtype))
     n = jnp.floor(n)
-    flip = p > _c(0.5, dtype)
-    p_low = jnp.where(flip, _c(1, dtype) - p, p)      # the rejection step needs p <= 1/2
-    small = n * p_low < _c(10, dtype)
-    k1, k2 = split(key)
     # each method sees parameters it handles quickly where the other's result is used
-    inverted = _binomial_inversion(k1, jnp.where(small, n, _c(0, dtype)), p_low)
-    rejected = _binomial_btrs(k2, jnp.where(small, _c(1000, dtype), n),
-                              jnp.where(small, _c(0.5, dtype), p_low))
-    k = jnp.where(small, inverted, rejected)
-    k = jnp.where(flip, n - k, k)
-    valid = (n >= 0) & (p >= 0) & (p <= 1)
-    return jnp.where(valid, k, _c(np.nan, dtype))
+    inverted = _binomial_inversion(key, jnp.where(inversion, n, _c(0, p.dtype)), q)
+    rejected = _binomial_btrs(key, jnp.where(inversion, _c(10000, p.dtype), n),
+                              jnp.where(inversion, _c(0.5, p.dtype), q))
+    k = jnp.where(inversion, inverted, rejected).astype(dtype)
+    invalid = q_negative | q_nan | n_invalid
+    k = jnp.where(invalid, _c(np.nan, dtype), k)
+    k = jnp.where(n_inf & ~invalid, _c(np.inf, dtype), k)
+    return jnp.where(low | n_invalid | q_nan | n_inf, k, n.astype(dtype) - k)
 
 
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
-    """Counts of ``n`` draws among the categories on the last axis of ``p`` (normalised to sum
-    to 1), as floats (like JAX): one conditional binomial per category. ``shape`` includes the
-    category axis, and defaults to the broadcast of ``p.shape`` and ``n``'s (batch) shape.
-    ``unroll`` is accepted for JAX compatibility (the categories are a Python loop).
+    """Counts of ``n`` draws among the categories on the last axis of ``p``, as floats (like
+    JAX): one binomial per category, of the draws left, with probability ``p`` over the
+    probability left. ``shape`` includes the category axis (default ``p.shape``). ``unroll``
+    is accepted for JAX compatibility (the categories are a Python loop).
 
     >>> multinomial(key(0), 10.0, jnp.array([0.2, 0.3, 0.5]))
-    Array([5., 2., 3.], dtype=float32)
+    Array([1., 1., 8.], dtype=float32)
     """
     del unroll
     key = _check_key(key, "multinomial")
     dtype = _float_dtype(dtype, "multinomial")
-    n, p = jnp.floor(_as_dtype(n, dtype)), _as_dtype(p, dtype)
+    n, p = promote_dtypes_inexact(jnp.asarray(n), jnp.asarray(p))
     if p.ndim < 1:
         raise ValueError("random.multinomial needs p with a category axis")
-    shape = _param_shape("multinomial", shape, p.shape, n.shape + (1,))
-    p = jnp.broadcast_to(p / jnp.sum(p, axis=-1, keepdims=True), shape)
-    remaining_n = jnp.broadcast_to(n[..., None], shape[:-1] + (1,))[..., 0]
-    remaining_p = jnp.ones(shape[:-1], dtype)
-    keys = split(key, max(shape[-1] - 1, 1))
+    shape = p.shape if shape is None else _shape(shape, "multinomial")
+    remaining_n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    remaining_p = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining_p == 0, _c(1, p.dtype), remaining_p)
+    keys = split(key, shape[-1])
     counts = []
-    for i in range(shape[-1] - 1):
-        # given the counts so far, category i is binomial among the draws left
-        q = jnp.clip(p[..., i] / remaining_p, _c(0, dtype), _c(1, dtype))
-        q = jnp.where(remaining_p > 0, q, _c(0, dtype))
-        k = binomial(keys[i], remaining_n, q, dtype=dtype)
-        counts.append(k)
-        remaining_n = remaining_n - k
-        remaining_p = remaining_p - p[..., i]
-    counts.append(remaining_n)
-    return jnp.stack(counts, axis=-1)
+    for i in range(shape[-1]):
+        count = binomial(keys[i], remaining_n, jnp.clip(ratios[i], 0, 1),
+                         dtype=remaining_n.dtype)
+        counts.append(count)
+        remaining_n = remaining_n - count
+    return jnp.stack(counts, axis=-1).astype(dtype)
 
 
 def _int_bound(v, dtype):
@@ -1162,9 +1273,10 @@ def randint(key, shape, minval, maxval, dtype=None):
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
-def categorical(key, logits, axis: int = -1, shape=None):
-    """Category indices drawn with probabilities ``softmax(logits)`` along ``axis`` (the
-    Gumbel-max trick).
+def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode=None):
+    """Category indices drawn with probabilities ``softmax(logits)`` along ``axis``: with
+    replacement by the Gumbel-max trick, without (``replace=False``, at most as many draws as
+    categories) by the Gumbel top-k trick. ``mode`` is ``gumbel``'s.
 
     >>> categorical(key(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,))
     Array([1, 1, 1, 1, 0], dtype=int32)
@@ -1180,11 +1292,19 @@ def categorical(key, logits, axis: int = -1, shape=None):
         raise ValueError(f"random.categorical: shape {shape} must end with the logits' batch "
                          f"shape {batch_shape}")
     prefix = tuple(shape[:len(shape) - len(batch_shape)])
+    if not replace:
+        draws = math.prod(prefix)
+        if draws > logits.shape[axis]:
+            raise ValueError(f"random.categorical: {draws} draws without replacement from "
+                             f"{logits.shape[axis]} categories")
+        perturbed = logits + gumbel(key, logits.shape, logits.dtype, mode)
+        _, top = lax.top_k(jnp.moveaxis(perturbed, axis, -1), draws)
+        return jnp.reshape(jnp.moveaxis(top, -1, 0), shape)      # int32, as JAX's top_k
     noise_shape = list(shape[len(shape) - len(batch_shape):])
     noise_shape.insert(axis, logits.shape[axis])
-    noise = gumbel(key, prefix + tuple(noise_shape), logits.dtype)
+    noise = gumbel(key, prefix + tuple(noise_shape), logits.dtype, mode)
     expanded = jnp.reshape(logits, (1,) * len(prefix) + logits.shape)
-    return jnp.argmax(noise + expanded, axis=axis + len(prefix))
+    return jnp.argmax(noise + expanded, axis=axis + len(prefix)).astype(dtypes.default_int)
 
 
 def _shuffle(key, x, axis):
@@ -1257,7 +1377,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0):
             # Gumbel top-k: the largest perturbed log-probabilities are a sample without
             # replacement
             g = gumbel(key, (n,), p.dtype) + jnp.log(p)
-            ind = jnp.reshape(jnp.argsort(-g)[:draws], shape)
+            ind = jnp.reshape(lax.top_k(g, draws)[1], shape).astype(dtypes.default_int)
     if arr is None:
         return ind
     return jnp.take(arr, ind, axis=axis)
