@@ -42,7 +42,8 @@ def argpartition(a, kth, axis=-1):
     Array(2, dtype=int32)
     """
     a = asarray(a)
-    return argsort(a, axis=_check_kth("argpartition", a, kth, axis))
+    out = argsort(a, axis=_check_kth("argpartition", a, kth, axis))
+    return out.astype(dtypes.int32)   # JAX's comes from top_k: int32 even with x64 on
 
 
 def sort_complex(a):

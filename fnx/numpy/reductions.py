@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.errors import DTypeValueError, ShapeError
 from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
 from .shapes import atleast_2d, concatenate, diagonal, ravel, squeeze
@@ -187,10 +188,10 @@ def _arg(prim_fn, name, doc):
     def fn(a, axis=None, keepdims=False):
         a = asarray(a)
         if axis is None:
-            out = prim_fn(lax.reshape(a, (a.size,)), 0)
+            out = prim_fn(lax.reshape(a, (a.size,)), 0, dtypes.default_int)
             return lax.reshape(out, (1,) * a.ndim) if keepdims else out
         ax = canonicalize_axis(axis, a.ndim, name)
-        out = prim_fn(a, ax)
+        out = prim_fn(a, ax, dtypes.default_int)
         return _keepdims(out, a.shape, (ax,), keepdims)
     fn.__name__ = name
     fn.__doc__ = doc
@@ -308,25 +309,13 @@ def _expand_weights(w, a, axis):
 
 
 def median(a, axis=None, keepdims=False):
-    """The median over ``axis`` (an int, a tuple of ints, or None for all axes).
+    """The median over ``axis`` (an int, a tuple of ints, or None for all axes); NaN where a
+    slice has NaNs, as in JAX.
 
     >>> jnp.median(jnp.array([3.0, 1.0, 4.0, 1.5]))
     Array(2.25, dtype=float32)
     """
-    a = asarray(a)
-    axes = canonicalize_axes(axis, a.ndim, "median")
-    # move the reduced axes to the end and merge them into one
-    rest = [i for i in range(a.ndim) if i not in axes]
-    m = lax.reshape(lax.transpose(a, tuple(rest) + axes),
-                    tuple(a.shape[i] for i in rest) + (_size(a.shape, axes),))
-    ax = m.ndim - 1
-    s = lax.sort(m, ax)
-    n = m.shape[ax]
-    lo = lax.slice_in_dim(s, (n - 1) // 2, (n - 1) // 2 + 1, 1, ax)
-    hi = lax.slice_in_dim(s, n // 2, n // 2 + 1, 1, ax)
-    (lo, hi) = promote_dtypes_inexact(lo, hi)
-    out = lax.squeeze(lax.mul(lax.add(lo, hi), lax.full(lo.shape, 0.5, lo.dtype)), (ax,))
-    return _keepdims(out, a.shape, axes, keepdims)
+    return _quantile(a, 0.5, axis, "midpoint", keepdims, False, "median")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,10 +406,19 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     >>> jnp.trapezoid(jnp.asarray([1.0, 2.0, 3.0]))
     Array(4., dtype=float32)
     """
+    from .ufuncs import multiply
     y = asarray(y)
     ax = canonicalize_axis(axis, y.ndim, "trapezoid")
     if x is None:
-        y, d = promote_dtypes_inexact(y, dx)
+        (y,) = promote_dtypes_inexact(y)
+        d = asarray(dx)
+        if d.ndim == 0:   # JAX's form: dx * (sum - (first + last) / 2), NaN next to an inf
+            if y.shape[ax] == 0:
+                raise IndexError(f"trapezoid: index is out of bounds for axis {ax} with size 0")
+            ends = lax.add(lax.index_in_dim(y, 0, ax, False),
+                           lax.index_in_dim(y, y.shape[ax] - 1, ax, False))
+            inner = lax.sub(sum(y, ax), lax.mul(lax.full((), 0.5, y.dtype), ends))
+            return multiply(dx, inner)
     else:
         y, x = promote_dtypes_inexact(y, x)
         if x.ndim == 1:
@@ -435,7 +433,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     mid = lax.add(lax.slice_in_dim(y, builtins.min(n, 1), n, 1, ax),
                   lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), 1, ax))
     shape = broadcast_shapes(mid.shape, d.shape, op="trapezoid")
-    prod_ = lax.mul(broadcast_to(mid, shape), broadcast_to(d, shape))
+    prod_ = multiply(broadcast_to(mid, shape), broadcast_to(d, shape))
     return lax.mul(sum(prod_, ax), lax.full((), 0.5, prod_.dtype))
 
 
@@ -574,13 +572,19 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
-    a, q = promote_dtypes_inexact(a, q)
+    (a,) = promote_dtypes_inexact(a)     # q takes a's dtype: int32 data gives float32, as in JAX
+    q = asarray(q)
+    q = lax.convert_element_type(q, a.dtype) if q.weak_type or dtypes.kind(q.dtype) != "f" \
+        else q
+    if dtypes.kind(a.dtype) == "c":
+        raise DTypeValueError(f"{name} does not support complex input, got {a.dtype}, as in "
+                              "JAX (the operation is poorly defined)")
     axes = canonicalize_axes(axis, a.ndim, name)
     rest = [i for i in range(a.ndim) if i not in axes]
     rest_shape = tuple(a.shape[i] for i in rest)
     n = _size(a.shape, axes)
     if n == 0:
-        raise ValueError(f"{name}: cannot take a quantile of an empty reduction (shape "
+        raise ShapeError(f"{name}: cannot take a quantile of an empty reduction (shape "
                          f"{a.shape}, axis {axis})")
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
     s = lax.sort(m, -1)
@@ -601,8 +605,10 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
         lo = hi = lax.max_(lax.min_(round_(pos), last), zero)
     take = (lambda i: lax.take_along_axis(s, lax.convert_element_type(i, dtypes.int32), m.ndim - 1))
     lo_v, hi_v = take(lo), take(hi)
-    if method == "linear":
-        out = lax.add(lo_v, lax.mul(lax.sub(hi_v, lo_v), lax.sub(pos, lo)))
+    if method == "linear":   # as weights, as JAX does: an infinite end stays infinite
+        w_hi = lax.sub(pos, lo)
+        out = lax.add(lax.mul(lo_v, lax.sub(lax.full(qs.shape, 1, a.dtype), w_hi)),
+                      lax.mul(hi_v, w_hi))
     elif method == "midpoint":
         out = lax.mul(lax.add(lo_v, hi_v), lax.full(qs.shape, 0.5, a.dtype))
     else:
