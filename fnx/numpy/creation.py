@@ -72,8 +72,10 @@ def full(shape, fill_value, dtype=None):
 
 def _like(a, dtype, shape):
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
+    # a weakly typed ``a`` (a Python scalar) gives a weakly typed result, as in JAX
     return (_shape(shape) if shape is not None else aval.shape,
-            dtypes.canonicalize(dtype, "zeros_like") if dtype is not None else aval.dtype)
+            dtypes.canonicalize(dtype, "zeros_like") if dtype is not None else aval.dtype,
+            aval.weak_type and dtype is None)
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -82,8 +84,8 @@ def zeros_like(a, dtype=None, shape=None):
     >>> jnp.zeros_like(jnp.array([1.5, 2.5]))
     Array([0., 0.], dtype=float32)
     """
-    s, d = _like(a, dtype, shape)
-    return lax.full(s, 0, d)
+    s, d, weak = _like(a, dtype, shape)
+    return lax.full(s, 0, d, weak)
 
 
 def ones_like(a, dtype=None, shape=None):
@@ -92,8 +94,8 @@ def ones_like(a, dtype=None, shape=None):
     >>> jnp.ones_like(jnp.arange(3))
     Array([1, 1, 1], dtype=int32)
     """
-    s, d = _like(a, dtype, shape)
-    return lax.full(s, 1, d)
+    s, d, weak = _like(a, dtype, shape)
+    return lax.full(s, 1, d, weak)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -113,8 +115,9 @@ def full_like(a, fill_value, dtype=None, shape=None):
     >>> jnp.full_like(jnp.ones(2), 3)
     Array([3., 3.], dtype=float32)
     """
-    s, d = _like(a, dtype, shape)
-    return full(s, fill_value, d)
+    s, d, weak = _like(a, dtype, shape)
+    out = full(s, fill_value, d)
+    return lax.convert_element_type(out, d, True) if weak else out
 
 
 def arange(start, stop=None, step=None, dtype=None):
