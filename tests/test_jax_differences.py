@@ -215,3 +215,12 @@ def test_trapezoid_is_nan_next_to_an_infinity_as_jax(x64, rng):
         assert_like_jax(*both("numpy.trapezoid", y, axis=axis), rtol=1e-5)
         assert_like_jax(*both("numpy.trapezoid", y, dx=0.5, axis=axis), rtol=1e-5)
     assert_like_jax(*both("numpy.trapezoid", np.arange(5, dtype=np.int32)))
+
+
+def test_python_ints_wrap_into_unsigned_and_go_straight_to_the_float(x64, rng):
+    u = rng.integers(0, 250, 6).astype(np.uint8)
+    for name in ("add", "subtract", "multiply", "maximum", "minimum", "remainder"):
+        assert_like_jax(*both(f"numpy.{name}", u, -3))
+    for name in ("divide", "true_divide", "arctan2", "logaddexp"):
+        assert_like_jax(*both(f"numpy.{name}", u, -3), rtol=1e-6)
+        assert_like_jax(*both(f"numpy.{name}", -3, u), rtol=1e-6)
