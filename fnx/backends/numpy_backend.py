@@ -38,6 +38,13 @@ def _round(x):
         return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
+def _sign(x):
+    # XLA's sign of -0.0 is -0.0 (NumPy's is 0.0); NaN stays NaN
+    if x.dtype.kind == "f":
+        return np.where(x == 0, x, np.sign(x))
+    return np.sign(x)
+
+
 def _div(x, y):
     if x.dtype.kind in "iu":
         q = np.floor_divide(x, y)
@@ -230,7 +237,7 @@ def _fft(x, *, fft_type, fft_lengths):
 
 L = lax
 impls = {
-    L.neg_p: np.negative, L.sign_p: np.sign, L.floor_p: np.floor, L.ceil_p: np.ceil,
+    L.neg_p: np.negative, L.sign_p: _sign, L.floor_p: np.floor, L.ceil_p: np.ceil,
     L.round_p: _round, L.is_finite_p: np.isfinite, L.abs_p: np.abs, L.exp_p: np.exp,
     L.log_p: np.log, L.log1p_p: np.log1p, L.expm1_p: np.expm1, L.sqrt_p: np.sqrt,
     L.rsqrt_p: lambda x: 1 / np.sqrt(x), L.sin_p: np.sin, L.cos_p: np.cos, L.tan_p: np.tan,

@@ -93,7 +93,10 @@ def _sign_fill(a, dt):
 # primitive -> C expression; ``dt`` is the operands' dtype
 UNARY = {
     lax.neg_p: lambda a, dt: f"(-{a})",
-    lax.sign_p: lambda a, dt: f"(({a} > 0) - ({a} < 0))",
+    # floats: +-0 and NaN are their own sign, as in XLA
+    lax.sign_p: lambda a, dt: (f"(({a} == 0 || {a} != {a}) ? {a} : "
+                               f"({compute_type(dt)})(({a} > 0) - ({a} < 0)))")
+    if _is_float(dt) else f"(({a} > 0) - ({a} < 0))",
     lax.floor_p: lambda a, dt: f"floor({a})", lax.ceil_p: lambda a, dt: f"ceil({a})",
     lax.round_p: lambda a, dt: f"round({a})",
     lax.is_finite_p: lambda a, dt: f"isfinite({a})",

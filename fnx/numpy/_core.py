@@ -211,11 +211,18 @@ def _check_strict(avals, dtype):
 def promote_dtypes_inexact(*args):
     """Like promote_dtypes, then to a float if the common dtype is not inexact (float32 for
     booleans and integers up to 32 bits, float64 for 64-bit ones)."""
-    arrs = promote_dtypes(*args)
+    # Python numbers go straight to the float (uint8 data and -3 divide by -3.0, as in JAX)
+    numbers = [a if _is_scalar(a) else None for a in args]
+    arrs = promote_dtypes(*[0 if n is not None and isinstance(n, int) and
+                            not isinstance(n, bool) else a for a, n in zip(args, numbers)])
     if dtypes.is_float(arrs[0].dtype):
-        return arrs
+        return promote_dtypes(*args) if any(n is not None for n in numbers) else arrs
     to = dtypes.to_inexact(arrs[0].dtype)       # int32 -> float32 even with x64, as in JAX
-    return [lax.convert_element_type(a, to, a.weak_type) for a in arrs]
+    return [lax.convert_element_type(a, to, a.weak_type) if n is None or not isinstance(n, int)
+            or isinstance(n, bool) else
+            lax.convert_element_type_p.bind(lax.exact_scalar(n, to), new_dtype=to,
+                                            weak_type=a.weak_type)
+            for a, n in zip(arrs, numbers)]
 
 
 def broadcast_shapes(*shapes, op: str = "operands"):
@@ -301,7 +308,7 @@ def canonicalize_axes(axis, ndim: int, op: str = "axis") -> tuple[int, ...]:
     return out
 
 
-def stack(arrays, axis=0):
+def stack(arrays, axis=0, out=None, dtype=None):
     """Join arrays of one shape along a new axis (asarray stacks a list of arrays with it).
 
     >>> jnp.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
@@ -314,7 +321,10 @@ def stack(arrays, axis=0):
         raise ShapeError(f"all input arrays must have the same shape, got "
                          f"{', '.join(str(a.shape) for a in arrs)}")
     ax = canonicalize_axis(axis, arrs[0].ndim + 1, "stack")
-    return lax.concatenate(promote_dtypes(*[lax.expand_dims(a, (ax,)) for a in arrs]), ax)
+    arrs = promote_dtypes(*[lax.expand_dims(a, (ax,)) for a in arrs])
+    if dtype is not None:
+        arrs = [lax.convert_element_type(a, dtypes.canonicalize(dtype, "stack")) for a in arrs]
+    return lax.concatenate(arrs, ax)
 
 
 from ..core.errors import FnxError  # noqa: E402

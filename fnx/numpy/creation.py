@@ -72,8 +72,10 @@ def full(shape, fill_value, dtype=None):
 
 def _like(a, dtype, shape):
     aval = get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
+    # a weakly typed ``a`` (a Python scalar) gives a weakly typed result, as in JAX
     return (_shape(shape) if shape is not None else aval.shape,
-            dtypes.canonicalize(dtype, "zeros_like") if dtype is not None else aval.dtype)
+            dtypes.canonicalize(dtype, "zeros_like") if dtype is not None else aval.dtype,
+            aval.weak_type and dtype is None)
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -82,8 +84,8 @@ def zeros_like(a, dtype=None, shape=None):
     >>> jnp.zeros_like(jnp.array([1.5, 2.5]))
     Array([0., 0.], dtype=float32)
     """
-    s, d = _like(a, dtype, shape)
-    return lax.full(s, 0, d)
+    s, d, weak = _like(a, dtype, shape)
+    return lax.full(s, 0, d, weak)
 
 
 def ones_like(a, dtype=None, shape=None):
@@ -92,8 +94,8 @@ def ones_like(a, dtype=None, shape=None):
     >>> jnp.ones_like(jnp.arange(3))
     Array([1, 1, 1], dtype=int32)
     """
-    s, d = _like(a, dtype, shape)
-    return lax.full(s, 1, d)
+    s, d, weak = _like(a, dtype, shape)
+    return lax.full(s, 1, d, weak)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -113,8 +115,9 @@ def full_like(a, fill_value, dtype=None, shape=None):
     >>> jnp.full_like(jnp.ones(2), 3)
     Array([3., 3.], dtype=float32)
     """
-    s, d = _like(a, dtype, shape)
-    return full(s, fill_value, d)
+    s, d, weak = _like(a, dtype, shape)
+    out = full(s, fill_value, d)
+    return lax.convert_element_type(out, d, True) if weak else out
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -152,16 +155,29 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         start, stop = (asarray(v, dtype) if _is_scalar(v) else v for v in (start, stop))
     start, stop = promote_dtypes_inexact(start, stop)
     dt = dtypes.canonicalize(dtype) if dtype is not None else start.dtype
+    if start.shape != stop.shape:
+        bounds = np.broadcast_shapes(start.shape, stop.shape)
+        start, stop = (lax.broadcast_in_dim(v, bounds, tuple(range(len(bounds) - v.ndim,
+                                                                   len(bounds))))
+                       for v in (start, stop))
     div = (num - 1) if endpoint else num
     step = lax.div(lax.sub(stop, start), lax.full(stop.shape, max(div, 1), stop.dtype))
-    idx = lax.convert_element_type(lax.iota(dtypes.int32, num), start.dtype)
     shape = (num,) + start.shape
-    out = lax.add(lax.broadcast_in_dim(start, shape, tuple(range(1, len(shape)))),
-                  lax.mul(lax.broadcast_in_dim(idx, shape, (0,)),
-                          lax.broadcast_in_dim(step, shape, tuple(range(1, len(shape))))))
+    rest = tuple(range(1, len(shape)))
+    # start * (1 - t) + stop * t, as JAX computes it: both ends are exact, and the samples
+    # round as JAX's do (a histogram's edges, so its counts, agree)
+    # (XLA divides by the constant as a product with its reciprocal; so does this)
+    real = dtypes.finfo(start.dtype).dtype
+    t = lax.mul(lax.iota(real, num), lax.full((num,), 1 / np.asarray(max(div, 1), real), real))
+    t = lax.broadcast_in_dim(lax.convert_element_type(t, start.dtype), shape, (0,))
+    one = lax.full(shape, 1, start.dtype)
+    out = lax.add(lax.mul(lax.broadcast_in_dim(start, shape, rest), lax.sub(one, t)),
+                  lax.mul(lax.broadcast_in_dim(stop, shape, rest), t))
     if endpoint and num > 1:
-        last = lax.broadcast_in_dim(stop, (1,) + start.shape, tuple(range(1, len(shape))))
+        last = lax.broadcast_in_dim(stop, (1,) + start.shape, rest)
         out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), last], 0)
+    if num == 0 or num == 1 and endpoint:
+        step = lax.full((), np.nan, stop.dtype)   # no step between samples: NaN, as in JAX
     if axis != 0:
         out = lax.moveaxis(out, 0, axis)
     if dtypes.is_int(dt):

@@ -443,7 +443,7 @@ def nonzero(a, size=None, fill_value=0):
     if size is not None:
         return _nonzero_of_size(asarray(a), int(size), fill_value)
     vals = concrete_or_error(a, "nonzero's argument (use size= or fnx.numpy.where(c, x, y))")
-    return tuple(asarray(o.astype(np.int32)) for o in np.nonzero(vals))
+    return tuple(asarray(o.astype(dtypes.default_int)) for o in np.nonzero(vals))
 
 
 def _nonzero_of_size(a, size, fill_value):
@@ -452,17 +452,17 @@ def _nonzero_of_size(a, size, fill_value):
     from .reductions import sum as _sum
     flat = lax.reshape(a, (a.size,))
     mask = lax.ne(flat, lax.full(flat.shape, 0, flat.dtype))
-    iota = lax.iota(dtypes.int32, a.size)
+    index = dtypes.default_int     # JAX's index dtype: int64 with x64 on
+    iota = lax.iota(index, a.size)
     _, order = lax.sort([lax.convert_element_type(lax.bitwise_not(mask), dtypes.int32), iota],
                         0, num_keys=1)
     if size > a.size:
-        order = lax.pad(order, lax.full((), 0, dtypes.int32), [(0, size - a.size, 0)])
+        order = lax.pad(order, lax.full((), 0, index), [(0, size - a.size, 0)])
     order = lax.slice_in_dim(order, 0, size)
-    valid = lax.lt(lax.iota(dtypes.int32, size),
-                   lax.convert_element_type(_sum(mask), dtypes.int32))
+    valid = lax.lt(lax.iota(index, size), lax.convert_element_type(_sum(mask), index))
     coords = unravel_index(order, a.shape) if a.ndim else (order,)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else [fill_value] * len(coords)
-    return tuple(lax.select(valid, c, lax.full((size,), f, dtypes.int32))
+    return tuple(lax.select(valid, c, lax.full((size,), f, index))
                  for c, f in zip(coords, fills))
 
 
@@ -578,7 +578,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 
 
 def _static_indices(rows, cols):
-    return asarray(rows.astype(np.int32)), asarray(cols.astype(np.int32))
+    return asarray(rows.astype(dtypes.default_int)), asarray(cols.astype(dtypes.default_int))
 
 
 def tril_indices(n, k=0, m=None):
@@ -637,7 +637,7 @@ def diag_indices(n, ndim=2):
     """
     if int(n) < 0 or int(ndim) < 0:
         raise ValueError(f"diag_indices: n and ndim must be non-negative, got {n}, {ndim}")
-    i = asarray(np.arange(int(n), dtype=np.int32))
+    i = asarray(np.arange(int(n), dtype=dtypes.default_int))
     return (i,) * int(ndim)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes
-from ._core import asarray, canonicalize_axis
+from ._core import asarray, canonicalize_axis, promote_dtypes_inexact
 from .sorting import argsort, sort
 
 __all__ = ["partition", "argpartition", "sort_complex"]
@@ -42,7 +42,8 @@ def argpartition(a, kth, axis=-1):
     Array(2, dtype=int32)
     """
     a = asarray(a)
-    return argsort(a, axis=_check_kth("argpartition", a, kth, axis))
+    out = argsort(a, axis=_check_kth("argpartition", a, kth, axis))
+    return out.astype(dtypes.int32)   # JAX's comes from top_k: int32 even with x64 on
 
 
 def sort_complex(a):
@@ -51,7 +52,7 @@ def sort_complex(a):
     >>> jnp.sort_complex(jnp.array([2.0, 1.0]))
     Array([1.+0.j, 2.+0.j], dtype=complex64)
     """
-    a = sort(asarray(a))
+    (a,) = promote_dtypes_inexact(sort(asarray(a)))   # int32 sorts into complex64, as in JAX
     narrow = (np.dtype(np.float16), np.dtype(np.float32), dtypes.bfloat16)
     target = np.complex64 if a.dtype in narrow else np.complex128
     return a.astype(a.dtype if a.dtype.kind == "c" else dtypes.canonical(target))

@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.errors import DTypeError, DTypeValueError, ShapeError
 from ._core import (asarray, astype, axis_or_flat, broadcast_shapes, broadcast_to,
                     canonicalize_axes, canonicalize_axis, promote_dtypes, promote_dtypes_inexact)
 from .shapes import atleast_2d, concatenate, diagonal, ravel, squeeze
@@ -54,49 +55,61 @@ def _strong(out):
     return lax.convert_element_type(out, out.dtype) if out.weak_type else out
 
 
-def sum(a, axis=None, dtype=None, keepdims=False, where=None):  # noqa: A001
-    """Sum over ``axis`` (all axes when None).
+def _additive(lax_fn, identity, name, doc):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+           promote_integers=True):
+        _no_out(out, name)
+        a = _array_like(a, name)
+        axes = canonicalize_axes(axis, a.ndim, name)
+        dt = _sum_dtype(a, dtype) if promote_integers or dtype is not None else a.dtype
+        if where is not None:
+            from .ufuncs import where as where_
+            a = where_(where, a, identity)
+        a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
+        if _accumulates_in_float32(dt):
+            out_ = _in_float32(fn, a, dt, axes, keepdims=keepdims)
+        else:
+            out_ = _keepdims(lax_fn(a, axes), a.shape, axes, keepdims)
+        if initial is not None:   # combined in the result's dtype, as JAX does
+            out_ = (lax.add if name == "sum" else lax.mul)(
+                out_, lax.full(out_.shape, initial, out_.dtype))
+        return _strong(out_)
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _no_out(out, name):
+    if out is not None:
+        raise ValueError(f"{name}: out= is not supported, as in JAX (arrays are immutable)")
+
+
+sum = _additive(  # noqa: A001
+    lax.reduce_sum, 0, "sum", """Sum over ``axis`` (all axes when None).
 
     >>> jnp.sum(jnp.arange(6).reshape(2, 3), axis=0)
     Array([3, 5, 7], dtype=int32)
-    """
-    a = _array_like(a, "sum")
-    axes = canonicalize_axes(axis, a.ndim, "sum")
-    dt = _sum_dtype(a, dtype)
-    if where is not None:
-        from .ufuncs import where as where_
-        a = where_(where, a, 0)
-    a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
-    if _accumulates_in_float32(dt):
-        return _in_float32(sum, a, dt, axes, keepdims=keepdims)
-    return _strong(_keepdims(lax.reduce_sum(a, axes), a.shape, axes, keepdims))
-
-
-def prod(a, axis=None, dtype=None, keepdims=False):
-    """The product of the elements along ``axis`` (all of them when None).
+    """)
+prod = _additive(lax.reduce_prod, 1, "prod", """The product of the elements along ``axis``
+    (all of them when None).
 
     >>> jnp.prod(jnp.array([[1, 2], [3, 4]]), axis=1)
     Array([ 2, 12], dtype=int32)
-    """
-    a = _array_like(a, "prod")
-    axes = canonicalize_axes(axis, a.ndim, "prod")
-    dt = _sum_dtype(a, dtype)
-    a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
-    if _accumulates_in_float32(dt):
-        return _in_float32(prod, a, dt, axes, keepdims=keepdims)
-    return _strong(_keepdims(lax.reduce_prod(a, axes), a.shape, axes, keepdims))
+    """)
 
 
 def _size(shape, axes):
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def mean(a, axis=None, dtype=None, keepdims=False, where=None):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None,
+         upcast_f16_for_computation=True):
     """Arithmetic mean; integer inputs give the default float.
 
     >>> jnp.mean(jnp.array([[1.0, 2.0], [3.0, 5.0]]), axis=0)
     Array([2. , 3.5], dtype=float32)
     """
+    _no_out(out, "mean")
     a = _array_like(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
@@ -108,45 +121,86 @@ def mean(a, axis=None, dtype=None, keepdims=False, where=None):
         # select, not multiply: masked-out entries may be NaN or inf (nanmean)
         kept = lax.select(mask, af, lax.full(af.shape, 0, af.dtype))
         return lax.div(sum(kept, axes, keepdims=keepdims), sum(w, axes, keepdims=keepdims))
-    total = sum(af, axes, keepdims=keepdims)
+    total = sum(af, axes, af.dtype, keepdims=keepdims)
     return lax.div(total, lax.full(total.shape, _size(a.shape, axes), total.dtype))
 
 
-def var(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
-    """The variance along ``axis``, with ``ddof`` delta degrees of freedom.
+def _variance_dtype(a, dtype, name):
+    if dtype is None:
+        (af,) = promote_dtypes_inexact(a)
+        return af
+    if not dtypes.is_float(dtypes.canonicalize(dtype)):
+        raise DTypeValueError(f"dtype argument to jnp.{name} must be inexact; got {dtype}")
+    return astype(a, dtype)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """The variance along ``axis``, with ``ddof`` (or ``correction``) delta degrees of freedom;
+    over the elements ``where`` selects when given.
 
     >>> jnp.var(jnp.array([1.0, 2.0, 3.0, 4.0]))
     Array(1.25, dtype=float32)
     """
+    _no_out(out, "var")
+    ddof = ddof if correction is None else correction
     a = asarray(a)
     axes = canonicalize_axes(axis, a.ndim, "var")
-    (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    af = _variance_dtype(a, dtype, "var")
     if _accumulates_in_float32(af.dtype):
-        return _in_float32(var, af, af.dtype, axes, ddof=ddof, keepdims=keepdims)
+        return _in_float32(var, af, af.dtype, axes, ddof=ddof, keepdims=keepdims, where=where)
+    if where is not None:
+        return _masked_var(af, axes, ddof, keepdims, broadcast_to(asarray(where), af.shape))
     centered = lax.sub(af, broadcast_to(mean(af, axes, keepdims=True), af.shape))
-    sq = lax.mul(centered, centered) if dtypes.kind(centered.dtype) != "c" else \
-        lax.real(lax.mul(centered, lax.conj(centered)))       # |x - mean|**2, real
-    ss = sum(sq, axes, keepdims=keepdims)
+    ss = sum(_abs2(centered), axes, keepdims=keepdims)
     n = _size(a.shape, axes) - ddof
     # no degrees of freedom left: NaN, as JAX gives (not a division by zero or a negative count)
     return lax.div(ss, lax.full(ss.shape, n if n > 0 else np.nan, ss.dtype))
 
 
-def std(a, axis=None, dtype=None, ddof: int = 0, keepdims=False):
+def _abs2(c):
+    """|c|**2, real for complex ``c``."""
+    return lax.mul(c, c) if dtypes.kind(c.dtype) != "c" else \
+        lax.real(lax.mul(c, lax.conj(c)))
+
+
+def _masked_var(af, axes, ddof, keepdims, keep):
+    """The variance of the entries ``keep`` selects (NaN where fewer than ``ddof + 1``)."""
+    keep = broadcast_to(astype(keep, bool), af.shape)
+    zero = lax.full(af.shape, 0, af.dtype)
+    n = sum(astype(keep, af.dtype), axes, keepdims=True)
+    mu = lax.div(sum(lax.select(keep, af, zero), axes, keepdims=True), n)
+    c = lax.select(keep, lax.sub(af, broadcast_to(mu, af.shape)), zero)
+    ss = sum(_abs2(c), axes, keepdims=keepdims)
+    n = lax.real(n) if dtypes.kind(n.dtype) == "c" else n
+    n = _keepdims(lax.reshape(n, tuple(d for i, d in enumerate(n.shape) if i not in axes)),
+                  af.shape, axes, keepdims)
+    dof = lax.sub(n, lax.full(n.shape, ddof, n.dtype))
+    ok = lax.gt(dof, lax.full(n.shape, 0, n.dtype))
+    safe = lax.select(ok, dof, lax.full(n.shape, 1, n.dtype))
+    return lax.select(ok, lax.div(ss, safe), lax.full(ss.shape, np.nan, ss.dtype))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
     """The standard deviation along ``axis``, with ``ddof`` delta degrees of freedom.
 
     >>> jnp.std(jnp.array([1.0, 2.0, 3.0, 4.0]))
     Array(1.118034, dtype=float32)
     """
+    _no_out(out, "std")
     a = asarray(a)
-    (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    af = _variance_dtype(a, dtype, "std")
     if _accumulates_in_float32(af.dtype):
-        return _in_float32(std, af, af.dtype, axis, ddof=ddof, keepdims=keepdims)
-    return lax.sqrt(var(af, axis, None, ddof, keepdims))
+        return _in_float32(std, af, af.dtype, axis, ddof=ddof, keepdims=keepdims, where=where,
+                           correction=correction)
+    return lax.sqrt(var(af, axis, None, None, ddof, keepdims, where=where,
+                        correction=correction))
 
 
 def _minmax(prim_fn, name):
-    def fn(a, axis=None, keepdims=False, initial=None, where=None):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        _no_out(out, name)
         a = _array_like(a, name)
         axes = canonicalize_axes(axis, a.ndim, name)
         if where is not None:
@@ -155,9 +209,13 @@ def _minmax(prim_fn, name):
                                  "reduction has no identity)")
             from .ufuncs import where as where_
             a = lax.convert_element_type(where_(where, a, initial), a.dtype, a.weak_type)
-        if builtins.any(a.shape[ax] == 0 for ax in axes) and initial is None:
-            raise ValueError(f"zero-size array to reduction operation {name} which has no "
-                             "identity")
+        if builtins.any(a.shape[ax] == 0 for ax in axes):
+            if initial is None:
+                raise ValueError(f"zero-size array to reduction operation {name} which has "
+                                 "no identity")
+            shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims \
+                else tuple(d for i, d in enumerate(a.shape) if i not in axes)
+            return _strong(lax.full(shape, initial, a.dtype))
         out = _keepdims(prim_fn(a, axes), a.shape, axes, keepdims)
         if initial is not None:
             from .ufuncs import maximum, minimum
@@ -180,17 +238,21 @@ def ptp(a, axis=None, keepdims=False):
     >>> jnp.ptp(jnp.array([[1, 5], [2, 3]]), axis=1)
     Array([4, 1], dtype=int32)
     """
-    return lax.sub(max(a, axis, keepdims), min(a, axis, keepdims))
+    return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
 def _arg(prim_fn, name, doc):
-    def fn(a, axis=None, keepdims=False):
+    def fn(a, axis=None, out=None, keepdims=None):
+        _no_out(out, name)
         a = asarray(a)
+        if dtypes.kind(a.dtype) == "c":
+            raise DTypeError(f"{name} does not accept dtype {a.dtype}: complex numbers have no "
+                             "order, as in JAX")
         if axis is None:
-            out = prim_fn(lax.reshape(a, (a.size,)), 0)
+            out = prim_fn(lax.reshape(a, (a.size,)), 0, dtypes.default_int)
             return lax.reshape(out, (1,) * a.ndim) if keepdims else out
         ax = canonicalize_axis(axis, a.ndim, name)
-        out = prim_fn(a, ax)
+        out = prim_fn(a, ax, dtypes.default_int)
         return _keepdims(out, a.shape, (ax,), keepdims)
     fn.__name__ = name
     fn.__doc__ = doc
@@ -211,25 +273,33 @@ argmin = _arg(lax.argmin, "argmin", """The index of the smallest element along `
     """)
 
 
-def any(a, axis=None, keepdims=False):  # noqa: A001
+def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether any element along ``axis`` is true (nonzero).
 
     >>> jnp.any(jnp.array([[True, False], [False, False]]), axis=1)
     Array([ True, False], dtype=bool)
     """
+    _no_out(out, "any")
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "any")
+    if where is not None:
+        a = lax.select(broadcast_to(astype(asarray(where), bool), a.shape), a,
+                       lax.full(a.shape, False, a.dtype))
     return _keepdims(lax.reduce_or(a, axes), a.shape, axes, keepdims)
 
 
-def all(a, axis=None, keepdims=False):  # noqa: A001
+def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether every element along ``axis`` is true (nonzero).
 
     >>> jnp.all(jnp.array([[True, False], [True, True]]), axis=1)
     Array([False,  True], dtype=bool)
     """
+    _no_out(out, "all")
     a = astype(asarray(a), bool)
     axes = canonicalize_axes(axis, a.ndim, "all")
+    if where is not None:
+        a = lax.select(broadcast_to(astype(asarray(where), bool), a.shape), a,
+                       lax.full(a.shape, True, a.dtype))
     return _keepdims(lax.reduce_and(a, axes), a.shape, axes, keepdims)
 
 
@@ -265,29 +335,30 @@ cumsum = _cumulative(lax.cumsum, "cumsum")
 cumprod = _cumulative(lax.cumprod, "cumprod")
 
 
-def nansum(a, axis=None, dtype=None, keepdims=False):
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """The sum along ``axis``, counting NaNs as zero.
 
     >>> jnp.nansum(jnp.array([1.0, jnp.nan, 3.0]))
     Array(4., dtype=float32)
     """
-    from .ufuncs import isnan, where
+    from .ufuncs import isnan, where as where_
     a = asarray(a)
-    return sum(where(isnan(a), 0, a), axis, dtype, keepdims)
+    return sum(where_(isnan(a), 0, a), axis, dtype, out, keepdims, initial, where)
 
 
-def nanmean(a, axis=None, keepdims=False):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean along ``axis``, ignoring NaNs.
 
     >>> jnp.nanmean(jnp.array([1.0, jnp.nan, 3.0]))
     Array(2., dtype=float32)
     """
-    from .ufuncs import isnan, logical_not
+    from .ufuncs import isnan, logical_and, logical_not
     a = asarray(a)
-    return mean(a, axis, keepdims=keepdims, where=logical_not(isnan(a)))
+    keep = logical_not(isnan(a)) if where is None else logical_and(logical_not(isnan(a)), where)
+    return mean(a, axis, dtype, out, keepdims, where=keep)
 
 
-def average(a, axis=None, weights=None):
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """The mean along ``axis``, weighted by ``weights`` when given; with ``returned``, also
     the sum of the weights.
 
@@ -295,11 +366,17 @@ def average(a, axis=None, weights=None):
     Array(2.75, dtype=float32)
     """
     if weights is None:
-        return mean(a, axis)
+        avg = mean(a, axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        n = asarray(a).size // builtins.max(avg.size, 1) if asarray(a).size else 0
+        return avg, lax.full(avg.shape, n, avg.dtype)
     from .ufuncs import multiply
     a, w = promote_dtypes_inexact(a, weights)
     w = broadcast_to(w, a.shape) if w.ndim == a.ndim else _expand_weights(w, a, axis)
-    return lax.div(sum(multiply(a, w), axis), sum(w, axis))
+    total = sum(w, axis, keepdims=keepdims)
+    avg = lax.div(sum(multiply(a, w), axis, keepdims=keepdims), total)
+    return (avg, total) if returned else avg
 
 
 def _expand_weights(w, a, axis):
@@ -308,25 +385,13 @@ def _expand_weights(w, a, axis):
 
 
 def median(a, axis=None, keepdims=False):
-    """The median over ``axis`` (an int, a tuple of ints, or None for all axes).
+    """The median over ``axis`` (an int, a tuple of ints, or None for all axes); NaN where a
+    slice has NaNs, as in JAX.
 
     >>> jnp.median(jnp.array([3.0, 1.0, 4.0, 1.5]))
     Array(2.25, dtype=float32)
     """
-    a = asarray(a)
-    axes = canonicalize_axes(axis, a.ndim, "median")
-    # move the reduced axes to the end and merge them into one
-    rest = [i for i in range(a.ndim) if i not in axes]
-    m = lax.reshape(lax.transpose(a, tuple(rest) + axes),
-                    tuple(a.shape[i] for i in rest) + (_size(a.shape, axes),))
-    ax = m.ndim - 1
-    s = lax.sort(m, ax)
-    n = m.shape[ax]
-    lo = lax.slice_in_dim(s, (n - 1) // 2, (n - 1) // 2 + 1, 1, ax)
-    hi = lax.slice_in_dim(s, n // 2, n // 2 + 1, 1, ax)
-    (lo, hi) = promote_dtypes_inexact(lo, hi)
-    out = lax.squeeze(lax.mul(lax.add(lo, hi), lax.full(lo.shape, 0.5, lo.dtype)), (ax,))
-    return _keepdims(out, a.shape, axes, keepdims)
+    return _quantile(a, 0.5, axis, "midpoint", keepdims, False, "median")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,6 +434,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
     >>> jnp.ediff1d(jnp.array([1, 4, 9]))
     Array([3, 5], dtype=int32)
     """
+    ary = asarray(ary)
+    if ary.dtype == dtypes.bool_:
+        raise DTypeError("ediff1d: subtraction does not accept dtype bool, as in JAX")
     d = diff(ravel(ary))
     parts = [ravel(asarray(to_begin, d.dtype)) if to_begin is not None else None, d,
              ravel(asarray(to_end, d.dtype)) if to_end is not None else None]
@@ -402,11 +470,10 @@ def _cumulative_with_initial(fn, identity, name):
 
 
 _cumsum_wide = _cumulative(lax.cumsum, "cumsum", promote_small_int=True)
-_cumprod_wide = _cumulative(lax.cumprod, "cumprod", promote_small_int=True)
-# the array API's forms widen small integers as sum does
+# cumulative_sum widens small integers as sum does; cumulative_prod keeps them (JAX)
 cumulative_sum = _cumulative_with_initial(lambda x, ax, dt: _cumsum_wide(x, ax, dt), 0,
                                           "cumulative_sum")
-cumulative_prod = _cumulative_with_initial(lambda x, ax, dt: _cumprod_wide(x, ax, dt), 1,
+cumulative_prod = _cumulative_with_initial(lambda x, ax, dt: cumprod(x, ax, dt), 1,
                                            "cumulative_prod")
 
 
@@ -417,10 +484,19 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     >>> jnp.trapezoid(jnp.asarray([1.0, 2.0, 3.0]))
     Array(4., dtype=float32)
     """
+    from .ufuncs import multiply
     y = asarray(y)
     ax = canonicalize_axis(axis, y.ndim, "trapezoid")
     if x is None:
-        y, d = promote_dtypes_inexact(y, dx)
+        (y,) = promote_dtypes_inexact(y)
+        d = asarray(dx)
+        if d.ndim == 0:   # JAX's form: dx * (sum - (first + last) / 2), NaN next to an inf
+            if y.shape[ax] == 0:
+                raise IndexError(f"trapezoid: index is out of bounds for axis {ax} with size 0")
+            ends = lax.add(lax.index_in_dim(y, 0, ax, False),
+                           lax.index_in_dim(y, y.shape[ax] - 1, ax, False))
+            inner = lax.sub(sum(y, ax), lax.mul(lax.full((), 0.5, y.dtype), ends))
+            return multiply(dx, inner)
     else:
         y, x = promote_dtypes_inexact(y, x)
         if x.ndim == 1:
@@ -435,7 +511,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     mid = lax.add(lax.slice_in_dim(y, builtins.min(n, 1), n, 1, ax),
                   lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), 1, ax))
     shape = broadcast_shapes(mid.shape, d.shape, op="trapezoid")
-    prod_ = lax.mul(broadcast_to(mid, shape), broadcast_to(d, shape))
+    prod_ = multiply(broadcast_to(mid, shape), broadcast_to(d, shape))
     return lax.mul(sum(prod_, ax), lax.full((), 0.5, prod_.dtype))
 
 
@@ -453,7 +529,7 @@ def _nan_replaced(a, value):
 
 def _all_nan(a, axis, keepdims):
     from .ufuncs import isnan
-    return all(isnan(a), axis, keepdims)
+    return all(isnan(a), axis, keepdims=keepdims)
 
 
 def _nan_minmax(reduce_fn, fill, name):
@@ -480,7 +556,7 @@ nanmin = _nan_minmax(min, np.inf, "nanmin")
 def _nan_arg(arg_fn, fill, name):
     def fn(a, axis=None, out=None, keepdims=False):
         a = asarray(a)
-        out_ = arg_fn(_nan_replaced(a, fill), axis, keepdims)
+        out_ = arg_fn(_nan_replaced(a, fill), axis, keepdims=keepdims)
         if not dtypes.is_float(a.dtype):
             return out_
         # JAX's convention for a slice of only NaNs: -1
@@ -497,13 +573,13 @@ nanargmax = _nan_arg(argmax, -np.inf, "nanargmax")
 nanargmin = _nan_arg(argmin, np.inf, "nanargmin")
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """The product over ``axis``, treating NaNs as one.
 
     >>> jnp.nanprod(jnp.array([2.0, jnp.nan, 3.0]))
     Array(6., dtype=float32)
     """
-    return prod(_nan_replaced(a, 1), axis, dtype, keepdims)
+    return prod(_nan_replaced(a, 1), axis, dtype, out, keepdims, initial, where)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
@@ -537,18 +613,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     keep = logical_not(isnan(af))
     if where is not None:
         keep = logical_and(keep, where)
-    keep = broadcast_to(keep, af.shape)
-    zero = lax.full(af.shape, 0, af.dtype)
-    n = sum(astype(keep, af.dtype), axes, keepdims=True)
-    mu = lax.div(sum(lax.select(keep, af, zero), axes, keepdims=True), n)
-    c = lax.select(keep, lax.sub(af, broadcast_to(mu, af.shape)), zero)
-    ss = sum(lax.mul(c, c), axes, keepdims=keepdims)
-    n = _keepdims(lax.reshape(n, tuple(d for i, d in enumerate(n.shape) if i not in axes)),
-                  af.shape, axes, keepdims)
-    dof = lax.sub(n, lax.full(n.shape, ddof, n.dtype))
-    ok = lax.gt(dof, lax.full(n.shape, 0, n.dtype))
-    safe = lax.select(ok, dof, lax.full(n.shape, 1, n.dtype))
-    return lax.select(ok, lax.div(ss, safe), lax.full(ss.shape, np.nan, ss.dtype))
+    return _masked_var(af, axes, ddof, keepdims, keep)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
@@ -574,13 +639,19 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
-    a, q = promote_dtypes_inexact(a, q)
+    (a,) = promote_dtypes_inexact(a)     # q takes a's dtype: int32 data gives float32, as in JAX
+    q = asarray(q)
+    q = lax.convert_element_type(q, a.dtype) if q.weak_type or dtypes.kind(q.dtype) != "f" \
+        else q
+    if dtypes.kind(a.dtype) == "c":
+        raise DTypeValueError(f"{name} does not support complex input, got {a.dtype}, as in "
+                              "JAX (the operation is poorly defined)")
     axes = canonicalize_axes(axis, a.ndim, name)
     rest = [i for i in range(a.ndim) if i not in axes]
     rest_shape = tuple(a.shape[i] for i in rest)
     n = _size(a.shape, axes)
     if n == 0:
-        raise ValueError(f"{name}: cannot take a quantile of an empty reduction (shape "
+        raise ShapeError(f"{name}: cannot take a quantile of an empty reduction (shape "
                          f"{a.shape}, axis {axis})")
     m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
     s = lax.sort(m, -1)
@@ -601,8 +672,10 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
         lo = hi = lax.max_(lax.min_(round_(pos), last), zero)
     take = (lambda i: lax.take_along_axis(s, lax.convert_element_type(i, dtypes.int32), m.ndim - 1))
     lo_v, hi_v = take(lo), take(hi)
-    if method == "linear":
-        out = lax.add(lo_v, lax.mul(lax.sub(hi_v, lo_v), lax.sub(pos, lo)))
+    if method == "linear":   # as weights, as JAX does: an infinite end stays infinite
+        w_hi = lax.sub(pos, lo)
+        out = lax.add(lax.mul(lo_v, lax.sub(lax.full(qs.shape, 1, a.dtype), w_hi)),
+                      lax.mul(hi_v, w_hi))
     elif method == "midpoint":
         out = lax.mul(lax.add(lo_v, hi_v), lax.full(qs.shape, 0.5, a.dtype))
     else:
@@ -678,7 +751,8 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 # covariance
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
     """Covariance matrix of the variables in the rows of ``m`` (columns if not ``rowvar``).
 
     >>> jnp.cov(jnp.asarray([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
@@ -690,6 +764,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         raise ValueError(f"cov: m has more than 2 dimensions (shape {m.shape})")
     args = [m] if y is None else [m, asarray(y)]
     xs = promote_dtypes_inexact(*args)
+    if dtype is not None:
+        xs = [astype(x, dtype) for x in xs]
     xs = [atleast_2d(x) for x in xs]
     if not rowvar:
         xs = [lax.transpose(x, (1, 0)) if x.shape[0] != 1 else x for x in xs]
@@ -725,11 +801,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
                                                  sum(lax.mul(w, aw))), wsum))
     xc = lax.sub(x, broadcast_to(avg, x.shape))
     xw = xc if w is None else lax.mul(xc, broadcast_to(w, x.shape))
+    if dtypes.kind(xw.dtype) == "c":    # Hermitian: x @ conj(x).T, as NumPy and JAX
+        xw = lax.conj(xw)
     c = lax.dot_general(xc, xw, (((1,), (1,)), ((), ())))
     return squeeze(lax.div(c, broadcast_to(fact, c.shape)))
 
 
-def corrcoef(x, y=None, rowvar=True):
+def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients of the variables in ``x`` (and ``y``).
 
     >>> jnp.corrcoef(jnp.array([1.0, 2.0, 3.0]), jnp.array([2.0, 4.0, 6.0]))
@@ -737,13 +815,17 @@ def corrcoef(x, y=None, rowvar=True):
            [1., 1.]], dtype=float32)
     """
     from .ufuncs import clip
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return lax.div(c, c)
-    d = lax.sqrt(diagonal(c))
+    d = diagonal(c)
+    d = lax.sqrt(lax.real(d) if dtypes.kind(d.dtype) == "c" else d)
+    d = lax.convert_element_type(d, c.dtype)
     n = d.shape[0]
     c = lax.div(c, lax.broadcast_in_dim(d, (n, n), (0,)))
     c = lax.div(c, broadcast_to(d, (n, n)))
+    if dtypes.kind(c.dtype) == "c":    # each part clipped, as in JAX
+        return lax.complex_(clip(lax.real(c), -1, 1), clip(lax.imag(c), -1, 1))
     return clip(c, -1, 1)
 
 

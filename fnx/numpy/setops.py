@@ -43,7 +43,7 @@ def _unique_all(a, size, fill_value, equal_nan):
     flat = lax.reshape(a, (n,))
     perm = argsort(flat)                       # stable: each group starts at its first index
     s = lax.take(flat, perm)
-    i32 = dtypes.int32
+    i32 = dtypes.default_int      # JAX's index dtype: int64 with x64 on
     if n == 0:
         empty = lax.full((size,), 0, i32)
         return UniqueAllResult(lax.full((size,), 0, a.dtype), empty, lax.reshape(empty[:0], a.shape),

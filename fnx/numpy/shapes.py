@@ -185,24 +185,24 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
-def hstack(arrays):
+def hstack(arrays, dtype=None):
     """The arrays joined along their second axis (the first for 1-d arrays).
 
     >>> jnp.hstack([jnp.array([1, 2]), jnp.array([3])])
     Array([1, 2, 3], dtype=int32)
     """
     arrs = [atleast_1d(a) for a in arrays]
-    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1)
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype)
 
 
-def vstack(arrays):
+def vstack(arrays, dtype=None):
     """The arrays joined along their first axis (1-d arrays as rows).
 
     >>> jnp.vstack([jnp.array([1, 2]), jnp.array([3, 4])])
     Array([[1, 2],
            [3, 4]], dtype=int32)
     """
-    return concatenate([atleast_2d(a) for a in arrays], 0)
+    return concatenate([atleast_2d(a) for a in arrays], 0, dtype)
 
 
 def column_stack(arrays):

@@ -27,7 +27,7 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     Array([1, 2, 0], dtype=int32)
     """
     a, ax = axis_or_flat(asarray(a), axis, "argsort")
-    iota = lax.broadcasted_iota(dtypes.int32, a.shape, ax)
+    iota = lax.broadcasted_iota(dtypes.default_int, a.shape, ax)
     if not descending:
         return lax.sort([a, iota], ax, num_keys=1)[1]
     # reverse, sort stably ascending, reverse back: descending, and ties keep their order
@@ -59,7 +59,7 @@ def lexsort(keys, axis=-1):
     """
     keys = [asarray(k) for k in keys]
     ax = canonicalize_axis(axis, keys[0].ndim, "lexsort")
-    iota = lax.broadcasted_iota(dtypes.int32, keys[0].shape, ax)
+    iota = lax.broadcasted_iota(dtypes.default_int, keys[0].shape, ax)
     outs = lax.sort(list(reversed(keys)) + [iota], ax, num_keys=len(keys))
     return outs[-1]
 
@@ -137,7 +137,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         length = builtins.max(int(minlength), int(np.max(vals)) + 1 if vals.size else 0)
     length = int(length)
     if weights is None:
-        w = lax.full(x.shape, 1, dtypes.int32)
+        w = lax.full(x.shape, 1, dtypes.default_int)
     else:
         w = asarray(weights)
         if w.shape != x.shape:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core import errors as _errors
 from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
                     promote_and_broadcast, promote_dtypes, promote_dtypes_inexact, stack)
 
@@ -122,7 +123,13 @@ ceil = _rounding(lax.ceil, "ceil", "jnp.array([-1.5, 1.5])",
                  "Array([-1.,  2.], dtype=float32)")
 negative = _unary(lax.neg, "negative", "jnp.array([1, -2])",
                   "Array([-1,  2], dtype=int32)")
-sign = _unary(lambda x: x if x.dtype == dtypes.bool_ else lax.sign(x), "sign",
+def _sign(x):
+    if x.dtype == dtypes.bool_:
+        raise _errors.DTypeError("sign does not accept dtype bool, as in JAX")
+    return lax.sign(x)
+
+
+sign = _unary(_sign, "sign",
               "jnp.array([-2.0, 0.0, 3.0])", "Array([-1.,  0.,  1.], dtype=float32)")
 isfinite = _unary_inexact(lax.is_finite, "isfinite", "jnp.array([1.0, jnp.inf, jnp.nan])",
                           "Array([ True, False, False], dtype=bool)")
@@ -424,6 +431,8 @@ def round(x, decimals: int = 0):  # noqa: A001
     Array([0.5, 1.5, 2.6], dtype=float32)
     """
     x = asarray(x)
+    if x.dtype == dtypes.bool_:
+        raise _errors.DTypeValueError("round: data type bool is not inexact (JAX refuses it)")
     if not dtypes.is_float(x.dtype):
         return x
     if _is_complex(x):      # each part on its own, as in JAX
@@ -459,7 +468,8 @@ def trunc(x):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x
-    return lax.mul(lax.sign(x), lax.floor(lax.abs_(x)))
+    # ceil below zero, floor above: the sign of zero is kept (trunc(-0.5) is -0.0, as in JAX)
+    return lax.select(lax.lt(x, lax.full(x.shape, 0, x.dtype)), lax.ceil(x), lax.floor(x))
 
 
 fix = trunc
@@ -673,8 +683,9 @@ def heaviside(x1, x2):
     """
     x1, x2 = promote_and_broadcast(x1, x2, op="heaviside", inexact=True)
     zero = lax.full(x1.shape, 0, x1.dtype)
-    return where(lax.lt(x1, zero), zero, where(lax.gt(x1, zero), lax.full(x1.shape, 1, x1.dtype),
+    step = where(lax.lt(x1, zero), zero, where(lax.gt(x1, zero), lax.full(x1.shape, 1, x1.dtype),
                                                x2))
+    return where(lax.ne(x1, x1), x1, step)   # NaN at NaN, as in JAX
 
 
 def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
@@ -763,9 +774,9 @@ def angle(z, deg=False):
     z = asarray(z)
     re, im = real(z), imag(z)
     if not dtypes.is_float(re.dtype) or (dtypes.kind(z.dtype) == "f" and z.ndim == 0):
-        # integers (and, as in JAX, real 0-d arrays) take the default float
-        re = lax.convert_element_type(re, dtypes.default_float, re.weak_type)
-        im = lax.convert_element_type(im, dtypes.default_float, im.weak_type)
+        # integers (and, as in JAX, real 0-d arrays) take the default float, strongly typed
+        re = lax.convert_element_type(re, dtypes.default_float)
+        im = lax.convert_element_type(im, dtypes.default_float)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out
 
@@ -819,6 +830,9 @@ def fabs(x):
     Array([1., 2.], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
+    if _is_complex(x):
+        raise _errors.DTypeError(f"fabs does not support complex dtypes, got {x.dtype} "
+                                 "(use abs)")
     return lax.abs_(x)
 
 
@@ -833,6 +847,8 @@ def signbit(x):
     Array([ True, False,  True], dtype=bool)
     """
     x = asarray(x)
+    if _is_complex(x):
+        raise _errors.DTypeValueError(f"signbit is not well defined for {x.dtype}, as in JAX")
     if x.dtype == dtypes.bool_ or x.dtype.kind == "u":
         return lax.full(x.shape, False, dtypes.bool_)
     if dtypes.is_int(x.dtype):
@@ -872,9 +888,8 @@ def modf(x):
     """
     (x,) = promote_dtypes_inexact(x)
     whole = trunc(x)
-    # inf - inf would be NaN: the fraction of inf is zero. Both parts carry x's sign (-0.0 too)
-    frac = where(isinf(x), lax.full(x.shape, 0, x.dtype), lax.sub(x, whole))
-    return copysign(frac, x), copysign(whole, x)
+    # x - trunc(x), as JAX computes it: the fraction of an infinity is NaN
+    return lax.sub(x, whole), whole
 
 
 def _float_layout(dtype):
@@ -982,13 +997,20 @@ def lcm(x1, x2):
     return lax.select(nz, absolute(lax.mul(lax.div(x1, safe), x2)), zero)
 
 
+def _real_only(x):
+    if _is_complex(x):
+        raise _errors.DTypeValueError(f"isposinf/isneginf are not well defined for complex "
+                                      f"types, got {x.dtype}")
+    return x
+
+
 def isposinf(x):
     """Whether each element is +inf.
 
     >>> jnp.isposinf(jnp.array([-jnp.inf, 1.0, jnp.inf]))
     Array([False, False,  True], dtype=bool)
     """
-    x = asarray(x)
+    x = _real_only(asarray(x))
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
     return lax.eq(x, lax.full(x.shape, np.inf, x.dtype))
@@ -1000,7 +1022,7 @@ def isneginf(x):
     >>> jnp.isneginf(jnp.array([-jnp.inf, 1.0, jnp.inf]))
     Array([ True, False, False], dtype=bool)
     """
-    x = asarray(x)
+    x = _real_only(asarray(x))
     if not dtypes.is_float(x.dtype):
         return lax.full(x.shape, False, dtypes.bool_)
     return lax.eq(x, lax.full(x.shape, -np.inf, x.dtype))

@@ -32,9 +32,9 @@ _SICI_FRACTION_DEPTH = 60    # enough at x = 4 for float64
 def _sici_series(x):
     """Si(x) = sum (-1)^k x^(2k+1) / ((2k+1) (2k+1)!), Ci(x) = gamma + log x +
     sum_{k>=1} (-1)^k x^(2k) / (2k (2k)!), for 0 < x <= 4."""
-    si = jnp.zeros_like(x)
+    si = jnp.zeros(x.shape, x.dtype)
     ci = _EULER + jnp.log(x)
-    term = jnp.ones_like(x)            # x^j / j!
+    term = jnp.ones(x.shape, x.dtype)           # x^j / j!
     for j in range(1, 2 * _SICI_SERIES_TERMS):
         term = term * x / j
         sign = -1.0 if (j // 2) % 2 else 1.0

@@ -69,7 +69,13 @@ def exact_scalar(x, dtype):
     """A Python number as a NumPy scalar of ``dtype``, converted once from the exact value (not
     through the weak float32 it would otherwise become first)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-        return np.dtype(dtype).type(x)
+        d = np.dtype(dtype)
+        if isinstance(x, int) and d.kind in "iu" and not \
+                np.iinfo(d).min <= x <= np.iinfo(d).max and -2**63 <= x < 2**63:
+            # a weak integer converts as an int64 would: modulo 2**bits (uint8 and -3 give
+            # 253), as in JAX
+            return np.asarray(x, np.int64).astype(d)[()]
+        return d.type(x)
     return x
 
 

@@ -35,11 +35,12 @@ def round_half_even(x):
     >>> fnx.lax.round(jnp.array([0.5, 1.5, 2.5]), fnx.lax.RoundingMethod.TO_NEAREST_EVEN)
     Array([0., 2., 2.], dtype=float32)
     """
-    from .elementwise import bitwise_and, eq, floor, ne, rem, round_, select, sign, sub
+    from .elementwise import bitwise_and, eq, floor, mul, ne, rem, round_, select, sign, sub
     r = round_(x)   # half away from zero
     is_tie = eq(abs_(sub(x, floor(x))), _full_like(x, 0.5))
     odd = ne(rem(r, _full_like(x, 2)), _full_like(x, 0))
-    return select(bitwise_and(is_tie, odd), sub(r, sign(x)), r)
+    s = sign(x)     # |r - s| * s: a tie rounded to zero keeps x's sign (-0.5 gives -0.0)
+    return select(bitwise_and(is_tie, odd), mul(abs_(sub(r, s)), s), r)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
