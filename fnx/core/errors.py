@@ -1,6 +1,7 @@
 """Named exceptions for the mistakes users make, and the user's source line they point at."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ class SourceInfo:
         return f"{self.filename}:{self.lineno} ({self.function})"
 
 
+@functools.lru_cache(maxsize=4096)     # asked for every frame of every traced operation
 def _is_internal(filename: str) -> bool:
     if filename.startswith("<frozen") or filename.startswith(_SKIP_PREFIXES):
         return not _is_test_or_example(filename)

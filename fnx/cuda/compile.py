@@ -4,17 +4,16 @@
 and returns at once: the first launch of a kernel waits for its own program only, so a first
 call's cuBLAS work (choosing GEMM algorithms) runs while the rest still compiles.
 
-NVRTC serialises much of its work inside one process (threads overlap only in part: a program's
-43 kernels took about 1 s on 4, 8 or 16 threads), so programs can go to compiling processes
-(:class:`Workers`, running fnx/cuda/nvrtc_worker.py at a lower priority), started by the first
-program compiled, which itself compiles in-process: with them the same 43 kernels take about
-0.5 s on 8 workers and 0.2 s on 16 (H100 host, 16 cores), so a session that compiles many
-programs gains. They are off unless ``FNX_COMPILE_WORKERS`` names how many to start: starting
-them (forking a process that holds a CUDA context) cost the first call of a fresh process 0.1-0.4 s
-more than it saved (measured on the workloads benchmark). Their binaries are kept in
-``$FNX_CACHE_DIR/kernels`` (``~/.cache/fnx``), so a later process loads them without compiling.
-Until the workers have started, or where one fails, programs compile in this process as CuPy's
-RawModules (which CuPy caches on disk).
+NVRTC serialises its work inside one process (a program's kernels on 8 threads took as long as
+one after another), so programs go to compiling processes (:class:`Workers`, running
+fnx/cuda/nvrtc_worker.py at a lower priority). They start with the GPU backend
+(fnx.cuda.preload), in about 0.2 s, while the user's program is still making its data, and
+compile a first call's kernels in parallel: on an H100 host (16 cores) a transformer step's first
+call took 1.4 s with 8 workers and 2.3 s without, a GRU's 0.9 s and 1.3 s.
+``FNX_COMPILE_WORKERS`` sets how many start (default: half the cores, at most 8; 0 turns them
+off). Their binaries are kept in ``$FNX_CACHE_DIR/kernels`` (``~/.cache/fnx``), so a later
+process loads them without compiling. Until the workers have started, or where one fails,
+programs compile in this process as CuPy's RawModules (which CuPy caches on disk).
 """
 from __future__ import annotations
 
@@ -92,7 +91,8 @@ def cache_root() -> str:
 
 
 _THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
-_WORKERS = int(os.environ.get("FNX_COMPILE_WORKERS", 0))
+_WORKERS = int(os.environ.get("FNX_COMPILE_WORKERS",
+                              min(8, (os.cpu_count() or 1) // 2) if (os.cpu_count() or 1) >= 4 else 0))
 _pool = None
 
 
@@ -118,9 +118,16 @@ class Workers:
         """Start the processes and warm each up (NVRTC's own start-up) with a tiny kernel; on
         the calling thread. Any failure leaves no worker, and programs compile in-process."""
         from . import nvrtc_worker
+        from .libpaths import loaded
         try:
             options = _nvrtc_options()
-            procs = [subprocess.Popen([sys.executable, nvrtc_worker.__file__],
+            import cupy as cp
+            cp.cuda.nvrtc.getVersion()      # loads NVRTC here, so that its path is known
+            library = loaded("libnvrtc.so")
+            if library is None:
+                return
+            procs = [subprocess.Popen([sys.executable, "-S", "-E", nvrtc_worker.__file__,
+                                       library],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL) for _ in range(self.count)]
             for proc in procs:
@@ -254,6 +261,8 @@ def compile_together(units) -> None:
     if not pending:
         return
     start_workers()
+    if _workers is not None:    # started with the backend, they are usually ready by now
+        _workers.ready.wait(1.0)
     parallel = _workers.count if _workers is not None and _workers.usable() else _THREADS
     n = max(1, min(parallel, len(pending) // 2))
     # balanced by source length, which is what NVRTC's time follows

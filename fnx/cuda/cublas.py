@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..core.dtypes import bfloat16
+from .libpaths import loaded
 
 # cudaDataType and cublasComputeType values from the CUDA headers; 16-bit operands compute in
 # float32 (compute_type), so a bfloat16 product accumulates in float32 as in JAX
@@ -28,12 +29,10 @@ WORKSPACE_BYTES = 32 * 1024 * 1024
 def _lib():
     import cupy as cp
     cp.cuda.device.get_cublas_handle()   # makes CuPy load libcublas into this process
-    with open("/proc/self/maps") as fh:
-        paths = {line.split()[-1] for line in fh if "libcublas.so" in line
-                 and "Lt" not in line.split("/")[-1]}
-    if not paths:
+    path = loaded("libcublas.so")     # not libcublasLt: its name starts differently
+    if path is None:
         raise RuntimeError("could not find the libcublas loaded by CuPy")
-    lib = ctypes.CDLL(sorted(paths)[0])
+    lib = ctypes.CDLL(path)
     for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasStrsm_v2",
                "cublasDtrsm_v2", "cublasStrsmBatched", "cublasDtrsmBatched"):

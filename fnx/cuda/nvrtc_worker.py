@@ -1,14 +1,15 @@
-"""A compiling process: reads ``(source, options)`` jobs on stdin, answers with NVRTC's binary
-(or its error log) on stdout.
+"""A compiling process: reads ``(source, options, binary kind)`` jobs on stdin, answers with
+NVRTC's binary (or its error log) on stdout.
 
-NVRTC serialises much of its work inside one process, so kernels compiled on threads of the
-program's own process run little faster than one after another; separate processes compile
-in parallel (fnx.cuda.compile starts a few of these). It is run as a script, importing only
-CuPy's NVRTC binding: neither fnx nor the user's program is imported here, and no CUDA context
-is created.
+NVRTC serialises its work inside one process (a program's kernels on 8 threads took as long
+as one after another), so separate processes are what compile in parallel. This script starts
+in tens of milliseconds: Python runs it without ``site`` (``-S``), and it imports nothing but
+the standard library, calling the NVRTC library whose path it is given (the one the parent
+loaded) through ctypes. No CUDA context is created here.
 
-Frames, both ways: an 8-byte little-endian length, then a pickle.
+Frames, both ways: an 8-byte little-endian length, then a pickle of plain values.
 """
+import ctypes
 import os
 import pickle
 import struct
@@ -29,16 +30,34 @@ def _write(stream, obj):
     stream.flush()
 
 
-def _compile(nvrtc, source, options, binary):
-    prog = nvrtc.createProgram(source, "fnx.cu", (), ())
-    try:
+class Nvrtc:
+    """The few NVRTC entry points a compile needs."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+
+    def _text(self, prog, size_fn, get_fn):
+        size = ctypes.c_size_t()
+        getattr(self.lib, size_fn)(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        getattr(self.lib, get_fn)(prog, buf)
+        return buf.raw[:size.value]
+
+    def compile(self, source, options, binary):
+        prog = ctypes.c_void_p()
+        if self.lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"fnx.cu", 0,
+                                       None, None):
+            return ("failed", "nvrtcCreateProgram")
         try:
-            nvrtc.compileProgram(prog, list(options))
-        except nvrtc.NVRTCError:
-            return ("error", nvrtc.getProgramLog(prog))
-        return ("ok", nvrtc.getCUBIN(prog) if binary == "cubin" else nvrtc.getPTX(prog))
-    finally:
-        nvrtc.destroyProgram(prog)
+            opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+            if self.lib.nvrtcCompileProgram(prog, len(options), opts):
+                log = self._text(prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog")
+                return ("error", log.rstrip(b"\0").decode(errors="replace"))
+            if binary == "cubin":
+                return ("ok", self._text(prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN"))
+            return ("ok", self._text(prog, "nvrtcGetPTXSize", "nvrtcGetPTX"))
+        finally:
+            self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
 def main():
@@ -46,14 +65,14 @@ def main():
         os.nice(10)     # beside the program's own first call, which must not wait for us
     except OSError:
         pass
-    from cupy_backends.cuda.libs import nvrtc
+    nvrtc = Nvrtc(sys.argv[1])
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         job = _read(stdin)
         if job is None:
             return
         try:
-            reply = _compile(nvrtc, *job)
+            reply = nvrtc.compile(*job)
         except Exception as e:        # reported to the caller, which compiles in-process
             reply = ("failed", f"{type(e).__name__}: {e}")
         _write(stdout, reply)

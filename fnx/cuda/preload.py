@@ -19,6 +19,8 @@ def start() -> None:
 
 def _load() -> None:
     try:
+        from . import compile
+        compile.start_workers()
         import cupy as cp
         cp.cuda.nvrtc.getVersion()
         cp.cuda.device.get_cublas_handle()      # loads libcublas, and with it libcublasLt

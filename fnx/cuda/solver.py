@@ -34,6 +34,8 @@ import functools
 
 import numpy as np
 
+from .libpaths import loaded
+
 # cublasFillMode_t, cublasSideMode_t, cublasOperation_t, cublasDiagType_t, cusolverEigMode_t
 LOWER, UPPER = 0, 1
 SIDE_LEFT, SIDE_RIGHT = 0, 1
@@ -77,23 +79,16 @@ def supported(*xs) -> bool:
 # the library and its handles
 
 
-def _loaded(fragment: str):
-    with open("/proc/self/maps") as fh:
-        paths = {line.split()[-1] for line in fh if fragment in line}
-    paths = sorted(p for p in paths if p.rsplit("/", 1)[-1].startswith(fragment))
-    return paths[0] if paths else None
-
-
 def _library_path():
     """The libcusolver CuPy uses (made to load it first), else the one cuda.pathfinder finds."""
-    path = _loaded("libcusolver.so")
+    path = loaded("libcusolver.so")
     if path is None:
         try:
             import cupy as cp
             cp.cuda.device.get_cusolver_handle()
         except Exception:
             pass
-        path = _loaded("libcusolver.so")
+        path = loaded("libcusolver.so")
     if path is None:
         try:
             from cuda.pathfinder import load_nvidia_dynamic_lib
