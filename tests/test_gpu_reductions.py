@@ -225,25 +225,41 @@ def _per_example_clipped_mean64(w, x, y):
     return (g * np.minimum(1.0, 1.0 / (norms + 1e-6))[:, None, None]).mean(0)
 
 
-def test_per_example_gradients_are_reduced_where_they_are_made(gpu, rng):
-    """vmap's batched outer products are computed inside the kernels that reduce them (the
-    per-example norm over the middle and last axes, the clipped sum over the batch)."""
-    w = rng.standard_normal((300, 200)).astype(np.float32) / 20
-    x = rng.standard_normal((64, 300)).astype(np.float32)
-    y = rng.standard_normal((64, 200)).astype(np.float32)
-
+def _per_example_step(norm):
     def step(w, x, y):
         def clipped(w, x, y):
             g = fnx.grad(lambda w: jnp.sum((jnp.tanh(x @ w) - y) ** 2))(w)
-            return g * jnp.minimum(1.0, 1.0 / (jnp.sqrt(jnp.sum(g * g)) + 1e-6))
+            return g * jnp.minimum(1.0, 1.0 / (norm(g) + 1e-6))
         return jnp.mean(fnx.vmap(clipped, in_axes=(None, 0, 0))(w, x, y), axis=0)
-    exe, (out,) = _lower(step, [w, x, y], gpu)
-    labels = exe.labels
-    assert any(lab.startswith("reduce[64,300,200]") and "mul" in lab for lab in labels), \
-        exe.describe()
-    assert any(lab.startswith("columns[64,300,200]") for lab in labels), exe.describe()
-    assert not any(lab.startswith("fused[64,300,200]") for lab in labels), exe.describe()
+    return step
+
+
+def test_per_example_gradients_are_contracted_not_made(gpu, rng):
+    """vmap's batched outer products never exist: the per-example norm is a product of two row
+    sums and the clipped sum over the batch one GEMM (fnx.cuda.contractions)."""
+    w = rng.standard_normal((300, 200)).astype(np.float32) / 20
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    y = rng.standard_normal((64, 200)).astype(np.float32)
+    exe, (out,) = _lower(_per_example_step(lambda g: jnp.sqrt(jnp.sum(g * g))), [w, x, y], gpu)
+    assert not any("[64,300,200]" in lab for lab in exe.labels), exe.describe()
     expected = _per_example_clipped_mean64(w, x, y)
+    np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4 * np.abs(expected).max())
+
+
+def test_per_example_gradients_are_reduced_where_they_are_made(gpu, rng):
+    """A norm that is no sum of products (L1 here) reads the batched outer products inside
+    the kernel that reduces them, which never writes them out."""
+    w = rng.standard_normal((300, 200)).astype(np.float32) / 20
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    y = rng.standard_normal((64, 200)).astype(np.float32)
+    exe, (out,) = _lower(_per_example_step(lambda g: jnp.sum(jnp.abs(g))), [w, x, y], gpu)
+    labels = exe.labels
+    assert any(lab.startswith("reduce[64,300,200]") for lab in labels), exe.describe()
+    assert not any(lab.startswith("fused[64,300,200]") for lab in labels), exe.describe()
+    w64, x64, y64 = (a.astype(np.float64) for a in (w, x, y))
+    e = np.tanh(x64 @ w64)
+    g = x64[:, :, None] * (2 * (e - y64) * (1 - e * e))[:, None, :]
+    expected = (g * np.minimum(1.0, 1.0 / (np.abs(g).sum((1, 2)) + 1e-6))[:, None, None]).mean(0)
     np.testing.assert_allclose(out, expected, rtol=2e-4, atol=2e-4 * np.abs(expected).max())
 
 

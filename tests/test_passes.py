@@ -1,5 +1,7 @@
 """The jaxpr passes jit runs before lowering (inlining, constant folding, simplification, CSE,
 DCE) and the fusion groups: each pass on small programs, results kept, types kept."""
+import math
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from fnx.core import lax as core_lax
 from fnx.core import passes
 from fnx.cuda import fusion, plan
 from fnx.core.core import ShapedArray
-from fnx.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr,
+from fnx.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr, eval_jaxpr,
                             jaxpr_with_consts_as_args, typecheck_jaxpr)
 
 from op_specs import SPECS, SPEC_IDS
@@ -549,6 +551,49 @@ def test_per_example_gradients_are_never_written_out():
     got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, moved), [], w, x, y)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-7)
+
+
+def test_per_example_norms_and_clipped_sums_become_contractions():
+    """At sizes where the products outnumber their factors, the per-example norm is a product
+    of two row sums and the clipped sum over the batch one GEMM: nothing the size of
+    (batch, in, out) is computed at all."""
+    rng = np.random.default_rng()
+    w, x, y = (rng.standard_normal(s).astype(np.float32) for s in ((64, 32), (16, 64), (16, 32)))
+    lowered = fnx.jit(_clipped_per_example_step).lower(w, x, y)
+    jaxpr, groups = lowered.traced.jaxpr, gpu_groups(lowered)
+    _check_partition(jaxpr, groups)
+    assert not [g for g in groups if g.shape == (16, 64, 32)], plan.pp_fusion_groups(jaxpr, groups)
+    moved = plan.rewrite(jaxpr)
+    assert [e for e in moved if e.primitive is core_lax.dot_general_p
+            and e.outvars[0].aval.shape == (64, 32) and e.params["dimension_numbers"][0][0]]
+    want = _clipped_per_example_step(*(a.astype(np.float64) for a in (w, x, y)))
+    got = eval_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, moved), [], w, x, y)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want), rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("f,shapes", [
+    (lambda c, x, d: (c[:, None, None] * x[:, :, None] * d[:, None, :]).sum(0),
+     [(8,), (8, 30), (8, 20)]),
+    (lambda x, d: ((x[:, :, None] * d[:, None, :]) ** 2).sum((1, 2)), [(8, 30), (8, 20)]),
+    (lambda x, d: (2.0 * x[:, :, None] * d[:, None, :]).sum((0, 2)), [(8, 30), (8, 20)]),
+    (lambda x, d: (x[:, :, :, None] * d[:, None, :, :]).sum(2), [(8, 30, 40), (8, 40, 20)]),
+    (lambda x, d: (x[None, :, :] * d[:, :, None]).sum(1), [(30, 40), (50, 30)]),
+    (lambda x, d, e: (x[:, :, None, None] * d[:, None, :, None] * e).sum(0),
+     [(8, 30), (8, 20), (1, 1, 1, 5)]),
+])
+def test_sums_of_products_of_expansions_as_contractions(f, shapes):
+    from fnx.cuda.contractions import products_as_contractions
+    rng = np.random.default_rng()
+    args = [rng.standard_normal(s) for s in shapes]
+    closed = fnx.make_jaxpr(f)(*args)
+    j = closed.jaxpr
+    product_size = max(math.prod(e.outvars[0].aval.shape) for e in j.eqns)
+    rewritten = dce_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars,
+                                products_as_contractions(j.eqns)))[0]
+    assert max(math.prod(e.outvars[0].aval.shape) for e in rewritten.eqns) < product_size
+    got = eval_jaxpr(rewritten, closed.consts, *args)
+    want = f(*args)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("act,fn", [

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..core import lax
 from ..core.jaxpr import Jaxpr, Var, _Namer, dce_jaxpr, pp_jaxpr
 from .control import lowering as control_lowering
+from .contractions import products_as_contractions
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .fusion import (MOVEMENT, _uses, leading_sum, outer_products_as_broadcasts,
@@ -58,6 +59,7 @@ def fold_transposed_products(jaxpr: Jaxpr):
 def rewrite(jaxpr: Jaxpr) -> list:
     """The equations the GPU runs for ``jaxpr`` (same inputs, same results)."""
     eqns = outer_products_as_broadcasts(decompose(fold_transposed_products(sink_totals(jaxpr))))
+    eqns = products_as_contractions(eqns)
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
     eqns = sink_expansions(recompute_residuals(eqns, jaxpr.outvars), jaxpr.outvars)
     # what the fused layers left unread (an activation's constant operands)

@@ -1,9 +1,11 @@
-"""Loading the CUDA libraries a first ``jit`` call needs (NVRTC, cuBLAS, cuBLASLt) on a
-background thread as soon as the GPU backend starts, while the user's program is still making
-its data: on a fresh machine, reading them from disk takes a few hundred milliseconds that would
-otherwise land inside the first call."""
+"""What a first ``jit`` call on the GPU needs, made ready on a background thread as soon as the
+GPU backend starts, while the user's program is still making its data: the compiling processes
+(fnx.cuda.compile), the CUDA libraries (NVRTC, cuBLAS, cuBLASLt: on a fresh machine, reading
+them from disk takes a few hundred milliseconds) and fnx's GPU compiler modules (0.1 s of
+imports), which would otherwise all land inside the first call."""
 from __future__ import annotations
 
+import importlib
 import threading
 
 _started = False
@@ -24,5 +26,7 @@ def _load() -> None:
         import cupy as cp
         cp.cuda.nvrtc.getVersion()
         cp.cuda.device.get_cublas_handle()      # loads libcublas, and with it libcublasLt
+        for module in ("executable", "graph", "lt_backward"):
+            importlib.import_module(f"{__package__}.{module}")
     except Exception:       # the first call then loads them itself, and reports what fails
         pass
