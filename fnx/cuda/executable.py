@@ -9,6 +9,8 @@ lowering never fails for lack of a kernel.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import collectives, dtypes, lax
@@ -447,8 +449,9 @@ class GpuExecutable:
         elif p is lax.scatter_p and scatter.supported(eqn.invars[0].aval.dtype,
                                                       eqn.params["mode"]):
             fn = scatter.scatter
-            self.units += scatter.units(eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype,
-                                        eqn.params["mode"])
+            x, idx, upd = (v.aval for v in eqn.invars)
+            self.units += scatter.units(x.dtype, idx.dtype, eqn.params["mode"],
+                                        math.prod(x.shape), math.prod(upd.shape))
         elif p is lax.concatenate_p:
             fn = concatenate
         elif p in solver.impls():

@@ -7,6 +7,11 @@ takes the largest update position per index with an atomic max, and only those a
 An update whose index is out of range is dropped (XLA's rule, as the CPU backend does). Types
 without the atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not
 ``supported``: they run the eager implementation.
+
+Many updates added into a small result (a segment sum over few segments: k-means' per-cluster
+sums and counts) would make every thread wait on the same few addresses: there each block adds
+its share into a private copy of the result in shared memory first, then adds that copy into
+the result, one atomic per element per block (``_private``).
 """
 from __future__ import annotations
 
@@ -31,6 +36,27 @@ _INDEX = r"""
 __device__ __forceinline__ long long target(const {I}* idx, long long j, long long n_axis) {{
     long long t = (long long)idx[j];
     return t < 0 || t >= n_axis ? -1 : t;     // out of range: the update is dropped
+}}
+"""
+
+_PRIVATE = _INDEX + r"""
+extern "C" __global__ void fnx_scatter_private(const {T}* upd, const {I}* idx, {T}* out,
+                                               long long pre, long long n_idx,
+                                               long long n_axis, long long post) {{
+    extern __shared__ unsigned char raw[];
+    {T}* acc = ({T}*)raw;
+    const {L} size = pre * n_axis * post, total = pre * n_idx * post;
+    for ({L} i = threadIdx.x; i < size; i += blockDim.x) acc[i] = 0;
+    __syncthreads();
+    for ({L} e = blockIdx.x * ({L})blockDim.x + threadIdx.x; e < total;
+         e += ({L})gridDim.x * blockDim.x) {{
+        {L} q = e % ({L})post, j = (e / ({L})post) % ({L})n_idx, p = e / ({L})(post * n_idx);
+        long long t = target(idx, j, n_axis);
+        if (t >= 0) atomicAdd(({W}*)(acc + (p * n_axis + t) * post + q), ({W})upd[e]);
+    }}
+    __syncthreads();
+    for ({L} i = threadIdx.x; i < size; i += blockDim.x)
+        if (acc[i] != 0) atomicAdd(({W}*)(out + i), ({W})acc[i]);
 }}
 """
 
@@ -79,18 +105,38 @@ extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner
 """
 
 
-def _launch(unit, total, args):
+_PRIVATE_BYTES = 96 * 1024      # two blocks' copies fit an SM's shared memory (H100: 227 KB)
+_PRIVATE_THREADS = 512
+
+
+def _private(dtype, mode, size, n_updates) -> bool:
+    """Whether a scatter adds through per-block copies of its result: many updates into a
+    result that fits in shared memory."""
+    return (mode == "add" and n_updates >= 4 * size
+            and 0 < size * np.dtype(dtype).itemsize <= _PRIVATE_BYTES)
+
+
+def _launch(unit, total, args, threads=256, shared=0, per_sm=8):
     import cupy as cp
     if total:
-        blocks = int(min((total + 255) // 256, cp.cuda.Device().attributes[
-            "MultiProcessorCount"] * 8))
-        compiled(*unit)((blocks,), (256,), args)
+        blocks = int(min((total + threads - 1) // threads, cp.cuda.Device().attributes[
+            "MultiProcessorCount"] * per_sm))
+        k = compiled(*unit)
+        if shared > 48 * 1024 and k.max_dynamic_shared_size_bytes < shared:
+            k.max_dynamic_shared_size_bytes = shared
+        k((blocks,), (threads,), args, shared_mem=shared)
 
 
-def units(dtype, idx_dtype, mode):
-    """``[(source, name)]`` of the kernels a scatter runs: its update, then for ``set`` the
-    kernel finding each index's last update (compiled with the program's other kernels)."""
+def units(dtype, idx_dtype, mode, size=0, n_updates=0):
+    """``[(source, name)]`` of the kernels a scatter of ``n_updates`` elements into a result of
+    ``size`` elements runs: its update, then for ``set`` the kernel finding each index's last
+    update (compiled with the program's other kernels)."""
     t, i = C_TYPES[np.dtype(dtype).name], C_TYPES[np.dtype(idx_dtype).name]
+    if _private(dtype, mode, size, n_updates):
+        index = "unsigned int" if max(size, n_updates) < 2 ** 31 else "long long"
+        return [(_PRIVATE.format(T=t, I=i, L=index,
+                                 W=t if t in ("float", "double") else _BITS[t]),
+                 "fnx_scatter_private")]
     if mode == "set":
         apply = _SET
     elif mode == "add":     # float and double add natively; integers in two's complement
@@ -116,7 +162,12 @@ def scatter(x, idx, upd, *, axis, mode):
     out = dense_copy(x)
     idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
     dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
-    (update, name), *winners = units(x.dtype, idx.dtype, mode)
+    (update, name), *winners = units(x.dtype, idx.dtype, mode, x.size, upd.size)
+    if name == "fnx_scatter_private":
+        shared = x.size * x.dtype.itemsize
+        _launch((update, name), upd.size, (upd, idx, out) + dims, threads=_PRIVATE_THREADS,
+                shared=shared, per_sm=max(1, min(2, 200 * 1024 // shared)))
+        return out
     winner = idx     # (set's alone reads it)
     if winners:
         winner = cp.full(n_axis, -1, np.int64)

@@ -1,0 +1,56 @@
+"""Scatter on the GPU against float64 NumPy (``np.add.at``), on fresh random inputs, in particular
+segment sums of many updates into few segments, which add through per-block copies of the
+result in shared memory (fnx.cuda.scatter); out-of-range indices are dropped, as XLA does."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.numpy as jnp
+from fnx.cuda import scatter
+
+pytestmark = pytest.mark.cuda
+
+
+def _run(f, args, gpu):
+    import cupy as cp
+    from fnx.cuda.executable import GpuExecutable
+    closed = fnx.make_jaxpr(f)(*args)
+    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    return [cp.asnumpy(o) for o in exe(*[cp.asarray(a) for a in args])]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("segments,width,points", [(256, 64, 65536), (256, None, 65536),
+                                                     (7, 3, 1000), (3000, 2, 40000)])
+def test_segment_sums_match_numpy(gpu, rng, dtype, segments, width, points):
+    shape = (points,) if width is None else (points, width)
+    data = (rng.standard_normal(shape) * 10).astype(dtype)
+    ids = rng.integers(-2, segments + 2, points).astype(np.int32)   # a few out of range
+    (got,) = _run(lambda d, i: fnx.ops.segment_sum(d, i, num_segments=segments),
+                  [data, ids], gpu)
+    want = np.zeros((segments,) + shape[1:], np.float64 if dtype != np.int32 else np.int64)
+    keep = (ids >= 0) & (ids < segments)
+    np.add.at(want, ids[keep], data[keep])
+    assert got.dtype == dtype
+    tol = dict(rtol=1e-5, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(got, want.astype(dtype) if dtype == np.int32 else want, **tol)
+
+
+def test_few_segments_add_through_shared_memory_copies():
+    """The choice: many updates into a result that fits in shared memory."""
+    (_, name), = scatter.units(np.float32, np.int32, "add", 256 * 64, 65536 * 64)
+    assert name == "fnx_scatter_private"
+    (_, name), = scatter.units(np.float32, np.int32, "add", 3000 * 200, 40000 * 200)
+    assert name == "fnx_scatter"                # too large a result for shared memory
+    (_, name), *_ = scatter.units(np.float32, np.int32, "set", 256, 65536)
+    assert name == "fnx_scatter"
+
+
+def test_scatter_add_along_a_middle_axis(gpu, rng):
+    x = rng.standard_normal((5, 16, 3)).astype(np.float32)
+    upd = rng.standard_normal((5, 4000, 3)).astype(np.float32)
+    idx = rng.integers(0, 16, 4000).astype(np.int32)
+    (got,) = _run(lambda x, u, i: x.at[:, i].add(u), [x, upd, idx], gpu)
+    want = x.astype(np.float64)
+    np.add.at(want, (slice(None), idx), upd)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
