@@ -11,8 +11,8 @@ without the atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are
 Many updates added into a small result (a segment sum over few segments: k-means' per-cluster
 sums and counts) would make every thread wait on the same few addresses: there each block adds
 its share into a private copy of the result in shared memory first, then adds that copy into
-the result, one atomic per element per block (``_private``; one block per SM for a large copy,
-so that the copies' atomics stay fewer than the updates').
+the result, one atomic per element per block (``_private``: on an H100, k-means' counts took
+5.5 µs instead of 22; its (256, 64) sums 24 µs instead of 26, and 35 µs with one block per SM).
 """
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def scatter(x, idx, upd, *, axis, mode):
     if name == "fnx_scatter_private":
         shared = x.size * x.dtype.itemsize
         _launch((update, name), upd.size, (upd, idx, out) + dims, threads=_PRIVATE_THREADS,
-                shared=shared, per_sm=1 if shared > 16 * 1024 else 2)
+                shared=shared, per_sm=2)
         return out
     winner = idx     # (set's alone reads it)
     if winners:
