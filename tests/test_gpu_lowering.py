@@ -97,6 +97,41 @@ def test_batched_matmul_on_cublas(gpu):
     np.testing.assert_allclose(gpu.to_numpy(outs[0]), a @ b, rtol=1e-12)
 
 
+@pytest.mark.parametrize("spec,shapes,in_place", [
+    ("bqhd,bkhd->bhqk", [(4, 16, 3, 8), (4, 20, 3, 8)], True),       # attention's scores
+    ("bhqk,bkhd->bhqd", [(4, 3, 16, 20), (4, 20, 3, 8)], True),      # and its values
+    ("bqhd,bqhk->bhdk", [(4, 16, 3, 8), (4, 16, 3, 5)], True),       # a backward product
+    ("qbhd,kbhd->bhqk", [(16, 4, 3, 8), (20, 4, 3, 8)], True),
+    ("bxqd,bkdx->bxqk", [(2, 3, 16, 8), (2, 20, 8, 3)], False),      # no matrix axis last
+])
+@pytest.mark.parametrize("dtype,precision,tol", [(np.float32, "highest", 1e-4),
+                                                 (np.float32, "tensorfloat32", 3e-2),
+                                                 (np.float64, "highest", 1e-12)])
+def test_products_over_inner_batch_axes_read_their_operands_in_place(
+        gpu, monkeypatch, spec, shapes, in_place, dtype, precision, tol):
+    """Batch axes that are not the operands' leading ones (per-head attention) go to
+    cublasGemmBatchedEx with each member's pointers, no transposed copies, where each member's
+    matrix has one axis contiguous (else the operand is copied first)."""
+    import cupy as cp
+    from fnx.cuda import cublas, executable
+    calls = []
+    real = cublas.batched_matmul_into
+    monkeypatch.setattr(cublas, "batched_matmul_into",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    if in_place:
+        monkeypatch.setattr(executable, "dense", lambda x: pytest.fail("copied an operand"))
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    closed = fnx.make_jaxpr(lambda a, b: jnp.einsum(spec, a, b))(a, b)
+    (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "dot_general"]
+    out = executable.dot_general(cp.asarray(a), cp.asarray(b),
+                                 dimension_numbers=eqn.params["dimension_numbers"],
+                                 precision=precision)
+    assert bool(calls) == in_place
+    want = np.einsum(spec, a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(cp.asnumpy(out), want, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("name,f", [
     ("softmax", lambda x: nn.softmax(x)),
     ("log_softmax", lambda x: nn.log_softmax(x)),

@@ -35,7 +35,8 @@ def _lib():
     lib = ctypes.CDLL(path)
     for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasStrsm_v2",
-               "cublasDtrsm_v2", "cublasStrsmBatched", "cublasDtrsmBatched"):
+               "cublasDtrsm_v2", "cublasStrsmBatched", "cublasDtrsmBatched",
+               "cublasGemmBatchedEx"):
         getattr(lib, fn).restype = ctypes.c_int
     return lib
 
@@ -157,3 +158,69 @@ def trsm_batched(dtype, side: int, uplo: int, trans: int, diag: int, m: int, n: 
     _check(fn(h.ptr, side, uplo, trans, diag, m, n, ctypes.byref(alpha),
               ctypes.c_void_p(a_ptrs), lda, ctypes.c_void_p(b_ptrs), ldb, count),
            _TRSM_BATCHED[dtype])
+
+
+# The pointers of each batch member of a product whose batch axes are not its operands' leading
+# ones (attention's per-head products read (batch, seq, heads, dim) buffers): written on the
+# device by a kernel whose parameters hold the base pointers and byte strides, so a captured
+# graph replays it, then read by cublasGemmBatchedEx. Up to BATCH_DIMS batch axes.
+BATCH_DIMS = 4
+_BATCH_MAP = np.dtype([("base", np.uint64, (3,)), ("n", np.int64, (BATCH_DIMS,)),
+                       ("s", np.int64, (2, BATCH_DIMS)), ("c", np.int64), ("dims", np.int32)],
+                      align=True)
+POINTERS_UNIT = (f"""
+struct fnx_batch_map {{ unsigned long long base[3]; long long n[{BATCH_DIMS}];
+                       long long s[2][{BATCH_DIMS}]; long long c; int dims; }};
+extern "C" __global__ void fnx_gemm_pointers(const __grid_constant__ fnx_batch_map m,
+                                             unsigned long long* ptrs, long long count) {{
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {{
+    long long rest = i, a = 0, b = 0;
+    for (int d = m.dims - 1; d >= 0; --d) {{
+      const long long q = rest % m.n[d];
+      rest /= m.n[d];
+      a += q * m.s[0][d];
+      b += q * m.s[1][d];
+    }}
+    ptrs[i] = m.base[0] + a;
+    ptrs[count + i] = m.base[1] + b;
+    ptrs[2 * count + i] = m.base[2] + i * m.c;
+  }}
+}}
+""", "fnx_gemm_pointers")
+
+
+def batched_matmul_into(out, k, a, a_batch, a_ld, trans_a, b, b_batch, b_ld, trans_b,
+                        batch_shape, precision: str = "highest"):
+    """``out[i] = op(A_i) @ op(B_i)`` over ``k`` terms for each member ``i`` of ``batch_shape``
+    (row-major order), ``out`` a contiguous (count, m, n) buffer. ``A_i`` starts at ``a``'s
+    data plus the byte offsets ``a_batch[d] * i_d`` and is a row-major matrix with leading
+    dimension ``a_ld`` (elements), stored transposed where ``trans_a``; the same for ``B_i``."""
+    import cupy as cp
+    from .compile import kernel
+    dtype = np.dtype(a.dtype)
+    count, m, n = out.shape
+    dims = len(batch_shape)
+    bmap = np.zeros(1, _BATCH_MAP)
+    bmap["base"][0] = (b.data.ptr, a.data.ptr, out.data.ptr)   # cuBLAS's A is our B
+    bmap["n"][0, :dims] = batch_shape
+    bmap["s"][0, 0, :dims] = b_batch
+    bmap["s"][0, 1, :dims] = a_batch
+    bmap["c"] = m * n * out.dtype.itemsize
+    bmap["dims"] = dims
+    ptrs = cp.empty(3 * count, np.uint64)
+    kernel(*POINTERS_UNIT)((int(min(-(-count // 128), 1024)),), (128,),
+                           (bmap, ptrs, np.int64(count)))
+    h = handle_for(cp.cuda.get_current_stream().ptr)
+    alpha, beta = _scalars(dtype)
+    ct, out_ct = _CUDA_TYPE[dtype], _CUDA_TYPE[np.dtype(out.dtype)]
+    p = ptrs.data.ptr
+    # column-major view, as in matmul_into: C_i^T = op(B_i)^T op(A_i)^T
+    status = _lib().cublasGemmBatchedEx(
+        h.ptr, _OP_T if trans_b else _OP_N, _OP_T if trans_a else _OP_N, n, m, k,
+        ctypes.byref(alpha), ctypes.c_void_p(p), ct, b_ld,
+        ctypes.c_void_p(p + 8 * count), ct, a_ld, ctypes.byref(beta),
+        ctypes.c_void_p(p + 16 * count), out_ct, n, count, compute_type(dtype, precision),
+        _GEMM_DEFAULT_ALGO)
+    _check(status, "cublasGemmBatchedEx")
+    return out

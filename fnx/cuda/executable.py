@@ -16,7 +16,7 @@ import numpy as np
 from ..core import collectives, dtypes, lax
 from ..core.convolution import conv_general_dilated_p
 from ..core.jaxpr import Jaxpr, Literal, Var
-from . import copies, cudnn, gemm_table, scatter, solver
+from . import copies, cublas, cudnn, gemm_table, scatter, solver
 from .gemm_table import matmul_precision
 from .fusion import MOVEMENT, is_fusible
 from .columns import ColumnKernel
@@ -48,27 +48,54 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_elemen
     M = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
     N = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
     K = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
-    a, trans_a = _as_matrix(lhs, list(lb), lfree, list(lc), B, M, K)
-    b, trans_b = _as_matrix(rhs, list(rb), list(rc), rfree, B, K, N)
     out_dtype = np.dtype(preferred_element_type or lhs.dtype)
     out = cp.empty((B, M, N) if lb else (M, N), dtype=out_dtype)
+    precision = precision if precision in ("highest", "tensorfloat32") \
+        else matmul_precision(precision)
+    shape = bshape + tuple(lhs.shape[i] for i in lfree) + tuple(rhs.shape[i] for i in rfree)
+    if lb and not (_copy_free(lhs, list(lb), lfree, list(lc))
+                   and _copy_free(rhs, list(rb), list(rc), rfree)):
+        # batch axes inside the operands (attention's heads): each member's matrices in place
+        la, ra = _batch_member(lhs, lb, lfree, lc), _batch_member(rhs, rb, rc, rfree)
+        if la and ra and len(lb) <= cublas.BATCH_DIMS and lhs.dtype == rhs.dtype:
+            cublas.batched_matmul_into(out, K, lhs, *la, rhs, *ra, bshape, precision)
+            return out.reshape(shape)
+    a, trans_a = _as_matrix(lhs, list(lb), lfree, list(lc), B, M, K)
+    b, trans_b = _as_matrix(rhs, list(rb), list(rc), rfree, B, K, N)
     gemm_table.matmul_into(out, a if lb else a.reshape(a.shape[-2:]),
-                       b if lb else b.reshape(b.shape[-2:]), trans_a, trans_b,
-                       precision if precision in ("highest", "tensorfloat32")
-                       else matmul_precision(precision), batch=B if lb else 1)
-    return out.reshape(bshape + tuple(lhs.shape[i] for i in lfree)
-                       + tuple(rhs.shape[i] for i in rfree))
+                           b if lb else b.reshape(b.shape[-2:]), trans_a, trans_b, precision,
+                           batch=B if lb else 1)
+    return out.reshape(shape)
+
+
+def _copy_free(x, batch, first, second) -> bool:
+    """Whether ``_as_matrix`` takes ``x`` as it is."""
+    return x.flags.c_contiguous and (batch + first + second == list(range(x.ndim))
+                                     or batch + second + first == list(range(x.ndim)))
+
+
+def _batch_member(x, batch, rows, cols):
+    """``(byte strides of the batch axes, leading dimension, transposed)`` of the matrices over
+    one row and one column axis that a C-contiguous ``x`` holds per batch member, one of the
+    two axes being its last; None for other layouts."""
+    if not x.flags.c_contiguous or len(rows) != 1 or len(cols) != 1:
+        return None
+    (r,), (c,) = rows, cols
+    strides = [x.strides[d] for d in batch]
+    if c == x.ndim - 1:
+        return strides, x.strides[r] // x.itemsize, False
+    if r == x.ndim - 1:
+        return strides, x.strides[c] // x.itemsize, True
+    return None
 
 
 def _as_matrix(x, batch, first, second, B, R, C):
     """``x`` as a contiguous (B, R, C) buffer, or (B, C, R) with a transpose flag."""
-    perm = batch + first + second
-    if perm == list(range(x.ndim)) and x.flags.c_contiguous:
+    if x.flags.c_contiguous and batch + first + second == list(range(x.ndim)):
         return x.reshape(B, R, C), False
-    perm_t = batch + second + first
-    if perm_t == list(range(x.ndim)) and x.flags.c_contiguous:
+    if x.flags.c_contiguous and batch + second + first == list(range(x.ndim)):
         return x.reshape(B, C, R), True
-    return dense(x.transpose(perm)).reshape(B, R, C), False
+    return dense(x.transpose(batch + first + second)).reshape(B, R, C), False
 
 
 def buffer_sharing(eqns) -> dict:
@@ -441,6 +468,9 @@ class GpuExecutable:
         if p is lax.dot_general_p:
             fn = dot_general
             params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
+            (_, _), (lb, rb) = eqn.params["dimension_numbers"]
+            if list(lb) + list(rb) != list(range(len(lb))) * 2:
+                self.units.append(cublas.POINTERS_UNIT)
         elif p is conv_general_dilated_p:     # fnx.cuda.decompose left those cuDNN runs
             fn = cudnn.conv_general_dilated
             params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
