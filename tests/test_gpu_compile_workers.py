@@ -1,4 +1,4 @@
-"""NVRTC in compiling processes (fnx.cuda.compile.Workers, opt-in by FNX_COMPILE_WORKERS):
+"""NVRTC in compiling processes (fnx.cuda.compile.Workers, started with the GPU backend):
 programs they build load and run, their binaries are cached on disk, and a source that fails
 to compile leaves the in-process path to report it."""
 import numpy as np
