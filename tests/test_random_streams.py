@@ -6,10 +6,11 @@ match JAX to the last bits of its float math, which XLA computes its own way: it
 exp, pow, tan and erf are its own polynomials (a few ulps from NumPy's; its float64 log1p loses
 up to ~130 ulps on (-0.41, -0.29)), it fuses multiply-adds, and it flushes subnormal results to
 zero. Those are compared with a tolerance in units of the dtype's eps relative to the largest
-sample. The whole-array rejection loops (poisson's and binomial's, as JAX's) redraw every
-element until all have accepted, so a last-bit flip of one acceptance test can change the
-stream of all; at the moderate parameters here that is very rare, while at rates in the
-thousands it is not, and those are compared in distribution."""
+sample. The whole-array rejection loops (poisson's from a rate of 10 on, and binomial's, as
+JAX's) redraw every element until all have accepted, so a last-bit flip of one acceptance test
+(XLA's log against fnx's) can change the stream of all: poisson's rejection draws disagree with
+JAX's often (a tenth of the elements, in half the runs), so they are compared in distribution;
+binomial's, at the parameters here, agree."""
 import numpy as np
 import pytest
 
@@ -71,7 +72,7 @@ SAMPLERS = {
     "multinomial": (lambda r, k, d: r.multinomial(
         k, np.array([0.0, 20.0, 500.0], d), np.array([0.2, 0.0, 0.3, 0.5], d),
         shape=(3, 4), dtype=d), 0, None),
-    "poisson": (lambda r, k, d: r.poisson(k, LAMS[:-1].astype(d), (20, 7)), 0, 0),
+    "poisson": (lambda r, k, d: r.poisson(k, LAMS[LAMS < 10].astype(d), (20, 5)), 0, 0),
     "normal": (lambda r, k, d: r.normal(k, (300,), d), 2, 8),
     "truncated_normal": (lambda r, k, d: r.truncated_normal(k, -1.5, 2.0, (300,), d), 8, 16),
     "exponential": (lambda r, k, d: r.exponential(k, (300,), d), 2, 32),
@@ -214,10 +215,10 @@ def test_other_key_implementations_are_refused():
     assert random.key_impl(random.key(0, impl="threefry2x32")) == "threefry2x32"
 
 
-def test_poisson_at_huge_rates_matches_jax_in_distribution(jax_x64_as_fnx):
-    lam = np.array([1e4, 1e6], np.float32)
+def test_poisson_by_rejection_matches_jax_in_distribution(jax_x64_as_fnx):
+    lam = np.array([10.0, 55.0, 1e4, 1e6], np.float32)
     seed = _fresh_seeds(1)[0]
-    ours = _values(random.poisson(random.key(seed), lam, (400, 2))).astype(float)
-    theirs = np.asarray(jax.random.poisson(jax.random.key(seed), lam, (400, 2))).astype(float)
+    ours = _values(random.poisson(random.key(seed), lam, (400, 4))).astype(float)
+    theirs = np.asarray(jax.random.poisson(jax.random.key(seed), lam, (400, 4))).astype(float)
     np.testing.assert_array_less(np.abs(ours.mean(0) - theirs.mean(0)),
                                  5 * np.sqrt(2 * lam / 400))
