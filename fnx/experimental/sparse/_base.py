@@ -10,15 +10,37 @@ from ...core.errors import FnxError
 
 class SparseEfficiencyError(FnxError, ValueError):
     """An operation would store many explicit zeros (a layout with larger batch or dense
-    dimensions); ``on_inefficient="warn"`` or ``None`` lets it through."""
+    dimensions); ``on_inefficient="warn"`` or ``None`` lets it through.
+
+    >>> from fnx.experimental import sparse
+    >>> try:
+    ...     sparse.BCOO.fromdense(jnp.eye(3)).update_layout(n_batch=1)
+    ... except sparse.SparseEfficiencyError as e:
+    ...     print(type(e).__name__)
+    SparseEfficiencyError
+    """
 
 
 class SparseEfficiencyWarning(UserWarning):
-    """An operation on sparse arrays stores many explicit zeros or makes an operand dense."""
+    """An operation on sparse arrays stores many explicit zeros or makes an operand dense
+    (``sparsify`` of a primitive with no sparse rule).
+
+    >>> import warnings
+    >>> from fnx.experimental import sparse
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = sparse.sparsify(jnp.exp)(sparse.eye(2))
+    >>> caught[0].category.__name__
+    'SparseEfficiencyWarning'
+    """
 
 
 class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
-    """JAX's warning for cuSPARSE fallbacks; fnx never emits it but programs may filter it."""
+    """JAX's warning for cuSPARSE fallbacks; fnx never emits it but programs may filter it.
+
+    >>> issubclass(CuSparseEfficiencyWarning, SparseEfficiencyWarning)
+    True
+    """
 
 
 class JAXSparse:
