@@ -16,9 +16,12 @@ def _swap(f):
 
 
 def _defer(f):
-    # let NumPy-incompatible right operands (lists are fine) raise TypeError as NumPy would
+    # let NumPy-incompatible right operands (lists are fine) raise TypeError as NumPy would, and
+    # let types of a higher __array_priority__ (sparse arrays) answer with their reflected
+    # operator, NumPy's rule
     def op(self, other):
-        if isinstance(other, (str, bytes, dict, set)):
+        if isinstance(other, (str, bytes, dict, set)) or \
+                getattr(other, "__array_priority__", 0) > self.__array_priority__:
             return NotImplemented
         return f(self, other)
     return op
