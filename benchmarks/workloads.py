@@ -44,8 +44,11 @@ one after another, with empty fnx and CuPy kernel caches (fresh ``FNX_CACHE_DIR`
 the step time (µs, median of repeats after a warm-up; steps per repeat are picked from the
 warm-up so that a slow step still finishes quickly), the first call (trace + compile + run) and,
 separately, the second call (where fnx captures its CUDA graph), the losses of the first three
-calls, and for fnx how the compiled program runs (``graph``: replayed as one CUDA graph, or the
-reason from its ``describe()``) and its launch count. A child catches its own errors (an error
+calls, for fnx how the compiled program runs (``graph``: replayed as one CUDA graph, or the
+reason from its ``describe()``) and its launch count, and device memory after the timed steps:
+for fnx the bytes its CuPy pools hold (the default pool and its captured graphs' arenas: held, not
+just in use, so at least its peak in use), for JAX its allocator's ``peak_bytes_in_use``, for
+PyTorch ``torch.cuda.max_memory_allocated``. A child catches its own errors (an error
 cell) and has a time limit, and the whole run has a time budget (later cells are then skipped).
 
 ``--cpu`` runs fnx (``FNX_PLATFORM=cpu``), JAX (``JAX_PLATFORMS=cpu``) and PyTorch on the CPU
@@ -774,7 +777,22 @@ def _run_jaxlike(fw, prog, cfg, precision, cpu, timing):
     res["step_us"], res["steps_per_repeat"] = _timed(once, sync, *timing)
     if fw == "fnx":
         res.update(_fnx_execution(step))
+    if not cpu:
+        res["memory_mib"] = _device_memory(fw, step, device) / 2**20
     return res
+
+
+def _device_memory(fw, step, device):
+    """Device bytes the framework holds (fnx) or has had in use at its peak (JAX)."""
+    if fw == "jax":
+        return (device.memory_stats() or {}).get("peak_bytes_in_use", float("nan"))
+    import cupy as cp
+    from fnx.core.jit import _executables
+    held = cp.get_default_memory_pool().total_bytes()
+    for t in step._cache.values():
+        for exe in _executables.get(t.jaxpr, {}).values():
+            held += sum(p.total_bytes() for p in getattr(exe, "_pools", ()) or ())
+    return held
 
 
 def _run_torch(prog, cfg, precision, cpu, timing):
@@ -797,6 +815,8 @@ def _run_torch(prog, cfg, precision, cpu, timing):
         losses.append(loss)
     res["losses"] = losses
     res["step_us"], res["steps_per_repeat"] = _timed(once, sync, *timing)
+    if not cpu:
+        res["memory_mib"] = torch.cuda.max_memory_allocated() / 2**20
     return res
 
 
@@ -858,7 +878,8 @@ def _fmt(v, f="{:.1f}"):
 
 def _table(results, names, precisions):
     head = ["program", "prec", "fnx µs", "JAX µs", "torch µs", "fnx/JAX", "fnx 1st s",
-            "fnx 2nd s", "JAX 1st s", "fnx execution", "loss fnx", "loss JAX", "loss torch"]
+            "fnx 2nd s", "JAX 1st s", "fnx MiB", "JAX MiB", "torch MiB", "fnx execution",
+            "loss fnx", "loss JAX", "loss torch"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in names:
         for prec in precisions:
@@ -882,7 +903,9 @@ def _table(results, names, precisions):
                 name, prec, t("fnx"), t("jax"), t("torch"), _fmt(ratio, "{:.2f}"),
                 _fmt(r["fnx"].get("first_call_s"), "{:.2f}"),
                 _fmt(r["fnx"].get("second_call_s"), "{:.2f}"),
-                _fmt(r["jax"].get("first_call_s"), "{:.2f}"), mode.replace("|", "/"),
+                _fmt(r["jax"].get("first_call_s"), "{:.2f}"),
+                *[_fmt(r[fw].get("memory_mib"), "{:,.0f}") for fw in FRAMEWORKS],
+                mode.replace("|", "/"),
                 _fmt(loss["fnx"], "{:.6g}"), _fmt(loss["jax"], "{:.6g}"),
                 _fmt(loss["torch"], "{:.6g}")]) + " |")
     return "\n".join(lines)
