@@ -321,6 +321,9 @@ class GraphExecutable:
         self._copiers: dict = {}
         self._keepalive = (kept, stream)
         del outs, env, static_out, kept, results
+        # the eager calls' intermediates are cached in CuPy's pool; the graph has its own arena
+        # now, so give them back to the device
+        cp.get_default_memory_pool().free_all_blocks()
         # what holds a donated static buffer while no user array does: this object's lists, the
         # kept-alive environment, a local ``s`` (as in _replay) and getrefcount's argument
         self._free_refs = {}
