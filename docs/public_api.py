@@ -18,7 +18,7 @@ MODULES = (
     "fnx.experimental.ode", "fnx.experimental.mesh_utils", "fnx.scipy.fft",
     "fnx.scipy.interpolate", "fnx.scipy.spatial.transform", "fnx.scipy.cluster.vq",
     "fnx.custom_batching", "fnx.profiler", "fnx.experimental.checkify",
-    "fnx.experimental.jet", "fnx.experimental.sparse",
+    "fnx.experimental.jet", "fnx.experimental.sparse", "fnx.export", "fnx.ffi",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

@@ -60,9 +60,10 @@ class ShapedArray:
     def str_short(self):
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    def __repr__(self):
+    def __repr__(self):     # as JAX's: ShapedArray(float32[3], weak_type=True)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({np.dtype(self.dtype).name}[{','.join(map(str, self.shape))}]" \
+            f"{weak})"
 
     def __str__(self):
         return self.str_long()

@@ -21,7 +21,7 @@ from .custom_derivatives import custom_vjp
 from .errors import FnxError
 from .jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, jaxpr_with_consts_as_args
 from .jit import Jitted, jit, pjit_p
-from .lax import full
+from .lax import convert_element_type, full
 from .passes import optimize
 from .pytree import PyTreeDef, broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -35,7 +35,14 @@ _PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 
 class ShapePolymorphismError(FnxError, NotImplementedError):
-    """fnx exports programs for concrete shapes only: dimension variables are not supported."""
+    """fnx exports programs for concrete shapes only: dimension variables are not supported.
+
+    >>> try:
+    ...     fnx.export.symbolic_shape("b, 4")
+    ... except fnx.export.ShapePolymorphismError:
+    ...     print("concrete shapes only")
+    concrete shapes only
+    """
 
 
 class DisabledSafetyCheck:
@@ -104,7 +111,7 @@ class Exported:
 
     >>> exp = fnx.export.export(fnx.jit(jnp.sin))(fnx.ShapeDtypeStruct((3,), "float32"))
     >>> exp.fun_name, exp.in_avals, exp.platforms
-    ('sin', (ShapedArray(f32[3]),), ('cpu',))
+    ('sin', (ShapedArray(float32[3]),), ('cpu',))
     """
 
     def __init__(self, *, fun_name: str, in_tree: PyTreeDef, in_avals, out_tree: PyTreeDef,
@@ -144,6 +151,11 @@ class Exported:
         """
         return str(self._closed)
 
+    @property
+    def mlir_module_serialized(self) -> bytes:
+        """The program alone in fnx's serialized format (``serialize()`` without VJPs)."""
+        return bytes(self.serialize())
+
     def in_shardings_jax(self, mesh) -> tuple:
         """One sharding per input; fnx exports none (each is None)."""
         return self.in_shardings_hlo
@@ -175,7 +187,7 @@ class Exported:
         >>> exp = fnx.export.export(fnx.jit(jnp.cos))(1.0)
         >>> again = fnx.export.deserialize(exp.serialize(vjp_order=1))
         >>> fnx.grad(again.call)(0.5)
-        Array(-0.479426, dtype=float32, weak_type=True)
+        Array(-0.47942555, dtype=float32)
         """
         w = fmt.writer()
         return fmt.pack(_encode(self, w, int(vjp_order)), w.blobs)
@@ -216,7 +228,7 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
     >>> exp = fnx.export.export(fnx.jit(lambda x, y: x @ y))(
     ...     fnx.ShapeDtypeStruct((2, 3), "float32"), fnx.ShapeDtypeStruct((3,), "float32"))
     >>> exp.out_avals
-    (ShapedArray(f32[2]),)
+    (ShapedArray(float32[2]),)
     >>> exp.call(jnp.ones((2, 3)), jnp.arange(3.0))
     Array([3., 3.], dtype=float32)
     """
@@ -295,10 +307,17 @@ def _caller(exp: Exported) -> Callable:
     diff_in = [_differentiable(a) for a in exp.in_avals]
     diff_out = [_differentiable(a) for a in exp.out_avals]
 
+    # a deserialized program's results are strongly typed, as JAX's (its format keeps no weak
+    # types at the boundary); the program inside may still make weak ones
+    strengthen = [v.aval.weak_type and not a.weak_type
+                  for v, a in zip(exp._closed.jaxpr.outvars, exp.out_avals)]
+
     @custom_vjp
     def f_flat(*args):
         jaxpr, consts = exp._program()
-        return pjit_p.bind(*consts, *args, jaxpr=jaxpr, name=exp.fun_name)
+        outs = pjit_p.bind(*consts, *args, jaxpr=jaxpr, name=exp.fun_name)
+        return [convert_element_type(o, a.dtype, False) if s else o
+                for o, a, s in zip(outs, exp.out_avals, strengthen)]
 
     def fwd(*args):
         return f_flat(*args), args
@@ -343,7 +362,12 @@ def _check_platform(exp: Exported):
 
 
 def call(exported: Exported) -> Callable:
-    """``exported.call`` as a function (JAX's ``export.call``)."""
+    """``exported.call`` as a function (JAX's ``export.call``).
+
+    >>> exp = fnx.export.export(fnx.jit(jnp.cos))(jnp.zeros(2))
+    >>> fnx.export.call(exp)(jnp.zeros(2))
+    Array([1., 1.], dtype=float32)
+    """
     if not isinstance(exported, Exported):
         raise ExportError(f"call takes an Exported, got {type(exported).__name__}")
     return exported.call
@@ -410,8 +434,8 @@ def _encode(exp: Exported, w, vjp_order: int) -> dict:
     return {"fun_name": exp.fun_name,
             "in_tree": fmt.encode_tree(exp.in_tree),
             "out_tree": fmt.encode_tree(exp.out_tree),
-            "in_avals": [fmt.encode_aval(a) for a in exp.in_avals],
-            "out_avals": [fmt.encode_aval(a) for a in exp.out_avals],
+            "in_avals": [fmt.encode_aval(a.strip_weak_type()) for a in exp.in_avals],
+            "out_avals": [fmt.encode_aval(a.strip_weak_type()) for a in exp.out_avals],
             "platforms": list(exp.platforms),
             "disabled_checks": [str(c) for c in exp.disabled_safety_checks],
             "program": program,
@@ -492,7 +516,14 @@ def register_namedtuple_serialization(nodetype: type, *, serialized_name: str) -
 
 class SymbolicScope:
     """Dimension variables' scope in JAX; fnx exports concrete shapes only, so making one
-    raises ``ShapePolymorphismError``."""
+    raises ``ShapePolymorphismError``.
+
+    >>> try:
+    ...     fnx.export.SymbolicScope()
+    ... except NotImplementedError:
+    ...     print("no symbolic dimensions")
+    no symbolic dimensions
+    """
 
     def __init__(self, *args, **kwargs):
         raise ShapePolymorphismError("fnx.export does not support shape polymorphism "

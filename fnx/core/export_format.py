@@ -34,12 +34,27 @@ SUPPORTED_VERSIONS = (1,)
 
 class ExportError(FnxError, ValueError):
     """A function cannot be exported, serialized or called as exported: a mismatch between an
-    exported program and its arguments, or something the format cannot hold."""
+    exported program and its arguments, or something the format cannot hold.
+
+    >>> exp = fnx.export.export(fnx.jit(jnp.sin))(jnp.zeros(3))
+    >>> try:
+    ...     exp.call(jnp.zeros(4))
+    ... except fnx.export.ExportError as e:
+    ...     print(str(e).splitlines()[0])
+    the function 'sin' was exported for argument 0 of type f32[3], but it is called with f32[4]
+    """
 
 
 class ExportVersionError(ExportError):
     """The bytes are not an fnx export, or one written in a format version this fnx does not
-    read."""
+    read.
+
+    >>> try:
+    ...     fnx.export.deserialize(b"not an export")
+    ... except fnx.export.ExportVersionError as e:
+    ...     print(str(e).splitlines()[0])
+    the data is not a serialized fnx export (it does not start with b'fnx.export\\x00')
+    """
 
 
 # ---------------------------------------------------------------------------------------------
