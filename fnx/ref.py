@@ -37,6 +37,14 @@ class Ref:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: get_aval(self._value).size)
 
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the buffer holding the reference's current value.
+
+        >>> isinstance(fnx.new_ref(jnp.zeros(2)).unsafe_buffer_pointer(), int)
+        True
+        """
+        return self._value.unsafe_buffer_pointer()
+
     def __getitem__(self, idx):
         state.touched(self)
         return self._value if idx is Ellipsis or idx == () else self._value[idx]

@@ -189,3 +189,30 @@ def test_ensure_compile_time_eval_keeps_constants_concrete_under_jit():
     np.testing.assert_allclose(fnx.grad(f)(1.0), 12.0)
     with pytest.raises(fnx.ConcretizationTypeError):
         fnx.jit(lambda x: int(x.sum()))(jnp.ones(2))      # outside it, tracing as before
+
+
+def test_references_passed_as_arguments_are_written_back():
+    # JAX's jit documentation passes references to jitted functions that update them
+    @fnx.jit
+    def step(refs, x, scale):
+        total, last = refs
+        total[...] += x * scale
+        last[0] = x.sum()
+        return x * 2
+
+    x = np.random.default_rng(0).standard_normal(3)
+    total, last = fnx.new_ref(jnp.zeros(3)), fnx.new_ref(jnp.zeros(2))
+    np.testing.assert_allclose(step((total, last), x, 2.0), 2 * x)
+    step((total, last), x, 2.0)
+    np.testing.assert_allclose(total[...], 4 * x)
+    np.testing.assert_allclose(last[...], [x.sum(), 0.0])
+    other = fnx.new_ref(jnp.ones(3))         # another reference: the same compiled program
+    step((other, last), x, 1.0)
+    np.testing.assert_allclose(other[...], 1 + x)
+    assert len(step._with_refs) == 1 and next(iter(step._with_refs.values())).cache_size == 1
+
+
+def test_unsafe_buffer_pointer_is_the_host_buffer_on_the_cpu():
+    x = jnp.arange(4.0)
+    assert x.unsafe_buffer_pointer() == np.asarray(x).__array_interface__["data"][0]
+    assert fnx.new_ref(x).unsafe_buffer_pointer() == x.unsafe_buffer_pointer()

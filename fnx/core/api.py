@@ -620,13 +620,20 @@ def _axis_size(leaves, dims, axis_size, fname, tree):
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing in for an array (eval_shape's result and input)."""
-    __slots__ = ("shape", "dtype", "weak_type")
+    """A shape and dtype standing in for an array (eval_shape's result and input); a
+    ``sharding`` is kept for the code that reads it (jit lays arguments out by its own
+    ``in_shardings``).
 
-    def __init__(self, shape, dtype, weak_type=False):
+    >>> fnx.ShapeDtypeStruct((2, 3), jnp.float32, sharding=None).ndim
+    2
+    """
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding
 
     @property
     def aval(self):

@@ -444,6 +444,7 @@ class Jitted(Generic[P, R]):
         # calls with positional Array arguments only skip pytree flattening: signature -> run
         self._fast: dict = {}
         self._fast_ok = not self.static_argnums and not self.static_argnames
+        self._with_refs: dict = {}      # (argument structure, reference positions) -> Jitted
 
     def __get__(self, obj, objtype=None):
         """A jitted function stored on a class is a method: ``obj`` is its first argument."""
@@ -529,7 +530,10 @@ class Jitted(Generic[P, R]):
             if run is not None and run[0] == (config.default_matmul_precision,
                                                config.enable_x64):
                 return run[1](leaves)
-        key, leaves, static = self._key(args, kwargs)
+        try:
+            key, leaves, static = self._key(args, kwargs)
+        except _RefArgument:
+            return self._call_with_refs(args, kwargs)
         traced = self._cache.get(key)
         if traced is None or not traced.concrete_consts:
             traced = self._trace_for(key, args, kwargs, static)
@@ -547,6 +551,40 @@ class Jitted(Generic[P, R]):
             outs = pjit_p.bind(*traced.consts, *leaves, *ref_vals, jaxpr=traced.jaxpr,
                                name=self.name)
         return tree_unflatten(traced.out_tree, write_refs(traced.refs, outs))
+
+    def _call_with_refs(self, args, kwargs):
+        """A call with references (``fnx.new_ref``) among the arguments: the compiled program
+        takes their values and returns their final ones, which the call writes back (JAX
+        updates them in place)."""
+        leaves, tree = tree_flatten((args, kwargs))
+        at = tuple(i for i, x in enumerate(leaves) if state.is_ref(x))
+        refs = [leaves[i] for i in at]
+        inner = self._with_refs.get((tree, at))
+        if inner is None:
+            fun = self.fun
+
+            def with_refs(*a, **kw):
+                vals, t = tree_flatten((a, kw))
+                local = [state.new_ref(vals[i]) for i in at]   # made inside: plain state
+                for i, r in zip(at, local):
+                    vals[i] = r
+                a, kw = tree_unflatten(t, vals)
+                return fun(*a, **kw), [r._value for r in local]
+            with_refs.__name__ = self.name
+            inner = self._with_refs[(tree, at)] = Jitted(
+                with_refs, self.static_argnums, self.static_argnames, self.donate_argnums,
+                self.donate_argnames)
+        for r in refs:
+            state.touched(r)
+        vals = list(leaves)
+        for i, r in zip(at, refs):
+            vals[i] = r._value
+        a, kw = tree_unflatten(tree, vals)
+        out, new = inner(*a, **kw)
+        for r, v in zip(refs, new):
+            state.check_write(r, v)
+            r._value = v
+        return out
 
     def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
@@ -665,6 +703,10 @@ class _NotFast(Exception):
     pass
 
 
+class _RefArgument(Exception):
+    """A reference among a jitted function's arguments (the call takes another path)."""
+
+
 def _array_tree_sig(x, leaves):
     """A hashable signature of nested lists/tuples/dicts of fnx Arrays, collecting the leaves;
     _NotFast for anything else (those calls take the general path)."""
@@ -718,6 +760,8 @@ def _leaf_sig(x):
             raise DTypeError(f"jit: an argument of shape {x.shape} has dtype {x.dtype}, which "
                              "fnx arrays cannot hold (numbers and booleans only)")
         return _Sig((x.shape, dtypes.canonical(x.dtype), False))
+    if state.is_ref(x):
+        raise _RefArgument
     aval = get_aval(x)
     return _Sig((aval.shape, aval.dtype, aval.weak_type))
 
