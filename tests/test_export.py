@@ -316,3 +316,14 @@ def test_a_function_that_is_not_jitted_is_jitted_first():
     np.testing.assert_allclose(_roundtrip(exp).call(jnp.asarray([0.5, -1.0])),
                                np.tanh([0.5, -1.0]))
     assert "tanh" in exp.mlir_module()
+
+
+@pytest.mark.cuda
+def test_round_trip_runs_and_differentiates_on_the_gpu(gpu):
+    x = rng.standard_normal(5)
+    exp = export.export(fnx.jit(lambda x: jnp.sin(x) * 2), platforms=["cuda", "cpu"])(x)
+    again = _roundtrip(exp, vjp_order=1)
+    on_gpu = fnx.device_put(x, gpu)
+    np.testing.assert_allclose(again.call(on_gpu), 2 * np.sin(x), rtol=1e-12)
+    np.testing.assert_allclose(fnx.grad(lambda v: again.call(v).sum())(on_gpu), 2 * np.cos(x),
+                               rtol=1e-12)

@@ -466,7 +466,7 @@ def deserialize(blob) -> Exported:
     doc, data = fmt.unpack(blob)
     try:
         return _decode(doc, fmt.reader(data))
-    except (KeyError, TypeError, ValueError) as e:
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
         if isinstance(e, FnxError):
             raise
         raise ExportVersionError(f"the serialized export is damaged: {type(e).__name__}: {e}") \

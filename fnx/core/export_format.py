@@ -148,6 +148,7 @@ class _Reader:
     def __init__(self, data: memoryview):
         self.data = data
         self.vars: dict[int, Var] = {}
+        self.primitives = {p.name: p for p in all_primitives()}
 
     def array(self, ref) -> np.ndarray:
         dtype = dtype_of(ref["dtype"])
@@ -277,12 +278,8 @@ def encode_jaxpr(jaxpr: Jaxpr, w: _Writer) -> dict:
             "outvars": [atom(a, "an output") for a in jaxpr.outvars]}
 
 
-def _primitives() -> dict:
-    return {p.name: p for p in all_primitives()}
-
-
 def decode_jaxpr(d: dict, r: _Reader) -> Jaxpr:
-    prims = _primitives()
+    prims = r.primitives
 
     def binder(b):
         # a variable bound in two places (a jaxpr nested twice) is one Var, as it was written
