@@ -54,26 +54,28 @@ def test_nothing_is_recorded_outside_a_trace(tmp_path):
         profiler.stop_trace()
 
 
+def _varint(buf, i):
+    """The varint starting at ``buf[i]`` and the position after it."""
+    n = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return n, i
+
+
 def _parse(buf):
     """Fields of one protocol buffer message: [(number, int or bytes)]."""
     out, i = [], 0
-
-    def varint():
-        nonlocal i
-        n = shift = 0
-        while True:
-            b = buf[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return n
     while i < len(buf):
-        key = varint()
+        key, i = _varint(buf, i)
         if key & 7 == 0:
-            out.append((key >> 3, varint()))
+            n, i = _varint(buf, i)
+            out.append((key >> 3, n))
         else:
-            n = varint()
+            n, i = _varint(buf, i)
             out.append((key >> 3, buf[i:i + n]))
             i += n
     return out
@@ -82,14 +84,7 @@ def _parse(buf):
 def _unpack(data):
     vals, i = [], 0
     while i < len(data):
-        n = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
+        n, i = _varint(data, i)
         vals.append(n)
     return vals
 

@@ -16,6 +16,8 @@ the result, one atomic per element per block (``_private``: on an H100, k-means'
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .compile import kernel as compiled
@@ -128,24 +130,24 @@ def _launch(unit, total, args, threads=256, shared=0, per_sm=8):
         k((blocks,), (threads,), args, shared_mem=shared)
 
 
+@functools.lru_cache(maxsize=None)     # asked again by every eager call of the scatter
 def units(dtype, idx_dtype, mode, size=0, n_updates=0):
-    """``[(source, name)]`` of the kernels a scatter of ``n_updates`` elements into a result of
+    """``((source, name), ...)`` of the kernels a scatter of ``n_updates`` elements into a result of
     ``size`` elements runs: its update, then for ``set`` the kernel finding each index's last
     update (compiled with the program's other kernels)."""
     t, i = C_TYPES[np.dtype(dtype).name], C_TYPES[np.dtype(idx_dtype).name]
+    added = t if t in ("float", "double") else _BITS[t]   # integers add in two's complement
     if _private(dtype, mode, size, n_updates):
         index = "unsigned int" if max(size, n_updates) < 2 ** 31 else "long long"
-        return [(_PRIVATE.format(T=t, I=i, L=index,
-                                 W=t if t in ("float", "double") else _BITS[t]),
-                 "fnx_scatter_private")]
+        return ((_PRIVATE.format(T=t, I=i, L=index, W=added), "fnx_scatter_private"),)
     if mode == "set":
         apply = _SET
-    elif mode == "add":     # float and double add natively; integers in two's complement
-        apply = _ATOMIC_ADD.format(W=t if t in ("float", "double") else _BITS[t])
+    elif mode == "add":
+        apply = _ATOMIC_ADD.format(W=added)
     else:
         apply = _CAS_LOOP.format(T=t, W=_BITS[t], combine=_COMBINE[mode])
     update = (_SCATTER.format(T=t, I=i, apply=apply), "fnx_scatter")
-    return [update] + ([(_WINNERS.format(I=i), "fnx_scatter_winners")] if mode == "set" else [])
+    return (update,) + (((_WINNERS.format(I=i), "fnx_scatter_winners"),) if mode == "set" else ())
 
 
 def supported(dtype, mode) -> bool:
