@@ -90,9 +90,9 @@ def cache_root() -> str:
                                                            "fnx")
 
 
-_THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
-_WORKERS = int(os.environ.get("FNX_COMPILE_WORKERS",
-                              min(8, (os.cpu_count() or 1) // 2) if (os.cpu_count() or 1) >= 4 else 0))
+_CORES = os.cpu_count() or 1
+_THREADS = max(1, min(4, _CORES // 2))
+_WORKERS = int(os.environ.get("FNX_COMPILE_WORKERS", min(8, _CORES // 2) if _CORES >= 4 else 0))
 _pool = None
 
 
