@@ -75,11 +75,15 @@ def _mode(mode):
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
            indices_are_sorted=False, mode=None, fill_value=None):
     """XLA's gather: slices of ``slice_sizes`` from ``operand`` starting where the last axis of
-    ``start_indices`` says. Out-of-bounds windows are filled with ``fill_value`` (NaN for
-    floats; mode 'fill', the default) or clamped (mode 'clip').
+    ``start_indices`` says. Out-of-bounds windows are clamped into the operand (modes 'clip' and
+    'promise_in_bounds'; JAX's default) or filled with ``fill_value`` (NaN for floats; mode
+    'fill').
 
     >>> dn = lax.GatherDimensionNumbers((), (0,), (0,))
-    >>> lax.gather(jnp.array([10, 20, 30]), jnp.array([[2], [5]]), dn, (1,), fill_value=-1)
+    >>> lax.gather(jnp.array([10, 20, 30]), jnp.array([[2], [5]]), dn, (1,))
+    Array([30, 30], dtype=int32)
+    >>> lax.gather(jnp.array([10, 20, 30]), jnp.array([[2], [5]]), dn, (1,), mode="fill",
+    ...            fill_value=-1)
     Array([30, -1], dtype=int32)
     """
     dn = dimension_numbers
@@ -89,7 +93,8 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         raise ShapeError(f"gather of operand {shape} with indices {tuple(idx.shape)}: "
                          f"slice_sizes {slice_sizes} and start_index_map {dn.start_index_map} "
                          f"do not fit")
-    m = _mode(mode)
+    # JAX's lax.gather promises in-bounds indices unless told otherwise: XLA clamps them
+    m = _mode(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
     dtype = _index_dtype(shape)
     batching = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
     starts, inside = _starts(start_indices, shape, tuple(dn.start_index_map), batching,
@@ -130,8 +135,9 @@ def _scatter(operand, scatter_indices, updates, dn, mode, how):
                          f"updates {tuple(upd.shape)}: dimension numbers {dn} do not fit")
     windows = [upd.shape[window_of[d]] if d in window_of else 1 for d in range(len(shape))]
     batching = dict(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims))
+    # XLA's scatter skips an out-of-bounds window, so a promise broken drops it as 'drop' does
     starts, inside = _starts(scatter_indices, shape, tuple(dn.scatter_dims_to_operand_dims),
-                             batching, windows, m is not GatherScatterMode.FILL_OR_DROP, dtype)
+                             batching, windows, m is GatherScatterMode.CLIP, dtype)
     parts = [_window_index(s, window_of.get(d), windows[d], tuple(upd.shape), scatter_axes,
                            dtype) for d, s in enumerate(starts)]
     flat = _linear(parts, shape, dtype)

@@ -33,12 +33,28 @@ def _is_advanced(i) -> bool:
     return isinstance(i, (list, np.ndarray)) or is_array(i)
 
 
+class _NewAxis:
+    """A scalar boolean index: a new axis of length 1 (True) or 0 (False), as in NumPy."""
+    __slots__ = ("keep",)
+
+    def __init__(self, keep):
+        self.keep = keep
+
+
+def _is_new_axis(e):
+    return e is None or isinstance(e, _NewAxis)
+
+
 def _expand_index(idx, ndim):
-    """A tuple of index entries with Ellipsis expanded and boolean masks made integer arrays."""
+    """A tuple of index entries with Ellipsis expanded, boolean masks made integer arrays and
+    scalar booleans made ``_NewAxis`` entries."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []
     for i in idx:
+        if isinstance(i, (bool, np.bool_)):
+            out.append(_NewAxis(bool(i)))
+            continue
         if isinstance(i, (list, tuple)):    # a sequence inside the index is an array index
             i = np.asarray(i)
         if isinstance(i, np.ndarray) and i.dtype == np.bool_ or \
@@ -57,7 +73,7 @@ def _expand_index(idx, ndim):
     n_ell = sum(1 for i in out if i is Ellipsis)
     if n_ell > 1:
         raise IndexingError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for i in out if i is not None and i is not Ellipsis)
+    used = sum(1 for i in out if not _is_new_axis(i) and i is not Ellipsis)
     if used > ndim:
         raise IndexingError(f"too many indices for array: array is {ndim}-dimensional, but "
                             f"{used} were indexed")
@@ -111,16 +127,17 @@ def getitem(x, idx, mode=None, fill_value=None):
     x = asarray(x)
     entries = _expand_index(idx, x.ndim)
     # 1. None -> insert size-1 axes, so every entry indexes exactly one axis
-    if any(e is None for e in entries):
+    if any(_is_new_axis(e) for e in entries):
         shape, k = [], 0
         for e in entries:
-            if e is None:
+            if _is_new_axis(e):
                 shape.append(1)
             else:
                 shape.append(x.shape[k])
                 k += 1
         x = lax.reshape(x, tuple(shape))
-        entries = [slice(None) if e is None else e for e in entries]
+        entries = [e if not _is_new_axis(e) else slice(0, 0) if isinstance(e, _NewAxis)
+                   and not e.keep else slice(None) for e in entries]
     has_adv = any(_is_advanced(e) for e in entries)
     if mode == "fill" and not has_adv:
         # an int out of range gives the fill value: the gather below masks it
@@ -257,8 +274,8 @@ def _static_positions(shape, idx, mode):
                                                        dtype=np.int32).reshape(shape)
     mapped, axis = [], 0
     for e in entries:
-        if e is None:
-            mapped.append(None)
+        if _is_new_axis(e):
+            mapped.append(e.keep if isinstance(e, _NewAxis) else None)
             continue
         n = shape[axis]
         axis += 1
@@ -365,17 +382,18 @@ class _IndexUpdateHelper:
 # take / take_along_axis
 
 
-_TAKE_MODES = ("fill", "clip", "wrap", "promise_in_bounds")
+_TAKE_MODES = ("fill", "clip", "wrap")
+_TAKE_ALONG_AXIS_MODES = ("fill", "drop", "clip", "promise_in_bounds")
 
 
-def _take_mode(mode, op):
+def _take_mode(mode, op, modes):
     mode = "fill" if mode is None else mode
-    if mode == "raise":
+    if mode == "raise" and op == "take":
         raise NotImplementedError(f"{op}: mode='raise' is not supported (jit cannot raise on a "
                                   "traced index); use 'fill', 'clip' or 'wrap'")
-    if mode not in _TAKE_MODES:
-        raise ValueError(f"{op}: invalid mode {mode!r}: expected one of {_TAKE_MODES}")
-    return mode
+    if mode not in modes:
+        raise ValueError(f"{op}: invalid mode {mode!r}: expected one of {modes}")
+    return "fill" if mode == "drop" else mode
 
 
 def _take_index(indices, n, mode, wrap_negative_in_clip=False):
@@ -396,30 +414,37 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None).
     Negative indices count from the end; out-of-range ones give ``fill_value`` (JAX's default
     mode 'fill': NaN for inexact dtypes, the smallest signed / largest unsigned integer,
-    True). ``mode`` 'clip' or 'promise_in_bounds' clamps the indices as given (JAX's rule: a
-    negative one reads element 0), 'wrap' wraps them.
+    True). ``mode`` 'clip' clamps the indices as given (JAX's rule: a negative one reads
+    element 0), 'wrap' wraps them.
 
     >>> jnp.take(jnp.array([10, 20, 30]), jnp.array([2, 0]))
     Array([30, 10], dtype=int32)
     """
-    mode = _take_mode(mode, "take")
+    mode = _take_mode(mode, "take", _TAKE_MODES)
     a, ax = axis_or_flat(asarray(a), axis, "take")
     idx, valid = _take_index(indices, a.shape[ax], mode)
     return _filled(lax.take(a, idx, ax), valid, range(ax, ax + idx.ndim), fill_value)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     """Pick values from ``arr`` by ``indices`` matched along ``axis`` (NumPy semantics);
-    out-of-range indices as in ``take``.
+    out-of-range indices as in ``take`` (modes 'fill', the default, 'clip' and
+    'promise_in_bounds'). Negative indices count from the end unless
+    ``wrap_negative_indices`` is False (JAX's default for 'promise_in_bounds').
 
     >>> jnp.take_along_axis(jnp.array([[3, 1], [2, 4]]), jnp.array([[1], [0]]), axis=1)
     Array([[1],
            [2]], dtype=int32)
     """
-    mode = _take_mode(mode, "take_along_axis")
+    mode = _take_mode(mode, "take_along_axis", _TAKE_ALONG_AXIS_MODES)
     arr, ax = axis_or_flat(asarray(arr), axis, "take_along_axis")
-    # JAX's take_along_axis counts negative indices from the end in every mode
-    idx, valid = _take_index(indices, arr.shape[ax], mode, wrap_negative_in_clip=True)
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if mode == "promise_in_bounds":
+        mode = "clip"      # XLA's gather clamps an index that breaks the promise
+    idx, valid = _take_index(indices, arr.shape[ax], mode,
+                             wrap_negative_in_clip=wrap_negative_indices)
     if idx.ndim != arr.ndim:
         raise IndexingError(f"take_along_axis: indices of rank {idx.ndim} do not match array "
                             f"of rank {arr.ndim}")
@@ -504,7 +529,7 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
     if x is None and y is None:
         return nonzero(condition, size, 0 if fill_value is None else fill_value)
     if x is None or y is None:
-        raise ValueError("where takes either one argument or three")
+        raise TypeError("where takes either one argument or three")
     return ufuncs.where(condition, x, y)
 
 

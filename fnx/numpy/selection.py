@@ -55,13 +55,15 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if axis is None:
         axis, a = 0, ravel(a)
     a = moveaxis(a, axis, 0)
-    if condition.shape[0] > a.shape[0]:
-        # True entries past the end would select missing slices
-        if np.any(np.asarray(concrete_or_error(condition[a.shape[0]:], "compress"))):
-            raise ValueError(f"compress: condition of length {condition.shape[0]} selects "
-                             f"past axis length {a.shape[0]}")
-        condition = condition[:a.shape[0]]
+    extra, condition = condition[a.shape[0]:], condition[:a.shape[0]]
     a = a[:condition.shape[0]]
+    # True entries past the end would select missing slices; with size= JAX ignores them
+    if size is None and np.any(np.asarray(concrete_or_error(extra, "compress"))):
+        raise ValueError(f"compress: condition of length {condition.shape[0] + extra.shape[0]}"
+                         f" selects past axis length {a.shape[0]}")
+    if size is not None and not 0 <= size <= a.shape[0]:
+        raise ValueError(f"compress: size must be between 0 and the axis length {a.shape[0]}, "
+                         f"got size={size}")
     if size is None:
         picked = a[np.flatnonzero(np.asarray(concrete_or_error(condition, "compress "
                                                                          "without size=")))]

@@ -1101,10 +1101,7 @@ def select(condlist, choicelist, default=0):
         raise ValueError("select: condlist must not be empty")
     out = default
     for c, v in reversed(list(zip(condlist, choicelist))):
-        c = asarray(c)
-        if c.dtype != dtypes.bool_:
-            raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
-        out = where(c, v, out)
+        out = where(asarray(c).astype(dtypes.bool_), v, out)   # JAX takes any nonzero as true
     return out
 
 

@@ -37,11 +37,14 @@ def put(a, ind, v, mode=None, *, inplace=True):
     _require_copy("put", inplace)
     a = asarray(a)
     ind = ravel(asarray(ind))
+    if mode == "raise":
+        raise NotImplementedError("put: mode='raise' is not supported (jit cannot raise on a "
+                                  "traced index); use 'fill', 'clip' or 'wrap'")
     if mode == "wrap":
         ind = ind % a.size
     elif mode == "clip":
         ind = ind.clip(0, a.size - 1)
-    elif mode not in (None, "fill", "raise"):
+    elif mode not in (None, "fill"):
         raise ValueError(f"put: mode must be None, 'wrap' or 'clip', got {mode!r}")
     v = _cycled(asarray(v, a.dtype), ind.shape[0])
     return ravel(a).at[ind].set(v).reshape(a.shape)
