@@ -6,7 +6,8 @@ them (``jax.errors``). Each subclasses the builtin exception JAX raises in the s
 ... except fnx.errors.TracerBoolConversionError:
 ...     pass
 """
-from .core.control_flow import ControlFlowTypeError, ReverseModeWhileLoopError  # noqa: F401
+from .core.control_flow import (ControlFlowTypeError, ControlFlowValueError,  # noqa: F401
+                                ReverseModeWhileLoopError)
 from .core.errors import (ArgumentTypeError, AxisNameError, BatchingError,  # noqa: F401
                           ConcretizationTypeError, CotangentTypeError, DeletedArrayError,
                           DistributedError, DTypeError, DTypeValueError, FnxError, GradError,
@@ -23,7 +24,8 @@ from .numpy.indexing import IndexingError  # noqa: F401
 NonConcreteBooleanIndexError = IndexingError
 
 __all__ = ["ArgumentTypeError", "AxisError", "AxisNameError", "BatchingError",
-           "ConcretizationTypeError", "ControlFlowTypeError", "CotangentTypeError",
+           "ConcretizationTypeError", "ControlFlowTypeError", "ControlFlowValueError",
+           "CotangentTypeError",
            "DeletedArrayError", "DistributedError", "DTypeError", "DTypeValueError", "FnxError",
            "GradError", "IndexingError", "MeshError", "MissingRuleError",
            "NonConcreteBooleanIndexError", "OutOfMemoryError", "ReverseModeWhileLoopError",

@@ -47,13 +47,24 @@ def _sign(x):
 
 def _div(x, y):
     if x.dtype.kind in "iu":
-        q = np.floor_divide(x, y)
-        # integer division truncates towards zero, as in C and XLA
-        return np.where((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0)), q + 1, q)
+        # integer division truncates towards zero, as in C and XLA; XLA's x / 0 has every bit
+        # set (-1, or the largest unsigned) and its INT_MIN / -1 is INT_MIN
+        zero = y == 0
+        safe = np.where(zero, np.ones_like(y), y)
+        with np.errstate(over="ignore", divide="ignore"):
+            q = np.floor_divide(x, safe)
+            q = np.where((np.remainder(x, safe) != 0) & ((x < 0) ^ (safe < 0)), q + 1, q)
+        return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
     return np.true_divide(x, y)
 
 
 def _rem(x, y):
+    if x.dtype.kind in "iu":
+        # XLA's x % 0 is x
+        zero = y == 0
+        with np.errstate(over="ignore", divide="ignore"):
+            r = np.fmod(x, np.where(zero, np.ones_like(y), y))
+        return np.where(zero, x, r).astype(x.dtype)
     return np.fmod(x, y)
 
 
@@ -139,6 +150,35 @@ def _reduce(fn):
     # over no axes the result is the operand's values in a buffer of its own: the jit's buffer
     # plan counts every reduction's result as fresh, and may overwrite the operand's
     return lambda x, *, axes: fn(x, axis=axes) if axes else x.copy()
+
+
+def _reduce_extreme(fn, end):
+    """max/min over axes; over no elements the dtype's ``end`` ('min' for max: -inf,
+    INT_MIN, False), as XLA's reduction from its identity gives."""
+    def impl(x, *, axes):
+        if not axes:
+            return x.copy()
+        if x.size:
+            return fn(x, axis=axes)
+        if x.dtype.kind in "fc":
+            init = -np.inf if end == "min" else np.inf
+        elif x.dtype == np.bool_:
+            init = end == "max"
+        else:
+            init = getattr(np.iinfo(x.dtype), end)
+        return fn(x, axis=axes, initial=init)
+    return impl
+
+
+def _reduce_bits(logical, bitwise):
+    """reduce_and/reduce_or: logical for booleans, bitwise for integers (XLA's and/or)."""
+    def impl(x, *, axes):
+        if not axes:
+            return x.copy()
+        if x.dtype == np.bool_:
+            return logical(x, axis=axes)
+        return bitwise.reduce(x, axis=axes)
+    return impl
 
 
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
@@ -261,9 +301,10 @@ impls = {
     L.slice_p: _slice, L.pad_p: _pad,
     L.concatenate_p: lambda *xs, dimension: np.concatenate(xs, axis=dimension),
     L.iota_p: _iota, L.take_p: _take, L.scatter_p: _scatter,
-    L.reduce_sum_p: _reduce(np.sum), L.reduce_max_p: _reduce(np.max),
-    L.reduce_min_p: _reduce(np.min), L.reduce_prod_p: _reduce(np.prod),
-    L.reduce_and_p: _reduce(np.all), L.reduce_or_p: _reduce(np.any),
+    L.reduce_sum_p: _reduce(np.sum), L.reduce_max_p: _reduce_extreme(np.max, "min"),
+    L.reduce_min_p: _reduce_extreme(np.min, "max"), L.reduce_prod_p: _reduce(np.prod),
+    L.reduce_and_p: _reduce_bits(np.all, np.bitwise_and),
+    L.reduce_or_p: _reduce_bits(np.any, np.bitwise_or),
     L.argmax_p: lambda x, *, axis, index_dtype: np.argmax(x, axis=axis).astype(index_dtype),
     L.argmin_p: lambda x, *, axis, index_dtype: np.argmin(x, axis=axis).astype(index_dtype),
     L.cumsum_p: _cumsum, L.dot_general_p: _dot_general, L.sort_p: _sort,
@@ -287,6 +328,20 @@ def _shift(op, over_wide):
 def _shift_right_logical(x, y):
     unsigned = np.dtype(f"u{x.dtype.itemsize}")
     return np.right_shift(x.view(unsigned), y.astype(unsigned)).view(x.dtype)
+
+
+def _as_signed(x):
+    return x.view(np.dtype(f"i{x.dtype.itemsize}"))
+
+
+def _shift_right_arithmetic(x, y):
+    # the bits shift as a signed integer's, unsigned ones too (XLA's rule)
+    return np.right_shift(_as_signed(x), y.astype(_as_signed(x).dtype)).view(x.dtype)
+
+
+def _sign_fill(x):
+    """An over-wide arithmetic shift: every bit a copy of the sign bit."""
+    return np.where(_as_signed(x) < 0, -1, 0).astype(_as_signed(x).dtype).view(x.dtype)
 
 
 def _erf_inv(x):
@@ -334,8 +389,7 @@ def _horner(w, coeffs):
 impls.update({
     L.shift_left_p: _shift(np.left_shift, np.zeros_like),
     L.shift_right_logical_p: _shift(_shift_right_logical, np.zeros_like),
-    L.shift_right_arithmetic_p: _shift(np.right_shift,
-                                       lambda x: np.where(x < 0, -1, 0).astype(x.dtype)),
+    L.shift_right_arithmetic_p: _shift(_shift_right_arithmetic, _sign_fill),
     L.bitcast_convert_type_p: lambda x, *, new_dtype: x.view(new_dtype),
     L.erf_inv_p: _erf_inv,
     L.take_along_axis_p: lambda x, idx, *, axis: np.take_along_axis(

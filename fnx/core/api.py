@@ -57,10 +57,21 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
         raise TreeStructureError(f"jvp: primal and tangent structures differ: {p_tree} vs "
                                  f"{t_tree}")
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        pa, ta = get_aval(p), get_aval(t)
+        pa = get_aval(p)
+        if _is_float0(t):
+            if dtypes.is_float(pa.dtype) or np.shape(t) != pa.shape:
+                raise DTypeError(f"jvp: a float0{list(np.shape(t))} tangent for the primal "
+                                 f"{pa.str_short()}; float0 tangents go with integer or "
+                                 "boolean primals of their shape")
+            t_leaves[k] = lax.full(pa.shape, 0, pa.dtype)   # integers carry zero tangents
+            continue
+        ta = get_aval(t)
         if pa.shape != ta.shape:
             raise ShapeError(f"jvp: primal shape {pa.shape} and tangent shape {ta.shape} differ")
-        if dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype:
+        if not dtypes.is_float(pa.dtype):
+            raise DTypeError(f"jvp: the tangent of the {pa.str_short()} primal must have dtype "
+                             f"float0 (as in JAX), got {ta.str_short()}")
+        if pa.dtype != ta.dtype:
             if not ta.weak_type:
                 raise DTypeError(f"jvp: primal dtype {pa.dtype} and tangent dtype {ta.dtype} "
                                  "differ")
@@ -69,6 +80,10 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     flat, out_tree = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
     out_p, out_t = ad.jvp_flat(flat, p_leaves, t_leaves)
     return _unpack_aux_outputs(out_tree(), out_p, out_t, has_aux)
+
+
+def _is_float0(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
 
 
 def _aux_wrapper(fun, has_aux):
@@ -147,6 +162,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         if ct_tree != out_tree:
             raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
                                      f"output structure {out_tree}")
+        ct_leaves = [lax.full(a.shape, 0, a.dtype) if _is_float0(c) else c
+                     for c, a in zip(ct_leaves, lin.out_avals)]
         for c, a in zip(ct_leaves, lin.out_avals):
             ca = get_aval(c)
             if ca.shape != a.shape:
@@ -156,8 +173,13 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the real "
                                          f"output {a.str_short()}; a real output takes a real "
                                          "cotangent")
+            if dtypes.is_float(a.dtype) and ca.dtype != a.dtype:
+                raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the output "
+                                         f"{a.str_short()}; it must have the output's dtype "
+                                         "(as in JAX)")
         cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, lin.out_avals)])
-        cts = [_materialize_ct(c, get_aval(p)) for c, p in zip(cts, p_leaves)]
+        cts = [_float0_if_integer(p, _materialize_ct(c, get_aval(p)))
+               for c, p in zip(cts, p_leaves)]
         return tree_unflatten(p_tree, cts)
 
     out = tree_unflatten(out_tree, out_p)
@@ -510,8 +532,9 @@ def block_until_ready(x):
 
 
 def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
-         axis_size: int | None = None) -> Callable[..., R]:
-    """Vectorise ``fun`` over a leading (or any) axis of its arguments.
+         axis_size: int | None = None, spmd_axis_name=None) -> Callable[..., R]:
+    """Vectorise ``fun`` over a leading (or any) axis of its arguments. ``spmd_axis_name``
+    (JAX's sharding hint for the mapped axis) does not change the result and is accepted.
 
     >>> xs, w = jnp.ones((5, 3)), jnp.array([1.0, 2.0, 3.0])
     >>> vmap(lambda x, y: x @ y, in_axes=(0, None))(xs, w)   # one product per row of xs

@@ -31,7 +31,7 @@ from . import ad, batching, dtypes
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
 from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
-from .errors import FnxError, TracerLeakError
+from .errors import CotangentTypeError, FnxError, TracerLeakError
 from .api_util import flatten_fun
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr, trace_to_jaxpr_dynamic
@@ -137,17 +137,17 @@ def _batch_dims_to_front(vals, dims):
     return vals, [None if d is None else 0 for d in dims]
 
 
-def _match_aval(x, aval, what):
+def _match_aval(x, aval, what, error=TypeError):
     """``x`` as a value of ``aval``'s shape and dtype: weakly typed values (Python scalars)
-    adopt the dtype; any other mismatch is an error."""
+    adopt the dtype; any other mismatch raises ``error``."""
     have = get_aval(x)
     if have.shape != aval.shape:
-        raise TypeError(f"{what}: expected shape/dtype {aval.str_short()}, got "
-                        f"{have.str_short()}")
+        raise error(f"{what}: expected shape/dtype {aval.str_short()}, got "
+                    f"{have.str_short()}")
     if have.dtype != aval.dtype:
         if not have.weak_type:
-            raise TypeError(f"{what}: expected shape/dtype {aval.str_short()}, got "
-                            f"{have.str_short()}")
+            raise error(f"{what}: expected shape/dtype {aval.str_short()}, got "
+                        f"{have.str_short()}")
         x = _lax.convert_element_type(x, aval.dtype)
     return x
 
@@ -524,7 +524,8 @@ def _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, bwd_name):
                         f"stand for any part), but got {c_tree}.")
     return [Zero(a) if ct is None else
             _match_aval(ct, a, f"Custom VJP bwd rule {bwd_name} for function {name} must "
-                        "produce cotangents with the same shape/dtypes as the arguments")
+                        "produce cotangents with the same shape/dtypes as the arguments",
+                        CotangentTypeError)   # JAX raises ValueError
             for ct, a in zip(ct_leaves, in_avals)]
 
 

@@ -70,7 +70,7 @@ def igamma(a, x):
     """
     a, x, series, ok, lower, upper = _gamma_parts(a, x)
     value = jnp.where(series, lower, 1.0 - upper)
-    return jnp.where(ok, value, jnp.where((x == 0) & (a > 0), 0.0, jnp.nan))
+    return jnp.where(ok & (x < jnp.inf), value, _edges(a, x, 0.0, 1.0))
 
 
 def igammac(a, x):
@@ -82,7 +82,14 @@ def igammac(a, x):
     """
     a, x, series, ok, lower, upper = _gamma_parts(a, x)
     value = jnp.where(series, 1.0 - lower, upper)
-    return jnp.where(ok, value, jnp.where((x == 0) & (a > 0), 1.0, jnp.nan))
+    return jnp.where(ok & (x < jnp.inf), value, _edges(a, x, 1.0, 0.0))
+
+
+def _edges(a, x, at_zero, at_end):
+    """P (or Q) where the series do not reach, as JAX gives it: ``at_zero`` at x == 0 < a,
+    ``at_end`` at x == inf > a and at a == 0 < x, NaN elsewhere."""
+    end = ((x == jnp.inf) & (a > 0)) | ((a == 0) & (x > 0))
+    return jnp.where((x == 0) & (a > 0), at_zero, jnp.where(end, at_end, jnp.nan))
 
 
 def igamma_grad_a(a, x):

@@ -74,8 +74,9 @@ def lgamma(x):
     Array([5.7236433e-01, 4.7683716e-07, 1.2801828e+01], dtype=float32)
     """
     # Gamma(x) Gamma(1 - x) = pi / sin(pi x)
-    return _reflected(x, _positive_lgamma, lambda x, other: (
+    out = _reflected(x, _positive_lgamma, lambda x, other: (
         math.log(math.pi) - jnp.log(jnp.abs(jnp.sin(math.pi * x))) - other), jnp.inf)
+    return jnp.where(jnp.isinf(x), jnp.inf, out)     # at +-inf, as JAX
 
 
 def digamma(x):

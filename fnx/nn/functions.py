@@ -85,8 +85,7 @@ def sigmoid(x):
     >>> fnx.nn.sigmoid(jnp.array([0.0, 100.0]))
     Array([0.5, 1. ], dtype=float32)
     """
-    (x,) = promote_dtypes_inexact(x)
-    return lax.logistic(x)
+    return lax.logistic(jnp.asarray(x))     # integers are refused, as JAX's are
 
 
 def log_sigmoid(x):
@@ -104,8 +103,8 @@ def silu(x):
     >>> fnx.nn.silu(jnp.array([0.0, 1.0]))
     Array([0.       , 0.7310...], dtype=float32)
     """
-    (x,) = promote_dtypes_inexact(x)
-    return x * sigmoid(x)
+    x = jnp.asarray(x)
+    return x * sigmoid(x)     # integers are refused, as JAX's are
 
 
 swish = silu
@@ -137,7 +136,8 @@ def hard_tanh(x):
     >>> fnx.nn.hard_tanh(jnp.array([-2.0, 0.5, 3.0]))
     Array([-1. ,  0.5,  1. ], dtype=float32)
     """
-    return jnp.clip(x, -1.0, 1.0)
+    x = jnp.asarray(x)     # integers stay integers; the slope at NaN is 1, as in JAX
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
 def gelu(x, approximate: bool = True):
@@ -164,28 +164,43 @@ def glu(x, axis: int = -1):
     return a * sigmoid(b)
 
 
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
-    """``log(sum(b * exp(a)))`` over ``axis``, stable for large inputs and with stable
-    gradients (a softmax).
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
+              where=None):
+    """``log(sum(b * exp(a)))`` over ``axis`` (the elements ``where`` selects), stable for
+    large inputs and with stable gradients (a softmax). A negative sum gives NaN unless
+    ``return_sign`` asks for ``(log(abs(sum)), sign(sum))``, as in JAX.
 
     >>> fnx.nn.logsumexp(jnp.array([0.0, 0.0]))
     Array(0.6931..., dtype=float32)
     """
-    (a,) = promote_dtypes_inexact(a)
+    if where is not None:
+        a = jnp.where(where, a, 0)
+    if b is not None:
+        a, b = promote_dtypes_inexact(a, b)
+        a = jnp.where(b != 0, a, -jnp.inf)    # a zero weight drops its term, inf or not
+    else:
+        (a,) = promote_dtypes_inexact(a)
     axes = tuple(range(a.ndim)) if axis is None else \
         ((axis,) if isinstance(axis, int) else tuple(axis))
-    amax = jnp.max(a, axis=axes, keepdims=True)
+    axes = tuple(ax % a.ndim for ax in axes) if a.ndim else axes
+    amax = jnp.max(jnp.real(a), axis=axes, keepdims=True, where=where, initial=-jnp.inf)
     amax = stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
-    e = jnp.exp(a - amax)
+    e = jnp.exp(a - amax.astype(a.dtype))
     if b is not None:
         e = e * b
-    s = jnp.sum(e, axis=axes, keepdims=True)
+    s = jnp.sum(e, axis=axes, keepdims=True, where=where)
     sign = jnp.sign(s)
-    out = jnp.log(jnp.abs(s)) + amax
+    if return_sign or not jnp.iscomplexobj(s):
+        s = jnp.abs(s)
+    out = jnp.log(s) + amax.astype(s.dtype)
     if not keepdims:
         out = jnp.squeeze(out, axes)
         sign = jnp.squeeze(sign, axes)
-    return (out, sign) if return_sign else out
+    if return_sign:
+        return out, sign
+    if b is not None and not jnp.iscomplexobj(out):
+        out = jnp.where(sign < 0, jnp.asarray(np.nan, out.dtype), out)
+    return out
 
 
 def _row_max(x, axis, where):
@@ -226,16 +241,29 @@ def softmax(x, axis=-1, where=None):
     return jnp.where(where, out, 0.0)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5, where=None,
+                algorithm: str = "fast"):
     """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (``normalize`` is the same
-    function); the mean and variance are ``x``'s own unless given.
+    function); the mean and variance are those of ``x`` (its elements ``where`` selects)
+    unless given. As in JAX, ``algorithm="fast"`` (the default) takes the variance as
+    ``mean(x**2) - mean(x)**2`` clipped at 0, ``"stable"`` as ``mean((x - mean)**2)``.
 
-    >>> fnx.nn.standardize(jnp.array([1., 2., 3.]), epsilon=0.0) * jnp.sqrt(2 / 3)
+    >>> x = jnp.array([1., 2., 3.])
+    >>> fnx.nn.standardize(x, epsilon=0.0, algorithm="stable") * jnp.sqrt(2 / 3)
     Array([-1.,  0.,  1.], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
-    variance = jnp.var(x, axis, keepdims=True) if variance is None else variance
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(x - mean), axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = jnp.clip(jnp.mean(jnp.square(x), axis, keepdims=True, where=where)
+                                - jnp.square(mean), 0)
+        else:
+            raise ValueError(f"standardize: unknown algorithm {algorithm!r}; expected 'fast' "
+                             "or 'stable'")
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.custom_derivatives import custom_jvp
 from ..core import errors as _errors
 from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
                     promote_and_broadcast, promote_dtypes, promote_dtypes_inexact, stack)
@@ -224,11 +225,13 @@ def floor_divide(x, y):
     Array([ 3, -4], dtype=int32)
     """
     x, y = promote_and_broadcast(x, y, op="floor_divide")
+    if x.dtype.kind == "u":
+        return lax.div(x, y)
     if dtypes.is_int(x.dtype):
+        # JAX's rule, which also fixes what x // 0 gives (XLA's x / 0 is -1, so -2 unless x == 0)
         q = lax.div(x, y)
-        r = lax.rem(x, y)
         zero = lax.full(x.shape, 0, x.dtype)
-        fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), zero))
         return lax.select(fix, lax.sub(q, lax.full(x.shape, 1, x.dtype)), q)
     return _float_floor_divide(x, y)
 
@@ -256,8 +259,10 @@ def remainder(x, y):
     Array([2, 1], dtype=int32)
     """
     x, y = promote_and_broadcast(x, y, op="remainder")
-    r = lax.rem(x, y)
     zero = lax.full(x.shape, 0, x.dtype)
+    if dtypes.is_int(x.dtype):     # x % 0 is 0, as in JAX
+        y = lax.select(lax.eq(y, zero), lax.full(x.shape, 1, x.dtype), y)
+    r = lax.rem(x, y)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -310,7 +315,8 @@ def _int_power(x, y):
     if neg is None:
         return acc
     # 1/1 = 1 and 1/(-1)**n = (-1)**n; every other negative power truncates to 0
-    return lax.select(neg, lax.select(lax.eq(lax.abs_(base), one), acc, zero), acc)
+    size = base if base.dtype.kind == "u" else lax.abs_(base)
+    return lax.select(neg, lax.select(lax.eq(size, one), acc, zero), acc)
 
 
 @_weak_as_jax
@@ -399,10 +405,30 @@ def logaddexp(x, y):
     Array([  0.6931..., 100.6931... ], dtype=float32)
     """
     x, y = promote_and_broadcast(x, y, op="logaddexp", inexact=True)
+    return _logaddexp(x, y)
+
+
+@custom_jvp
+def _logaddexp(x, y):
     amax = lax.max_(x, y)
     amax = lax.stop_gradient_raw(lax.select(lax.is_finite(amax), amax,
                                             lax.full(x.shape, 0, x.dtype)))
     return lax.add(amax, lax.log(lax.add(lax.exp(lax.sub(x, amax)), lax.exp(lax.sub(y, amax)))))
+
+
+def _posinf_as_zero(x):
+    return lax.select(lax.eq(x, lax.full(x.shape, np.inf, x.dtype)),
+                      lax.full(x.shape, 0, x.dtype), x)
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+    # JAX's rule: +inf reads as 0, so the slope at x = inf is 1, not NaN
+    (x, y), (tx, ty) = primals, tangents
+    out = _logaddexp(x, y)
+    fin = _posinf_as_zero(out)
+    return out, lax.add(lax.mul(tx, lax.exp(lax.sub(_posinf_as_zero(x), fin))),
+                        lax.mul(ty, lax.exp(lax.sub(_posinf_as_zero(y), fin))))
 
 
 @_weak_as_jax(all_weak=True)

@@ -22,9 +22,9 @@ transformation sees them. Each primitive's rules transform its jaxprs:
 Eagerly (and in CPU executables) a branch or body runs compiled by the backend once per jaxpr
 on the CPU, and interpreted equation by equation elsewhere.
 """
-from .common import ControlFlowTypeError, ReverseModeWhileLoopError
+from .common import ControlFlowTypeError, ControlFlowValueError, ReverseModeWhileLoopError
 from .conditionals import cond, cond_p, switch
 from .loops import fori_loop, map, scan, scan_p, while_loop, while_p
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "cond_p", "while_p",
-           "scan_p", "ControlFlowTypeError", "ReverseModeWhileLoopError"]
+           "scan_p", "ControlFlowTypeError", "ControlFlowValueError", "ReverseModeWhileLoopError"]

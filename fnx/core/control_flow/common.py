@@ -15,6 +15,10 @@ from ..partial_eval import trace_to_jaxpr_dynamic
 from ..pytree import tree_unflatten, treedef_is_leaf
 
 
+class ControlFlowValueError(FnxError, ValueError):
+    """A scan's ``length`` disagrees with its xs, or it has neither (JAX raises ValueError)."""
+
+
 class ControlFlowTypeError(FnxError, TypeError):
     """The branches of a cond/switch return different structures, shapes or dtypes, a loop
     body changes its carry's structure, shape or dtype, or a predicate/index has the wrong

@@ -281,10 +281,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
         raise ControlFlowTypeError(f"lax.cond's predicate must be a scalar, got "
                                    f"{aval.str_short()} of shape {aval.shape}")
     if aval.dtype != dtypes.bool_:
-        if not dtypes.is_int(aval.dtype):
-            raise ControlFlowTypeError(f"lax.cond's predicate must be a boolean (or integer) "
+        if dtypes.kind(aval.dtype) not in "iuf":
+            raise ControlFlowTypeError(f"lax.cond's predicate must be a boolean or real number "
                                        f"scalar, got {aval.str_short()}; compare it, e.g. "
                                        "x > 0, to make a boolean")
+        # any nonzero number (NaN too) takes the true branch, as in JAX
         pred = _lax.ne(pred, _lax.full((), 0, aval.dtype))
     index = _lax.convert_element_type(pred, dtypes.int32)
     (true_j, false_j), consts, leaves, out_tree = _trace_branches(

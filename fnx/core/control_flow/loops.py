@@ -15,8 +15,8 @@ from ..jaxpr import (Jaxpr, JaxprTypeError, Var, dce_jaxpr, dependent_outputs, e
                      jaxpr_with_consts_as_args)
 from ..partial_eval import partial_eval_jaxpr_nounits, trace_to_jaxpr_dynamic
 from ..pytree import tree_flatten, tree_unflatten, treedef_is_leaf
-from .common import (ControlFlowTypeError, ReverseModeWhileLoopError, _Runner,
-                     _WHILE_REVERSE_MSG, _adopt, _arrays, _aval_or_error, _backend_of, _bdim_to,
+from .common import (ControlFlowTypeError, ControlFlowValueError, ReverseModeWhileLoopError,
+                     _Runner, _WHILE_REVERSE_MSG, _adopt, _arrays, _aval_or_error, _backend_of, _bdim_to,
                      _buffers, _check_operands, _leaf_paths, _split, _trace_carry_fun,
                      _typematch)
 from .conditionals import _avals_str, cond
@@ -460,17 +460,17 @@ def _check_carry(what, in_tree, out_tree, paths, in_avals, out_avals):
 
 def _promote_weak_carries(init, in_avals, out_avals):
     """JAX's rule for Python-scalar initial carries: a weakly typed carry whose body output has
-    another dtype is converted to the promoted dtype (``0`` for a float sum becomes ``0.0``).
-    Returns the new initial carries and whether any changed."""
+    another dtype is converted to the promoted dtype (``0`` for a float sum becomes ``0.0``),
+    strongly typed as JAX converts it. Returns the new initial carries and whether any changed."""
     changed = False
     init = list(init)
     for i, (a, b) in enumerate(zip(in_avals, out_avals)):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
             try:
-                dt, weak = dtypes.result_type((a.dtype, True), (b.dtype, b.weak_type))
+                dt, _ = dtypes.result_type((a.dtype, True), (b.dtype, b.weak_type))
             except TypeError:
                 continue
-            init[i] = _lax.convert_element_type(init[i], dt, weak_type=weak)
+            init[i] = _lax.convert_element_type(init[i], dt, weak_type=False)
             changed = True
     return init, changed
 
@@ -566,12 +566,12 @@ def _scan(f, init, xs, length, reverse, what, paths):
             raise ControlFlowTypeError("lax.scan's length must be a static Python int") \
                 from None
         if lengths and lengths != [length]:
-            raise ControlFlowTypeError(f"lax.scan got length argument {length} but xs with "
+            raise ControlFlowValueError(f"lax.scan got length argument {length} but xs with "
                                        f"leading axis sizes {_sizes(lengths)}")
     elif not lengths:
-        raise ControlFlowTypeError("lax.scan got no xs to scan over and no length argument")
+        raise ControlFlowValueError("lax.scan got no xs to scan over and no length argument")
     elif len(lengths) > 1:
-        raise ControlFlowTypeError(f"lax.scan got xs with different leading axis sizes: "
+        raise ControlFlowValueError(f"lax.scan got xs with different leading axis sizes: "
                                    f"{_sizes(lengths)}")
     else:
         length = lengths[0]

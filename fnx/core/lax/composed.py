@@ -6,9 +6,11 @@ import numpy as np
 
 from .. import dtypes
 from ..core import get_aval
+from ..errors import DTypeError, ShapeError
 from .base import broadcast_in_dim, convert_element_type, full, reshape, transpose
-from .elementwise import (_const, _full_like, abs_, add, exp, integer_pow, is_finite, log1p,
-                          max_, min_, mul, neg, pow_, rem, select, sign, sub)
+from .elementwise import (_const, _full_like, abs_, add, bitwise_and, exp, gt, integer_pow,
+                          is_finite, log1p, lt, max_, min_, mul, neg, pow_, rem, select, sign,
+                          stop_gradient_raw, sub)
 from .shapes import broadcasted_iota, rev, slice_in_dim, squeeze
 from .reductions import _cumulative
 from .indexing import take
@@ -17,16 +19,33 @@ from .sorting import sort
 
 
 def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
-    """``x`` limited to ``[min, max]``; the bounds are 0-d or shaped like ``x``.
+    """``x`` limited to ``[min, max]``; the bounds are 0-d or shaped like ``x``, of ``x``'s
+    dtype (a Python number whose own dtype is that). As in JAX, the derivative reaches ``x`` only
+    strictly inside the bounds, ``min`` only where it is above ``x`` (and below ``max``) and
+    ``max`` only where it is below ``x``.
 
     >>> clamp(0.0, jnp.array([-1.0, 0.5, 2.0]), 1.0)
     Array([0. , 0.5, 1. ], dtype=float32)
-
-    At a bound the derivative is split as lax.max and lax.min split it (JAX gives 0 there).
     """
-    # Python-number bounds take x's dtype, as JAX's weak types do
-    lo, hi = (_const(x, b) if isinstance(b, (int, float)) else b for b in (min, max))
-    return min_(max_(x, lo), hi)
+    xa = get_aval(x)
+    lo, hi = (_clamp_bound(b, xa, (min, x, max)) for b in (min, max))
+    value = stop_gradient_raw(min_(max_(x, lo), hi))
+    lo, hi = (broadcast_in_dim(b, xa.shape, ()) if get_aval(b).shape != xa.shape else b
+              for b in (lo, hi))
+    lo_wins = bitwise_and(gt(lo, x), lt(lo, hi))
+    x_wins = bitwise_and(gt(x, lo), lt(x, hi))
+    return select(lo_wins, lo, select(x_wins, x, select(lt(hi, x), hi, value)))
+
+
+def _clamp_bound(b, xa, args):
+    ba = get_aval(b)     # a Python number has its own dtype (float32 for 1.0 with x64 off)
+    if ba.dtype != xa.dtype:
+        raise DTypeError("lax.clamp requires arguments to have the same dtypes, got "
+                         f"{', '.join(str(get_aval(a).dtype) for a in args)}.")
+    if ba.shape not in ((), xa.shape):
+        raise ShapeError(f"lax.clamp: a bound of shape {ba.shape} for an operand of shape "
+                         f"{xa.shape}; bounds are scalars or of the operand's shape")
+    return full((), b, ba.dtype, ba.weak_type) if not hasattr(b, "shape") else b
 
 
 def round_half_even(x):
@@ -162,8 +181,8 @@ def top_k(operand, k: int):
     """``(values, indices)`` of the ``k`` largest entries along the last axis, largest first;
     equal values come in index order. Differentiable in the values.
 
-    >>> top_k(jnp.array([1.0, 3.0, 2.0]), 2)
-    (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
+    >>> top_k(jnp.array([1.0, 3.0, 2.0]), 2)      # a list, as JAX's
+    [Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32)]
     """
     aval = get_aval(operand)
     n, axis = aval.shape[-1], aval.ndim - 1
@@ -175,7 +194,7 @@ def top_k(operand, k: int):
     values, neg_idx = sort([operand, neg_idx], axis, num_keys=2)
     values = slice_in_dim(rev(values, (axis,)), 0, int(k), 1, axis)
     indices = slice_in_dim(rev(neg(neg_idx), (axis,)), 0, int(k), 1, axis)
-    return values, indices
+    return [values, indices]
 
 
 def _logaddexp(a, b):

@@ -186,13 +186,15 @@ _ANY = _FLOAT + _INT + _BOOL
 
 
 def _const(x, value):
-    """``value`` as a 0-d array of ``x``'s dtype (elementwise ops broadcast it)."""
-    return full((), value, get_aval(x).dtype)
+    """``value`` as a 0-d array of ``x``'s dtype and weak type (elementwise ops broadcast it),
+    so derivatives at Python numbers stay weakly typed, as JAX's do."""
+    aval = get_aval(x)
+    return full((), value, aval.dtype, aval.weak_type)
 
 
 def _full_like(x, value):
     aval = get_aval(x)
-    return full(aval.shape, value, aval.dtype)
+    return full(aval.shape, value, aval.dtype, aval.weak_type)
 
 
 neg_p, neg = unary("neg", None, "``-x``.", _FLOAT + _INT, transpose=lambda ct, x: [neg(ct)])
@@ -251,7 +253,14 @@ rem_p, rem = binary(
     "rem", (lambda t, x, y: t,
             lambda t, x, y: mul(t, neg(mul(sign(div(x, y)), floor(abs_(div(x, y))))))),
     "The remainder of ``x / y`` rounded toward zero; it takes the sign of ``x``, as C's fmod.")
-pow_p, pow_ = binary("pow", (lambda t, x, y: mul(t, mul(y, pow_(x, sub(y, _const(y, 1))))),
+def _strong(x):
+    aval = get_aval(x)
+    return convert_element_type(x, aval.dtype, False) if aval.weak_type else x
+
+
+# JAX's derivative in the base converts it to a strong type (a gradient at a Python float is
+# not weakly typed); the one in the exponent keeps the weak type
+pow_p, pow_ = binary("pow", (lambda t, x, y: mul(t, mul(y, pow_(_strong(x), sub(y, _const(y, 1))))),
                              lambda t, x, y: mul(t, mul(log(_replace_zero(x)), pow_(x, y)))),
                      "``x ** y``.", _FLOAT, fn_name="pow")
 max_p, max_ = binary("max", (lambda t, x, y: mul(t, _balanced_eq(x, max_(x, y), y)),
@@ -296,6 +305,9 @@ def integer_pow(x, y: int):
     >>> fnx.lax.integer_pow(jnp.array([1., 2., 3.]), 3)
     Array([ 1.,  8., 27.], dtype=float32)
     """
+    if int(y) < 0 and dtypes.kind(get_aval(x).dtype) in _INT:
+        raise DTypeError(f"Integers cannot be raised to negative powers, got "
+                         f"integer_pow({get_aval(x).str_short()}, {int(y)})")
     return integer_pow_p.bind(x, y=int(y))
 
 
@@ -333,7 +345,7 @@ def _abs_jvp(primals, tangents):
 
 def _abs_aval(x):
     shape = _check_same("abs", [x])
-    if dtypes.kind(x.dtype) not in _FLOAT + _INT:
+    if dtypes.kind(x.dtype) not in _FLOAT + "i":     # unsigned refused too, as in JAX
         raise DTypeError(f"abs does not accept dtype {x.dtype}")
     return ShapedArray(shape, complex_basetype(x.dtype), x.weak_type)
 

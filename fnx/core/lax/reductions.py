@@ -20,8 +20,8 @@ from .shapes import concatenate, rev, slice_in_dim
 reduce_max_p = reduction("reduce_max")
 reduce_min_p = reduction("reduce_min")
 reduce_prod_p = reduction("reduce_prod", _FLOAT + _INT)
-reduce_and_p = reduction("reduce_and", _BOOL)
-reduce_or_p = reduction("reduce_or", _BOOL)
+reduce_and_p = reduction("reduce_and", _BOOL + _INT)
+reduce_or_p = reduction("reduce_or", _BOOL + _INT)
 zero_jvp(reduce_and_p)
 zero_jvp(reduce_or_p)
 

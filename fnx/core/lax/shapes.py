@@ -233,7 +233,8 @@ def expand_dims(x, dimensions):
     (1, 2)
     """
     shape = list(get_aval(x).shape)
-    for d in sorted(dimensions):
+    ndim = len(shape) + len(dimensions)     # negative dimensions count in the result, as JAX's
+    for d in sorted(int(d) % ndim if -ndim <= int(d) < ndim else int(d) for d in dimensions):
         shape.insert(d, 1)
     return reshape(x, shape)
 
