@@ -134,3 +134,31 @@ def test_jitted_train_step_on_gpu(gpu):
         losses.append(float(loss))
     _assert_on_gpu(w, gpu)
     assert losses[-1] < losses[0]
+
+
+def _integer_edges(x, y, u, s):
+    """XLA's integer edge cases: x / 0, x % 0, INT_MIN / -1, arithmetic shifts of unsigned
+    values, bitwise reductions, and max/min over no elements."""
+    lax = fnx.lax
+    return (lax.div(x, y), lax.rem(x, y), lax.shift_right_arithmetic(u, s),
+            lax.shift_right_arithmetic(x, s.astype(x.dtype)),
+            lax.reduce_and(u, (1,)), lax.reduce_or(x, (0,)),
+            lax.reduce_max(x[:, :0], (1,)), lax.reduce_min(u[:0], (0,)))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_integer_edge_cases_match_the_cpu(dtype, gpu, cpu, rng):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (6, 5), dtype=dtype, endpoint=True)
+    y = rng.integers(-3, 4, (6, 5), dtype=dtype)
+    x[0, :2], y[0, :2] = info.min, -1
+    y[1] = 0
+    u = rng.integers(0, np.iinfo("u" + dtype).max, (6, 5), dtype="u" + dtype, endpoint=True)
+    s = rng.integers(0, info.bits + 2, (6, 5), dtype="u" + dtype)
+    expected = _integer_edges(*_on(cpu, [x, y, u, s]))
+    for f in (_integer_edges, fnx.jit(_integer_edges), fnx.jit(_integer_edges)):
+        out = f(*_on(gpu, [x, y, u, s]))
+        for got, want in zip(out, expected):
+            _assert_on_gpu(got, gpu)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -77,17 +77,45 @@ def _unsigned(dt) -> str:
 
 
 def _shift(op, over_wide):
-    """XLA's shifts: a count outside [0, bit width) gives ``over_wide(a, dt)``; shifted bits
-    move as unsigned ones (no undefined behaviour for negative values)."""
+    """XLA's shifts: a count outside [0, bit width) gives ``over_wide(a, dt)``; ``op(a, b, u, s)``
+    is given the unsigned and signed C types of the width (no undefined behaviour for negative
+    values)."""
     def emit(a, b, dt):
         u, bits = _unsigned(dt), np.dtype(dt).itemsize * 8
         return (f"(({u})({b}) >= {bits} ? {over_wide(a, dt)} : "
-                f"({compute_type(dt)})({op(a, b, u)}))")
+                f"({compute_type(dt)})({op(a, b, u, _signed(dt))}))")
     return emit
 
 
+def _signed(dt) -> str:
+    """The signed C type of an integer dtype's width."""
+    return C_TYPES[f"int{np.dtype(dt).itemsize * 8}"]
+
+
 def _sign_fill(a, dt):
-    return f"({a} < 0 ? ({compute_type(dt)})-1 : ({compute_type(dt)})0)"
+    return f"(({_signed(dt)})({a}) < 0 ? ({compute_type(dt)})-1 : ({compute_type(dt)})0)"
+
+
+def _div(a, b, dt):
+    """XLA's division: integers truncate, x / 0 has every bit set and INT_MIN / -1 is INT_MIN
+    (computed without C's undefined behaviour)."""
+    if _is_float(dt):
+        return f"({a} / {b})"
+    ct = compute_type(dt)
+    if np.dtype(dt).kind == "u":
+        return f"({b} == 0 ? ({ct})-1 : ({ct})({a} / {b}))"
+    return (f"({b} == 0 ? ({ct})-1 : {b} == -1 ? ({ct})(0 - ({_unsigned(dt)})({a})) : "
+            f"({ct})({a} / {b}))")
+
+
+def _rem(a, b, dt):
+    """C's fmod for floats; XLA's integer remainder, where x % 0 is x (and x % -1 is 0)."""
+    if _is_float(dt):
+        return f"fmod({a}, {b})"
+    ct = compute_type(dt)
+    if np.dtype(dt).kind == "u":
+        return f"({b} == 0 ? {a} : ({ct})({a} % {b}))"
+    return f"({b} == 0 ? {a} : {b} == -1 ? ({ct})0 : ({ct})({a} % {b}))"
 
 
 # primitive -> C expression; ``dt`` is the operands' dtype
@@ -119,8 +147,7 @@ UNARY = {
 }
 BINARY = {
     lax.add_p: lambda a, b, dt: f"({a} + {b})", lax.sub_p: lambda a, b, dt: f"({a} - {b})",
-    lax.mul_p: lambda a, b, dt: f"({a} * {b})", lax.div_p: lambda a, b, dt: f"({a} / {b})",
-    lax.rem_p: lambda a, b, dt: f"fmod({a}, {b})" if _is_float(dt) else f"({a} % {b})",
+    lax.mul_p: lambda a, b, dt: f"({a} * {b})", lax.div_p: _div, lax.rem_p: _rem,
     lax.pow_p: lambda a, b, dt: f"pow({a}, {b})",
     lax.max_p: _minmax(">"), lax.min_p: _minmax("<"),
     lax.atan2_p: lambda a, b, dt: f"atan2({a}, {b})",
@@ -130,11 +157,13 @@ BINARY = {
     lax.eq_p: lambda a, b, dt: f"({a} == {b})", lax.ne_p: lambda a, b, dt: f"({a} != {b})",
     lax.lt_p: lambda a, b, dt: f"({a} < {b})", lax.le_p: lambda a, b, dt: f"({a} <= {b})",
     lax.gt_p: lambda a, b, dt: f"({a} > {b})", lax.ge_p: lambda a, b, dt: f"({a} >= {b})",
-    lax.shift_left_p: _shift(lambda a, b, u: f"({u})({a}) << ({u})({b})",
+    lax.shift_left_p: _shift(lambda a, b, u, s: f"({u})({a}) << ({u})({b})",
                              lambda a, dt: f"({compute_type(dt)})0"),
-    lax.shift_right_logical_p: _shift(lambda a, b, u: f"({u})({a}) >> ({u})({b})",
+    lax.shift_right_logical_p: _shift(lambda a, b, u, s: f"({u})({a}) >> ({u})({b})",
                                       lambda a, dt: f"({compute_type(dt)})0"),
-    lax.shift_right_arithmetic_p: _shift(lambda a, b, u: f"{a} >> ({u})({b})", _sign_fill),
+    # unsigned values shift as signed ones (XLA's rule)
+    lax.shift_right_arithmetic_p: _shift(lambda a, b, u, s: f"({s})({a}) >> ({u})({b})",
+                                         _sign_fill),
 }
 ELEMENTWISE = set(UNARY) | set(BINARY) | {lax.integer_pow_p, lax.select_n_p,
                                           lax.convert_element_type_p, lax.iota_p}

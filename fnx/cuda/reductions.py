@@ -187,8 +187,12 @@ class ReduceKernel:
             expr = f"(isnan(a) || a {cmp} b) ? a : b" if floating else f"a {cmp} b ? a : b"
             ident = _c_number(_lowest(acc) if op == "max" else _highest(acc), acc)
         else:
-            expr = {"sum": "a + b", "prod": "a * b", "and": "a && b", "or": "a || b"}[op]
-            ident = _c_number(1 if op in ("prod", "and") else 0, acc)
+            # and/or: logical for booleans, bitwise for integers (XLA's)
+            logical = self.eqn.invars[0].aval.dtype == np.bool_
+            expr = {"sum": "a + b", "prod": "a * b", "and": "a && b" if logical else "a & b",
+                    "or": "a || b" if logical else "a | b"}[op]
+            every_bit = np.iinfo(acc).max if acc.kind == "u" else -1
+            ident = _c_number({"prod": 1, "and": 1 if logical else every_bit}.get(op, 0), acc)
         return (f"__device__ __forceinline__ {A} combine({A} a, {A} b) {{ return {expr}; }}\n",
                 ident)
 
