@@ -54,7 +54,7 @@ def _div(x, y):
         with np.errstate(over="ignore", divide="ignore"):
             q = np.floor_divide(x, safe)
             q = np.where((np.remainder(x, safe) != 0) & ((x < 0) ^ (safe < 0)), q + 1, q)
-        return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+        return np.where(zero, ~np.zeros_like(x), q).astype(x.dtype)
     return np.true_divide(x, y)
 
 
@@ -62,8 +62,11 @@ def _rem(x, y):
     if x.dtype.kind in "iu":
         # XLA's x % 0 is x
         zero = y == 0
+        safe = np.where(zero, np.ones_like(y), y)
         with np.errstate(over="ignore", divide="ignore"):
-            r = np.fmod(x, np.where(zero, np.ones_like(y), y))
+            # C's remainder from the floored one (CuPy's integer fmod rounds through float64)
+            r = np.remainder(x, safe)
+            r = np.where((r != 0) & ((r < 0) != (x < 0)), r - safe, r)
         return np.where(zero, x, r).astype(x.dtype)
     return np.fmod(x, y)
 
@@ -166,7 +169,8 @@ def _reduce_extreme(fn, end):
             init = end == "max"
         else:
             init = getattr(np.iinfo(x.dtype), end)
-        return fn(x, axis=axes, initial=init)
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        return np.full_like(x, init, shape=shape)      # (CuPy's max has no initial=)
     return impl
 
 
@@ -177,7 +181,19 @@ def _reduce_bits(logical, bitwise):
             return x.copy()
         if x.dtype == np.bool_:
             return logical(x, axis=axes)
-        return bitwise.reduce(x, axis=axes)
+        # halving folds (log n whole-array ops): CuPy's bitwise ufuncs have no reduce
+        x = np.moveaxis(x, axes, range(-len(axes), 0))
+        x = x.reshape(x.shape[:x.ndim - len(axes)] + (-1,))
+        identity = np.zeros_like(x, shape=x.shape[:-1] + (1,))
+        if bitwise is np.bitwise_and:
+            identity = ~identity
+        if x.shape[-1] == 0:
+            x = identity
+        while x.shape[-1] > 1:
+            if x.shape[-1] % 2:
+                x = np.concatenate([x, identity], axis=-1)
+            x = bitwise(x[..., 0::2], x[..., 1::2])
+        return x[..., 0]
     return impl
 
 
