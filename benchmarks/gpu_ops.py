@@ -94,14 +94,14 @@ def run_fnx():
     import cupy as cp
     import fnx
     import fnx.numpy as jnp
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     gpu = fnx.devices("gpu")[0]
     rows = {}
     rng = np.random.default_rng(0)
 
     def lowered(f, *args):
         closed = fnx.make_jaxpr(f)(*args)
-        exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+        exe = lower(closed.jaxpr, closed.consts, gpu)
         bufs = [a._value for a in args]
         return exe, captured(lambda: exe.run(*bufs))
 

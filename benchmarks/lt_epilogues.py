@@ -18,10 +18,10 @@ from mlp_train import CONFIGS  # noqa: E402
 
 def _fnx_us(f, args):
     import fnx
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     gpu = fnx.devices("gpu")[0]
     closed = fnx.make_jaxpr(f)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     bufs = [a._value for a in fnx.device_put(list(args), gpu)]
     exe(*bufs)              # picks its kernels
     return sum(t for _, t in exe.profile(*bufs))

@@ -315,9 +315,9 @@ def test_transfers_keep_the_bits(gpu, cpu):
 
 
 def _lower(f, args, gpu):
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     closed = fnx.make_jaxpr(f)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     return exe, exe(*[a._value for a in args])
 
 

@@ -253,13 +253,13 @@ def _scan_loss(w, xs):
 def test_the_printed_launches_are_the_launches_that_run(gpu, loss, shapes):
     """``lower().fusion_groups`` and the lowered program come from one walk: the same launches
     in the same order."""
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     rng = np.random.default_rng(3)
     args = _on(gpu, [rng.standard_normal(s).astype(np.float32) for s in shapes])
     step = fnx.jit(fnx.value_and_grad(loss))
     lowered = step.lower(*args)
     groups = lowered.fusion_groups
-    exe = GpuExecutable(lowered.traced.jaxpr, [], gpu)     # as jit compiles it
+    exe = lower(lowered.traced.jaxpr, [], gpu)     # as jit compiles it
     kernel_labels = {"elementwise": "fused[", "rows": "rows[", "columns": "columns[",
                      "reduce": "reduce[", "multi": "multi[", "gradient_step": "gemm_update"}
     assert len(groups) == len(exe.labels), "\n".join(exe.labels)

@@ -135,7 +135,7 @@ def test_a_jitted_conv_net_gradient_runs_on_cudnn_and_matches_the_cpu(gpu, cpu, 
     import fnx
     import fnx.numpy as fjnp
     from fnx import lax
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
 
     def loss(ws, x):
         h = x
@@ -150,7 +150,7 @@ def test_a_jitted_conv_net_gradient_runs_on_cudnn_and_matches_the_cpu(gpu, cpu, 
     x = rng.standard_normal((8, 16, 16, 3)).astype(np.float32)
     grad = fnx.grad(loss)
     closed = fnx.make_jaxpr(grad)(ws, x)
-    text = GpuExecutable(closed.jaxpr, closed.consts, gpu).describe()
+    text = lower(closed.jaxpr, closed.consts, gpu).describe()
     assert text.count("conv_general_dilated") >= 4 and "dot_general" not in text, text
     want = [np.asarray(g) for g in fnx.jit(grad)(*fnx.device_put((ws, x), cpu))]
     step = fnx.jit(grad)

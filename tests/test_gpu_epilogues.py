@@ -174,7 +174,7 @@ def test_gelu_backward_recomputes_from_the_pre_activation(gpu, act):
     kernel writes only its result, and the backward's kernel recomputes the activation's
     intermediates from the pre-activation (fnx.cuda.fusion.recompute_residuals); the gradients
     match float64."""
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     rng = np.random.default_rng(zlib.crc32(f"{act}-recompute".encode()))
     x, w, b = _draw(rng, 128, 300, 200, "column")
     w2, g = (rng.standard_normal(s).astype(np.float32) for s in [(200, 64), (128, 64)])
@@ -185,7 +185,7 @@ def test_gelu_backward_recomputes_from_the_pre_activation(gpu, act):
     grad = fnx.grad(loss, argnums=(0, 1, 2, 3))
     args = (x, w, b, w2, g)
     closed = fnx.make_jaxpr(grad)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     special = "tanh" if act == "gelu_tanh" else "erf"
     parts = [p for k in exe.kernels for p in getattr(k, "kernels", [k])]     # multi: its parts
     users = [k for k in parts if any(e.primitive.name == special for e in k.eqns)]
@@ -206,7 +206,7 @@ def test_gelu_backward_under_tf32_on_either_path_matches_float64(gpu, path, tmp_
     DGELU_BGRAD (forced here, or timed on the first call and remembered); the gradients
     match float64 within TF32's precision."""
     from fnx.cuda import gemm_table
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     from fnx.cuda.lt_backward import GeluBackward
     monkeypatch.setenv("FNX_CACHE_DIR", str(tmp_path))
     rng = np.random.default_rng(zlib.crc32(f"dgelu-{path}".encode()))
@@ -219,8 +219,8 @@ def test_gelu_backward_under_tf32_on_either_path_matches_float64(gpu, path, tmp_
         return jnp.sum(jnp.matmul(h, w2, precision=tf32) * g)
     grad = fnx.grad(loss, argnums=(0, 1, 2, 3))
     closed = fnx.make_jaxpr(grad)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
-    found = [c for c in exe.lt_backward if isinstance(c, GeluBackward)]
+    exe = lower(closed.jaxpr, closed.consts, gpu)
+    found = [c for c in exe.choices if isinstance(c, GeluBackward)]
     assert len(found) == 1, exe.describe()
     key = found[0].key
     saved = gemm_table.TABLE.choices.get(key)

@@ -27,12 +27,12 @@ def _train_step(params, x, labels):
 
 
 def _graphed(f, args, gpu):
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     from fnx.cuda.graph import GraphExecutable
     leaves, _ = fnx.tree_util.tree_flatten(args)
     closed = fnx.make_jaxpr(lambda *l: fnx.tree_util.tree_leaves(
         f(*fnx.tree_util.tree_unflatten(fnx.tree_util.tree_structure(args), l))))(*leaves)
-    return GraphExecutable(GpuExecutable(closed.jaxpr, closed.consts, gpu)), closed
+    return GraphExecutable(lower(closed.jaxpr, closed.consts, gpu)), closed
 
 
 def _mlp(gpu, rng, sizes=(32, 64, 10), batch=16):

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.cuda
 
 
 def _lower(f, args, gpu):
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     closed = fnx.make_jaxpr(f)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     bufs = [gpu.to_buffer(fnx.device_put(a, gpu), np.asarray(a).dtype) for a in args]
     return exe, exe(*bufs)
 

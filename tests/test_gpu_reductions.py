@@ -32,20 +32,20 @@ def _poison(shapes, dtype=np.float32):
 def _lower(f, args, gpu):
     """The lowered program of ``f`` and its results on ``args`` (NumPy arrays or CuPy buffers)."""
     import cupy as cp
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     bufs = [a if isinstance(a, cp.ndarray) else cp.asarray(a) for a in args]
     closed = fnx.make_jaxpr(f)(*[cp.asnumpy(b) for b in bufs])
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     _poison([v.aval.shape for v in closed.jaxpr.outvars])
     return exe, [cp.asnumpy(o) for o in exe(*bufs)]
 
 
 def _graphed(f, args):
     import cupy as cp
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     from fnx.cuda.graph import GraphExecutable
     closed = fnx.make_jaxpr(f)(*[cp.asnumpy(a) for a in args])
-    return GraphExecutable(GpuExecutable(closed.jaxpr, closed.consts, fnx.devices("gpu")[0]))
+    return GraphExecutable(lower(closed.jaxpr, closed.consts, fnx.devices("gpu")[0]))
 
 
 def _assert_one_kernel(exe):

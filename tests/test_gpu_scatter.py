@@ -13,9 +13,9 @@ pytestmark = pytest.mark.cuda
 
 def _run(f, args, gpu):
     import cupy as cp
-    from fnx.cuda.executable import GpuExecutable
+    from fnx.cuda.lowering import lower
     closed = fnx.make_jaxpr(f)(*args)
-    exe = GpuExecutable(closed.jaxpr, closed.consts, gpu)
+    exe = lower(closed.jaxpr, closed.consts, gpu)
     return [cp.asnumpy(o) for o in exe(*[cp.asarray(a) for a in args])]
 
 

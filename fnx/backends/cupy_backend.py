@@ -225,9 +225,9 @@ class CupyBackend:
         from .eager import EagerProgram, uses_complex
         if uses_complex(jaxpr):
             return EagerProgram(jaxpr, consts, self, "complex values: eager CuPy calls")
-        from ..cuda.executable import GpuExecutable
+        from ..cuda.lowering import lower
         from ..cuda.graph import GraphExecutable
-        return GraphExecutable(GpuExecutable(jaxpr, consts, self, donated))
+        return GraphExecutable(lower(jaxpr, consts, self, donated))
 
     def fusion_groups(self, jaxpr):
         """The launches ``jaxpr`` is lowered as (fnx.cuda.plan)."""

@@ -1,8 +1,8 @@
 """Control flow inside the program's CUDA graph: scan, while_loop, cond and switch.
 
 Every body (a scan's step, a loop's condition and body, each branch) is lowered like any program,
-into a GpuExecutable of its own (fused kernels, capture-safe library calls, nested control flow),
-and runs on the stream of the step that holds it:
+into a program of its own (fused kernels, capture-safe library calls, nested control flow), and
+runs on the stream of the step that holds it:
 
 - ``scan`` is unrolled where that makes few launches: its steps launch one after another, each
   reading its slice of the scanned operands in place (a view, no copy) and copying its outputs
@@ -157,8 +157,9 @@ def on_device(x):
 
 class Body:
     """A jaxpr lowered for the GPU, run on one stream: ``body(*buffers) -> list of buffers``
-    (``outputs_into``: as GpuExecutable's). ``program(jaxpr, depth, outputs_into)`` lowers it:
-    the program holding the control flow passes it in, being the one that knows how."""
+    (``outputs_into``: as fnx.cuda.lowering.lower's). ``program(jaxpr, depth, outputs_into)``
+    lowers it: the program holding the control flow passes it in, being the one that knows
+    how."""
 
     def __init__(self, jaxpr, program, depth, outputs_into=None):
         self.exe = program(jaxpr, depth, outputs_into)

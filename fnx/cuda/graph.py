@@ -18,7 +18,7 @@ after it, and once they are built the next call runs the program once without th
 times them, and captures the graph again.
 
 Donated arguments are the exception, by design: their static buffers receive the results paired
-with them (``GpuExecutable.alias``) and are returned as those results. Passing such a result back
+with them (``Program.alias``) and are returned as those results. Passing such a result back
 as the donated argument of the next call (a training loop) therefore needs no copy at all. If
 capture fails, the launches keep running eagerly and ``reason`` says why.
 """
@@ -209,10 +209,9 @@ class GraphExecutable:
 
     def _plain_executable(self):
         """The program lowered again without donation (it writes no argument in place)."""
-        from .executable import GpuExecutable
+        from .lowering import lower
         if self._plain is None:
-            exe = self.executable
-            self._plain = GpuExecutable(exe.jaxpr, exe.const_values, exe.backend)
+            self._plain = lower(*self.executable.source)
         return self._plain
 
     def _record(self, static_in, sched, stream=None):

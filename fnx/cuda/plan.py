@@ -6,7 +6,7 @@ folded into products, dense layers and gradient steps fused into library calls, 
 recomputed). ``plan`` walks them once, in order, and cuts
 them into launches: generated kernels (elementwise chains, row groups, column sums, other
 reductions, several independent kernels in one launch), gradient steps, control flow, and
-library or eager calls. ``GpuExecutable`` lowers exactly these launches, and
+library or eager calls. fnx.cuda.lowering lowers exactly these launches, and
 ``jit(f).lower(...).as_text()`` prints exactly these (``fusion_groups``), so what is printed is
 what runs. Nothing here touches the GPU.
 """

@@ -26,7 +26,7 @@ def _load() -> None:
         import cupy as cp
         cp.cuda.nvrtc.getVersion()
         cp.cuda.device.get_cublas_handle()      # loads libcublas, and with it libcublasLt
-        for module in ("executable", "graph", "lt_backward"):
+        for module in ("lowering", "graph", "lt_backward"):
             importlib.import_module(f"{__package__}.{module}")
     except Exception:       # the first call then loads them itself, and reports what fails
         pass

@@ -1,4 +1,5 @@
-"""Lowering a jaxpr onto the GPU: a flat list of steps over numbered buffer slots.
+"""Lowering a jaxpr onto the GPU: a flat list of steps over numbered buffer slots, run by
+fnx.cuda.program.
 
 The launches come from the one fusion walk (fnx.cuda.plan): each generated kernel of the plan
 becomes a step (fnx.cuda.elementwise, rows, columns, reductions; several independent ones in
@@ -22,13 +23,14 @@ from .fusion import MOVEMENT, is_fusible
 from .columns import ColumnKernel
 from .compile import compile_together
 from .copies import concatenate, copy_into, dense
-from .control import lowering as control_lowering, on_device
+from .control import lowering as control_lowering
 from .epilogue import bias_act_source, dense_p, gemm_update_p
 from .elementwise import FusedKernel, MultiKernel
 from .plan import plan, readers, rewrite
 from .reductions import ReduceKernel
 from .rows import RowKernel
-from .streams import Access, schedule, side_streams
+from .program import Program, Source
+from .streams import Access, schedule
 
 
 def dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
@@ -148,29 +150,33 @@ _KERNELS = {"fused": FusedKernel, "rows": RowKernel, "columns": ColumnKernel,
             "reduce": ReduceKernel}
 
 
-class GpuExecutable:
-    """A lowered jaxpr: ``executable(*args) -> list of CuPy arrays``. Results paired with
-    ``donated`` arguments (JAX's rule), or as ``outputs_into`` says (``{output: argument}``),
-    are written into those arguments' buffers."""
+def lower(jaxpr: Jaxpr, consts, backend, donated=(), depth=0, outputs_into=None) -> Program:
+    """``jaxpr`` lowered onto the GPU as a :class:`~fnx.cuda.program.Program`. Results paired with
+    ``donated`` arguments (JAX's rule), or as ``outputs_into`` says (``{output: argument}``), are
+    written into those arguments' buffers. ``depth``: how deep inside control-flow bodies
+    (fnx.cuda.control); the outermost program compiles every kernel, its bodies' included."""
+    return _Lowering(jaxpr, consts, backend, donated, depth, outputs_into).program
 
-    def __init__(self, jaxpr: Jaxpr, consts, backend, donated=(), depth=0, outputs_into=None):
+
+class _Lowering:
+    """The state of one lowering: which slot each variable has, the steps so far with the
+    slots each reads and writes, and which results go into donated buffers."""
+
+    def __init__(self, jaxpr: Jaxpr, consts, backend, donated, depth, outputs_into):
         import cupy as cp
         self.backend = backend
-        self.depth = depth          # how deep inside control-flow bodies (fnx.cuda.control)
+        self.depth = depth
         self.nested: dict = {}      # step -> its control-flow lowering
         self.units: list = []       # (source, name) of every generated kernel it launches
-        self.jaxpr, self.const_values = jaxpr, consts
+        self.jaxpr = jaxpr
         self._has_collectives = any(e.primitive in collectives.ALL for e in jaxpr.eqns)
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self.consts = [backend.to_buffer(c, np.dtype(v.aval.dtype))
-                       for c, v in zip(consts, jaxpr.constvars)]
         self.slot: dict = {}
         for v in jaxpr.constvars + jaxpr.invars:
             self._slot_of(v)
         self._written_in_place: set = set()
         self.steps = []
         self.labels = []         # one line per launch, for describe() and profile()
-        self._at = 0             # the launch running (named when one fails)
         self.kernels = []
         eqns = rewrite(jaxpr)
         cudnn.prepare_plans([e for e in eqns if e.primitive is conv_general_dilated_p])
@@ -198,20 +204,13 @@ class GpuExecutable:
             else:
                 fallback_units += _fallback_sources(eqn)
                 self._add_generic(eqn)
-        self.lt_backward = self._lt_backward(eqns, jaxpr.outvars)
+        choices = self._lt_backward(eqns, jaxpr.outvars)
         for v, u in self._write_into.items():
             if v not in self._written_in_place:
                 self._add_copy(v, u)
-        self.out_slots = [(None, v.val) if isinstance(v, Literal) else
-                          (self._slot_of(self._write_into.get(v, v)), None)
-                          for v in jaxpr.outvars]
-        self.n_slots = len(self.slot)
-        self.num_launches = len(self.steps)
-        # with side streams where the program has independent steps, and on one stream: a
-        # captured graph keeps whichever replays faster (fnx.cuda.graph)
-        self.schedule, self.single = self._plan_streams(jaxpr)
-        self._events = [cp.cuda.Event(block=False, disable_timing=True)
-                        for _ in range(self.schedule.n_events)]
+        out_slots = [(None, v.val) if isinstance(v, Literal) else
+                     (self._slot_of(self._write_into.get(v, v)), None) for v in jaxpr.outvars]
+        schedule_, single = self._plan_streams(jaxpr)
         # the kernels of this program and of its control-flow bodies, compiled together by
         # the outermost program (NVRTC's cost is mostly per program, not per kernel)
         self.units += [(k.source, k.name) for k in self.kernels] + fallback_units
@@ -220,6 +219,13 @@ class GpuExecutable:
         if not depth:
             # with the copy kernels a captured graph's calls and strided operands use
             compile_together(self.units + [copies.UNIT] + copies.STRIDED_UNITS)
+        self.program = Program(
+            source=Source(jaxpr, consts, backend),
+            consts=[backend.to_buffer(c, np.dtype(v.aval.dtype))
+                    for c, v in zip(consts, jaxpr.constvars)],
+            n_slots=len(self.slot), steps=self.steps, labels=self.labels, out_slots=out_slots,
+            schedule=schedule_, single=single, alias=self.alias, in_place=self.in_place,
+            nested=self.nested, choices=choices, kernels=self.kernels, units=self.units)
 
     def _lt_backward(self, eqns, outvars):
         """The layers whose backward pass may run one of cuBLASLt's epilogues instead
@@ -443,7 +449,7 @@ class GpuExecutable:
 
     def _program(self, jaxpr, depth, outputs_into=None):
         """A body of this program's control flow, lowered as a program of its own."""
-        return GpuExecutable(jaxpr, [], self.backend, depth=depth, outputs_into=outputs_into)
+        return lower(jaxpr, [], self.backend, depth=depth, outputs_into=outputs_into)
 
     def _add_control(self, eqn, lowering_class):
         """Control flow or a call: its bodies lowered as programs of their own
@@ -515,102 +521,3 @@ class GpuExecutable:
         self._push(run, f"{p.name}: " + ", ".join(
             f"{v.aval.dtype.name}{list(v.aval.shape)}" for v in eqn.invars),
             [s for s, _ in reads if s is not None], writes)
-
-    def __call__(self, *args):
-        return self.run(*args)[0]
-
-    def run(self, *args, sched=None):
-        """``(outputs, env)``: env holds every buffer the launches touched (a CUDA graph
-        captured from this run must keep them alive). ``sched``: ``self.schedule`` (by default)
-        or ``self.single``."""
-        env = [None] * self.n_slots
-        env[:len(self.consts)] = self.consts
-        env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
-        sched = self.schedule if sched is None else sched
-        try:
-            if sched.side_steps:
-                self._run_streams(env, sched)
-            else:
-                for launch in sched.launches:
-                    self._at = launch.step
-                    self.steps[launch.step](env)
-                    for s in launch.frees:
-                        env[s] = None
-        except Exception as e:      # say which launch failed (a capture's reason shows it)
-            # the innermost program names its launch (a loop body's, not the loop's)
-            if hasattr(e, "add_note") and not any(
-                    n.startswith("in launch ") for n in getattr(e, "__notes__", ())):
-                e.add_note(f"in launch {self._at}: {self.labels[self._at]}")
-            raise
-        # a literal result by a fill kernel, which a graph can capture (a copy from the host
-        # it cannot)
-        outs = [env[s] if s is not None else on_device(lit) for s, lit in self.out_slots]
-        return outs, env
-
-    def _run_streams(self, env, sched):
-        import cupy as cp
-        events = self._events
-        main = cp.cuda.get_current_stream()
-        streams = (main,) + side_streams(sched.n_side, cp.cuda.Device().id)
-        if sched.start_event is not None:
-            events[sched.start_event].record(main)
-        for launch in sched.launches:
-            self._at = launch.step
-            stream = streams[launch.stream]
-            for e in launch.waits:
-                stream.wait_event(events[e])
-            if launch.stream:
-                with stream:
-                    self.steps[launch.step](env)
-            else:
-                self.steps[launch.step](env)
-            if launch.record is not None:
-                events[launch.record].record(stream)
-            for s in launch.frees:
-                env[s] = None
-        for e in sched.final_waits:
-            main.wait_event(events[e])
-
-    def describe(self) -> str:
-        """The lowered program: one line per launch, fused kernels with their equations, and
-        which launches run on side streams."""
-        lines = [f"{self.num_launches} launches, {len(self.kernels)} fused kernels, "
-                 f"{self.schedule.describe()}"]
-        side = {ln.step: ln.stream for ln in self.schedule.launches if ln.stream}
-        for k, label in enumerate(self.labels):
-            lines.append(f"  {label}" + (f"   [side stream {side[k]}]" if k in side else ""))
-            if k in self.nested:
-                lines += ["    " + line for line in self.nested[k].describe()]
-        lines += [f"  {choice.describe()}" for choice in self.lt_backward]
-        return "\n".join(lines)
-
-    def profile(self, *args, repeats: int = 100):
-        """``[(label, microseconds)]``: each launch's GPU time, measured by capturing it alone
-        into a CUDA graph and replaying it ``repeats`` times (no host overhead in the figure)."""
-        import cupy as cp
-        from .streams import prepare_libraries
-        stream = cp.cuda.Stream(non_blocking=True)
-        prepare_libraries(stream.ptr)
-        env = [None] * self.n_slots
-        env[:len(self.consts)] = self.consts
-        env[len(self.consts):len(self.consts) + len(args)] = [dense(a) for a in args]
-        keep, times = [], []
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        with stream:
-            for step, label in zip(self.steps, self.labels):
-                pool = cp.cuda.MemoryPool()
-                with cp.cuda.using_allocator(pool.malloc):
-                    stream.begin_capture()
-                    try:
-                        step(env)
-                    finally:
-                        graph = stream.end_capture()
-                graph.launch(stream)
-                start.record(stream)
-                for _ in range(repeats):
-                    graph.launch(stream)
-                stop.record(stream)
-                stop.synchronize()
-                times.append((label, cp.cuda.get_elapsed_time(start, stop) * 1e3 / repeats))
-                keep.append((graph, pool))
-        return times
