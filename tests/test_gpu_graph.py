@@ -97,6 +97,24 @@ def test_results_the_user_dropped_are_returned_without_copies(gpu):
     np.testing.assert_allclose(float(kept[1]), 4.0, rtol=1e-6)
 
 
+def test_a_view_of_a_dropped_result_keeps_its_graph_from_replaying(gpu):
+    """The graph's lease lives as long as any array over its results: a slice kept after the
+    result itself is dropped still holds them."""
+    import cupy as cp
+    exe, _ = _graphed(lambda x: (jnp.tanh(x) * 2.0, jnp.sum(x)), (jnp.ones(8),), gpu)
+    for k in range(4):
+        exe(cp.full(8, float(k), np.float32))
+    assert "captured graphs alternate" in exe.describe()
+    views = []
+    for k in range(6):
+        out = exe(cp.arange(8, dtype=np.float32) + k)[0]
+        views.append((k, out[2:5]))
+        del out
+    for k, view in views:
+        np.testing.assert_allclose(cp.asnumpy(view), np.tanh(np.arange(2, 5) + k) * 2,
+                                   rtol=1e-6)
+
+
 def test_a_result_that_is_an_input_is_always_copied(gpu):
     import cupy as cp
     exe, _ = _graphed(lambda x, y: (x, y * 2.0), (jnp.ones(4), jnp.ones(4)), gpu)

@@ -189,12 +189,6 @@ def timings(candidates, flops) -> dict:
     return times
 
 
-def _select(candidates, flops):
-    """The name of the fastest of ``candidates = {name: run}`` (GPU time)."""
-    timed = timings(candidates, flops)
-    return min(timed, key=timed.get) if timed else "gemmex"
-
-
 def _lt_count(flops, most):
     """How many cuBLASLt algorithms to time: all offered for small problems, few for big ones
     (each timing run of a big GEMM costs milliseconds of the first call; on an H100 the
@@ -241,6 +235,18 @@ class ChoiceTable:
         self.provisional.pop(key, None)
         write_choices(cache_file(), {k: v for k, v in self.choices.items()
                                      if k not in self.provisional})
+
+    def decide(self, key, candidates, flops, pick=None, left_out=()) -> str:
+        """Time ``candidates = {name: run}`` (problems of ``flops``), remember the choice for
+        ``key`` and return it: the fastest name, or ``pick(times)`` where candidates combine
+        (lt_backward's forward and backward halves). Every choice of the table is made here."""
+        times = timings(candidates, flops)
+        if pick is not None:
+            choice = pick(times)
+        else:
+            choice = min(times, key=times.get) if times else "fallback"
+        self.remember(key, choice, left_out)
+        return choice
 
     def forget(self, key) -> None:
         """Time ``key`` again at its next eager call (in this process)."""
@@ -323,8 +329,8 @@ class ChoiceTable:
                 compile_together(list(units.values()))
             candidates.update({kind: lambda g=g: run(g, True) for kind, g in made.items()
                                if kind not in left_out})
-            choice = _select(candidates, flops)
-            self.remember(key, choice, [units[kind] for kind in left_out])
+            choice = self.decide(key, candidates, flops,
+                                 left_out=[units[kind] for kind in left_out])
         if choice.startswith("lt:") and plan_args is not None:
             plan = self.plan(key, plan_args)
             i = int(choice[3:])

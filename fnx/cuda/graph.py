@@ -11,7 +11,9 @@ intermediates are small, two more graphs are captured, each with its own buffers
 alternate between them, returning their result buffers themselves: a graph replays only when
 the user no longer holds what it returned last (a training loop's ``loss, params = step(...)``
 keeps one call's results at a time); otherwise the first graph runs and its results are copied.
-Allocating and copying results costs the host more than a small step's whole replay.
+Allocating and copying results costs the host more than a small step's whole replay. Ownership
+is explicit: the arrays a graph returns are views whose memory is owned by a :class:`Lease`,
+which every array and view over them keeps alive; the graph is free once its lease is gone.
 
 A first call does not wait for generated GEMM kernels (fnx.cuda.gemm_table): they compile
 after it, and once they are built the next call runs the program once without the graph, which
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 
 from . import gemm_table
 from .copies import MultiCopy, copy_into, dense_copy, fresh_outputs
@@ -47,8 +50,25 @@ def note_written(buffers):
 RING_ARENA_BYTES = 64 * 2**20
 
 
-def _refcounts(arrays):
-    return [sys.getrefcount(a) for a in arrays]
+class Lease:
+    """The owner of the memory of one replay's returned results: every array over it (the
+    results, and any view of them) holds it, so while it lives the user still holds results."""
+    __slots__ = ("__weakref__",)
+
+
+def _leased(buffers, lease) -> list:
+    """``buffers`` as new arrays whose memory ``lease`` owns."""
+    import cupy as cp
+    device = cp.cuda.Device().id
+    return [cp.ndarray(b.shape, b.dtype, cp.cuda.MemoryPointer(
+        cp.cuda.UnownedMemory(b.data.ptr, b.nbytes, lease, device), 0), strides=b.strides)
+        if b.nbytes else b for b in buffers]
+
+
+def _unheld(entry) -> bool:
+    """Whether nothing holds what ring graph ``entry`` returned last."""
+    lease = entry[2]
+    return lease is None or lease() is None
 
 
 def _disjoint(arrays) -> bool:
@@ -197,9 +217,11 @@ class GraphExecutable:
         ring = self._ring
         if len(ring) > 1:
             for k in (self._turn, 3 - self._turn):
-                if _refcounts(ring[k][1]) == ring[k][2]:
+                if _unheld(ring[k]):
                     self._turn = 3 - k
-                    return ring[k][0], ring[k][1], True
+                    lease = Lease()
+                    ring[k][2] = weakref.ref(lease)
+                    return ring[k][0], _leased(ring[k][1], lease), True
         return ring[0][0], ring[0][1], False
 
     def _eager(self, args):
@@ -330,6 +352,3 @@ class GraphExecutable:
             s = static_in[i]
             self._free_refs[i] = sys.getrefcount(s)
         s = None
-        if len(self._ring) > 1:        # the references a graph's results have while unheld
-            for entry in self._ring:
-                entry[2] = _refcounts(entry[1])

@@ -187,14 +187,22 @@ class _Choice:
         launch = kernel.kernel()
         return lambda: launch(grid, block, args, shared_mem=shared)
 
-    def _remember(self, choice):
-        self._table.remember(self.key, choice)
-
     def column(self, run):
         def step(env):
             if not self.lt:
                 run(env)
         return step
+
+
+def _pair_or_fnx(times) -> str:
+    """``"lt:<forward>:<backward>"`` with each half's fastest algorithm, where the two together
+    beat fnx's path; else ``"fnx"``."""
+    best = {half: min(((v, name[1]) for name, v in times.items() if name[0] == half),
+                      default=None) for half in ("forward", "backward")}
+    if None not in best.values() and \
+            best["forward"][0] + best["backward"][0] < times.get("fnx", float("inf")):
+        return f"lt:{best['forward'][1]}:{best['backward'][1]}"
+    return "fnx"
 
 
 class ReluPair(_Choice):
@@ -301,14 +309,7 @@ class ReluPair(_Choice):
             for i in range(min(len(bwd.algos), 8)):
                 candidates[("backward", i)] = lambda i=i: bwd(gz_s, g, w2, i, bias=db_s,
                                                               aux=self._bits)
-        times = gemm_table.timings(candidates, self.flops)
-        best = {half: min(((v, name[1]) for name, v in times.items() if name[0] == half),
-                          default=None) for half in ("forward", "backward")}
-        choice = "fnx"
-        if None not in best.values() and \
-                best["forward"][0] + best["backward"][0] < times.get("fnx", float("inf")):
-            choice = f"lt:{best['forward'][1]}:{best['backward'][1]}"
-        self._remember(choice)
+        self._table.decide(self.key, candidates, self.flops, pick=_pair_or_fnx)
 
     def describe(self) -> str:
         choice = self._table.choice(self.key)
@@ -376,10 +377,7 @@ class GeluBackward(_Choice):
         plan = self._plan()
         for i in range(min(len(plan.algos), 8) if plan is not None else 0):
             candidates[f"lt:{i}"] = lambda i=i: plan(gz_s, g, w2, i, bias=db_s, aux=z)
-        times = gemm_table.timings(candidates, self.flops)
-        choice = min(times, key=times.get) if times else "fnx"
-        self._remember(choice)
-        return choice
+        return self._table.decide(self.key, candidates, self.flops)
 
     def describe(self) -> str:
         choice = self._table.choice(self.key)
