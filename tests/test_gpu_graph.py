@@ -368,7 +368,7 @@ def test_relu_pairs_on_either_path_match_float64_over_replays(gpu, path):
     params, x, labels = _relu_mlp(gpu, rng)
     args = fnx.device_put((params, x, labels), gpu)
     exe, _ = _graphed(_classifier_step, args, gpu)
-    pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
+    pairs = [c for c in exe.executable.choices if isinstance(c, ReluPair)]
     assert len(pairs) == 2, exe.executable.describe()
     saved = {p.key: gemm_table.TABLE.choices.get(p.key) for p in pairs}
     try:
@@ -400,7 +400,7 @@ def test_relu_pair_is_timed_on_the_first_call_and_remembered(gpu, tmp_path, monk
     params, x, labels = _relu_mlp(gpu, rng, sizes=(96, 160, 64, 24), batch=64)
     args = fnx.device_put((params, x, labels), gpu)
     exe, closed = _graphed(_classifier_step, args, gpu)
-    pairs = [c for c in exe.executable.lt_backward if isinstance(c, ReluPair)]
+    pairs = [c for c in exe.executable.choices if isinstance(c, ReluPair)]
     assert len(pairs) == 2
     for p in pairs:
         gemm_table.TABLE.choices.pop(p.key, None)

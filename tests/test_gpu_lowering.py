@@ -77,14 +77,14 @@ def test_float16_chain(gpu):
 def test_cublas_matmul_layouts(gpu, precision, tol, ta, tb):
     """Transposed operands go to cuBLAS as op flags, without copies."""
     import cupy as cp
-    from fnx.cuda import executable
+    from fnx.cuda import lowering
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 48)).astype(np.float32)
     b = rng.standard_normal((48, 80)).astype(np.float32)
     A = a.T.copy() if ta else a
     B = b.T.copy() if tb else b
     dn = (((0 if ta else 1,), (1 if tb else 0,)), ((), ()))
-    out = executable.dot_general(cp.asarray(A), cp.asarray(B), dimension_numbers=dn,
+    out = lowering.dot_general(cp.asarray(A), cp.asarray(B), dimension_numbers=dn,
                                  precision=precision)
     np.testing.assert_allclose(cp.asnumpy(out), a.astype(np.float64) @ b, rtol=tol, atol=tol)
 
@@ -113,18 +113,18 @@ def test_products_over_inner_batch_axes_read_their_operands_in_place(
     cublasGemmBatchedEx with each member's pointers, no transposed copies, where each member's
     matrix has one axis contiguous (else the operand is copied first)."""
     import cupy as cp
-    from fnx.cuda import cublas, executable
+    from fnx.cuda import cublas, lowering
     calls = []
     real = cublas.batched_matmul_into
     monkeypatch.setattr(cublas, "batched_matmul_into",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     if in_place:
-        monkeypatch.setattr(executable, "dense", lambda x: pytest.fail("copied an operand"))
+        monkeypatch.setattr(lowering, "dense", lambda x: pytest.fail("copied an operand"))
     rng = np.random.default_rng()
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     closed = fnx.make_jaxpr(lambda a, b: jnp.einsum(spec, a, b))(a, b)
     (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "dot_general"]
-    out = executable.dot_general(cp.asarray(a), cp.asarray(b),
+    out = lowering.dot_general(cp.asarray(a), cp.asarray(b),
                                  dimension_numbers=eqn.params["dimension_numbers"],
                                  precision=precision)
     assert bool(calls) == in_place
