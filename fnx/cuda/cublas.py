@@ -47,31 +47,44 @@ def _check(status, what):
 
 
 class Handle:
-    """A cuBLAS handle bound to one stream with its own workspace."""
+    """A cuBLAS handle bound to one stream and a workspace."""
 
-    def __init__(self, stream_ptr: int):
-        import cupy as cp
+    def __init__(self, stream_ptr: int, workspace):
         lib = _lib()
         self.ptr = ctypes.c_void_p()
         _check(lib.cublasCreate_v2(ctypes.byref(self.ptr)), "cublasCreate")
         self.stream_ptr = stream_ptr
         _check(lib.cublasSetStream_v2(self.ptr, ctypes.c_void_p(stream_ptr)), "cublasSetStream")
-        self.workspace = cp.empty(WORKSPACE_BYTES, dtype=np.uint8)
+        self.workspace = workspace
         _check(lib.cublasSetWorkspace_v2(self.ptr, ctypes.c_void_p(self.workspace.data.ptr),
                                          ctypes.c_size_t(WORKSPACE_BYTES)), "cublasSetWorkspace")
 
 
-def handle_for(stream_ptr: int) -> Handle:
+def handle_for(stream_ptr: int, concurrent: bool = False) -> Handle:
     """One handle per stream of the current device (each device's default stream is 0), created
-    with its workspace the first time the stream is used, which is the eager warm-up run, never
-    during capture."""
+    the first time the stream is used, which is the eager warm-up run, never during capture.
+
+    A stream whose launches may overlap another's (``concurrent``: fnx's side streams) gets a
+    workspace of its own. Every other stream's handle shares the device's one workspace: their
+    work is ordered (graphs replay and eager calls run on the caller's stream, and the host
+    waits around timing runs), so 32 MiB serves them all."""
     import cupy as cp
-    return _handle(cp.cuda.runtime.getDevice(), stream_ptr)
+    key = (cp.cuda.runtime.getDevice(), stream_ptr)
+    handle = _HANDLES.get(key)
+    if handle is None:
+        workspace = cp.empty(WORKSPACE_BYTES, dtype=np.uint8) if concurrent else \
+            _shared_workspace(key[0])
+        handle = _HANDLES[key] = Handle(stream_ptr, workspace)
+    return handle
+
+
+_HANDLES: dict = {}      # (device, stream) -> its handle
 
 
 @functools.lru_cache(maxsize=None)
-def _handle(device: int, stream_ptr: int) -> Handle:
-    return Handle(stream_ptr)
+def _shared_workspace(device: int):
+    import cupy as cp
+    return cp.empty(WORKSPACE_BYTES, dtype=np.uint8)
 
 
 def _scalars(dtype, alpha=1.0, beta=0.0):

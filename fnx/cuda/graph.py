@@ -46,8 +46,10 @@ def note_written(buffers):
 
 
 # the alternating graphs (see above) are captured when the first one's intermediates take no
-# more than this: a bigger step is bound by its GPU time, not by the host's copies
+# more than this and it replays within RING_REPLAY_US: a longer step is bound by its GPU time,
+# not by the host's copies, and three arenas would hold memory for nothing
 RING_ARENA_BYTES = 64 * 2**20
+RING_REPLAY_US = 250.0
 
 
 class Lease:
@@ -297,11 +299,12 @@ class GraphExecutable:
                 if note.startswith("in launch "))
             return
         self.schedule = schedules[0]
+        best, times = self._faster(recorded, static_in)
         if len(recorded) > 1:
-            best, times = self._faster(recorded, static_in)
             self.schedule = schedules[best]
             self.timed = {"side streams": times[0], "one stream": times[1]}
             recorded = [recorded[best]]
+        replay_us = times[best]
         graph, outs, env, pool, stream = recorded[0]
         del recorded
         self.graph = graph
@@ -317,7 +320,8 @@ class GraphExecutable:
         self._copy_out = MultiCopy([o.nbytes for o in results])
         self._ring = [[graph, results, None]]
         kept, self._pools = [env], [pool]
-        if results and pool.total_bytes() <= RING_ARENA_BYTES:
+        if results and pool.total_bytes() <= RING_ARENA_BYTES \
+                and replay_us <= RING_REPLAY_US:
             # two graphs with their own intermediates (one graph's replay must not touch what
             # another returned) on the same stream, so with the same cuBLAS workspace
             try:

@@ -221,7 +221,9 @@ def side_streams(n: int, device: int) -> tuple:
     """``n`` non-blocking streams shared by every lowered program on ``device``, each with its
     own library handles and workspaces (made here, never while a graph is being captured)."""
     import cupy as cp
+    from . import cublas
     streams = tuple(cp.cuda.Stream(non_blocking=True) for _ in range(n))
     for s in streams:
+        cublas.handle_for(s.ptr, concurrent=True)
         prepare_libraries(s.ptr)
     return streams
