@@ -373,3 +373,26 @@ def test_split_reductions_stay_right_over_graph_replays(gpu, rng, f, shape):
         else:
             np.testing.assert_allclose(cp.asnumpy(out), expected, rtol=1e-4, atol=1e-2)
     assert exe.graph is not None, exe.describe()
+
+
+@pytest.mark.parametrize("cols", [7, 256, 3000])
+def test_min_beside_argmin_is_the_argmins_value(gpu, rng, cols):
+    """A row's min (max) beside its argmin (argmax) is read from the arg-reduction's (value,
+    column) pair, one reduction instead of two, NaN and ties included."""
+    x = rng.standard_normal((37, cols)).astype(np.float32)
+    x[3, cols // 2] = np.nan
+    x[5, :] = 1.5
+    x[6, ::2] = -np.inf
+
+    def f(x):
+        d = x * 2.0 + 1.0
+        return (jnp.argmin(d, axis=1), jnp.min(d, axis=1), jnp.argmax(d, axis=1),
+                jnp.max(d, axis=1))
+    exe, outs = _lower(f, [x], gpu)
+    _assert_one_kernel(exe)
+    source = exe.kernels[0].source
+    plain = source.replace("ArgMinOp()(", "").replace("ArgMaxOp()(", "")
+    assert "MinOp()(" not in plain and "MaxOp()(" not in plain, source
+    d = x.astype(np.float64) * 2 + 1
+    for got, want in zip(outs, (np.argmin(d, 1), np.min(d, 1), np.argmax(d, 1), np.max(d, 1))):
+        np.testing.assert_array_equal(got, want.astype(got.dtype))

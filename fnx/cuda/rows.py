@@ -43,6 +43,7 @@ REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1
 # first extreme value)
 ARG_REDUCTIONS = {lax.argmin_p: ("ArgMinOp", "(1.0 / 0.0)"),
                   lax.argmax_p: ("ArgMaxOp", "(-1.0 / 0.0)")}
+_ARG_OF = {lax.reduce_min_p: lax.argmin_p, lax.reduce_max_p: lax.argmax_p}
 WARP_ROWS = 4               # rows per block when one warp holds a row
 
 _PRELUDE = r"""
@@ -61,6 +62,11 @@ struct ArgMinOp { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<
   return (b.v < a.v || (b.v == a.v && b.i < a.i) || first_nan(b, a)) ? b : a; } };
 struct ArgMaxOp { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<T> b) const {
   return (b.v > a.v || (b.v == a.v && b.i < a.i) || first_nan(b, a)) ? b : a; } };
+// a thread's own elements come in column order: b is later than a, so a tie keeps a
+struct ArgMinNext { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<T> b) const {
+  return (b.v < a.v || (isnan(b.v) && !isnan(a.v)) || a.i == 0x7fffffff) ? b : a; } };
+struct ArgMaxNext { template <class T> __device__ Arg<T> operator()(Arg<T> a, Arg<T> b) const {
+  return (b.v > a.v || (isnan(b.v) && !isnan(a.v)) || a.i == 0x7fffffff) ? b : a; } };
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int o) {
   return __shfl_xor_sync(0xffffffffu, v, o);
 }
@@ -340,6 +346,9 @@ class RowKernel:
 
         before, after = [], []  # a block's statements before and after its rows (warp_rows)
         in_tail = set()        # values computed only by the last block, after every row is done
+        # (operand, argmin/argmax) -> the reduced (value, column) pair's name: the min/max of
+        # the same operand is that pair's value (NaN included), not a second reduction
+        arg_pairs: dict = {}
         totals = {id(e): n for n, e in enumerate(self.totals)}
         for n, e in enumerate(eqns):
             out, p = e.outvars[0], e.primitive
@@ -369,6 +378,11 @@ class RowKernel:
                 names[out], kinds[out] = name, "scalar"
                 in_tail.add(out)
                 continue
+            pair = arg_pairs.get((e.invars[0], _ARG_OF[p])) if p in _ARG_OF else None
+            if pair is not None:
+                lines.append(f"  const {t} {name} = ({t}){pair}.v;")
+                names[out], kinds[out] = name, "per_row"
+                continue
             if p in REDUCTIONS or p in ARG_REDUCTIONS:
                 x = ref(e.invars[0])
                 if p in REDUCTIONS:         # (acc type, its identity, an element, the result)
@@ -378,13 +392,17 @@ class RowKernel:
                     op, ident = ARG_REDUCTIONS[p]
                     a = f"Arg<{C_TYPES[e.invars[0].aval.dtype.name]}>"
                     start, item = f"{{{ident}, 0x7fffffff}}", f"{a}{{{x}, (int)c}}"
-                    result = f"({t})({{}}).i"
+                    result = f"({t}){name}_r.i"
+                    arg_pairs[(e.invars[0], p)] = f"{name}_r"
                 lines.append(f"  {a} {name}_p = {start};")
-                lines.append(element_loop([f"{name}_p = {op}()({name}_p, {item});"]))
+                step = op.replace("Op", "Next") if p in ARG_REDUCTIONS else op
+                lines.append(element_loop([f"{name}_p = {step}()({name}_p, {item});"]))
                 value = reduced(a, f"{name}_p", op)
                 if K > 1:
                     lines.append(f"  __shared__ {a} {name}_slot;")
                     value = f"cluster_reduce<{K}>({value}, {op}(), &{name}_slot)"
+                if p in ARG_REDUCTIONS:
+                    lines.append(f"  const {a} {name}_r = {value};")
                 lines.append(f"  const {t} {name} = {result.format(value)};")
                 names[out], kinds[out] = name, "per_row"
                 continue
