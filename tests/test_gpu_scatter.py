@@ -46,9 +46,10 @@ def test_few_segments_add_through_shared_memory_copies():
     assert name == "fnx_scatter"
 
 
-def test_scatter_add_along_a_middle_axis(gpu, rng):
-    x = rng.standard_normal((5, 16, 3)).astype(np.float32)
-    upd = rng.standard_normal((5, 4000, 3)).astype(np.float32)
+@pytest.mark.parametrize("post", [3, 4])      # (4 divides a block: one column per thread)
+def test_scatter_add_along_a_middle_axis(gpu, rng, post):
+    x = rng.standard_normal((5, 16, post)).astype(np.float32)
+    upd = rng.standard_normal((5, 4000, post)).astype(np.float32)
     idx = rng.integers(0, 16, 4000).astype(np.int32)
     (got,) = _run(lambda x, u, i: x.at[:, i].add(u), [x, upd, idx], gpu)
     want = x.astype(np.float64)

@@ -43,19 +43,33 @@ __device__ __forceinline__ long long target(const {I}* idx, long long j, long lo
 """
 
 _PRIVATE = _INDEX + r"""
-extern "C" __global__ void fnx_scatter_private(const {T}* upd, const {I}* idx, {T}* out,
-                                               long long pre, long long n_idx,
-                                               long long n_axis, long long post) {{
+extern "C" __global__ void __launch_bounds__({THREADS}, 2)
+fnx_scatter_private(const {T}* upd, const {I}* idx, {T}* out, long long pre, long long n_idx,
+                    long long n_axis, long long post) {{
     extern __shared__ unsigned char raw[];
     {T}* acc = ({T}*)raw;
     const {L} size = pre * n_axis * post, total = pre * n_idx * post;
     for ({L} i = threadIdx.x; i < size; i += blockDim.x) acc[i] = 0;
     __syncthreads();
-    for ({L} e = blockIdx.x * ({L})blockDim.x + threadIdx.x; e < total;
-         e += ({L})gridDim.x * blockDim.x) {{
-        {L} q = e % ({L})post, j = (e / ({L})post) % ({L})n_idx, p = e / ({L})(post * n_idx);
-        long long t = target(idx, j, n_axis);
-        if (t >= 0) atomicAdd(({W}*)(acc + (p * n_axis + t) * post + q), ({W})upd[e]);
+    if (blockDim.x % post == 0) {{
+        // each thread keeps one column q and its rows advance by a constant: no division
+        // per element (a 64-bit one costs more than the atomic)
+        const {L} q = threadIdx.x % post, per_block = blockDim.x / post;
+        for ({L} r = blockIdx.x * per_block + threadIdx.x / post; r < pre * n_idx;
+             r += ({L})gridDim.x * per_block) {{
+            const {L} j = pre == 1 ? r : r % ({L})n_idx, p = pre == 1 ? 0 : r / ({L})n_idx;
+            long long t = target(idx, j, n_axis);
+            if (t >= 0) atomicAdd(({W}*)(acc + (p * n_axis + t) * post + q),
+                                  ({W})upd[r * post + q]);
+        }}
+    }} else {{
+        for ({L} e = blockIdx.x * ({L})blockDim.x + threadIdx.x; e < total;
+             e += ({L})gridDim.x * blockDim.x) {{
+            {L} q = e % ({L})post, j = (e / ({L})post) % ({L})n_idx,
+                p = e / ({L})(post * n_idx);
+            long long t = target(idx, j, n_axis);
+            if (t >= 0) atomicAdd(({W}*)(acc + (p * n_axis + t) * post + q), ({W})upd[e]);
+        }}
     }}
     __syncthreads();
     for ({L} i = threadIdx.x; i < size; i += blockDim.x)
@@ -109,7 +123,7 @@ extern "C" __global__ void fnx_scatter_winners(const {I}* idx, long long* winner
 
 
 _PRIVATE_BYTES = 96 * 1024      # two blocks' copies fit an SM's shared memory (H100: 227 KB)
-_PRIVATE_THREADS = 512
+_PRIVATE_THREADS = 1024        # two such blocks fill an SM (H100: 21.4 -> 15.9 µs, k-means)
 
 
 def _private(dtype, mode, size, n_updates) -> bool:
@@ -139,7 +153,8 @@ def units(dtype, idx_dtype, mode, size=0, n_updates=0):
     added = t if t in ("float", "double") else _BITS[t]   # integers add in two's complement
     if _private(dtype, mode, size, n_updates):
         index = "unsigned int" if max(size, n_updates) < 2 ** 31 else "long long"
-        return ((_PRIVATE.format(T=t, I=i, L=index, W=added), "fnx_scatter_private"),)
+        return ((_PRIVATE.format(T=t, I=i, L=index, W=added, THREADS=_PRIVATE_THREADS),
+                 "fnx_scatter_private"),)
     if mode == "set":
         apply = _SET
     elif mode == "add":
