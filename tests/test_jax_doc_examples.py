@@ -134,3 +134,60 @@ def test_array_repr_lays_out_as_jax(rng, shape):
     for dtype in (np.float32, np.int32, np.bool_):
         x = (rng.standard_normal(shape) * 1000).astype(dtype)
         assert repr(FNX.np.asarray(x)) == repr(JAX.np.asarray(x))
+
+
+def test_fwd_and_bwd_as_jax(rng):
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+
+    def program(s):
+        layer = lambda w, x: s.np.tanh(x @ w)
+        fwd, bwd = s.m.fwd_and_bwd(layer, argnums=(0, 1))
+        y, res = fwd(w, x)
+        fwd1, bwd1 = s.m.fwd_and_bwd(layer, argnums=1, jitted=False)
+        y1, res1 = fwd1(w, x)
+        return y, bwd(res, s.np.ones_like(y)), bwd1(res1, s.np.ones_like(y1))
+    same_as_jax(program)
+    assert fnx.float0 == jax.dtypes.float0
+
+
+OPTAX_FACTORIES = ["sign_sgd(0.1)", "signum(0.1)", "yogi(0.1)", "adadelta()",
+                   "adadelta(0.5, weight_decay=0.1)", "adamaxw(0.1)", "nadamw(0.1)",
+                   "centralize()", "keep_params_nonnegative()", "zero_nans()",
+                   "adamw(0.1, 0.9, 0.99, 1e-8, 0.0, None, 0.1)", "adam(0.1, nesterov=True)"]
+
+
+@pytest.mark.parametrize("factory", OPTAX_FACTORIES)
+def test_more_optax_optimizers_as_optax(rng, factory):
+    optax = pytest.importorskip("optax")
+    p = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = rng.standard_normal((3, 3, 4)).astype(np.float32)
+    grads[1, 0, 0] = np.nan if factory == "zero_nans()" else grads[1, 0, 0]
+
+    def run(lib, m):
+        tx = eval(f"lib.{factory}", {"lib": lib})
+        params = {"w": m.asarray(p)}
+        state = tx.init(params)
+        for g in grads:
+            updates, state = tx.update({"w": m.asarray(g)}, state, params)
+            params = lib.apply_updates(params, updates)
+        return np.asarray(params["w"])
+    np.testing.assert_allclose(run(fnx.optim, FNX.np), run(optax, JAX.np), rtol=1e-5, atol=1e-6)
+
+
+def test_more_optax_schedules_and_numerics_as_optax():
+    optax = pytest.importorskip("optax")
+    for schedule in ["sgdr_schedule([dict(init_value=0.0, peak_value=1.0, warmup_steps=2, "
+                     "decay_steps=5)] * 3)", "warmup_constant_schedule(0.1, 1.0, 4)",
+                     "warmup_exponential_decay_schedule(0.0, 1.0, 3, 2, 0.5, end_value=0.1)"]:
+        ours, theirs = eval("fnx.optim." + schedule), eval("optax." + schedule)
+        np.testing.assert_allclose([float(ours(i)) for i in range(16)],
+                                   [float(theirs(i)) for i in range(16)], rtol=1e-6)
+    x = np.array([3.0, 4.0], np.float32)
+    for name in ("safe_norm", "safe_root_mean_squares"):
+        np.testing.assert_allclose(getattr(fnx.optim, name)(x, 1e-6),
+                                   getattr(optax, name)(x, 1e-6), rtol=1e-6)
+        np.testing.assert_array_equal(
+            fnx.grad(lambda v: getattr(fnx.optim, name)(v, 1.0))(FNX.np.zeros(2)),
+            jax.grad(lambda v: getattr(optax, name)(v, 1.0))(JAX.np.zeros(2)))
+    assert int(fnx.optim.safe_int32_increment(FNX.np.array(2**31 - 1, "int32"))) == 2**31 - 1

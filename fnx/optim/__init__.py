@@ -230,7 +230,8 @@ class ScaleByAdamState(NamedTuple):
 
 
 def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                  eps_root: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+                  eps_root: float = 0.0, mu_dtype=None, *,
+                  nesterov: bool = False) -> GradientTransformation:
     """Adam's rescaling: bias-corrected first moment over the root of the second; with
     ``nesterov``, Nadam's look-ahead first moment (Dozat, 2016), as optax computes it.
 
@@ -240,8 +241,12 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     >>> jnp.round(updates["w"], 4)
     Array([ 1., -1.], dtype=float32)
     """
+    # the first moment kept in ``mu_dtype`` where given, as optax does
+    as_mu = (lambda t: t) if mu_dtype is None else \
+        (lambda t: _tree_map(lambda m: m.astype(mu_dtype), t))
+
     def init(params):
-        return ScaleByAdamState(_count0(), _zeros_like(params), _zeros_like(params))
+        return ScaleByAdamState(_count0(), as_mu(_zeros_like(params)), _zeros_like(params))
 
     def update(updates, state, params=None):
         mu = _tree_map(lambda g, m: _moment(g, m, b1), updates, state.mu)
@@ -258,7 +263,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         out = _tree_map(step, updates, mu, nu)
         # the second moment keeps its dtype (an integer one holds truncated floats), as optax
         nu = _tree_map(lambda v, old: v.astype(old.dtype), nu, state.nu)
-        return out, ScaleByAdamState(count, mu, nu)
+        return out, ScaleByAdamState(count, as_mu(mu), nu)
     return GradientTransformation(init, update)
 
 
@@ -510,23 +515,26 @@ def sgd(learning_rate, momentum: float | None = None,
 
 
 def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-         eps_root: float = 0.0) -> GradientTransformation:
-    """Adam (Kingma & Ba, 2015).
+         eps_root: float = 0.0, mu_dtype=None, *, nesterov: bool = False
+         ) -> GradientTransformation:
+    """Adam (Kingma & Ba, 2015); Nadam with ``nesterov``.
 
     >>> opt = adam(1e-3)
     """
-    return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov),
+                 scale_by_learning_rate(learning_rate))
 
 
 def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          eps_root: float = 0.0, weight_decay: float = 1e-4, mask=None) -> GradientTransformation:
+          eps_root: float = 0.0, mu_dtype=None, weight_decay: float = 1e-4, mask=None, *,
+          nesterov: bool = False) -> GradientTransformation:
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019); the decay is scaled by
-    the learning rate, as in optax.
+    the learning rate, as in optax (whose argument order this keeps).
 
     >>> opt = adamw(1e-3, weight_decay=1e-2)
     """
-    return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask),
-                 scale_by_learning_rate(learning_rate))
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov),
+                 add_decayed_weights(weight_decay, mask), scale_by_learning_rate(learning_rate))
 
 
 def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
@@ -1427,6 +1435,10 @@ from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,
                      kl_divergence, l2_loss, log_cosh,
                      sigmoid_binary_cross_entropy, smooth_labels, softmax_cross_entropy,
                      softmax_cross_entropy_with_integer_labels, squared_error)
+
+from . import more  # noqa: E402  (more of optax's names)
+from .more import *  # noqa: E402,F401,F403
+__all__ += more.__all__
 
 # optax exports most of its losses at the top too
 __all__ += [n for n in losses.__all__ if n != "kl_divergence_with_log_targets"]
