@@ -60,6 +60,34 @@ def named_call(fun, *, name: str | None = None):
     return fun
 
 
+def fwd_and_bwd(fun, argnums, has_aux: bool = False, jitted: bool = True):
+    """``(fwd, bwd)``: ``fwd(*args)`` is ``vjp`` of ``fun`` in the arguments ``argnums``
+    (``(out, residuals)``, plus ``aux`` with ``has_aux``), ``bwd(residuals, cotangent)`` the
+    cotangents of those arguments; both jitted unless ``jitted=False``, as in JAX.
+
+    >>> fwd, bwd = fnx.fwd_and_bwd(lambda x, w: jnp.sum(jnp.tanh(x * w)), argnums=(0, 1))
+    >>> y, res = fwd(jnp.ones(2), 0.5 * jnp.ones(2))
+    >>> [g.shape for g in bwd(res, jnp.ones(()))]
+    [(2,), (2,)]
+    """
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def fwd(*args):
+        def partial_fun(*dyn):
+            full = list(args)
+            for i, d in zip(nums, dyn):
+                full[i] = d
+            return fun(*full)
+        return vjp(partial_fun, *[args[i] for i in nums], has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        grads = f_vjp(outgrad)
+        return grads[0] if isinstance(argnums, int) else grads
+    return (jit(fwd), jit(bwd)) if jitted else (fwd, bwd)
+
+
+from .dtypes import float0  # noqa: E402
+
 __version__ = "0.1.0"
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402

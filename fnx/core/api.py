@@ -15,7 +15,7 @@ from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DType
                      ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
-from .pytree import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
+from .pytree import Partial, broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -156,36 +156,53 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     else:
         out_tree = tree
 
-    @api_boundary
-    def vjp_fun(cotangent):
-        ct_leaves, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
-                                     f"output structure {out_tree}")
-        ct_leaves = [lax.full(a.shape, 0, a.dtype) if _is_float0(c) else c
-                     for c, a in zip(ct_leaves, lin.out_avals)]
-        for c, a in zip(ct_leaves, lin.out_avals):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ShapeError(f"vjp: cotangent shape {ca.shape} does not match the output "
-                                 f"shape {a.shape}")
-            if dtypes.kind(ca.dtype) == "c" and dtypes.kind(a.dtype) != "c":
-                raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the real "
-                                         f"output {a.str_short()}; a real output takes a real "
-                                         "cotangent")
-            if dtypes.is_float(a.dtype) and ca.dtype != a.dtype:
-                raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the output "
-                                         f"{a.str_short()}; it must have the output's dtype "
-                                         "(as in JAX)")
-        cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, lin.out_avals)])
-        cts = [_float0_if_integer(p, _materialize_ct(c, get_aval(p)))
-               for c, p in zip(cts, p_leaves)]
-        return tree_unflatten(p_tree, cts)
+    pullback = _Pullback(lin.jaxpr, lin.in_avals, lin.out_is_zero, lin.out_avals, out_tree,
+                         p_tree, [get_aval(p) for p in p_leaves])
+    vjp_fun = Partial(pullback, list(lin.consts))   # a pytree: it can leave (and enter) jit
 
     out = tree_unflatten(out_tree, out_p)
     if has_aux:
         return out, vjp_fun, tree_unflatten(aux_tree, aux_leaves)
     return out, vjp_fun
+
+
+class _Pullback:
+    """The static half of the function ``vjp`` returns; the residuals are its pytree children."""
+
+    def __init__(self, jaxpr, in_avals, out_is_zero, out_avals, out_tree, p_tree, p_avals):
+        self.jaxpr, self.in_avals, self.out_is_zero = jaxpr, in_avals, out_is_zero
+        self.out_avals, self.out_tree, self.p_tree, self.p_avals = out_avals, out_tree, p_tree, p_avals
+
+    @api_boundary
+    def __call__(self, residuals, cotangent):
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != self.out_tree:
+            raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
+                                     f"output structure {self.out_tree}")
+        ct_leaves = [lax.full(a.shape, 0, a.dtype) if _is_float0(c) else c
+                     for c, a in zip(ct_leaves, self.out_avals)]
+        for c, a in zip(ct_leaves, self.out_avals):
+            _check_cotangent(get_aval(c), a)
+        lin = ad.LinearFunction(self.jaxpr, residuals, self.in_avals, self.out_is_zero,
+                                self.out_avals)
+        cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, self.out_avals)])
+        cts = [np.zeros(p.shape, dtypes.float0) if dtypes.kind(p.dtype) in "iub"
+               else _materialize_ct(c, p) for c, p in zip(cts, self.p_avals)]
+        return tree_unflatten(self.p_tree, cts)
+
+
+def _check_cotangent(ca, a):
+    if ca.shape != a.shape:
+        raise ShapeError(f"vjp: cotangent shape {ca.shape} does not match the output "
+                         f"shape {a.shape}")
+    if dtypes.kind(ca.dtype) == "c" and dtypes.kind(a.dtype) != "c":
+        raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the real "
+                                 f"output {a.str_short()}; a real output takes a real "
+                                 "cotangent")
+    if dtypes.is_float(a.dtype) and ca.dtype != a.dtype:
+        raise CotangentTypeError(f"vjp: a {ca.str_short()} cotangent for the output "
+                                 f"{a.str_short()}; it must have the output's dtype "
+                                 "(as in JAX)")
 
 
 def _ct_like(ct, aval):

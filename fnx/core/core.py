@@ -729,9 +729,18 @@ class Array(metaclass=_ArrayMeta):
     def __repr__(self):
         if self.is_deleted():
             return f"Array(<donated to {self._value.name}>)"
-        body = np.array2string(np.asarray(self), separator=", ", prefix="Array(")
-        weak = ", weak_type=True" if self._weak else ""
-        return f"Array({body}, dtype={self.dtype.name}{weak})"
+        # JAX's layout: an empty array shows its shape; the dtype moves to its own line when
+        # it would overflow the last one
+        prefix, width = "Array(", np.get_printoptions()["linewidth"]
+        dtype_str = f"dtype={self.dtype.name}{', weak_type=True' if self._weak else ''})"
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(np.asarray(self), prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=width)
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line_len + len(dtype_str) + 1 > width else " "
+        return f"{prefix}{body},{sep}{dtype_str}"
 
     def __str__(self):
         return str(np.asarray(self))

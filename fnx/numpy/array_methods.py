@@ -4,9 +4,12 @@ Core defines the array types; this module (above core) gives them NumPy's behavi
 ``_set_array_base_attributes`` does."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.core import Array, Tracer
 from ..core.traceback_util import api_boundary, boundary_methods
-from . import indexing, products, reductions, shapes, sorting, ufuncs
+from . import indexing, ordering, products, reductions, selection, shapes, sorting, ufuncs
+from ..core import dtypes, lax
 from ._core import astype
 from .array_api import array_namespace
 
@@ -88,6 +91,59 @@ def _numpy_method(f):
     return method
 
 
+def _view(self, dtype=None, type=None):  # noqa: A002 - NumPy's argument name
+    """The array's bits seen as ``dtype``; a change of width changes the last axis's size, as
+    in JAX and NumPy."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    dtype = dtypes.canonical(dtype)
+    bits_in, bits_out = self.dtype.itemsize * 8, dtype.itemsize * 8
+    if self.ndim == 0:
+        if bits_in != bits_out:
+            raise ValueError("view() of a 0d array is only supported if the itemsize is "
+                             "unchanged.")
+        return _view(lax.expand_dims(self, (0,)), dtype).squeeze()
+    if (self.shape[-1] * bits_in) % bits_out != 0:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                         "total size in bytes of the last axis of the array.")
+    if self.dtype == dtype:
+        return self
+    if self.dtype == bool:
+        return _view(self.astype("uint8"), dtype)
+    if self.dtype.kind == "c":
+        parts = lax.concatenate([lax.expand_dims(self.real, (self.ndim,)),
+                                 lax.expand_dims(self.imag, (self.ndim,))], self.ndim)
+        return _view(parts.reshape(*self.shape[:-1], 2 * self.shape[-1]), dtype)
+    if dtype == bool:
+        return _view(self, np.uint8).astype(bool)
+    if dtype.kind == "c":
+        out = _view(self, np.dtype(f"float{bits_out // 2}"))
+        return lax.complex_(out[..., 0::2], out[..., 1::2])
+    if bits_in < bits_out:
+        factor = bits_out // bits_in
+        return lax.bitcast_convert_type(
+            self.reshape(*self.shape[:-1], self.shape[-1] // factor, factor), dtype)
+    out = lax.bitcast_convert_type(self, dtype)
+    return out.reshape(*self.shape[:-1], -1) if bits_in > bits_out else out
+
+
+def _byteswap(self):
+    """The array with the bytes of each element reversed (little- <-> big-endian)."""
+    if self.dtype.kind == "c":
+        return lax.complex_(_byteswap(self.real), _byteswap(self.imag))
+    if self.dtype.itemsize == 1:
+        return self
+    swapped = lax.rev(lax.bitcast_convert_type(self, np.uint8), (self.ndim,))
+    return lax.bitcast_convert_type(swapped, self.dtype)
+
+
+def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+    return selection.compress(condition, self, axis=axis, out=out, size=size,
+                              fill_value=fill_value)
+
+
 _METHODS = {
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
     "__invert__": ufuncs.invert, "__getitem__": indexing.getitem, "__setitem__": _setitem,
@@ -105,7 +161,12 @@ _METHODS = {
     "trace": reductions.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
-    "nonzero": indexing.nonzero, "copy": lambda a: a,
+    "nonzero": indexing.nonzero, "copy": lambda a: a, "view": _view, "byteswap": _byteswap,
+    "compress": _compress, "choose": lambda a, choices, out=None, mode="raise":
+        selection.choose(a, choices, out=out, mode=mode),
+    "searchsorted": sorting.searchsorted, "argpartition": ordering.argpartition,
+    "tobytes": lambda a, order="C": np.asarray(a).tobytes(order),
+    "is_ready": lambda a: True, "addressable_data": lambda a, index: a,
     "__array_namespace__": array_namespace,
 }
 # methods NumPy's functions of the same name call with an ``out=`` argument

@@ -319,6 +319,27 @@ def scatter_update(x, idx, values, op, mode=None):
     return lax.reshape(out, x.shape)
 
 
+def _negatives_out_of_range(idx, shape, clip):
+    """``idx`` with its negative integers no longer counted from the end (JAX's
+    ``wrap_negative_indices=False``): sent past the axis, or to 0 where they are clipped."""
+    entries, axis, out = _expand_index(idx, len(shape)), 0, []
+    for e in entries:
+        if _is_new_axis(e):
+            out.append(None if e is None else e.keep)
+            continue
+        n = shape[axis]
+        axis += 1
+        if isinstance(e, slice):
+            out.append(e)
+        elif is_array(e):
+            out.append(lax.select(lax.lt(e, lax.full_like(e, 0)),
+                                  lax.full_like(e, 0 if clip else n), e))
+        else:
+            a = np.asarray(e)
+            out.append(np.where(a < 0, 0 if clip else n, a))
+    return tuple(out)
+
+
 class _IndexUpdateRef:
     """``x.at[idx]``: its methods take JAX's ``mode`` ('drop', the default for updates, or
     'clip'; for ``get``, 'clip', the default, or 'fill' with ``fill_value``)."""
@@ -327,44 +348,63 @@ class _IndexUpdateRef:
     def __init__(self, array, index):
         self.array, self.index = array, index
 
-    def get(self, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        return getitem(self.array, self.index, mode, fill_value)
+    def _index(self, wrap_negative_indices, mode, table=_SCATTER_MODES):
+        if wrap_negative_indices:
+            return self.index
+        clip = _mode(mode, table, "index") == "clip"
+        return _negatives_out_of_range(self.index, self.array.shape, clip)
 
-    def set(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "set", mode)
+    def get(self, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return getitem(self.array, self._index(wrap_negative_indices, mode, _GATHER_MODES), mode,
+                       fill_value)
 
-    def add(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "add", mode)
+    def set(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "set", mode)
 
-    def subtract(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+    def add(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "add", mode)
+
+    def subtract(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
         neg = -values if _is_scalar(values) else negative(values)
-        return scatter_update(self.array, self.index, neg, "add", mode)
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), neg, "add", mode)
 
-    def multiply(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "mul", mode)
+    def multiply(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "mul", mode)
 
     mul = multiply
 
-    def divide(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+    def divide(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
         # x / (the product of the divisors that land on each element), as JAX does
         from .creation import ones_like
-        return true_divide(self.array, scatter_update(ones_like(self.array), self.index, values,
+        return true_divide(self.array, scatter_update(ones_like(self.array), self._index(wrap_negative_indices, mode), values,
                                                       "mul", mode))
 
-    def power(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
+    def power(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
         # x ** (the product of the exponents that land on each element), as JAX does
         from .creation import ones_like
-        return ufuncs.power(self.array, scatter_update(ones_like(self.array), self.index,
+        return ufuncs.power(self.array, scatter_update(ones_like(self.array), self._index(wrap_negative_indices, mode),
                                                        values, "mul", mode))
 
-    def min(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "min", mode)
+    def min(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "min", mode)
 
-    def max(self, values, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "max", mode)
+    def max(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "max", mode)
 
-    def apply(self, func, mode=None, indices_are_sorted=False, unique_indices=False):
-        return self.set(func(self.get(mode="clip" if mode == "clip" else None)), mode)
+    def apply(self, func, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        index = self._index(wrap_negative_indices, mode)
+        ref = _IndexUpdateRef(self.array, index)
+        return ref.set(func(ref.get(mode="clip" if mode == "clip" else None)), mode)
 
 
 class _IndexUpdateHelper:
@@ -498,6 +538,10 @@ def argwhere(a, *, size=None, fill_value=None):
     Array([[0, 1],
            [1, 0]], dtype=int32)
     """
+    a = asarray(a)
+    if a.ndim == 0:    # one row (a non-zero scalar) or none, of no columns, as in JAX
+        return stack(nonzero(lax.reshape(a, (1,)), size, 0 if fill_value is None
+                             else fill_value), axis=1)[:, :0]
     return stack(nonzero(a, size, 0 if fill_value is None else fill_value), axis=1)
 
 

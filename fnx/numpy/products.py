@@ -8,7 +8,8 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.convolution import conv_general_dilated
 from ..core.errors import ShapeError
-from ._core import asarray, broadcast_shapes, broadcast_to, canonicalize_axis, promote_dtypes
+from ._core import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis, promote_dtypes,
+                    promote_dtypes_inexact)
 
 
 def matmul(a, b, precision=None, preferred_element_type=None):
@@ -309,6 +310,8 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
                          f"{x2.shape}")
     from .shapes import moveaxis
     x1, x2 = moveaxis(x1, a1, -1), moveaxis(x2, a2, -1)
+    if dtypes.kind(x1.dtype) == "c":    # the Array API's vecdot conjugates its first argument
+        x1 = lax.conj(x1)
     # (..., 1, n) @ (..., n, 1): matmul broadcasts the batch dimensions
     out = matmul(lax.expand_dims(x1, (x1.ndim - 1,)), lax.expand_dims(x2, (x2.ndim,)),
                  precision, preferred_element_type)
@@ -381,9 +384,11 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=None):
-    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation as one
-    ``conv_general_dilated``, as JAX computes them."""
-    a, v = promote_dtypes(a, v)
+    """``full``/``same``/``valid`` 1-D convolution (``flip_v``) or correlation (of ``a`` with
+    conjugated ``v``) as one ``conv_general_dilated``, as JAX computes them; integer inputs
+    give floats unless ``preferred_element_type`` says otherwise (NumPy's rule)."""
+    a, v = (promote_dtypes(a, v) if preferred_element_type is not None
+            else promote_dtypes_inexact(a, v))
     if a.ndim != 1 or v.ndim != 1:
         raise ShapeError(f"{name}: only 1-D inputs are supported, got shapes {a.shape} and "
                          f"{v.shape}")
@@ -392,6 +397,8 @@ def _conv1d(a, v, mode, flip_v, name, precision=None, preferred_element_type=Non
         raise ValueError(f"{name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}")
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    if not flip_v and dtypes.kind(v.dtype) == "c":
+        v = lax.conj(v)
     swapped = m > n
     if swapped:   # slide the shorter sequence over the longer one
         a, v, n, m = v, a, m, n

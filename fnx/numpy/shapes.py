@@ -420,25 +420,35 @@ def triu(m, k=0):
     return where(mask, lax.full(m.shape, 0, m.dtype), m)
 
 
-def meshgrid(*xi, indexing="xy"):
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     """Coordinate arrays from 1-d coordinate vectors (``indexing`` "xy", NumPy's default, or
-    "ij").
+    "ij"); ``sparse=True`` keeps size-1 axes where a dense grid would repeat values.
 
     >>> [g.shape for g in jnp.meshgrid(jnp.arange(3), jnp.arange(2))]
     [(2, 3), (2, 3)]
+    >>> [g.shape for g in jnp.meshgrid(jnp.arange(3), jnp.arange(2), sparse=True)]
+    [(1, 3), (2, 1)]
     """
-    xs = [ravel(asarray(x)) for x in xi]
-    shape = [x.shape[0] for x in xs]
+    if not copy:
+        raise ValueError("fnx.numpy.meshgrid only supports copy=True")
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+    xs = [asarray(x) for x in xi]
+    if any(x.ndim != 1 for x in xs):
+        raise ValueError("Arguments to fnx.numpy.meshgrid must be 1D, got shapes "
+                         f"{[x.shape for x in xs]}")
+    dims = list(range(len(xs)))
     if indexing == "xy" and len(xs) >= 2:
-        shape[0], shape[1] = shape[1], shape[0]
+        dims[0], dims[1] = 1, 0
+    full = [0] * len(xs)
+    for x, d in zip(xs, dims):
+        full[d] = x.shape[0]
     out = []
-    for i, x in enumerate(xs):
-        dim = i
-        if indexing == "xy" and len(xs) >= 2 and i < 2:
-            dim = 1 - i
-        out.append(lax.broadcast_in_dim(x, tuple(shape), (dim,)))
+    for x, d in zip(xs, dims):
+        shape = [1] * len(xs) if sparse else list(full)
+        shape[d] = x.shape[0]
+        out.append(lax.broadcast_in_dim(x, tuple(shape), (d,)))
     return out
-
 
 
 def atleast_3d(*arys):
@@ -490,7 +500,7 @@ def vsplit(ary, indices_or_sections):
     >>> [a.shape for a in jnp.vsplit(jnp.zeros((4, 2)), 2)]
     [(2, 2), (2, 2)]
     """
-    return _split_along(ary, indices_or_sections, 0, 2, "vsplit")
+    return _split_along(ary, indices_or_sections, 0, 1, "vsplit")   # 1-D too, as in JAX
 
 
 def dsplit(ary, indices_or_sections):

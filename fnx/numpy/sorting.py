@@ -36,13 +36,29 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     return lax.rev(perm, (ax,))
 
 
-def searchsorted(a, v, side="left"):
-    """Indices where ``v`` would be inserted into sorted 1-D ``a``.
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Indices where ``v`` would be inserted into sorted 1-D ``a`` (``a[sorter]`` where
+    ``sorter`` is given); ``method`` is JAX's choice of algorithm, the same result here.
 
     >>> jnp.searchsorted(jnp.array([1, 3, 5]), jnp.array([2, 5]))
     Array([1, 2], dtype=int32)
+    >>> jnp.searchsorted(jnp.array([5, 1, 3]), 4, sorter=jnp.array([1, 2, 0]))
+    Array(2, dtype=int32)
     """
+    if side not in ("left", "right"):
+        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. "
+                         "Expected one of ['left', 'right'].")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"{method!r} is an invalid value for keyword 'method'. "
+                         f"Expected one of {list(_SEARCH_METHODS)}.")
     a, v = asarray(a), asarray(v)
+    if a.ndim != 1:
+        raise ValueError("a should be 1-dimensional")
+    if sorter is not None:
+        a = a[asarray(sorter)]
     a, v = promote_dtypes(a, v)
     n = a.shape[0]
     vb = lax.broadcast_in_dim(v, v.shape + (n,), tuple(range(v.ndim)))

@@ -695,9 +695,21 @@ def sinc(x):
     """
     (x,) = promote_dtypes_inexact(x)
     pix = lax.mul(x, lax.full(x.shape, np.pi, x.dtype))
-    safe = where(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, 1, x.dtype), pix)
-    return where(lax.eq(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, 1, x.dtype),
-                 lax.div(lax.sin(safe), safe))
+    at_zero = lax.eq(x, lax.full(x.shape, 0, x.dtype))
+    safe = where(at_zero, lax.full(x.shape, 1, x.dtype), pix)
+    return where(at_zero, _sinc_maclaurin(0, pix), lax.div(lax.sin(safe), safe))
+
+
+def _sinc_maclaurin_value(k, x):
+    """The k-th derivative of ``sin(x)/x`` at 0, shaped like ``x``; its JVP is the next one,
+    so every derivative of sinc at 0 is exact (as in JAX)."""
+    c = 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1)
+    return lax.add(lax.mul(x, lax.full(x.shape, 0, x.dtype)), lax.full(x.shape, c, x.dtype))
+
+
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_value, nondiff_argnums=(0,))
+_sinc_maclaurin.defjvp(lambda k, primals, tangents: (
+    _sinc_maclaurin(k, primals[0]), lax.mul(_sinc_maclaurin(k + 1, primals[0]), tangents[0])))
 
 
 @_weak_as_jax(all_weak=True)
@@ -721,7 +733,9 @@ def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     Array([ True, False], dtype=bool)
     """
     a, b = promote_and_broadcast(a, b, op="isclose", inexact=True)
-    close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    within = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    # equal infinities are close; a finite tolerance never reaches an infinity (NumPy, JAX)
+    close = logical_or(equal(a, b), logical_and(isfinite(b), within))
     if equal_nan:
         close = logical_or(close, logical_and(isnan(a), isnan(b)))
     return close
@@ -736,16 +750,22 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     return _all_true(isclose(a, b, rtol, atol, equal_nan))
 
 
-def array_equal(a, b):
-    """Whether ``a`` and ``b`` have the same shape and elements.
+def array_equal(a1, a2, equal_nan=False):
+    """Whether ``a1`` and ``a2`` have the same shape and elements (NaNs equal to each other
+    where ``equal_nan``).
 
     >>> jnp.array_equal(jnp.arange(3), jnp.array([0, 1, 2]))
     Array(True, dtype=bool)
+    >>> jnp.array_equal(jnp.array([1.0, jnp.nan]), jnp.array([1.0, jnp.nan]), equal_nan=True)
+    Array(True, dtype=bool)
     """
-    a, b = asarray(a), asarray(b)
+    a, b = asarray(a1), asarray(a2)
     if a.shape != b.shape:
         return asarray(False)
-    return _all_true(equal(a, b))
+    eq = equal(a, b)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a), isnan(b)))
+    return _all_true(eq)
 
 
 def _all_true(x):

@@ -8,10 +8,12 @@ from .. import dtypes
 from ..core import get_aval
 from ..errors import DTypeError, ShapeError
 from .base import broadcast_in_dim, convert_element_type, full, reshape, transpose
-from .elementwise import (_const, _full_like, abs_, add, bitwise_and, exp, gt, integer_pow,
+from .elementwise import bitcast_convert_type as _same_width_bitcast
+from .elementwise import (_const, _full_like, abs_, add, bitwise_and, bitwise_or, shift_left,
+                          shift_right_logical, exp, gt, integer_pow,
                           is_finite, log1p, lt, max_, min_, mul, neg, pow_, rem, select, sign,
                           stop_gradient_raw, sub)
-from .shapes import broadcasted_iota, rev, slice_in_dim, squeeze
+from .shapes import broadcasted_iota, concatenate, rev, slice_in_dim, squeeze
 from .reductions import _cumulative
 from .indexing import take
 from .products import dot_general
@@ -227,3 +229,49 @@ def batch_matmul(lhs, rhs, precision=None):
                          f"and {nr}")
     batch = tuple(range(nl - 2))
     return dot_general(lhs, rhs, (((nl - 1,), (nl - 2,)), (batch, batch)), precision)
+
+
+def bitcast_convert_type(x, new_dtype):  # noqa: F811 - elementwise's, across widths
+    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32.
+
+    >>> lax.bitcast_convert_type(jnp.float32(1.0), jnp.int32)
+    Array(1065353216, dtype=int32)
+
+    As in JAX, a narrower ``new_dtype`` adds a last axis (the bytes in little-endian order)
+    and a wider one consumes it:
+
+    >>> lax.bitcast_convert_type(jnp.array([1, 256], jnp.int16), jnp.uint8)
+    Array([[1, 0],
+           [0, 1]], dtype=uint8)
+    """
+    new_dtype = dtypes.canonical(new_dtype)
+    old_bits, new_bits = get_aval(x).dtype.itemsize * 8, np.dtype(new_dtype).itemsize * 8
+    if old_bits == new_bits:
+        return _same_width_bitcast(x, new_dtype)
+    for dt in (get_aval(x).dtype, np.dtype(new_dtype)):
+        if dt.kind in "bc":
+            raise DTypeError(f"bitcast_convert_type from {get_aval(x).dtype} to "
+                             f"{np.dtype(new_dtype)}: bool and complex types change width only "
+                             "with equal widths")
+    # composed from same-width casts, shifts and masks, so every backend and transformation
+    # has it already
+    u_old, u_new = np.dtype(f"uint{old_bits}"), np.dtype(f"uint{new_bits}")
+    bits = _same_width_bitcast(x, u_old)
+    shape = get_aval(x).shape
+    if old_bits > new_bits:
+        mask = np.array((1 << new_bits) - 1, u_old)
+        parts = [convert_element_type(bitwise_and(
+            shift_right_logical(bits, np.array(new_bits * j, u_old)), mask), u_new)
+            for j in range(old_bits // new_bits)]
+        stacked = concatenate([reshape(p, (*shape, 1)) for p in parts], len(shape))
+        return _same_width_bitcast(stacked, new_dtype)
+    ratio = new_bits // old_bits
+    if not shape or shape[-1] != ratio:
+        raise ShapeError(f"bitcast_convert_type from {get_aval(x).dtype}{list(shape)} to "
+                         f"{np.dtype(new_dtype)}: the last axis must have size {ratio}")
+    out = None
+    for j in range(ratio):
+        part = squeeze(slice_in_dim(bits, j, j + 1, axis=len(shape) - 1), (len(shape) - 1,))
+        part = shift_left(convert_element_type(part, u_new), np.array(old_bits * j, u_new))
+        out = part if out is None else bitwise_or(out, part)
+    return _same_width_bitcast(out, new_dtype)

@@ -625,7 +625,8 @@ bitcast_convert_type_p.batch = lambda vals, dims, **p: (
 
 
 def bitcast_convert_type(x, new_dtype):
-    """The bits of ``x`` reinterpreted as ``new_dtype`` (same width), e.g. float32 -> uint32.
+    """The bits of ``x`` reinterpreted as ``new_dtype`` of the same width (``fnx.lax``'s
+    ``bitcast_convert_type`` also changes widths).
 
     >>> lax.bitcast_convert_type(jnp.float32(1.0), jnp.int32)
     Array(1065353216, dtype=int32)
