@@ -356,49 +356,55 @@ class _IndexUpdateRef:
 
     def get(self, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
-        return getitem(self.array, self._index(wrap_negative_indices, mode, _GATHER_MODES), mode,
-                       fill_value)
+        return getitem(self.array, self._index(wrap_negative_indices, mode, _GATHER_MODES),
+                       mode, fill_value)
+
+    def _update(self, values, how, mode, wrap_negative_indices, into=None):
+        return scatter_update(self.array if into is None else into,
+                              self._index(wrap_negative_indices, mode), values, how, mode)
 
     def set(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "set", mode)
+        return self._update(values, "set", mode, wrap_negative_indices)
 
     def add(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "add", mode)
+        return self._update(values, "add", mode, wrap_negative_indices)
 
     def subtract(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
-            wrap_negative_indices=True):
+                 wrap_negative_indices=True):
         neg = -values if _is_scalar(values) else negative(values)
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), neg, "add", mode)
+        return self._update(neg, "add", mode, wrap_negative_indices)
 
     def multiply(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
-            wrap_negative_indices=True):
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "mul", mode)
+                 wrap_negative_indices=True):
+        return self._update(values, "mul", mode, wrap_negative_indices)
 
     mul = multiply
 
     def divide(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
-            wrap_negative_indices=True):
+               wrap_negative_indices=True):
         # x / (the product of the divisors that land on each element), as JAX does
         from .creation import ones_like
-        return true_divide(self.array, scatter_update(ones_like(self.array), self._index(wrap_negative_indices, mode), values,
-                                                      "mul", mode))
+        divisors = self._update(values, "mul", mode, wrap_negative_indices,
+                                into=ones_like(self.array))
+        return true_divide(self.array, divisors)
 
     def power(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
-            wrap_negative_indices=True):
+              wrap_negative_indices=True):
         # x ** (the product of the exponents that land on each element), as JAX does
         from .creation import ones_like
-        return ufuncs.power(self.array, scatter_update(ones_like(self.array), self._index(wrap_negative_indices, mode),
-                                                       values, "mul", mode))
+        exponents = self._update(values, "mul", mode, wrap_negative_indices,
+                                 into=ones_like(self.array))
+        return ufuncs.power(self.array, exponents)
 
     def min(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "min", mode)
+        return self._update(values, "min", mode, wrap_negative_indices)
 
     def max(self, values, mode=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
-        return scatter_update(self.array, self._index(wrap_negative_indices, mode), values, "max", mode)
+        return self._update(values, "max", mode, wrap_negative_indices)
 
     def apply(self, func, mode=None, indices_are_sorted=False, unique_indices=False,
             wrap_negative_indices=True):
