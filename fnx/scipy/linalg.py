@@ -550,10 +550,15 @@ def hilbert(n: int):
 
 
 from .schur import schur, sqrtm  # noqa: E402
+from ._special_matrices import (  # noqa: E402
+    circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
+    helmert, invhilbert, invpascal, leslie, pascal)
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm",
-           "expm_frechet", "hilbert", "inv", "lu", "lu_factor", "lu_pivots_to_permutation",
-           "lu_solve", "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd",
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "expm", "expm_frechet", "fiedler",
+           "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert",
+           "invpascal", "leslie", "lu", "lu_factor", "lu_pivots_to_permutation", "lu_solve",
+           "pascal", "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd",
            "toeplitz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402

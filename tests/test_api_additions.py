@@ -1,0 +1,82 @@
+"""Names and parameters JAX has that real programs and JAX's documentation use: each runs with
+fnx's names and with JAX's on the CPU, with fresh random inputs, and must agree in values,
+dtypes, shapes and weak types (or raise alike)."""
+import numpy as np
+import pytest
+
+from test_jax_differences_2 import same_as_jax
+
+x32 = pytest.mark.x32     # the user's defaults; float64 checks run with x64 on
+
+
+@pytest.fixture(autouse=True)
+def _jax_as_fnx(jax_x64_as_fnx):
+    """JAX runs with x64 set as fnx's (off: these are the user's defaults)."""
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+# ---------------------------------------------------------------------------------------------
+# scipy.linalg's named matrices
+
+
+@pytest.mark.parametrize("program", [
+    lambda s, c, r: s.scipy.linalg.hankel(c),
+    lambda s, c, r: s.scipy.linalg.hankel(c, r[:2]),
+    lambda s, c, r: s.scipy.linalg.hankel(c.reshape(2, 3), r),
+    lambda s, c, r: s.scipy.linalg.circulant(c),
+    lambda s, c, r: s.scipy.linalg.circulant(c.reshape(3, 2)),
+    lambda s, c, r: s.scipy.linalg.leslie(c[:4], r[:3]),
+    lambda s, c, r: s.scipy.linalg.leslie(c.reshape(2, 3), r[:2]),
+    lambda s, c, r: s.scipy.linalg.leslie(c[:1], r[:0]),
+    lambda s, c, r: s.scipy.linalg.companion(c),
+    lambda s, c, r: s.scipy.linalg.companion(c.reshape(2, 3)),
+    lambda s, c, r: s.scipy.linalg.companion(s.np.arange(1, 5)),
+    lambda s, c, r: s.scipy.linalg.fiedler(c),
+    lambda s, c, r: s.scipy.linalg.fiedler(c.reshape(2, 3)),
+    lambda s, c, r: [s.scipy.linalg.fiedler_companion(c[:k]) for k in range(1, 7)],
+    lambda s, c, r: s.scipy.linalg.fiedler_companion(c.reshape(2, 3)),
+    lambda s, c, r: [s.scipy.linalg.convolution_matrix(c[:m], n, mode)
+                     for m in (1, 2, 5) for n in (1, 3, 6) for mode in ("full", "same", "valid")],
+    lambda s, c, r: s.scipy.linalg.convolution_matrix(c.reshape(2, 3), 4, "same"),
+])
+@x32
+def test_named_matrices_of_vectors_match_jax(program, rng):
+    c = rng.standard_normal(6).astype(np.float32)
+    r = rng.standard_normal(3).astype(np.float32)
+    same_as_jax(lambda s: program(s, s.np.asarray(c), s.np.asarray(r)))
+
+
+@pytest.mark.parametrize("program", [
+    lambda s: [s.scipy.linalg.pascal(n, kind) for n in (1, 4, 6)
+               for kind in (None, "lower", "upper")],
+    lambda s: [s.scipy.linalg.invpascal(n, kind) for n in (1, 4, 6)
+               for kind in (None, "lower", "upper")],
+    lambda s: [s.scipy.linalg.invhilbert(n) for n in (1, 3, 5)],
+    lambda s: [s.scipy.linalg.helmert(n, full) for n in (1, 2, 5) for full in (False, True)],
+    lambda s: [s.scipy.linalg.hadamard(n) for n in (1, 2, 8)] + [s.scipy.linalg.hadamard(4, float)],
+    lambda s: [s.scipy.linalg.dft(n, scale) for n in (1, 3, 4) for scale in (None, "sqrtn", "n")],
+    lambda s: s.scipy.linalg.pascal(3, "diagonal"),
+    lambda s: s.scipy.linalg.hadamard(6),
+    lambda s: s.scipy.linalg.dft(3, dtype=s.np.float32),
+])
+@x32
+def test_named_matrices_of_a_size_match_jax(program):
+    same_as_jax(program, rtol=1e-4, atol=1e-4)
+
+
+def test_named_matrices_match_scipy_in_float64(rng):
+    import scipy.linalg as sla
+    import fnx.scipy.linalg as fla
+    a = rng.standard_normal(5)
+    a[0] = 1.5
+    np.testing.assert_allclose(fla.fiedler_companion(a), sla.fiedler_companion(a), rtol=1e-12)
+    np.testing.assert_allclose(fla.companion(a), sla.companion(a), rtol=1e-12)
+    np.testing.assert_allclose(fla.hankel(a, a[::-1]), sla.hankel(a, a[::-1]))
+    np.testing.assert_allclose(fla.convolution_matrix(a, 4, "same"),
+                               sla.convolution_matrix(a, 4, "same"))
+    np.testing.assert_allclose(fla.invhilbert(4), sla.invhilbert(4), rtol=1e-9)
+    np.testing.assert_allclose(fla.helmert(4, full=True), sla.helmert(4, full=True), rtol=1e-12)
