@@ -80,3 +80,39 @@ def test_named_matrices_match_scipy_in_float64(rng):
                                sla.convolution_matrix(a, 4, "same"))
     np.testing.assert_allclose(fla.invhilbert(4), sla.invhilbert(4), rtol=1e-9)
     np.testing.assert_allclose(fla.helmert(4, full=True), sla.helmert(4, full=True), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy and lax parameters
+
+
+@x32
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("extra", [False, True])
+def test_unique_along_an_axis_matches_jax(axis, extra, rng):
+    x = rng.integers(0, 2, (5, 3, 2)).astype(np.float32)
+    x[1] = x[3]
+    same_as_jax(lambda s: s.np.unique(s.np.asarray(x), axis=axis, return_index=extra,
+                                      return_inverse=extra, return_counts=extra))
+
+
+@x32
+def test_unique_along_an_axis_with_size_under_jit_matches_jax(rng):
+    x = rng.integers(0, 2, (6, 2)).astype(np.int32)
+    same_as_jax(lambda s: s.m.jit(lambda v: s.np.unique(v, axis=0, size=5, fill_value=-1,
+                                                        return_counts=True))(s.np.asarray(x)))
+    same_as_jax(lambda s: s.np.unique(s.np.asarray(x), axis=0, size=5, return_inverse=True))
+
+
+@x32
+@pytest.mark.parametrize("config", [[(-1, 2, 0)], [(2, -3, 1)], [(-2, -2, 2)], [(-5, 0, 0)]])
+def test_lax_pad_with_negative_edges_matches_jax_with_its_gradient(config, rng):
+    x = rng.standard_normal(4).astype(np.float32)
+    same_as_jax(lambda s: s.lax.pad(s.np.asarray(x), 0.5, config))
+    same_as_jax(lambda s: s.m.grad(lambda v: (s.lax.pad(v, 0.0, config) ** 2).sum())(
+        s.np.asarray(x)))
+
+
+@x32
+def test_lax_empty_takes_an_int_shape():
+    same_as_jax(lambda s: s.lax.empty(3, s.np.float32).shape)

@@ -62,8 +62,11 @@ def empty(shape, dtype, *, out_sharding=None):
 
     >>> lax.empty((2,), jnp.float32).shape
     (2,)
+    >>> lax.empty(3, jnp.int32).shape
+    (3,)
     """
-    return lax.full(tuple(shape), 0, dtypes.canonicalize(dtype))
+    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    return lax.full(shape, 0, dtypes.canonicalize(dtype))
 
 
 def broadcast_like(arr, like_arr):

@@ -66,6 +66,45 @@ def _unique_all(a, size, fill_value, equal_nan):
     return UniqueAllResult(values, lax.take(perm, at), lax.reshape(inverse, a.shape), counts)
 
 
+def _unique_along(ar, axis, size, fill_value, equal_nan):
+    """``_unique_all`` for the slices of ``ar`` along ``axis``, ordered lexicographically; the
+    inverse indices have one entry per slice, as in JAX."""
+    from . import full, lexsort, moveaxis, where
+    a = moveaxis(asarray(ar), axis, 0)
+    n = a.shape[0]
+    rows = lax.reshape(a, (n, int(np.prod(a.shape[1:], dtype=int))))
+    i32 = dtypes.default_int
+    if n == 0 or rows.shape[1] == 0:
+        # no elements to compare: every slice is the same (empty) one
+        if n == 0 and size and fill_value is None:
+            raise ValueError("unique: for a zero-sized input with a size, fill_value is needed")
+        k = min(n, 1) if size is None else size
+        values = lax.full((k,) + a.shape[1:], 0 if fill_value is None else fill_value, a.dtype)
+        return UniqueAllResult(moveaxis(values, 0, axis), lax.full((k,), 0, i32),
+                               lax.full((n,), 0, i32), lax.full((k,), n, i32)[:min(k, n)])
+    perm = lexsort(tuple(rows[:, j] for j in reversed(range(rows.shape[1]))))
+    s = rows[perm]
+    prev, rest = s[:-1], s[1:]
+    differs = lax.ne(rest, prev)
+    if equal_nan and dtypes.issubdtype(s.dtype, np.inexact):
+        differs = differs & ((rest == rest) | (prev == prev))
+    first = lax.concatenate([lax.full((1,), True, dtypes.bool_), differs.any(axis=1)], 0)
+    if size is None:
+        size = int(concrete_or_error(first, "unique's argument (pass size= to use it under jit)")
+                   .sum())
+    group = lax.sub(lax.cumsum(lax.convert_element_type(first, i32), 0), lax.full((), 1, i32))
+    inverse = lax.scatter(lax.full((n,), 0, i32), perm, group, axis=0, mode="set")
+    (pos,) = nonzero(first, size=size, fill_value=-1)
+    found = (pos >= 0)[:, None]
+    at = lax.max_(pos, lax.full((), 0, i32))
+    fill = s[0] if fill_value is None else full((s.shape[1],), fill_value, s.dtype)
+    values = where(found, s[at], fill[None])
+    counts = lax.scatter(lax.full((size,), 0, i32), group, lax.full((n,), 1, i32), axis=0,
+                         mode="add")
+    values = moveaxis(lax.reshape(values, (size,) + a.shape[1:]), 0, axis)
+    return UniqueAllResult(values, lax.take(perm, at), inverse, counts)
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, size=None, fill_value=None, sorted=True):
     """Sorted unique values of ``ar`` flattened, and optionally the index of each one's first
@@ -76,11 +115,12 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
     >>> jnp.unique(jnp.array([3, 1, 3]), size=3, fill_value=0)
     Array([1, 3, 0], dtype=int32)
+    >>> jnp.unique(jnp.array([[1, 2], [0, 5], [1, 2]]), axis=0)   # unique rows
+    Array([[0, 5],
+           [1, 2]], dtype=int32)
     """
-    if axis is not None:
-        raise NotImplementedError("unique along an axis is not supported; unique(x) works on "
-                                  "the flattened array")
-    r = _unique_all(ar, size, fill_value, equal_nan)
+    r = _unique_all(ar, size, fill_value, equal_nan) if axis is None else \
+        _unique_along(ar, axis, size, fill_value, equal_nan)
     extra = [x for want, x in ((return_index, r.indices), (return_inverse, r.inverse_indices),
                                (return_counts, r.counts)) if want]
     return (r.values, *extra) if extra else r.values

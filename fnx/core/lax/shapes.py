@@ -142,9 +142,22 @@ def pad(x, padding_value, padding_config):
 
     >>> lax.pad(jnp.array([1, 2]), 0, [(1, 2, 1)])
     Array([0, 1, 0, 2, 0, 0], dtype=int32)
+    >>> lax.pad(jnp.array([1, 2, 3]), 0, [(-1, 1, 0)])
+    Array([2, 3, 0], dtype=int32)
     """
     cfg = tuple((int(a), int(b), int(c)) for a, b, c in padding_config)
-    return pad_p.bind(x, padding_value, padding_config=cfg)
+    if all(lo >= 0 and hi >= 0 for lo, hi, _ in cfg):
+        return pad_p.bind(x, padding_value, padding_config=cfg)
+    # negative edges: pad the non-negative part, then cut, so the primitive stays simple
+    padded = pad_p.bind(x, padding_value,
+                        padding_config=tuple((max(lo, 0), max(hi, 0), i) for lo, hi, i in cfg))
+    shape = get_aval(padded).shape
+    starts = [max(-lo, 0) for lo, _, _ in cfg]
+    limits = [n - max(-hi, 0) for n, (_, hi, _) in zip(shape, cfg)]
+    if any(stop < start for start, stop in zip(starts, limits)):
+        raise ShapeError(f"pad of shape {_shp(get_aval(x).shape)} with {cfg} cuts more elements "
+                         f"than there are")
+    return slice(padded, starts, limits)
 
 
 concatenate_p = primitive("concatenate")
