@@ -116,3 +116,27 @@ def test_lax_pad_with_negative_edges_matches_jax_with_its_gradient(config, rng):
 @x32
 def test_lax_empty_takes_an_int_shape():
     same_as_jax(lambda s: s.lax.empty(3, s.np.float32).shape)
+
+
+@x32
+@pytest.mark.parametrize("program", [
+    lambda s, x, w: s.np.quantile(x, 0.5, weights=w, method="inverted_cdf"),
+    lambda s, x, w: s.np.quantile(x, s.np.asarray([0.0, 0.2, 0.5, 0.9, 1.0]), axis=1,
+                                  weights=w[0], method="inverted_cdf", keepdims=True),
+    lambda s, x, w: s.np.quantile(x, 0.3, axis=0, weights=w, method="inverted_cdf"),
+    lambda s, x, w: s.np.quantile(x, s.np.asarray([0.1, 0.7]), axis=(0, 1), method="inverted_cdf"),
+    lambda s, x, w: s.np.percentile(x, 40.0, axis=1, weights=w, method="inverted_cdf"),
+    lambda s, x, w: s.np.nanquantile(x.at[0, 1].set(s.np.nan), 0.5, axis=1, weights=w,
+                                     method="inverted_cdf"),
+    lambda s, x, w: s.np.quantile(x.at[0, 1].set(s.np.nan), 0.5, axis=1, weights=w,
+                                  method="inverted_cdf"),
+    lambda s, x, w: s.np.nanpercentile(x, 50.0, weights=w.at[1, 2].set(-1.0),
+                                       method="inverted_cdf"),
+    lambda s, x, w: s.np.quantile(x, 0.5, weights=w),
+    lambda s, x, w: s.np.quantile(x, 0.5, weights=w[0]),
+])
+def test_quantile_weights_follow_jax_inverted_cdf(program, rng):
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    w = rng.uniform(0, 2, (3, 5)).astype(np.float32)
+    w[0, 2] = 0.0
+    same_as_jax(lambda s: program(s, s.np.asarray(x), s.np.asarray(w)))

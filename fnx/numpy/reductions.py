@@ -629,17 +629,66 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 # quantiles
 
 
-_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
+def _aligned_weights(a, weights, axis, method, name):
+    """``a`` and ``weights`` promoted together, ``weights`` broadcast to ``a``'s shape (they may
+    have the shape of the reduced axes alone), as JAX checks them."""
+    if weights is None:
+        (a,) = promote_dtypes_inexact(a)
+        return a, None
+    weights = asarray(weights)
+    if dtypes.kind(weights.dtype) == "c":
+        raise ValueError(f"{name}: weights cannot be complex, got {weights.dtype}")
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{name}: method {method!r} does not take weights; only "
+                                  "'inverted_cdf' does, as in JAX")
+    a, weights = promote_dtypes_inexact(a, weights)
+    if weights.shape != a.shape:
+        if axis is None:
+            raise ValueError(f"{name}: weights of shape {weights.shape} must have a's shape "
+                             f"{a.shape} when axis is None")
+        axes = canonicalize_axes(axis, a.ndim, name)
+        if weights.shape != tuple(a.shape[i] for i in axes):
+            raise ValueError(f"{name}: weights shape {weights.shape} must match the reduced "
+                             f"axes {tuple(a.shape[i] for i in axes)} of shape {a.shape}")
+        weights = lax.broadcast_in_dim(weights, a.shape, axes)
+    return a, weights
+
+
+def _inverted_cdf(m, w, qs, count):
+    """The first sorted value whose cumulative weight reaches ``q`` times the total (NaN data
+    weighs nothing; a negative or NaN weight makes the slice's result NaN), as JAX's
+    method='inverted_cdf'."""
+    from .ufuncs import isnan, where as where_
+    w = lax.full(m.shape, 1, m.dtype) if w is None else w
+    s, w = lax.sort((m, w), m.ndim - 1, num_keys=1)
+    zero = lax.full(w.shape, 0, w.dtype)
+    bad = lax.bitwise_or(lax.lt(w, zero), isnan(w))
+    w = where_(lax.bitwise_or(bad, isnan(s)), zero, w)
+    cw = lax.cumsum(w, m.ndim - 1)
+    total = lax.slice_in_dim(cw, m.shape[-1] - 1, m.shape[-1], axis=m.ndim - 1)
+    target = lax.mul(qs, broadcast_to(total, qs.shape))
+    grid = qs.shape + (m.shape[-1],)
+    below = lax.lt(broadcast_to(lax.expand_dims(cw, (m.ndim - 1,)), grid),
+                   broadcast_to(lax.expand_dims(target, (m.ndim,)), grid))
+    idx = sum(astype(below, dtypes.int32), -1)
+    last = astype(broadcast_to(count, qs.shape), dtypes.int32) - 1
+    idx = lax.max_(lax.min_(idx, last), lax.full(idx.shape, 0, idx.dtype))
+    out = lax.take_along_axis(s, idx, m.ndim - 1)
+    return where_(broadcast_to(any(bad, -1, keepdims=True), out.shape), np.nan, out)
+
+
+def _quantile(a, q, axis, method, keepdims, ignore_nan, name, weights=None):
     """Quantiles ``q`` (in [0, 1]) of ``a`` over ``axis``: shape ``q.shape`` + the kept dims.
     All reduced axes are merged into one last axis and sorted; NaNs sort last, so a NaN-free
     prefix of ``count`` entries holds the values the quantile interpolates between."""
     from .ufuncs import isnan, where as where_
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
-    (a,) = promote_dtypes_inexact(a)     # q takes a's dtype: int32 data gives float32, as in JAX
+    # q takes a's dtype: int32 data gives float32, as in JAX
+    a, weights = _aligned_weights(asarray(a), weights, axis, method, name)
     q = asarray(q)
     q = lax.convert_element_type(q, a.dtype) if q.weak_type or dtypes.kind(q.dtype) != "f" \
         else q
@@ -653,7 +702,9 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     if n == 0:
         raise ShapeError(f"{name}: cannot take a quantile of an empty reduction (shape "
                          f"{a.shape}, axis {axis})")
-    m = lax.reshape(lax.transpose(a, tuple(rest) + axes), rest_shape + (n,))
+    def merged(x):
+        return lax.reshape(lax.transpose(x, tuple(rest) + axes), rest_shape + (n,))
+    m = merged(a)
     s = lax.sort(m, -1)
     nan = isnan(m)
     nq = q.size
@@ -670,6 +721,10 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
     if method == "nearest":
         from .ufuncs import round as round_
         lo = hi = lax.max_(lax.min_(round_(pos), last), zero)
+    if method == "inverted_cdf":
+        return _finish_quantile(_inverted_cdf(m, None if weights is None else merged(weights),
+                                              qs, count),
+                                a, q, axes, rest, rest_shape, count, nan, keepdims, ignore_nan)
     take = (lambda i: lax.take_along_axis(s, lax.convert_element_type(i, dtypes.int32), m.ndim - 1))
     lo_v, hi_v = take(lo), take(hi)
     if method == "linear":   # as weights, as JAX does: an infinite end stays infinite
@@ -680,8 +735,16 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
         out = lax.mul(lax.add(lo_v, hi_v), lax.full(qs.shape, 0.5, a.dtype))
     else:
         out = hi_v if method == "higher" else lo_v
-    empty = lax.le(broadcast_to(count, qs.shape), zero) if ignore_nan else \
-        broadcast_to(any(nan, -1, keepdims=True), qs.shape)
+    return _finish_quantile(out, a, q, axes, rest, rest_shape, count, nan, keepdims, ignore_nan)
+
+
+def _finish_quantile(out, a, q, axes, rest, rest_shape, count, nan, keepdims, ignore_nan):
+    """NaN where a slice has none to take a quantile of; ``q``'s axes first, then the kept."""
+    from .ufuncs import where as where_
+    qs_shape = out.shape
+    zero = lax.full(qs_shape, 0, count.dtype)
+    empty = lax.le(broadcast_to(count, qs_shape), zero) if ignore_nan else \
+        broadcast_to(any(nan, -1, keepdims=True), qs_shape)
     out = where_(empty, np.nan, out)
     out = lax.transpose(out, (len(rest),) + tuple(range(len(rest))))
     kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims else rest_shape
@@ -689,24 +752,27 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name):
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
-             *, interpolation=None):
+             *, weights=None, interpolation=None):
     """The ``q``-th quantiles (``q`` in [0, 1], any shape) over ``axis``; NaN where a slice has
     NaNs. ``method`` is one of linear (default), lower, higher, midpoint, nearest.
 
     >>> jnp.quantile(jnp.asarray([1.0, 2.0, 3.0, 4.0]), 0.5)
     Array(2.5, dtype=float32)
+    >>> jnp.quantile(jnp.asarray([1.0, 5.0, 3.0]), 0.5, weights=jnp.asarray([1.0, 0.0, 2.0]),
+    ...              method="inverted_cdf")
+    Array(3., dtype=float32)
     """
-    return _quantile(a, q, axis, interpolation or method, keepdims, False, "quantile")
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, "quantile", weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, interpolation=None):
+                keepdims=False, *, weights=None, interpolation=None):
     """``quantile`` ignoring NaNs (NaN where a slice is all NaN).
 
     >>> jnp.nanquantile(jnp.array([1.0, jnp.nan, 3.0]), 0.5)
     Array(2., dtype=float32)
     """
-    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanquantile")
+    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanquantile", weights)
 
 
 def _percent(a, q):
@@ -717,25 +783,25 @@ def _percent(a, q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, interpolation=None):
+               keepdims=False, *, weights=None, interpolation=None):
     """The ``q``-th percentiles (``q`` in [0, 100]) over ``axis``.
 
     >>> jnp.percentile(jnp.asarray([1.0, 2.0, 3.0, 4.0]), 25.0)
     Array(1.75, dtype=float32)
     """
     a, q = _percent(a, q)
-    return _quantile(a, q, axis, interpolation or method, keepdims, False, "percentile")
+    return _quantile(a, q, axis, interpolation or method, keepdims, False, "percentile", weights)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, interpolation=None):
+                  keepdims=False, *, weights=None, interpolation=None):
     """``percentile`` ignoring NaNs.
 
     >>> jnp.nanpercentile(jnp.array([1.0, jnp.nan, 3.0]), 50)
     Array(2., dtype=float32)
     """
     a, q = _percent(a, q)
-    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanpercentile")
+    return _quantile(a, q, axis, interpolation or method, keepdims, True, "nanpercentile", weights)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
