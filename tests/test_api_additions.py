@@ -140,3 +140,13 @@ def test_quantile_weights_follow_jax_inverted_cdf(program, rng):
     w = rng.uniform(0, 2, (3, 5)).astype(np.float32)
     w[0, 2] = 0.0
     same_as_jax(lambda s: program(s, s.np.asarray(x), s.np.asarray(w)))
+
+
+@x32
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_delete_with_unique_traced_indices_matches_jax(axis, rng):
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    idx = rng.choice(4, 2, replace=False).astype(np.int32) - 2     # negatives too
+    same_as_jax(lambda s: s.m.jit(lambda v, i: s.np.delete(v, i, axis, assume_unique_indices=True))(
+        s.np.asarray(x), s.np.asarray(idx)))
+    same_as_jax(lambda s: s.np.delete(s.np.asarray(x), idx, axis, assume_unique_indices=True))

@@ -5,7 +5,7 @@ import builtins
 
 import numpy as np
 
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.errors import ShapeError
 from ._core import (asarray, astype, broadcast_to, canonicalize_axes, canonicalize_axis,
                     promote_dtypes)
@@ -622,17 +622,36 @@ def insert(arr, obj, values, axis=None):
     return lax.take(joined, asarray(src.astype(np.int32)), ax)
 
 
-def delete(arr, obj, axis=None):
-    """``arr`` without the entries at the static index or indices ``obj`` along ``axis``.
+def _delete_unique(a, obj, ax):
+    """``a`` without the entries at the distinct, possibly traced, integer indices ``obj``: each
+    kept position is found by counting the deleted ones before it, so it works under jit."""
+    from . import arange, clip, sort, where
+    n = a.shape[ax]
+    idx = ravel(asarray(obj))
+    idx = sort(clip(where(idx < 0, idx + n, idx), 0, n))
+    idx = idx - arange(idx.size, dtype=idx.dtype)
+    keep = arange(n - idx.size, dtype=idx.dtype)
+    keep = keep + (keep[None, :] >= idx[:, None]).sum(0, dtype=idx.dtype)
+    return lax.take(a, keep, ax)
+
+
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+    """``arr`` without the entries at the static index or indices ``obj`` along ``axis``; with
+    ``assume_unique_indices`` integer indices may be traced (under jit), as in JAX.
 
     >>> jnp.delete(jnp.asarray([1, 2, 3]), 1)
     Array([1, 3], dtype=int32)
+    >>> fnx.jit(lambda i: jnp.delete(jnp.arange(5), i, assume_unique_indices=True))(jnp.array([3, 0]))
+    Array([1, 2, 4], dtype=int32)
     """
     a = asarray(arr)
     if axis is None:
         a, axis = ravel(a), 0
     ax = canonicalize_axis(axis, a.ndim, "delete")
     n = a.shape[ax]
+    if assume_unique_indices and not isinstance(obj, (int, np.integer, slice)) and \
+            dtypes.kind(asarray(obj).dtype) in "iu":
+        return _delete_unique(a, obj, ax)
     idx, _ = _static_positions(obj, n, "delete")
     idx = idx.reshape(-1)
     if ((idx < -n) | (idx >= n)).any():
