@@ -150,3 +150,14 @@ def test_delete_with_unique_traced_indices_matches_jax(axis, rng):
     same_as_jax(lambda s: s.m.jit(lambda v, i: s.np.delete(v, i, axis, assume_unique_indices=True))(
         s.np.asarray(x), s.np.asarray(idx)))
     same_as_jax(lambda s: s.np.delete(s.np.asarray(x), idx, axis, assume_unique_indices=True))
+
+
+@x32
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "subtract"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_ufunc_reduceat_matches_jax(name, axis, rng):
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    idx = np.array([0, 3, 1, 4, 4], np.int32)
+    same_as_jax(lambda s: getattr(s.np, name).reduceat(s.np.asarray(x), s.np.asarray(idx), axis))
+    same_as_jax(lambda s: s.m.jit(lambda v: s.np.add.reduceat(v, idx, axis))(
+        s.np.asarray(x * 10)))

@@ -115,6 +115,42 @@ class ufunc:
         _, ys = scan(step, moved[0], moved[1:])
         return lax.moveaxis(lax.concatenate([moved[:1], ys], 0), 0, axis)
 
+    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+        """``reduce`` over the segments ``a[indices[i]:indices[i + 1]]`` along ``axis`` (just
+        ``a[indices[i]]`` where the next index is not larger), as NumPy and JAX define it.
+
+        >>> jnp.add.reduceat(jnp.arange(6), jnp.array([0, 4, 1]))
+        Array([ 6,  4, 15], dtype=int32)
+        """
+        if out is not None:
+            raise NotImplementedError(f"{self.__name__}.reduceat: out is not supported")
+        a, indices = asarray(a), asarray(indices)
+        if a.ndim == 0:
+            raise ValueError(f"{self.__name__}.reduceat: a must have 1 or more dimensions, got "
+                             f"shape {a.shape}")
+        if indices.ndim != 1:
+            raise ValueError(f"{self.__name__}.reduceat: indices must be one-dimensional, got "
+                             f"shape {indices.shape}")
+        if axis is None or isinstance(axis, (tuple, list)):
+            raise ValueError(f"{self.__name__}.reduceat requires a single integer axis")
+        # dtype is accepted and, as in JAX, not applied: the segments reduce in a's dtype
+        axis = canonicalize_axis(axis, a.ndim)
+        from ..core.control_flow import fori_loop
+        from .indexing import take
+        n = a.shape[axis]
+        others = [d for d in range(a.ndim) if d != axis]
+        bounds = lax.expand_dims(lax.concatenate([indices, lax.full((1,), n, indices.dtype)], 0),
+                                 others)
+        start = lax.slice_in_dim(bounds, 0, bounds.shape[axis] - 1, axis=axis)
+        stop = lax.slice_in_dim(bounds, 1, bounds.shape[axis], axis=axis)
+
+        # every element i joins the segments that start before it and end after it
+        def fold(i, acc):
+            inside = lax.bitwise_and(lax.gt(i, start), lax.lt(i, stop))
+            step = self._fn(acc, take(a, lax.expand_dims(i, (0,)), axis=axis)).astype(acc.dtype)
+            return ufuncs.where(inside, step, acc)
+        return fori_loop(0, n, fold, take(a, indices, axis=axis))
+
     def outer(self, a, b):
         """``self(a[i...], b[j...])`` for every pair: shape ``a.shape + b.shape``.
 
@@ -143,7 +179,7 @@ class ufunc:
         return a.at[indices].set(self._fn(a[indices], b).astype(a.dtype))
 
 
-boundary_methods(ufunc, ("__call__", "reduce", "accumulate", "outer", "at"))
+boundary_methods(ufunc, ("__call__", "reduce", "accumulate", "reduceat", "outer", "at"))
 
 
 def _make(fn, identity=None, reduce=None, accumulate=None, at=None):
