@@ -6,10 +6,13 @@
 """
 from __future__ import annotations
 
+import dataclasses as _dataclasses
+
 from .core import pytree as _pt
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
-           "map", "map_with_path", "reduce", "structure", "transpose", "unflatten"]
+           "map", "map_with_path", "reduce", "reduce_associative", "static", "structure",
+           "transpose", "unflatten"]
 
 
 def all(tree, *, is_leaf=None) -> bool:  # noqa: A001 - jax.tree's name
@@ -101,6 +104,43 @@ def reduce(function, tree, initializer=_pt._NO_INIT, is_leaf=None):
     7
     """
     return _pt.tree_reduce(function, tree, initializer, is_leaf)
+
+
+def reduce_associative(operation, tree, *, identity=_pt._NO_INIT, is_leaf=None):
+    """The leaves combined by the associative ``operation`` pairwise, in a balanced tree of
+    logarithmic depth; ``identity`` is the result for a tree with no leaves.
+
+    >>> import operator
+    >>> fnx.tree.reduce_associative(operator.add, [1, (2, 3), [4, 5, 6]])
+    21
+    """
+    level = _pt.tree_leaves(tree, is_leaf)
+    if not level:
+        if identity is _pt._NO_INIT:
+            raise TypeError("reduce_associative: the tree has no leaves; pass identity= for "
+                            "its result")
+        return identity
+    while len(level) > 1:
+        pairs = [operation(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        level = pairs + level[len(level) - len(level) % 2:]
+    return level[0]
+
+
+def static(**kwargs):
+    """A ``dataclasses.field`` marked static, so ``register_dataclass`` keeps it as aux data.
+
+    >>> import dataclasses
+    >>> @fnx.tree_util.register_dataclass
+    ... @dataclasses.dataclass
+    ... class Op:
+    ...     x: float
+    ...     kind: str = fnx.tree.static(default="add")
+    >>> fnx.tree.leaves(Op(1.0))
+    [1.0]
+    """
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return _dataclasses.field(**kwargs, metadata=metadata)
 
 
 def transpose(outer_treedef, inner_treedef, pytree_to_transpose):

@@ -161,3 +161,50 @@ def test_ufunc_reduceat_matches_jax(name, axis, rng):
     same_as_jax(lambda s: getattr(s.np, name).reduceat(s.np.asarray(x), s.np.asarray(idx), axis))
     same_as_jax(lambda s: s.m.jit(lambda v: s.np.add.reduceat(v, idx, axis))(
         s.np.asarray(x * 10)))
+
+
+# ---------------------------------------------------------------------------------------------
+# pytrees
+
+
+def test_tree_reduce_associative_matches_jax(rng):
+    import operator
+    trees = [[1, (2, 3), [4, 5, 6]], {"a": 7}, [list(range(k)) for k in range(1, 6)]]
+    for tree in trees:
+        same_as_jax(lambda s: s.m.tree.reduce_associative(operator.add, tree))
+    # string concatenation is associative but not commutative: the order must be kept
+    same_as_jax(lambda s: [s.m.tree.reduce_associative(operator.add, list("abcdefg"[:k]))
+                           for k in range(1, 8)])
+    same_as_jax(lambda s: s.m.tree.reduce_associative(operator.add, [], identity=0))
+    same_as_jax(lambda s: s.m.tree.reduce_associative(operator.add, []))
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    same_as_jax(lambda s: s.m.tree.reduce_associative(
+        s.np.maximum, [s.np.asarray(x[0]), {"b": s.np.asarray(x[1]), "c": s.np.asarray(x[2])}]))
+
+
+def test_tree_static_fields_are_aux_data_as_in_jax(rng):
+    import dataclasses
+    x = rng.standard_normal(3).astype(np.float32)
+
+    def program(s):
+        @s.m.tree_util.register_dataclass
+        @dataclasses.dataclass
+        class Op:
+            x: object
+            kind: str = s.m.tree.static(default="add", metadata={"doc": "how"})
+        op = Op(s.np.asarray(x))
+        leaves, treedef = s.m.tree.flatten(op)
+        back = s.m.tree.unflatten(treedef, [v * 2 for v in leaves])
+        fields = {f.name: dict(f.metadata) for f in dataclasses.fields(Op)}
+        return leaves, back.x, back.kind, fields, s.m.jit(lambda o: o.x + 1)(op)
+    same_as_jax(program)
+
+
+def test_treedef_tuple_matches_jax():
+    def program(s):
+        tu = s.m.tree_util
+        parts = [tu.tree_structure(1), tu.tree_structure({"a": [1, 2]}), tu.tree_structure(None)]
+        td = tu.treedef_tuple(parts)
+        return (td.num_leaves, tu.tree_unflatten(td, [1, 2, 3]),
+                td == tu.tree_structure((0, {"a": [0, 0]}, None)), str(td))
+    same_as_jax(program)

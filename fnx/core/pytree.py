@@ -520,6 +520,15 @@ def treedef_children(treedef: PyTreeDef) -> list:
     return list(treedef.children)
 
 
+def treedef_tuple(treedefs) -> PyTreeDef:
+    """The structure of a tuple whose elements have the structures ``treedefs``.
+
+    >>> treedef_tuple([tree_structure(1), tree_structure([1, 2])])
+    PyTreeDef((*, [*, *]))
+    """
+    return PyTreeDef(tuple, None, list(treedefs))
+
+
 def flatten_one_level(tree):
     """``(children, aux_data)`` of the root node; ValueError for a leaf.
 
