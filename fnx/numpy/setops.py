@@ -69,7 +69,10 @@ def _unique_all(a, size, fill_value, equal_nan):
 def _unique_along(ar, axis, size, fill_value, equal_nan):
     """``_unique_all`` for the slices of ``ar`` along ``axis``, ordered lexicographically; the
     inverse indices have one entry per slice, as in JAX."""
-    from . import full, lexsort, moveaxis, where
+    from .creation import full
+    from .shapes import moveaxis
+    from .sorting import lexsort
+    from .ufuncs import where
     a = moveaxis(asarray(ar), axis, 0)
     n = a.shape[0]
     rows = lax.reshape(a, (n, int(np.prod(a.shape[1:], dtype=int))))

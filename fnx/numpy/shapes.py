@@ -625,10 +625,11 @@ def insert(arr, obj, values, axis=None):
 def _delete_unique(a, obj, ax):
     """``a`` without the entries at the distinct, possibly traced, integer indices ``obj``: each
     kept position is found by counting the deleted ones before it, so it works under jit."""
-    from . import arange, clip, sort, where
+    from .creation import arange
+    from .ufuncs import clip, where
     n = a.shape[ax]
     idx = ravel(asarray(obj))
-    idx = sort(clip(where(idx < 0, idx + n, idx), 0, n))
+    idx = lax.sort(clip(where(idx < 0, idx + n, idx), 0, n))
     idx = idx - arange(idx.size, dtype=idx.dtype)
     keep = arange(n - idx.size, dtype=idx.dtype)
     keep = keep + (keep[None, :] >= idx[:, None]).sum(0, dtype=idx.dtype)

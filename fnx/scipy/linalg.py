@@ -516,43 +516,10 @@ def block_diag(*arrs):
     return jnp.concatenate(rows, axis=0)
 
 
-def toeplitz(c, r=None):
-    """The Toeplitz matrix with first column ``c`` and first row ``r`` (``r[0]`` ignored;
-    ``r`` defaults to ``c``): entry (i, j) is ``c[i - j]`` for i >= j, else ``r[j - i]``.
-    Leading dimensions of ``c`` and ``r`` give a batch of matrices, as in JAX.
-
-    >>> toeplitz(jnp.array([1, 2, 3]))
-    Array([[1, 2, 3],
-           [2, 1, 2],
-           [3, 2, 1]], dtype=int32)
-    """
-    c = jnp.atleast_1d(jnp.asarray(c))
-    r = jnp.conjugate(c) if r is None else jnp.atleast_1d(jnp.asarray(r))
-    batch = jnp.broadcast_shapes(c.shape[:-1], r.shape[:-1])
-    n, m = c.shape[-1], r.shape[-1]
-    dtype = jnp.result_type(c, r)
-    # every diagonal, r reversed then c: entry (i, j) is vals[m - 1 + i - j]
-    vals = jnp.concatenate([jnp.broadcast_to(r[..., :0:-1], batch + (m - 1,)).astype(dtype),
-                            jnp.broadcast_to(c, batch + (n,)).astype(dtype)], axis=-1)
-    index = (m - 1) + np.arange(n)[:, None] - np.arange(m)[None, :]
-    return vals[..., index]
-
-
-def hilbert(n: int):
-    """The n x n Hilbert matrix, ``1 / (i + j + 1)``.
-
-    >>> hilbert(2)
-    Array([[1.        , 0.5       ],
-           [0.5       , 0.33333334]], dtype=float32)
-    """
-    i = jnp.arange(n, dtype=jnp.float32)
-    return 1.0 / (i[:, None] + i[None, :] + 1.0)
-
-
 from .schur import schur, sqrtm  # noqa: E402
 from ._special_matrices import (  # noqa: E402
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
-    helmert, invhilbert, invpascal, leslie, pascal)
+    helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "dft", "eigh", "expm", "expm_frechet", "fiedler",
