@@ -208,3 +208,35 @@ def test_treedef_tuple_matches_jax():
         return (td.num_leaves, tu.tree_unflatten(td, [1, 2, 3]),
                 td == tu.tree_structure((0, {"a": [0, 0]}, None)), str(td))
     same_as_jax(program)
+
+
+# ---------------------------------------------------------------------------------------------
+# scipy.linalg's solvers
+
+
+@pytest.mark.parametrize("method", ["schur", "eigen"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_solve_sylvester_solves_the_equation_in_float64(method, dtype, rng):
+    import scipy.linalg
+    import fnx.scipy.linalg as fla
+    def draw(*shape):
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex128 else x).astype(dtype)
+    a, b, c = draw(2, 4, 4) + 4 * np.eye(4), draw(2, 3, 3) + 4 * np.eye(3), draw(2, 4, 3)
+    x = fla.solve_sylvester(a, b, c, method=method)
+    assert x.dtype == dtype and x.shape == (2, 4, 3)
+    for k in range(2):
+        np.testing.assert_allclose(x[k], scipy.linalg.solve_sylvester(a[k], b[k], c[k]),
+                                   rtol=1e-9, atol=1e-10)
+
+
+@x32
+def test_solve_sylvester_matches_jax_and_gives_nan_without_a_unique_solution(rng):
+    a = rng.standard_normal((3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
+    b = rng.standard_normal((2, 2)).astype(np.float32) + 3 * np.eye(2, dtype=np.float32)
+    c = rng.standard_normal((3, 2)).astype(np.float32)
+    same_as_jax(lambda s: s.m.jit(s.scipy.linalg.solve_sylvester)(a, b, c), rtol=1e-3, atol=1e-4)
+    eye = np.eye(2, dtype=np.float32)
+    same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(eye, -eye, c[:2]))
+    same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(a, b, c[:2]))
+    same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(a, b, c, method="lu"))

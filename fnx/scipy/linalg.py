@@ -520,12 +520,14 @@ from .schur import schur, sqrtm  # noqa: E402
 from ._special_matrices import (  # noqa: E402
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
+from .sylvester import solve_sylvester  # noqa: E402
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "dft", "eigh", "expm", "expm_frechet", "fiedler",
            "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert",
            "invpascal", "leslie", "lu", "lu_factor", "lu_pivots_to_permutation", "lu_solve",
-           "pascal", "polar", "qr", "schur", "solve", "solve_triangular", "sqrtm", "svd",
+           "pascal", "polar", "qr", "schur", "solve", "solve_sylvester", "solve_triangular", "sqrtm",
+           "svd",
            "toeplitz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
