@@ -240,3 +240,46 @@ def test_solve_sylvester_matches_jax_and_gives_nan_without_a_unique_solution(rng
     same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(eye, -eye, c[:2]))
     same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(a, b, c[:2]))
     same_as_jax(lambda s: s.scipy.linalg.solve_sylvester(a, b, c, method="lu"))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("n", [1, 3, 5])   # SciPy returns 2 x 2 inputs as they are; JAX does not
+def test_hessenberg_is_scipys_in_float64(dtype, n, rng):
+    import scipy.linalg
+    import fnx.scipy.linalg as fla
+    a = rng.standard_normal((n, n))
+    a = (a + 1j * rng.standard_normal((n, n))).astype(dtype) if dtype == np.complex128 else a
+    h, q = fla.hessenberg(a, calc_q=True)
+    want_h, want_q = scipy.linalg.hessenberg(a, calc_q=True)
+    np.testing.assert_allclose(h, want_h, atol=1e-12)
+    np.testing.assert_allclose(q, want_q, atol=1e-12)
+    batch = fla.hessenberg(np.stack([a, 2 * a]))
+    np.testing.assert_allclose(batch[1], scipy.linalg.hessenberg(2 * a), atol=1e-12)
+
+
+@x32
+def test_hessenberg_and_eigh_tridiagonal_match_jax(rng):
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    d, e = rng.standard_normal(5).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    same_as_jax(lambda s: s.m.jit(lambda x: s.scipy.linalg.hessenberg(x, calc_q=True))(a),
+                rtol=1e-4, atol=1e-5)
+    c = (a[:2, :2] + 1j * a[2:, 2:]).astype(np.complex64)
+    same_as_jax(lambda s: s.scipy.linalg.hessenberg(c, calc_q=True), rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda s: s.scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True),
+                rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda s: s.scipy.linalg.eigh_tridiagonal(d, e, eigvals_only=True, select="i",
+                                                          select_range=(1, 3)), rtol=1e-4,
+                atol=1e-5)
+    same_as_jax(lambda s: s.scipy.linalg.eigh_tridiagonal(d, e, select="v", select_range=(0, 1)))
+
+
+def test_eigh_tridiagonal_vectors_diagonalize_the_matrix(rng):
+    import fnx.scipy.linalg as fla
+    d, e = rng.standard_normal(6), rng.standard_normal(5)
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    w, v = fla.eigh_tridiagonal(d, e)
+    np.testing.assert_allclose(t @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-12)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(t), atol=1e-12)
+    w2, v2 = fla.eigh_tridiagonal(d, e, select="i", select_range=(2, 4))
+    np.testing.assert_allclose(w2, np.asarray(w)[2:5], atol=1e-12)
+    assert v2.shape == (6, 3)
