@@ -1,8 +1,8 @@
 """Reductions to a condensed form and their eigenproblems: ``hessenberg`` (Householder
-reflections with LAPACK's sign convention, so the result is SciPy's) and ``eigh_tridiagonal``.
+reflections with LAPACK's sign convention, so the result is LAPACK's, as JAX gives it) and
+``eigh_tridiagonal``.
 """
 from __future__ import annotations
-
 
 from .. import numpy as jnp
 from ..core.control_flow import fori_loop
