@@ -270,3 +270,20 @@ def test_lax_odds_and_ends_as_jax():
     x = np.array([1., 0., 1., -1., 1., np.inf, 0.], np.float32)
     same_as_jax(lambda s: s.lax.igamma(s.np.asarray(a), s.np.asarray(x)))
     same_as_jax(lambda s: s.lax.igammac(s.np.asarray(a), s.np.asarray(x)))
+
+
+
+@pytest.mark.parametrize("call", [
+    lambda s, f, x: s.m.jvp(f, (x,), (x,))[1],
+    lambda s, f, x: s.m.jit(lambda x: s.m.jvp(f, (x,), (x,))[1])(x),
+    lambda s, f, x: s.m.vmap(lambda x: s.m.jvp(f, (x,), (x,))[1])(x),
+    lambda s, f, x: s.m.linearize(f, x)[1](x),
+    lambda s, f, x: s.m.jacfwd(lambda x: f(x)[0])(x),
+    lambda s, f, x: s.m.jit(s.m.grad(lambda a, b: a * b, (0, 1), allow_int=True))(3, x[0]),
+], ids=["jvp", "jit", "vmap", "linearize", "jacfwd", "int_grad_in_jit"])
+def test_integer_outputs_have_float0_tangents(rng, call):
+    """An integer or boolean output's tangent is float0, also inside jit and under vmap (with
+    the batch axis); jacfwd makes it zeros of the output's dtype."""
+    x = rng.standard_normal(3).astype(np.float32)
+    same_as_jax(lambda s: call(s, lambda x: ((x * 2).astype(s.np.int32), x > 0, x * 3),
+                               s.np.asarray(x)))

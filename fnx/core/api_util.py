@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .pytree import tree_flatten, tree_unflatten
+import numpy as np
+
+from . import dtypes
+from .pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
 
 
 def flatten_fun(fun: Callable, in_tree=None, kwargs: dict | None = None):
@@ -22,7 +25,7 @@ def flatten_fun(fun: Callable, in_tree=None, kwargs: dict | None = None):
 
     def flat_fun(*leaves):
         args = leaves if in_tree is None else tree_unflatten(in_tree, leaves)
-        out_leaves, tree = tree_flatten(fun(*args, **(kwargs or {})))
+        out_leaves, tree = flatten_outputs(fun(*args, **(kwargs or {})))
         store[:] = [tree]
         return out_leaves
 
@@ -33,4 +36,32 @@ def flatten_fun(fun: Callable, in_tree=None, kwargs: dict | None = None):
     return flat_fun, out_tree
 
 
-__all__ = ["flatten_fun"]
+class _Float0:
+    """A float0 array in an output tree: a node without leaves, so no traced program carries
+    it (float0 holds no values); unflattening the tree gives the array back."""
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+register_pytree_node(_Float0, lambda z: ((), z.shape),
+                     lambda shape, _: np.zeros(shape, dtypes.float0))
+
+
+def is_float0(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
+
+
+def flatten_outputs(out):
+    """``tree_flatten(out)`` with float0 arrays (the tangents of integers) kept in the tree,
+    not among the leaves.
+
+    >>> leaves, tree = flatten_outputs((1.0, np.zeros(2, fnx.dtypes.float0)))
+    >>> leaves, tree_unflatten(tree, leaves)[1].shape
+    ([1.0], (2,))
+    """
+    return tree_flatten(tree_map(lambda x: _Float0(x.shape) if is_float0(x) else x, out))
+
+
+__all__ = ["flatten_fun", "flatten_outputs", "is_float0"]
