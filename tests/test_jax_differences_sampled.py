@@ -291,3 +291,43 @@ def test_activation_and_its_slope_at_special_values_as_jax(name):
         slope = jax.vmap(jax.grad(jf))(x)
         _assert_same(fnx.vmap(fnx.grad(f))(x), slope, f"slope of {name}")
         _assert_same(fnx.jit(fnx.vmap(fnx.grad(f)))(x), slope, f"jit slope of {name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing, gathers and scatters with out-of-range indices, under every transformation
+
+INDEXING = {
+    "getitem": lambda m, x, i, u: x[i],
+    "get_fill": lambda m, x, i, u: x.at[i].get(mode="fill", fill_value=-7.0),
+    "get_clip": lambda m, x, i, u: x.at[i].get(mode="clip"),
+    "take": lambda m, x, i, u: m.numpy.take(x, i, axis=0),
+    "take_wrap": lambda m, x, i, u: m.numpy.take(x, i, axis=0, mode="wrap"),
+    "take_along": lambda m, x, i, u: m.numpy.take_along_axis(x, i[:, None], axis=0),
+    "set": lambda m, x, i, u: x.at[i].set(u),
+    "add": lambda m, x, i, u: x.at[i].add(u),
+    "max_clip": lambda m, x, i, u: x.at[i].max(u, mode="clip"),
+    "mul_drop": lambda m, x, i, u: x.at[i].multiply(u, mode="drop"),
+    "segment_sum": lambda m, x, i, u: m.numpy.zeros(4).at[i].add(u[:, 0]),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(INDEXING)), st.integers(0, 2 ** 32 - 1))
+def test_out_of_range_indices_as_jax_eagerly_under_jit_and_vmap(name, seed):
+    import importlib
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    i = rng.integers(-8, 9, (2, 4)).astype(np.int32)
+    u = rng.standard_normal((2, 4, 3)).astype(np.float32)
+
+    def run(m):
+        m.numpy = importlib.import_module(m.__name__ + ".numpy")
+        return lambda x, i, u: INDEXING[name](m, x, i, u)
+    with fnx.enable_x64(False), jax.enable_x64(False):
+        want = jax.vmap(run(jax))(x, i, u)
+        f = run(fnx)
+        for got in (fnx.vmap(f)(x, i, u), fnx.jit(fnx.vmap(f))(x, i, u),
+                    fjnp.stack([fnx.jit(f)(x[k], i[k], u[k]) for k in range(2)]),
+                    fjnp.stack([f(fjnp.asarray(x[k]), fjnp.asarray(i[k]), fjnp.asarray(u[k]))
+                                for k in range(2)])):
+            _assert_same(got, want, name)

@@ -9,7 +9,7 @@ R = TypeVar("R")
 import numpy as np
 
 from . import ad, batching, dtypes, lax, state
-from .api_util import flatten_fun, is_float0
+from .api_util import batch_float0, flatten_fun, is_float0
 from .core import ShapedArray, get_aval
 from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DTypeError, GradError,
                      ShapeError, TreeStructureError)
@@ -596,21 +596,9 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
                                    size, _out_dims(out_dims_fn), axis_name)
         for (_, ref), value in zip(refs, outs[len(outs) - len(refs):]):
             ref[...] = value
-        return _batch_float0(tree_unflatten(out_tree(), outs[:len(outs) - len(refs)]),
-                             out_axes, size)
+        return batch_float0(tree_unflatten(out_tree(), outs[:len(outs) - len(refs)]),
+                            out_axes, size)
     return vmapped
-
-
-def _batch_float0(out, out_axes, size):
-    """``out`` with each float0 leaf (an integer's tangent, one per example) given the batch
-    axis its ``out_axes`` entry names, as JAX's vmap returns it."""
-    leaves, tree = tree_flatten(out)
-    if not any(is_float0(x) for x in leaves):
-        return out
-    axes = broadcast_prefix(out_axes, out, "vmap out_axes")
-    leaves = [np.zeros(np.insert(x.shape, d % (x.ndim + 1), size).astype(int), x.dtype)
-              if is_float0(x) and d is not None else x for x, d in zip(leaves, axes)]
-    return tree_unflatten(tree, leaves)
 
 
 def _with_refs(flat_fun, ref_at):

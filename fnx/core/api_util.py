@@ -6,7 +6,8 @@ from typing import Callable
 import numpy as np
 
 from . import dtypes
-from .pytree import register_pytree_node, tree_flatten, tree_map, tree_unflatten
+from .pytree import (broadcast_prefix, register_pytree_node, tree_flatten, tree_map,
+                     tree_unflatten)
 
 
 def flatten_fun(fun: Callable, in_tree=None, kwargs: dict | None = None):
@@ -64,4 +65,17 @@ def flatten_outputs(out):
     return tree_flatten(tree_map(lambda x: _Float0(x.shape) if is_float0(x) else x, out))
 
 
-__all__ = ["flatten_fun", "flatten_outputs", "is_float0"]
+def batch_float0(out, axes, size):
+    """``out`` with each float0 leaf (kept out of the traced program, so per example or per
+    iteration) given the axis of ``size`` its entry of the prefix ``axes`` names (vmap's
+    ``out_axes``, scan's stacked outputs), as JAX returns it."""
+    leaves, tree = tree_flatten(out)
+    if not any(is_float0(x) for x in leaves):
+        return out
+    axes = broadcast_prefix(axes, out, "out_axes")
+    leaves = [np.zeros(np.insert(x.shape, d % (x.ndim + 1), size).astype(int), x.dtype)
+              if is_float0(x) and d is not None else x for x, d in zip(leaves, axes)]
+    return tree_unflatten(tree, leaves)
+
+
+__all__ = ["batch_float0", "flatten_fun", "flatten_outputs", "is_float0"]
