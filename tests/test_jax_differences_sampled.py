@@ -119,6 +119,20 @@ def test_python_bools_count_as_weak_beside_python_numbers(jax_x64_as_fnx, name):
         _assert_same(getattr(fjnp, name)(a, b), want, f"{name}({a!r}, {b!r})")
 
 
+@pytest.mark.x32
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float16"])
+def test_narrow_float_sorts_put_nan_last(jax_x64_as_fnx, rng, dtype):
+    """NumPy's sort of ml_dtypes' floats misplaced a NaN and what followed it."""
+    x = np.concatenate([[np.nan, -0.0, 0.0, np.inf, -np.inf], rng.standard_normal(7) * 4])
+    x = rng.permutation(x).astype(fjnp.dtype(dtype))
+    for name in ("sort", "argsort", "median", "unique"):
+        _assert_same(getattr(fjnp, name)(x), getattr(jjnp, name)(x), f"{name}({dtype})")
+    _assert_same(fnx.jit(fjnp.sort)(x), jjnp.sort(x), f"jit sort({dtype})")
+    keys = rng.integers(0, 3, x.size).astype(np.int32)
+    _assert_same(fnx.lax.sort((keys, x), num_keys=2)[1], jax.lax.sort((keys, x), num_keys=2)[1],
+                 f"two-key sort({dtype})")
+
+
 # ---------------------------------------------------------------------------------------------
 # binary operations over random dtype pairs
 

@@ -221,11 +221,18 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_eleme
     return out
 
 
+def _sort_key(k):
+    """``k`` as NumPy sorts it correctly: ml_dtypes' floats (bfloat16, float8s) compare in
+    float32, since NumPy's sort of them misplaces NaN (and what follows it)."""
+    native = k.dtype in (np.float16, np.float32, np.float64)
+    return k.astype(np.float32) if dtypes.kind(k.dtype) == "f" and not native else k
+
+
 def _sort(*operands, dimension, num_keys):
     if num_keys == 1:
-        perm = np.argsort(operands[0], axis=dimension, kind="stable")
+        perm = np.argsort(_sort_key(operands[0]), axis=dimension, kind="stable")
     else:
-        keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+        keys = [np.moveaxis(_sort_key(k), dimension, -1) for k in operands[:num_keys]]
         flat = [k.reshape(-1, k.shape[-1]) for k in keys]
         perm = np.stack([np.lexsort([f[r] for f in reversed(flat)]) for r in range(flat[0].shape[0])])
         perm = np.moveaxis(perm.reshape(keys[0].shape), -1, dimension)
