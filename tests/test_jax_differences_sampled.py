@@ -133,6 +133,13 @@ def test_narrow_float_sorts_put_nan_last(jax_x64_as_fnx, rng, dtype):
                  f"two-key sort({dtype})")
 
 
+@pytest.mark.x32
+def test_bincount_counts_booleans(jax_x64_as_fnx, rng):
+    x = rng.random(9) > 0.5
+    for kw in ({}, {"length": 4}, {"weights": rng.standard_normal(9).astype(np.float32)}):
+        _assert_same(fjnp.bincount(x, **kw), jjnp.bincount(x, **kw), f"bincount {kw}")
+
+
 # ---------------------------------------------------------------------------------------------
 # binary operations over random dtype pairs
 
