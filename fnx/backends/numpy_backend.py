@@ -536,13 +536,24 @@ class NumpyBackend:
     def compile(self, jaxpr, consts, donated=()):
         """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy (nothing is
         donated: ``supports_donation`` is False)."""
-        return NumpyExecutable(jaxpr, consts, self)
+        return NumpyExecutable(_calls_spliced(jaxpr), consts, self)
 
     def __repr__(self):
         return f"CpuDevice(id={self.id})"
 
     def __str__(self):      # as JAX prints a device: platform and id
         return f"cpu:{self.id}"
+
+
+def _calls_spliced(jaxpr):
+    """``jaxpr`` with its custom-derivative and remat calls spliced in (nothing differentiates
+    a compiled program), nested ones too, so they run as flat steps."""
+    from ..core.passes import EVALUATION_CALLS, inline_calls
+    while True:
+        spliced = inline_calls(jaxpr, EVALUATION_CALLS)
+        if spliced is jaxpr:
+            return jaxpr
+        jaxpr = spliced
 
 
 backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)
