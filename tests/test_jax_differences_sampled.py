@@ -30,7 +30,7 @@ def _weak(x):
     return bool(getattr(x, "weak_type", False))
 
 
-def _assert_same(got, want, what):
+def _assert_same(got, want, what, tol=1e-6):
     """Same dtype, weak type (but for booleans), shape and values (NaN where NaN)."""
     got_np, want_np = np.asarray(got), np.asarray(want)
     assert (got_np.dtype, got_np.shape) == (want_np.dtype, want_np.shape), \
@@ -41,7 +41,7 @@ def _assert_same(got, want, what):
         loose = want_np.dtype in (np.float16, dtypes.bfloat16)
         wide = np.complex128 if want_np.dtype.kind == "c" else np.float64
         np.testing.assert_allclose(got_np.astype(wide), want_np.astype(wide), equal_nan=True,
-                                   rtol=1e-2 if loose else 2e-6, atol=1e-2 if loose else 1e-6,
+                                   rtol=1e-2 if loose else 2 * tol, atol=1e-2 if loose else tol,
                                    err_msg=what)
     else:
         np.testing.assert_array_equal(got_np, want_np, err_msg=what)
@@ -267,10 +267,19 @@ def _program(steps):
     return run
 
 
+# steps whose results jump (floors, casts, rounding, thresholds): only on the exact inputs,
+# since JAX's transcendental functions differ from NumPy's in the last bit
+JUMPS = [k for k, (name, _) in enumerate(STEPS) if name in ("floordiv", "int", "round",
+                                                            "isclose")]
+SMOOTH = [k for k in range(len(STEPS)) if k not in JUMPS]
+
+
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.integers(0, len(STEPS) - 1), min_size=1, max_size=6),
+@given(st.lists(st.sampled_from(JUMPS), max_size=2),
+       st.lists(st.sampled_from(SMOOTH), min_size=1, max_size=5),
        st.integers(0, 2 ** 32 - 1), st.booleans())
-def test_random_programs_eager_jit_and_vmap_agree_with_jax(steps, seed, special):
+def test_random_programs_eager_jit_and_vmap_agree_with_jax(jumps, smooth, seed, special):
+    steps = jumps + smooth
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((2, 4, 5)).astype(np.float32)
     if special:
@@ -284,8 +293,8 @@ def test_random_programs_eager_jit_and_vmap_agree_with_jax(steps, seed, special)
                 fnx.jit(fnx.vmap(lambda a, b: run(fnx, a, b)))(a, b),
                 fnx.vmap(lambda a, b: run(fnx, a, b))(a, b),
                 fnx.vmap(fnx.jit(lambda a, b: run(fnx, a, b)))(a, b)]:
-            _assert_same(got_a, want[0], f"{[STEPS[k][0] for k in steps]}")
-            _assert_same(got_b, want[1], f"{[STEPS[k][0] for k in steps]}")
+            _assert_same(got_a, want[0], f"{[STEPS[k][0] for k in steps]}", tol=1e-5)
+            _assert_same(got_b, want[1], f"{[STEPS[k][0] for k in steps]}", tol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------
