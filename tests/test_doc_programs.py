@@ -467,8 +467,8 @@ def test_references_read_write_and_discharge_through_jit():
         return seen
     got, want = both(program)
     assert got[0] == want[0] and got[-4:] == want[-4:]
-    for g, w in zip(got[1:-4], want[1:-4]):
-        np.testing.assert_allclose(g, w, rtol=1e-5)
+    for g, w in zip(got[1:-4], want[1:-4]):     # r[0, 0] * s + 1 may cancel to near 0
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 def test_references_mapped_by_vmap():

@@ -281,6 +281,11 @@ LATER_ENTRY_POINTS = {
     "amp_policy": lambda: fnx.amp.apply_policy(lambda x: x @ x, "p=f32,c=f32,o=f32")(
         jnp.ones((2, 3))),
     "amp_get_policy": lambda: fnx.amp.get_policy("nonsense=3"),
+    "checkpoint": lambda: fnx.checkpoint(lambda x: x @ x)(jnp.ones((2, 3))),
+    "remat_under_grad": lambda: fnx.grad(fnx.remat(lambda x: (x @ x).sum()))(jnp.ones((2, 3))),
+    "eye": lambda: jnp.eye(-1),
+    "tri": lambda: jnp.tri(2, -3),
+    "identity_of_a_float": lambda: jnp.identity(2.5),
 }
 
 

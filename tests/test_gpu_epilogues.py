@@ -61,6 +61,21 @@ def test_dense_forward_matches_float64(gpu, act, bias):
         assert launches <= 2, exe.describe()
 
 
+@pytest.mark.parametrize("m,k,n", [(96, 200, 48), (128, 64, 10), (4, 6, 3)])
+def test_relu_layer_keeps_a_nan_as_jax(gpu, m, k, n):
+    """``nn.relu`` is ``max(z, 0)``: a NaN stays NaN (as on the CPU and in JAX) in whichever
+    kernel the layer runs; the calls after the first may time and take other candidates."""
+    x, w, b = _draw(np.random.default_rng(m * k + n), m, k, n, "column")
+    x[1, 0] = np.nan
+    step = fnx.jit(_layer("relu"))
+    ref = np.maximum(x.astype(np.float64) @ w + b, 0)
+    for _ in range(3):
+        out = np.asarray(step(*fnx.device_put((x, w, b), gpu)))
+        assert np.isnan(out[1]).all()
+        np.testing.assert_allclose(np.delete(out, 1, 0), np.delete(ref, 1, 0), rtol=1e-4,
+                                   atol=1e-4)
+
+
 @pytest.mark.parametrize("bias", list(BIASES))
 @pytest.mark.parametrize("act", list(ACTS))
 def test_dense_gradients_match_finite_differences(gpu, act, bias):

@@ -270,3 +270,36 @@ def test_lax_odds_and_ends_as_jax():
     x = np.array([1., 0., 1., -1., 1., np.inf, 0.], np.float32)
     same_as_jax(lambda s: s.lax.igamma(s.np.asarray(a), s.np.asarray(x)))
     same_as_jax(lambda s: s.lax.igammac(s.np.asarray(a), s.np.asarray(x)))
+
+
+
+@pytest.mark.parametrize("call", [
+    lambda s, f, x: s.m.jvp(f, (x,), (x,))[1],
+    lambda s, f, x: s.m.jit(lambda x: s.m.jvp(f, (x,), (x,))[1])(x),
+    lambda s, f, x: s.m.vmap(lambda x: s.m.jvp(f, (x,), (x,))[1])(x),
+    lambda s, f, x: s.m.linearize(f, x)[1](x),
+    lambda s, f, x: s.m.jacfwd(lambda x: f(x)[0])(x),
+    lambda s, f, x: s.m.jit(s.m.grad(lambda a, b: a * b, (0, 1), allow_int=True))(3, x[0]),
+    lambda s, f, x: s.lax.scan(lambda c, x: (c, s.m.jvp(f, (x,), (x,))[1]), 0.0, x)[1],
+    lambda s, f, x: s.m.vmap(lambda x: s.m.jvp(_with_float0_rule(s, f), (x,), (x,)),
+                             out_axes=1)(x[None]),
+], ids=["jvp", "jit", "vmap", "linearize", "jacfwd", "int_grad_in_jit", "scan", "custom_jvp"])
+def test_integer_outputs_have_float0_tangents(rng, call):
+    """An integer or boolean output's tangent is float0, also inside jit and under vmap (with
+    the batch axis); jacfwd makes it zeros of the output's dtype."""
+    x = rng.standard_normal(3).astype(np.float32)
+    same_as_jax(lambda s: call(s, lambda x: ((x * 2).astype(s.np.int32), x > 0, x * 3),
+                               s.np.asarray(x)))
+
+
+def _with_float0_rule(s, f):
+    """``f`` as a custom_jvp whose rule gives its integer outputs float0 tangents, as JAX's
+    rules must."""
+    g = s.m.custom_jvp(f)
+
+    @g.defjvp
+    def rule(primals, tangents):
+        out = f(*primals)
+        return out, (np.zeros(np.shape(out[0]), s.m.dtypes.float0),
+                     np.zeros(np.shape(out[1]), s.m.dtypes.float0), tangents[0] * 3)
+    return g

@@ -597,7 +597,8 @@ def test_sums_of_products_of_expansions_as_contractions(f, shapes):
 
 
 @pytest.mark.parametrize("act,fn", [
-    ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
+    ("relu", lambda z: jnp.maximum(z, 0.0)),
+    ("none", lambda z: jnp.where(z > 0, z, 0.0)),     # makes a NaN 0, which the kernels keep
     ("relu", nn.relu),
     ("leaky_relu", lambda z: nn.leaky_relu(z, 0.25)),
     ("tanh", jnp.tanh),
@@ -679,7 +680,8 @@ def _dense_acts(eqns):
 
 @pytest.mark.parametrize("act,fn", [
     ("relu", nn.relu),
-    ("none", lambda z: jnp.maximum(z, 0.0)),     # keeps a NaN, which the kernel's relu zeroes
+    ("relu", lambda z: jnp.maximum(z, 0.0)),
+    ("none", lambda z: jnp.where(z > 0, z, 0.0)),     # makes a NaN 0, which the kernels keep
     ("leaky_relu:0.1", lambda z: nn.leaky_relu(z, 0.1)),
     ("sigmoid", nn.sigmoid),
     ("tanh", jnp.tanh),

@@ -18,8 +18,8 @@ from fnx.core.errors import DeletedArrayError
 def test_numpy_input_is_copied_in(rng):
     buf = rng.standard_normal(5).astype(np.float32)
     first = buf.copy()
-    made = [jnp.asarray(buf), jnp.array(buf), fnx.device_put(buf),
-            jnp.asarray(buf, dtype=jnp.float32)]
+    made = [jnp.asarray(buf), jnp.array(buf), jnp.array(buf, copy=True), fnx.device_put(buf),
+            jnp.asarray(buf, dtype=jnp.float32), fnx.jit(lambda x: x)(buf)]
     buf[:] = rng.standard_normal(5).astype(np.float32)     # a data loader reusing its buffer
     for a in made:
         np.testing.assert_array_equal(np.asarray(a), first)
@@ -90,13 +90,14 @@ def donating_cpu():
     core._backends.pop(backend.name)
 
 
-def test_donated_argument_survives_a_call_that_raises(donating_cpu, rng):
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])   # Ctrl-C too
+def test_donated_argument_survives_a_call_that_raises(donating_cpu, rng, error):
     from fnx.core.debugging import debug_callback_p
     fail = [True]
 
     def check(*vals, batched):
         if fail[0]:
-            raise RuntimeError("check failed")
+            raise error("check failed")
 
     @functools.partial(fnx.jit, donate_argnums=0)
     def step(p):
@@ -106,7 +107,7 @@ def test_donated_argument_survives_a_call_that_raises(donating_cpu, rng):
     value = rng.standard_normal(3).astype(np.float32)
     p = fnx.device_put(value, donating_cpu)
     for _ in range(2):            # the first call, then the cached fast path
-        with pytest.raises(RuntimeError, match="check failed"):
+        with pytest.raises(error, match="check failed"):
             step(p)
         assert not p.is_deleted()
         np.testing.assert_array_equal(np.asarray(p), value)
@@ -425,10 +426,15 @@ def test_singular_inv_and_solve_give_inf_nan_not_an_exception(rng):
             assert not np.isfinite(np.asarray(got)).all()
             np.testing.assert_array_equal(np.isfinite(np.asarray(got)), np.isfinite(expected))
     regular = rng.standard_normal((3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
-    out = np.asarray(fnx.vmap(jnp.linalg.inv)(np.stack([np.zeros((3, 3), np.float32),
-                                                        regular])))
-    assert not np.isfinite(out[0]).any()
-    np.testing.assert_allclose(out[1], np.linalg.inv(regular), rtol=1e-5, atol=1e-6)
+    batch = np.stack([np.zeros((3, 3), np.float32), regular])
+    for inv in (fnx.vmap(jnp.linalg.inv), fnx.jit(fnx.vmap(jnp.linalg.inv))):
+        out = np.asarray(inv(batch))
+        assert not np.isfinite(out[0]).any()
+        np.testing.assert_allclose(out[1], np.linalg.inv(regular), rtol=1e-5, atol=1e-6)
+    bs = rng.standard_normal((2, 3)).astype(np.float32)
+    out = np.asarray(fnx.jit(fnx.vmap(jnp.linalg.solve))(batch, bs))
+    assert not np.isfinite(out[0]).all()
+    np.testing.assert_allclose(out[1], np.linalg.solve(regular, bs[1]), rtol=1e-5, atol=1e-6)
 
 
 def test_linear_transpose_of_a_nonlinear_function_raises(rng):

@@ -221,11 +221,18 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_eleme
     return out
 
 
+def _sort_key(k):
+    """``k`` as NumPy sorts it correctly: ml_dtypes' floats (bfloat16, float8s) compare in
+    float32, since NumPy's sort of them misplaces NaN (and what follows it)."""
+    native = k.dtype in (np.float16, np.float32, np.float64)
+    return k.astype(np.float32) if dtypes.kind(k.dtype) == "f" and not native else k
+
+
 def _sort(*operands, dimension, num_keys):
     if num_keys == 1:
-        perm = np.argsort(operands[0], axis=dimension, kind="stable")
+        perm = np.argsort(_sort_key(operands[0]), axis=dimension, kind="stable")
     else:
-        keys = [np.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+        keys = [np.moveaxis(_sort_key(k), dimension, -1) for k in operands[:num_keys]]
         flat = [k.reshape(-1, k.shape[-1]) for k in keys]
         perm = np.stack([np.lexsort([f[r] for f in reversed(flat)]) for r in range(flat[0].shape[0])])
         perm = np.moveaxis(perm.reshape(keys[0].shape), -1, dimension)
@@ -529,13 +536,24 @@ class NumpyBackend:
     def compile(self, jaxpr, consts, donated=()):
         """``executable(*buffers) -> list of buffers`` for ``jaxpr`` on NumPy (nothing is
         donated: ``supports_donation`` is False)."""
-        return NumpyExecutable(jaxpr, consts, self)
+        return NumpyExecutable(_calls_spliced(jaxpr), consts, self)
 
     def __repr__(self):
         return f"CpuDevice(id={self.id})"
 
     def __str__(self):      # as JAX prints a device: platform and id
         return f"cpu:{self.id}"
+
+
+def _calls_spliced(jaxpr):
+    """``jaxpr`` with its custom-derivative and remat calls spliced in (nothing differentiates
+    a compiled program), nested ones too, so they run as flat steps."""
+    from ..core.passes import EVALUATION_CALLS, inline_calls
+    while True:
+        spliced = inline_calls(jaxpr, EVALUATION_CALLS)
+        if spliced is jaxpr:
+            return jaxpr
+        jaxpr = spliced
 
 
 backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)

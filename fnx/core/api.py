@@ -9,13 +9,13 @@ R = TypeVar("R")
 import numpy as np
 
 from . import ad, batching, dtypes, lax, state
-from .api_util import flatten_fun
+from .api_util import batch_float0, flatten_fun, is_float0
 from .core import ShapedArray, get_aval
 from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DTypeError, GradError,
                      ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
-from .pytree import Partial, broadcast_prefix, tree_flatten, tree_map, tree_unflatten
+from .pytree import Partial, broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -58,7 +58,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                                  f"{t_tree}")
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         pa = get_aval(p)
-        if _is_float0(t):
+        if is_float0(t):
             if dtypes.is_float(pa.dtype) or np.shape(t) != pa.shape:
                 raise DTypeError(f"jvp: a float0{list(np.shape(t))} tangent for the primal "
                                  f"{pa.str_short()}; float0 tangents go with integer or "
@@ -79,11 +79,14 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
             t_leaves[k] = lax.convert_element_type(t, pa.dtype)
     flat, out_tree = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
     out_p, out_t = ad.jvp_flat(flat, p_leaves, t_leaves)
+    out_t = [_float0_tangent(p, t) for p, t in zip(out_p, out_t)]
     return _unpack_aux_outputs(out_tree(), out_p, out_t, has_aux)
 
 
-def _is_float0(x) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
+def _float0_tangent(primal, tangent):
+    """An integer or boolean output's tangent is float0 (no values), as in JAX."""
+    aval = get_aval(primal)
+    return tangent if dtypes.is_float(aval.dtype) else np.zeros(aval.shape, dtypes.float0)
 
 
 def _aux_wrapper(fun, has_aux):
@@ -129,7 +132,8 @@ def linearize(fun: Callable, *primals):
         if t_tree != p_tree:
             raise TreeStructureError(f"linearized function expects tangents shaped like "
                                      f"{p_tree}, got {t_tree}")
-        return tree_unflatten(out_tree, lin.jvp(t_leaves))
+        out_t = [_float0_tangent(p, t) for p, t in zip(out_p, lin.jvp(t_leaves))]
+        return tree_unflatten(out_tree, out_t)
     return tree_unflatten(out_tree, out_p), f_jvp
 
 
@@ -179,7 +183,7 @@ class _Pullback:
         if ct_tree != self.out_tree:
             raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
                                      f"output structure {self.out_tree}")
-        ct_leaves = [lax.full(a.shape, 0, a.dtype) if _is_float0(c) else c
+        ct_leaves = [lax.full(a.shape, 0, a.dtype) if is_float0(c) else c
                      for c, a in zip(ct_leaves, self.out_avals)]
         for c, a in zip(ct_leaves, self.out_avals):
             _check_cotangent(get_aval(c), a)
@@ -424,7 +428,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                 if dtypes.kind(get_aval(yl).dtype) != "c":
                     raise GradError("jacfwd with holomorphic=True requires outputs with "
                                     f"complex dtype, but got {get_aval(yl).dtype.name}.")
-        t_leaves = tree_flatten(tans)[0]
+        # an integer output's float0 tangents become zeros of its dtype, as in JAX
+        t_leaves = [lax.full(t.shape, 0, get_aval(yl).dtype) if is_float0(t) else t
+                    for t, yl in zip(tree_flatten(tans)[0], y_leaves)]
         jac = [_assemble(_split_jac(t, get_aval(yl).shape, in_leaves, sizes, True), in_tree,
                          single) for t, yl in zip(t_leaves, y_leaves)]
         out = tree_unflatten(y_tree, jac)
@@ -583,13 +589,15 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
 
         def out_dims_fn(n):
             dummy = tree_unflatten(out_tree(), [0] * (n - len(refs)))
-            return broadcast_prefix(out_axes, dummy, "vmap out_axes") + \
+            axes = broadcast_prefix(out_axes, dummy, "vmap out_axes")
+            return [d for d, x in zip(axes, tree_leaves(dummy)) if not is_float0(x)] + \
                 [dims[i] for i, _ in refs]
         outs = batching.batch_flat(_with_refs(flat_fun, [i for i, _ in refs]), leaves, dims,
                                    size, _out_dims(out_dims_fn), axis_name)
         for (_, ref), value in zip(refs, outs[len(outs) - len(refs):]):
             ref[...] = value
-        return tree_unflatten(out_tree(), outs[:len(outs) - len(refs)])
+        return batch_float0(tree_unflatten(out_tree(), outs[:len(outs) - len(refs)]),
+                            out_axes, size)
     return vmapped
 
 

@@ -32,7 +32,7 @@ from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
 from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import CotangentTypeError, FnxError, TracerLeakError
-from .api_util import flatten_fun
+from .api_util import flatten_fun, is_float0
 from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .partial_eval import JaxprTrace, trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
@@ -346,6 +346,10 @@ def _check_jvp_output(pair, out, name, jvp_name):
     p_leaves = [_match_aval(p, a, f"Custom JVP rule {jvp_name} for function {name}: primal "
                             "output (must equal the function's output in shape and dtype)")
                 for p, a in zip(p_leaves, out_avals)]
+    # an integer output's tangent is float0 in JAX's rules: fnx carries integer zeros
+    t_leaves = [_lax.full(a.shape, 0, tangent_aval(a).dtype)
+                if is_float0(t) and not dtypes.is_float(a.dtype) else t
+                for t, a in zip(t_leaves, out_avals)]
     t_leaves = [_match_aval(t, tangent_aval(a), f"Custom JVP rule {jvp_name} for function "
                             f"{name}: tangent output (must match the primal output)")
                 for t, a in zip(t_leaves, out_avals)]
@@ -711,6 +715,7 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
         static_argnums = (static_argnums,)
 
     @functools.wraps(fun)
+    @api_boundary
     def fun_remat(*args, **kwargs):
         static = {i % len(args) for i in static_argnums} if args else set()
         dyn = tuple(a for i, a in enumerate(args) if i not in static)

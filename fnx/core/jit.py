@@ -18,6 +18,7 @@ import numpy as np
 from . import ad, batching, dtypes, profiling, state
 from . import partition
 from .api import ShapeDtypeStruct
+from .api_util import flatten_outputs
 from .axis_env import axis_env_key
 from .config import config
 from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
@@ -486,7 +487,7 @@ class Jitted(Generic[P, R]):
             full = [args[i] if i in static else next(it) for i in range(len(args))]
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
             out = self.fun(*full, **kw)
-            out_leaves, store["tree"] = tree_flatten(out)
+            out_leaves, store["tree"] = flatten_outputs(out)
             return out_leaves + [r._value for r in refs]
         store: dict = {}
         while True:     # trace again while it finds references: they become inputs and outputs

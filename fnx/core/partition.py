@@ -60,22 +60,25 @@ def device_program(jaxpr, consts, in_layouts, out_layouts, mesh):
     sizes = mesh.shape
 
     def fn(*blocks):
-        env = {}
-        for v, c in zip(jaxpr.constvars, consts):
-            env[v] = _Value(c, (None,) * np.ndim(c))
-        for v, b, lay in zip(jaxpr.invars, blocks, in_layouts):
-            env[v] = _Value(b, lay)
-
-        def read(v):
-            if isinstance(v, Literal):
-                return _Value(v.val, (None,) * np.ndim(v.val))
-            return env[v]
-        for eqn in jaxpr.eqns:
-            outs = _rewrite(eqn, [read(v) for v in eqn.invars], sizes)
-            env.update(zip(eqn.outvars, outs))
-        return [_relayout(read(v), lay, sizes).block
-                for v, lay in zip(jaxpr.outvars, out_layouts)]
+        consts_in = [_Value(c, (None,) * np.ndim(c)) for c in consts]
+        outs = _run(jaxpr, consts_in, [_Value(b, lay) for b, lay in zip(blocks, in_layouts)],
+                    sizes)
+        return [_relayout(v, lay, sizes).block for v, lay in zip(outs, out_layouts)]
     return fn
+
+
+def _run(jaxpr, consts, vals, sizes) -> list:
+    """``jaxpr``'s results, as ``_Value``s, from its constants' and arguments'."""
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, vals))
+
+    def read(v):
+        if isinstance(v, Literal):
+            return _Value(v.val, (None,) * np.ndim(v.val))
+        return env[v]
+    for eqn in jaxpr.eqns:
+        env.update(zip(eqn.outvars, _rewrite(eqn, [read(v) for v in eqn.invars], sizes)))
+    return [read(v) for v in jaxpr.outvars]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,6 +120,8 @@ def _relayout(val: _Value, layout, sizes) -> _Value:
 
 def _rewrite(eqn, vals, sizes) -> list:
     p, params = eqn.primitive, eqn.params
+    if p.name == "custom_jvp_call":     # nothing differentiates a device program: its body
+        return _run(params["call_jaxpr"], [], vals, sizes)
     if p in _ELEMENTWISE:
         return [_elementwise(eqn, vals, sizes)]
     if p is lax.broadcast_in_dim_p:

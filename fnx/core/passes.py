@@ -61,27 +61,36 @@ def _literal_value(lit: Literal) -> np.ndarray:
 # Inlining nested jit calls
 
 
-def _is_inlinable_call(eqn) -> bool:
-    inner = eqn.params.get("jaxpr")
-    return eqn.primitive.name == "jit" and isinstance(inner, Jaxpr) and not inner.constvars
+# calls whose derivative rules matter only to transformations: a compiled program (which
+# nothing differentiates) may splice them in; name -> the param holding the called jaxpr
+EVALUATION_CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr",
+                    "custom_vjp_call": "call_jaxpr", "remat": "jaxpr"}
 
 
-def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Splice the equations of nested ``jit`` calls (``jit`` inside ``jit``) into the caller.
+def _inlinable_body(eqn, calls):
+    inner = eqn.params.get(calls.get(eqn.primitive.name, ""))
+    return inner if isinstance(inner, Jaxpr) and not inner.constvars and \
+        len(inner.invars) == len(eqn.invars) else None
+
+
+def inline_calls(jaxpr: Jaxpr, calls=None) -> Jaxpr:
+    """Splice the equations of nested ``jit`` calls (``jit`` inside ``jit``) into the caller;
+    ``calls`` (``{primitive name: param}``, such as ``EVALUATION_CALLS``) names more.
 
     >>> j = fnx.make_jaxpr(lambda x: fnx.jit(jnp.sin)(x) + 1.0)(1.0).jaxpr
     >>> [e.primitive.name for e in inline_calls(j).eqns]
     ['sin', 'add']
     """
+    calls = calls or {"jit": "jaxpr"}
     env: dict = {}
     eqns: list = []
     changed = False
     for eqn in jaxpr.eqns:
         eqn = _renamed(eqn, env)
-        if not _is_inlinable_call(eqn):
+        inner = _inlinable_body(eqn, calls)
+        if inner is None:
             eqns.append(eqn)     # renamed only after an inlined call, which sets ``changed``
             continue
-        inner = eqn.params["jaxpr"]
         sub = dict(zip(inner.invars, eqn.invars))
         for ie in inner.eqns:
             outs = [Var(v.aval) for v in ie.outvars]    # fresh: the callee may be inlined twice

@@ -45,13 +45,9 @@ _KERNEL_ACTS = {"none": "none", "relu": "relu", "tanh": "tanh", "logistic": "sig
 
 
 def _kernel_act(layer):
-    """The kernel's name for ``layer``'s activation; None if the kernels lack it. A relu
-    written as ``max(z, 0)`` is left out: it carries a NaN through, the kernel's relu makes it
-    0 (as ``nn.relu``'s ``select_n(z > 0, 0, z)`` does)."""
+    """The kernel's name for ``layer``'s activation; None if the kernels lack it."""
     if layer.act.startswith("leaky_relu:"):
         return layer.act
-    if layer.act == "relu" and layer.mask is None:
-        return None
     return _KERNEL_ACTS.get(layer.act)
 
 
@@ -155,7 +151,8 @@ def fuse_gradient_steps(eqns, outvars):
     return [e for e in rest if not any(e is r for r in last)] + last
 
 
-_ACTIVATION_C = {"none": "v", "relu": "(v > 0 ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
+# relu is max(v, 0): a NaN stays NaN, as in JAX
+_ACTIVATION_C = {"none": "v", "relu": "(v > 0 || v != v ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
                  "tanh": "tanh(v)",
                  # fnx.nn.gelu's two forms (fnx.cuda.fusion.GELU_FORMS)
                  "gelu_tanh": "((decltype(v))0.5 * v * (1 + tanh((decltype(v))0.7978845608028654"

@@ -597,8 +597,8 @@ class DenseLayer(NamedTuple):
 
 def dense_layers(eqns, outvars) -> list[DenseLayer]:
     """Every dense layer in ``eqns``: a 2-D product, a bias added along rows, and the
-    activation its biased result ``z`` goes through (relu as ``max(z, 0)`` or
-    ``select_n(z > 0, 0, z)``, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
+    activation its biased result ``z`` goes through (relu as ``max(z, 0)``, its mask the
+    ``z > 0`` its backward pass reads, leaky relu as ``select_n(z >= 0, slope * z, z)``, tanh,
     logistic, or gelu, tanh or erf form, checked on probe values); the GPU's dense-layer
     calls (fnx.cuda.epilogue) come from here."""
     producer = {v: (k, e) for k, e in enumerate(eqns) for v in e.outvars}
@@ -645,7 +645,8 @@ def _activation(z, eqns, producer, users):
         if e.primitive is lax.max_p and z in e.invars:
             is_zero, zeros = _zero(e.invars[1] if e.invars[0] is z else e.invars[0], producer)
             if is_zero:
-                return "relu", (k,), e.outvars[0], None, zeros
+                mask, more = _positive_mask(z, eqns, producer, users)
+                return "relu", (k,), e.outvars[0], mask, zeros + more
         if e.primitive in (lax.gt_p, lax.ge_p) and e.invars[0] is z:
             is_zero, zeros = _zero(e.invars[1], producer)
             relu = _relu_select(e, k, z, eqns, producer, users) if is_zero else None
@@ -716,22 +717,31 @@ def _gelu_form(z, indices, eqns):
     return None
 
 
+def _positive_mask(z, eqns, producer, users):
+    """``(index, zero broadcasts)`` of a ``z > 0`` that reads ``z`` (``nn.relu``'s backward
+    pass keeps it); ``(None, [])`` if there is none."""
+    for k in users.get(z, ()):
+        e = eqns[k] if k < len(eqns) else None
+        if e is not None and e.primitive is lax.gt_p and e.invars[0] is z:
+            is_zero, zeros = _zero(e.invars[1], producer)
+            if is_zero:
+                return k, zeros
+    return None, []
+
+
 def _relu_select(cmp, k, z, eqns, producer, users):
-    """``(name, equations, result, zero broadcasts)`` of ``select_n(z > 0, 0, z)`` (a relu)
-    or ``select_n(z >= 0, slope * z, z)`` with a literal ``slope > 0`` (a leaky relu, whose
-    result is ``>= 0`` exactly where ``z`` is) reading the comparison ``cmp`` at index ``k``;
-    None if neither does."""
+    """``(name, equations, result, zero broadcasts)`` of ``select_n(z >= 0, slope * z, z)``
+    with a literal ``slope > 0`` (a leaky relu, whose result is ``>= 0`` exactly where ``z``
+    is) reading the comparison ``cmp`` at index ``k``; None if there is none. (A relu written
+    ``select_n(z > 0, 0, z)`` makes a NaN 0, where the kernels' relu, ``max(z, 0)``, keeps it:
+    it is no activation of theirs.)"""
     for s in users.get(cmp.outvars[0], ()):
         sel = eqns[s] if s < len(eqns) else None
         if sel is None or sel.primitive is not lax.select_n_p or len(sel.invars) != 3 \
-                or sel.invars[0] is not cmp.outvars[0] or sel.invars[2] is not z:
+                or sel.invars[0] is not cmp.outvars[0] or sel.invars[2] is not z \
+                or cmp.primitive is not lax.ge_p:
             continue
         low = sel.invars[1]
-        if cmp.primitive is lax.gt_p:
-            is_zero, zeros = _zero(low, producer)
-            if is_zero:
-                return "relu", (s,), sel.outvars[0], zeros
-            continue
         scaled = producer.get(low)
         if scaled is None or scaled[1].primitive is not lax.mul_p or z not in scaled[1].invars \
                 or users.get(low) != [s]:

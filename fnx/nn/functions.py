@@ -13,29 +13,53 @@ from .. import numpy as jnp
 from ..core import lax
 from ..core.api import stop_gradient
 from ..core.core import default_backend
+from ..core.custom_derivatives import custom_jvp
 from ..core.errors import DTypeError, UnavailableImplementationError
 from ..numpy._core import promote_dtypes_inexact
 
 
 def relu(x):
-    """``max(x, 0)``; its derivative at 0 is 0, as in JAX.
+    """``max(x, 0)``; a NaN stays NaN and the derivative at 0 is 0, as in JAX.
 
     >>> fnx.nn.relu(jnp.array([-1.0, 0.0, 2.0]))
     Array([0., 0., 2.], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x) if not jnp.issubdtype(jnp.asarray(x).dtype, np.integer) \
         else (jnp.asarray(x),)
-    return jnp.where(x > 0, x, 0)
+    return _relu(x)
+
+
+@custom_jvp
+def _relu(x):
+    return jnp.maximum(x, 0)
+
+
+@_relu.defjvp
+def _relu_jvp(primals, tangents):
+    # the mask ``x > 0`` is what the GPU's dense layers keep for their backward pass
+    (x,), (t,) = primals, tangents
+    return _relu(x), jnp.where(x > 0, t, 0)
 
 
 def relu6(x):
-    """``min(max(x, 0), 6)``; its derivative at 0 and at 6 is 0, as in JAX.
+    """``min(max(x, 0), 6)``; a NaN stays NaN and the derivative at 0 and at 6 is 0, as in
+    JAX.
 
     >>> fnx.nn.relu6(jnp.array([-1.0, 3.0, 8.0]))
     Array([0., 3., 6.], dtype=float32)
     """
-    x = jnp.asarray(x)
-    return jnp.where(x < 6, relu(x), 6.0)
+    return _relu6(jnp.asarray(x))
+
+
+@custom_jvp
+def _relu6(x):
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+@_relu6.defjvp
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _relu6(x), jnp.where((x > 0) & (x < 6), t, 0)
 
 
 def leaky_relu(x, negative_slope: float = 1e-2):
@@ -438,8 +462,20 @@ def log1mexp(x):
     Array(-18.420681, dtype=float32, weak_type=True)
     """
     (x,) = promote_dtypes_inexact(x)
+    return _log1mexp(x)
+
+
+@custom_jvp
+def _log1mexp(x):
     # -expm1 is exact near 0, log1p(-exp) for large x; log(2) is where they trade places
     return jnp.where(x < math.log(2), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+@_log1mexp.defjvp
+def _log1mexp_jvp(primals, tangents):
+    # one expression (JAX's), so the branch where does not take adds no NaN at x = 0
+    (x,), (t,) = primals, tangents
+    return _log1mexp(x), t / jnp.expm1(x)
 
 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):

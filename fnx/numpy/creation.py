@@ -23,6 +23,15 @@ def _shape(shape):
         raise DTypeError(f"shapes must be sequences of integers, got {shape!r}") from None
 
 
+def _sizes(*sizes, what):
+    """Matrix sizes as ints: non-integers are a TypeError, negative sizes a ShapeError."""
+    got = [None if n is None else _shape(n)[0] for n in sizes]
+    if any(n is not None and n < 0 for n in got):
+        raise ShapeError(f"{what}: negative dimensions are not allowed, got "
+                         f"{', '.join(map(str, sizes))}")
+    return got
+
+
 def _dtype(dtype, default=None, fun_name=None):
     return dtypes.canonicalize(dtype, fun_name) if dtype is not None else (default or dtypes.default_float)
 
@@ -203,8 +212,8 @@ def eye(N, M=None, k=0, dtype=None):
     Array([[0., 1., 0.],
            [0., 0., 1.]], dtype=float32)
     """
-    M = N if M is None else M
-    return asarray(np.eye(int(N), int(M), int(k), dtype=_dtype(dtype)))
+    N, M = _sizes(N, M, what="eye")
+    return asarray(np.eye(N, N if M is None else M, operator.index(k), dtype=_dtype(dtype)))
 
 
 def identity(n, dtype=None):
@@ -225,7 +234,8 @@ def tri(N, M=None, k=0, dtype=None):
            [1, 1, 0],
            [1, 1, 1]], dtype=int32)
     """
-    return asarray(np.tri(int(N), None if M is None else int(M), int(k), dtype=_dtype(dtype)))
+    N, M = _sizes(N, M, what="tri")
+    return asarray(np.tri(N, M, operator.index(k), dtype=_dtype(dtype)))
 
 
 def copy(a):

@@ -37,8 +37,11 @@ def _unique_all(a, size, fill_value, equal_nan):
     whole computation traces, so it runs under jit, as in JAX."""
     a = asarray(a)
     if size is None:
-        host = concrete_or_error(a, "unique's argument (pass size= to use it under jit)")
-        size = np.unique(host.ravel(), equal_nan=equal_nan).size
+        host = concrete_or_error(a, "unique's argument (pass size= to use it under jit)").ravel()
+        if dtypes.kind(host.dtype) == "f" and host.dtype not in (np.float16, np.float32,
+                                                                 np.float64):
+            host = host.astype(np.float32)     # NumPy's sort of ml_dtypes' floats misplaces NaN
+        size = np.unique(host, equal_nan=equal_nan).size
     n = a.size
     flat = lax.reshape(a, (n,))
     perm = argsort(flat)                       # stable: each group starts at its first index

@@ -146,6 +146,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     from .ufuncs import clip, where
     x = asarray(x)
     _check_1d("bincount", x=x)
+    if x.dtype == dtypes.bool_:        # booleans count as 0 and 1, as in NumPy and JAX
+        x = lax.convert_element_type(x, dtypes.default_int)
     if not dtypes.is_int(x.dtype):
         raise TypeError(f"bincount: x must be an integer array, got dtype {x.dtype}")
     if length is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.core import get_aval
 from ..core.custom_derivatives import custom_jvp
 from ..core import errors as _errors
 from ._core import (asarray, astype, broadcast_arrays, broadcast_shapes, broadcast_to, is_array,
@@ -36,7 +37,9 @@ def _weak_as_jax(fn=None, *, all_weak=False):
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
         ts = [typed(a) for a in args]
-        w = all(t[1] for t in ts) if all_weak else dtypes.lattice_result_type(*ts)[1]
+        # Python bools count as weak next to a weak operand (JAX's hypot(False, 0.0) is weak)
+        w = all(t[1] or isinstance(a, bool) for t, a in zip(ts, args)) and \
+            any(t[1] for t in ts) if all_weak else dtypes.lattice_result_type(*ts)[1]
         if isinstance(out, tuple):
             return tuple(fix(o, w) for o in out)
         return fix(out, w)
@@ -151,8 +154,36 @@ def add(x, y):
 
 subtract = _binary(lax.sub, "subtract", "jnp.array([5, 7]), 2",
                    "Array([3, 5], dtype=int32)")
-multiply = _binary(lax.mul, "multiply", "jnp.array([1.5, 2.0]), 2",
-                   "Array([3., 4.], dtype=float32)")
+
+
+def multiply(x, y):
+    """Elementwise multiply with broadcasting. A boolean array times a float or complex one
+    selects (XLA's rewrite, so JAX's): ``inf * False`` is 0, as a mask is meant.
+
+    >>> jnp.multiply(jnp.array([1.5, 2.0]), 2)
+    Array([3., 4.], dtype=float32)
+    >>> jnp.array([jnp.inf, 1.0]) * jnp.array([False, True])
+    Array([0., 1.], dtype=float32)
+    """
+    masks = [asarray(v) if _is_bool_array(v) else None for v in (x, y)]
+    x, y = promote_and_broadcast(x, y, op="multiply", keep_scalars=True)
+    if (masks[0] is None) != (masks[1] is None) and np.dtype(x.dtype) in _MASKED_BY_SELECT:
+        mask, other = (masks[0], y) if masks[0] is not None else (masks[1], x)
+        shape = broadcast_shapes(mask.shape, other.shape)
+        zero = lax.full(shape, 0, other.dtype, get_aval(other).weak_type)
+        return lax.select(broadcast_to(mask, shape), broadcast_to(other, shape), zero)
+    return lax.mul(x, y)
+
+
+# the dtypes XLA's rewrite applies to on the CPU (bfloat16 is computed in float32 first)
+_MASKED_BY_SELECT = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64,
+                                           np.complex128)}
+
+
+def _is_bool_array(x):
+    return not isinstance(x, (bool, int, float, complex)) and \
+        np.dtype(getattr(x, "dtype", np.asarray(x).dtype)) == dtypes.bool_
+
 maximum = _binary(lax.max_, "maximum", "jnp.array([1, 5]), jnp.array([3, 2])",
                   "Array([3, 5], dtype=int32)")
 minimum = _binary(lax.min_, "minimum", "jnp.array([1, 5]), jnp.array([3, 2])",
@@ -278,24 +309,56 @@ def fmod(x, y):
     Array([ 1, -1], dtype=int32)
     """
     x, y = promote_and_broadcast(x, y, op="fmod")
+    if dtypes.is_int(x.dtype):      # an integer x fmod 0 is 0, as in JAX
+        y = lax.select(lax.eq(y, lax.full(y.shape, 0, y.dtype)), lax.full(y.shape, 1, y.dtype), y)
     return lax.rem(x, y)
 
 
-@_weak_as_jax(all_weak=True)
 def power(x, y):
-    """``x ** y``. A Python int exponent uses repeated multiplication (exact gradients at 0).
+    """``x ** y``. A known integer exponent (a Python int, or a 0-d integer array that is no
+    tracer) uses repeated multiplication in ``x``'s dtype (exact gradients at 0), as in JAX.
 
     >>> jnp.power(jnp.array([2.0, 3.0]), 2)
     Array([4., 9.], dtype=float32)
     """
-    if isinstance(y, int) and not isinstance(y, bool):
+    n = _concrete_integer(y)
+    if n is not None:       # JAX's rule: a known integer exponent is an integer_pow
         x = asarray(x)
-        if y >= 0 or dtypes.is_float(x.dtype):
-            return lax.integer_pow(x, y)
+        if x.dtype == dtypes.bool_:
+            x = astype(x, dtypes.default_int)
+        if n < 0 and not dtypes.is_float(x.dtype):
+            raise TypeError(f"Integers cannot be raised to negative powers, got "
+                            f"integer_pow({dtypes.short_name(x.dtype)}{list(x.shape)}, {n})")
+        out = lax.integer_pow(x, n)
+        return lax.convert_element_type(out, out.dtype, get_aval(x).weak_type)
+    xa, ya = asarray(x), asarray(y)
+    if dtypes.is_float(xa.dtype) and dtypes.is_int(ya.dtype):
+        # an inexact base keeps its dtype under integer exponents (JAX: no promotion)
+        shape = broadcast_shapes(xa.shape, ya.shape)
+        out = lax.pow_(broadcast_to(xa, shape), broadcast_to(astype(ya, xa.dtype), shape))
+        weak = get_aval(xa).weak_type and get_aval(ya).weak_type
+        return lax.convert_element_type(out, out.dtype, weak)
+    return _power(x, y)
+
+
+@_weak_as_jax
+def _power(x, y):
     x, y = promote_and_broadcast(x, y, op="power")
     if dtypes.is_int(x.dtype):
         return _int_power(x, y)
     return lax.pow_(x, y)
+
+
+def _concrete_integer(y):
+    """``y`` as a Python int if it is a known integer scalar (a Python int or bool, or a
+    0-d integer array that is no tracer), else None."""
+    from ..core.core import Tracer
+    if isinstance(y, (int, np.integer)):
+        return int(y)
+    if isinstance(y, Tracer) or not hasattr(y, "dtype") or np.ndim(y) != 0 \
+            or not dtypes.is_int(y.dtype):
+        return None
+    return int(np.asarray(y))
 
 
 def _int_power(x, y):

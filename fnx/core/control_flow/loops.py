@@ -8,7 +8,7 @@ from .. import lax as _lax
 from .. import ad, batching, dtypes
 from ..ad import UndefinedPrimal, Zero, backward_pass, instantiate_as, is_undefined, tangent_aval
 from ..api import vmap
-from ..api_util import flatten_fun
+from ..api_util import batch_float0, flatten_fun
 from ..core import get_aval, set_current_trace
 from ..errors import ConcretizationTypeError
 from ..jaxpr import (Jaxpr, JaxprTypeError, Var, dce_jaxpr, dependent_outputs, eval_jaxpr,
@@ -607,7 +607,8 @@ def _scan(f, init, xs, length, reverse, what, paths):
     _check_carry(what, tree, carry_tree(), paths(tree), avals, jaxpr.out_avals[:nk])
     outs = scan_p.bind(*consts, *leaves, *x_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=nk, length=length, reverse=bool(reverse))
-    return tree_unflatten(tree, outs[:nk]), tree_unflatten(out_tree().children[1], outs[nk:])
+    ys = tree_unflatten(out_tree().children[1], outs[nk:])
+    return tree_unflatten(tree, outs[:nk]), batch_float0(ys, 0, length)
 
 
 def _sizes(ns):
