@@ -152,8 +152,8 @@ def fuse_gradient_steps(eqns, outvars):
 
 
 # relu is max(v, 0): a NaN stays NaN, as in JAX
-_ACTIVATION_C = {"none": "v", "relu": "(v > 0 || v != v ? v : 0)", "sigmoid": "(1 / (1 + exp(-v)))",
-                 "tanh": "tanh(v)",
+_ACTIVATION_C = {"none": "v", "relu": "(v > 0 || v != v ? v : 0)",
+                 "sigmoid": "(1 / (1 + exp(-v)))", "tanh": "tanh(v)",
                  # fnx.nn.gelu's two forms (fnx.cuda.fusion.GELU_FORMS)
                  "gelu_tanh": "((decltype(v))0.5 * v * (1 + tanh((decltype(v))0.7978845608028654"
                               " * (v + (decltype(v))0.044715 * v * v * v))))",
