@@ -58,10 +58,9 @@ class Lease:
     __slots__ = ("__weakref__",)
 
 
-def _leased(buffers, lease) -> list:
-    """``buffers`` as new arrays whose memory ``lease`` owns."""
+def _leased(buffers, lease, device: int) -> list:
+    """``buffers`` (on ``device``) as new arrays whose memory ``lease`` owns."""
     import cupy as cp
-    device = cp.cuda.Device().id
     return [cp.ndarray(b.shape, b.dtype, cp.cuda.MemoryPointer(
         cp.cuda.UnownedMemory(b.data.ptr, b.nbytes, lease, device), 0), strides=b.strides)
         if b.nbytes else b for b in buffers]
@@ -223,7 +222,7 @@ class GraphExecutable:
                     self._turn = 3 - k
                     lease = Lease()
                     ring[k][2] = weakref.ref(lease)
-                    return ring[k][0], _leased(ring[k][1], lease), True
+                    return ring[k][0], _leased(ring[k][1], lease, self._device), True
         return ring[0][0], ring[0][1], False
 
     def _eager(self, args):
@@ -319,6 +318,7 @@ class GraphExecutable:
         self._out_meta = [(o.shape, o.dtype) for o in results]
         self._copy_out = MultiCopy([o.nbytes for o in results])
         self._ring = [[graph, results, None]]
+        self._device = cp.cuda.Device().id
         kept, self._pools = [env], [pool]
         if results and pool.total_bytes() <= RING_ARENA_BYTES \
                 and replay_us <= RING_REPLAY_US:

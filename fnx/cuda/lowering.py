@@ -168,7 +168,6 @@ class _Lowering:
         self.depth = depth
         self.nested: dict = {}      # step -> its control-flow lowering
         self.units: list = []       # (source, name) of every generated kernel it launches
-        self.jaxpr = jaxpr
         self._has_collectives = any(e.primitive in collectives.ALL for e in jaxpr.eqns)
         self.sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.slot: dict = {}

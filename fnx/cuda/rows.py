@@ -43,6 +43,8 @@ REDUCTIONS = {lax.reduce_sum_p: ("SumOp", "0"), lax.reduce_max_p: ("MaxOp", "(-1
 # first extreme value)
 ARG_REDUCTIONS = {lax.argmin_p: ("ArgMinOp", "(1.0 / 0.0)"),
                   lax.argmax_p: ("ArgMaxOp", "(-1.0 / 0.0)")}
+# the step combining a thread's own elements, which come in column order
+_ARG_NEXT = {lax.argmin_p: "ArgMinNext", lax.argmax_p: "ArgMaxNext"}
 _ARG_OF = {lax.reduce_min_p: lax.argmin_p, lax.reduce_max_p: lax.argmax_p}
 WARP_ROWS = 4               # rows per block when one warp holds a row
 
@@ -395,7 +397,7 @@ class RowKernel:
                     result = f"({t}){name}_r.i"
                     arg_pairs[(e.invars[0], p)] = f"{name}_r"
                 lines.append(f"  {a} {name}_p = {start};")
-                step = op.replace("Op", "Next") if p in ARG_REDUCTIONS else op
+                step = _ARG_NEXT.get(p, op)
                 lines.append(element_loop([f"{name}_p = {step}()({name}_p, {item});"]))
                 value = reduced(a, f"{name}_p", op)
                 if K > 1:
