@@ -49,32 +49,42 @@ def _check(status, what):
 class Handle:
     """A cuBLAS handle bound to one stream and a workspace."""
 
-    def __init__(self, stream_ptr: int, workspace):
+    def __init__(self, stream_ptr: int, workspace=None):
         lib = _lib()
         self.ptr = ctypes.c_void_p()
         _check(lib.cublasCreate_v2(ctypes.byref(self.ptr)), "cublasCreate")
         self.stream_ptr = stream_ptr
         _check(lib.cublasSetStream_v2(self.ptr, ctypes.c_void_p(stream_ptr)), "cublasSetStream")
-        self.workspace = workspace
-        _check(lib.cublasSetWorkspace_v2(self.ptr, ctypes.c_void_p(self.workspace.data.ptr),
-                                         ctypes.c_size_t(WORKSPACE_BYTES)), "cublasSetWorkspace")
+        self.workspace_ptr = None
+        if workspace is not None:
+            self.bind(workspace)
+
+    def bind(self, workspace) -> None:
+        """Use ``workspace`` (``WORKSPACE_BYTES`` of device memory) from now on. The handle
+        keeps its address only: whoever bound it keeps it alive."""
+        if workspace.data.ptr != self.workspace_ptr:
+            _check(_lib().cublasSetWorkspace_v2(self.ptr, ctypes.c_void_p(workspace.data.ptr),
+                                                ctypes.c_size_t(WORKSPACE_BYTES)),
+                   "cublasSetWorkspace")
+            self.workspace_ptr = workspace.data.ptr
 
 
 def handle_for(stream_ptr: int, concurrent: bool = False) -> Handle:
     """One handle per stream of the current device (each device's default stream is 0), created
     the first time the stream is used, which is the eager warm-up run, never during capture.
 
-    A stream whose launches may overlap another's (``concurrent``: fnx's side streams) gets a
-    workspace of its own. Every other stream's handle shares the device's one workspace: their
+    Every stream's handle but a ``concurrent`` one shares the device's one workspace: their
     work is ordered (graphs replay and eager calls run on the caller's stream, and the host
-    waits around timing runs), so 32 MiB serves them all."""
+    waits around timing runs), so 32 MiB serves them all. A stream whose launches may overlap
+    another's (``concurrent``: fnx's side streams) gets no workspace here: the program running
+    on it binds one of its own (``Program.run``), which lives only as long as that program
+    uses side streams."""
     import cupy as cp
     key = (cp.cuda.runtime.getDevice(), stream_ptr)
     handle = _HANDLES.get(key)
     if handle is None:
-        workspace = cp.empty(WORKSPACE_BYTES, dtype=np.uint8) if concurrent else \
-            _shared_workspace(key[0])
-        handle = _HANDLES[key] = Handle(stream_ptr, workspace)
+        handle = _HANDLES[key] = Handle(
+            stream_ptr, None if concurrent else _shared_workspace(key[0]))
     return handle
 
 

@@ -155,7 +155,7 @@ class Plan:
         import cupy as cp
         lib = _lib()
         stream = cp.cuda.get_current_stream()
-        ws = handle_for(stream.ptr).workspace
+        ws = handle_for(stream.ptr).workspace_ptr
         if bias is not None:
             _set(lib.cublasLtMatmulDescSetAttribute, self.desc, _DESC_BIAS_POINTER,
                  ctypes.c_void_p(bias.data.ptr))
@@ -169,6 +169,6 @@ class Plan:
             _handle(), self.desc, ctypes.byref(scalar(alpha)), ctypes.c_void_p(b.data.ptr),
             self.b_layout, ctypes.c_void_p(a.data.ptr), self.a_layout, ctypes.byref(scalar(beta)),
             ctypes.c_void_p(c.data.ptr), self.c_layout, ctypes.c_void_p(out.data.ptr),
-            self.c_layout, ctypes.byref(r.algo), ctypes.c_void_p(ws.data.ptr),
+            self.c_layout, ctypes.byref(r.algo), ctypes.c_void_p(ws),
             ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(stream.ptr)), "cublasLtMatmul")
         return out

@@ -51,6 +51,9 @@ def note_written(buffers):
 RING_ARENA_BYTES = 64 * 2**20
 RING_REPLAY_US = 250.0
 
+# the share of one stream's replay time a schedule with side streams must save to be kept
+SIDE_STREAMS_MIN_GAIN = 0.03
+
 
 class Lease:
     """The owner of the memory of one replay's returned results: every array over it (the
@@ -134,8 +137,11 @@ class GraphExecutable:
             if len(self._ring) > 1:
                 lines.append("  results: two more captured graphs alternate, returning their "
                              "own result buffers while the user no longer holds them")
+            side = sum(w.nbytes for w in self.executable._side_workspaces or ())
             lines.append(f"  memory: {arena / 2**20:.1f} MiB arena (intermediates, "
-                         f"reused by liveness), {static / 2**20:.1f} MiB static inputs")
+                         f"reused by liveness), {static / 2**20:.1f} MiB static inputs"
+                         + (f", {side / 2**20:.0f} MiB side streams' cuBLAS workspaces"
+                            if side else ""))
         if self._donated:
             lines.append(f"  donated arguments {self._donated}: results written in place "
                          f"({self.executable.in_place} by their kernels, "
@@ -260,8 +266,8 @@ class GraphExecutable:
         stream.synchronize()
         return graph, outs, env, pool, stream
 
-    def _faster(self, recorded, static_in):
-        """Which recorded graph replays faster, timed on the static inputs; the donated ones,
+    def _times(self, recorded, static_in):
+        """Each recorded graph's replay time (µs), on the static inputs; the donated ones,
         which replays update, are put back afterwards."""
         import cupy as cp
         saved = [dense_copy(static_in[i]) for i in self._donated]
@@ -281,7 +287,7 @@ class GraphExecutable:
         for i, v in zip(self._donated, saved):
             copy_into(static_in[i], v)
         stream.synchronize()
-        return min(range(len(times)), key=times.__getitem__), times
+        return times
 
     def _capture(self, args):
         import cupy as cp
@@ -290,6 +296,8 @@ class GraphExecutable:
         static_in = [dense_copy(a) for a in args]
         cp.cuda.get_current_stream().synchronize()
         schedules = [exe.schedule] + ([exe.single] if exe.single is not exe.schedule else [])
+        if exe.schedule.side_steps:
+            exe.hold_side_workspaces()
         try:
             recorded = [self._record(static_in, sched) for sched in schedules]
         except Exception as e:     # anything that syncs or allocates unsafely inside capture
@@ -298,11 +306,17 @@ class GraphExecutable:
                 if note.startswith("in launch "))
             return
         self.schedule = schedules[0]
-        best, times = self._faster(recorded, static_in)
+        times = self._times(recorded, static_in)
+        best = 0
         if len(recorded) > 1:
+            # side streams hold workspaces of their own and keep what a side step touched until
+            # the next join: they must earn that memory
+            best = 0 if times[0] < (1 - SIDE_STREAMS_MIN_GAIN) * times[1] else 1
             self.schedule = schedules[best]
             self.timed = {"side streams": times[0], "one stream": times[1]}
             recorded = [recorded[best]]
+            if not self.schedule.side_steps:
+                exe.drop_side_workspaces()
         replay_us = times[best]
         graph, outs, env, pool, stream = recorded[0]
         del recorded

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from . import cublas
 from .copies import dense
 from .control import on_device
 from .streams import Schedule, side_streams
@@ -40,7 +41,7 @@ class Program:
         self.consts, self.n_slots = consts, n_slots
         self.steps, self.labels, self.out_slots = steps, labels, out_slots
         # with side streams where the program has independent steps, and on one stream: a
-        # captured graph keeps whichever replays faster (fnx.cuda.graph)
+        # captured graph keeps side streams only where they replay clearly faster (fnx.cuda.graph)
         self.schedule, self.single = schedule, single
         self.alias, self.in_place = alias, in_place
         self.nested, self.choices = nested, choices
@@ -48,6 +49,25 @@ class Program:
         self._events = [cp.cuda.Event(block=False, disable_timing=True)
                         for _ in range(schedule.n_events)]
         self._at = 0             # the step running (named when one fails)
+        self._side_workspaces = None
+
+    def hold_side_workspaces(self) -> None:
+        """Keep cuBLAS workspaces for this program's side streams, made now (before a graph is
+        captured, never while it is). Side streams run concurrently, so each needs its own; a
+        program holds them while its graphs may use them, and its eager runs without a graph
+        take fresh ones that are given back as the run ends."""
+        if self._side_workspaces is None:
+            self._side_workspaces = self._new_side_workspaces()
+
+    def drop_side_workspaces(self) -> None:
+        """Give the side streams' workspaces back (a graph kept on one stream needs none; one
+        captured with side streams keeps its own reference)."""
+        self._side_workspaces = None
+
+    def _new_side_workspaces(self) -> list:
+        import cupy as cp
+        n = self.schedule.n_side if self.schedule.side_steps else 0
+        return [cp.empty(cublas.WORKSPACE_BYTES, dtype=cp.uint8) for _ in range(n)]
 
     @property
     def num_launches(self) -> int:
@@ -93,6 +113,13 @@ class Program:
         events = self._events
         main = cp.cuda.get_current_stream()
         streams = (main,) + side_streams(sched.n_side, cp.cuda.Device().id)
+        # the side streams are shared by every program: bind this run's workspaces, and keep
+        # them in ``env`` so a graph captured from it holds them (the caller's stream waits for
+        # the side streams at the end, so an eager run's are free to reuse once it drops env)
+        workspaces = self._side_workspaces or self._new_side_workspaces()
+        for s, ws in zip(streams[1:], workspaces):
+            cublas.handle_for(s.ptr, concurrent=True).bind(ws)
+        env.append(workspaces)
         if sched.start_event is not None:
             events[sched.start_event].record(main)
         for launch in sched.launches:

@@ -219,7 +219,8 @@ def prepare_libraries(stream_ptr: int) -> None:
 @functools.lru_cache(maxsize=None)
 def side_streams(n: int, device: int) -> tuple:
     """``n`` non-blocking streams shared by every lowered program on ``device``, each with its
-    own library handles and workspaces (made here, never while a graph is being captured)."""
+    own library handles (made here, never while a graph is being captured); a program binds
+    its own cuBLAS workspaces to them (``Program.hold_side_workspaces``)."""
     import cupy as cp
     from . import cublas
     streams = tuple(cp.cuda.Stream(non_blocking=True) for _ in range(n))
