@@ -159,6 +159,23 @@ def test_softmax_extreme_and_masked_inputs():
     assert np.all(np.isfinite(np.asarray(g)))
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_softmax_backward_keeps_only_its_result_and_matches_jax(masked, rng, jax_x64_as_fnx):
+    import jax
+    x = rng.standard_normal((3, 4, 6))
+    w = rng.standard_normal((3, 4, 6))
+    where = rng.random((3, 4, 6)) > 0.3 if masked else None
+    out, pullback = fnx.vjp(lambda t: nn.softmax(t, axis=1, where=where), jnp.asarray(x))
+    # the residuals of x's size: the result alone (besides a mask and a fill of zeros), not
+    # the exponentials, their sum and its square too
+    kept = [r for r in fnx.tree_util.tree_leaves(pullback) if r.shape == x.shape
+            and np.dtype(r.dtype) == np.float64 and np.any(np.asarray(r))]
+    assert len(kept) == 1, [(r.shape, r.dtype) for r in fnx.tree_util.tree_leaves(pullback)]
+    ref = jax.vjp(lambda t: jax.nn.softmax(t, axis=1, where=where), x)[1](w)[0]
+    assert_close(pullback(jnp.asarray(w))[0], np.asarray(ref), rtol=1e-12, atol=1e-14)
+    check_grads(lambda t: nn.softmax(t, axis=(1, 2), where=where), (x,), order=2)
+
+
 def test_logsumexp(rng):
     x = rng.standard_normal((3, 4, 5)) * 3
     a = jnp.asarray(x)

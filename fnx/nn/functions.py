@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import operator
 
+from functools import partial
+
 import numpy as np
 
 from .. import numpy as jnp
@@ -257,12 +259,39 @@ def softmax(x, axis=-1, where=None):
     Array([0.25, 0.25, 0.5 ], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    top = _row_max(x, axis, where)
-    unnormalized = jnp.exp(x - stop_gradient(top))
     if where is None:
-        return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+        return _softmax(x, axis)
+    return _masked_softmax(x, jnp.asarray(where), axis)
+
+
+# Differentiated by hand, as JAX does: ``d softmax = y * (dx - sum(y * dx))`` keeps only the
+# result ``y`` for the backward pass, where differentiating the division would keep the
+# exponentials, their sum and its square as well (four arrays of x's size instead of one).
+@partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x, axis):
+    unnormalized = jnp.exp(x - stop_gradient(_row_max(x, axis, None)))
+    return unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True)
+
+
+@_softmax.defjvp
+def _softmax_jvp(axis, primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = _softmax(x, axis)
+    return y, y * (t - jnp.sum(y * t, axis=axis, keepdims=True))
+
+
+@partial(custom_jvp, nondiff_argnums=(2,))
+def _masked_softmax(x, where, axis):
+    unnormalized = jnp.exp(x - stop_gradient(_row_max(x, axis, where)))
     out = unnormalized / jnp.sum(unnormalized, axis=axis, keepdims=True, where=where)
     return jnp.where(where, out, 0.0)
+
+
+@_masked_softmax.defjvp
+def _masked_softmax_jvp(axis, primals, tangents):
+    (x, where), (t, _) = primals, tangents
+    y = _masked_softmax(x, where, axis)
+    return y, y * (t - jnp.sum(y * t, axis=axis, keepdims=True, where=where))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5, where=None,
