@@ -22,10 +22,14 @@ Array([0.00099999, 0.00099999], dtype=float32)
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ._base import (Schedule, GradientTransformation, EmptyState, apply_updates, global_norm,
                     chain, identity, set_to_zero, stateless, stateless_with_tree_map,
                     incremental_update, periodic_update, OptState, Params, Updates,
-                    ScalarOrSchedule)  # noqa: F401
+                    ScalarOrSchedule, GradientTransformationExtraArgs, with_extra_args_support,
+                    init_empty_state, ArrayTree, TransformInitFn, TransformUpdateFn,
+                    TransformUpdateExtraArgsFn)  # noqa: F401
 from ._numerics import (safe_norm, safe_root_mean_squares, safe_increment,  # noqa: F401
                         safe_int32_increment)
 from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_by_learning_rate,
@@ -34,14 +38,25 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
                           ScaleByLionState, scale_by_lion, scale_by_trust_ratio, ScaleByRmsState,
                           scale_by_rms, ScaleByRStdDevState, scale_by_stddev, ScaleByBeliefState,
                           scale_by_radam, scale_by_belief, EmaState, ema, scale_by_param_block_rms,
-                          scale_by_sign, scale_by_yogi, ScaleByAdaDeltaState, scale_by_adadelta)  # noqa: F401
+                          scale_by_sign, scale_by_yogi, ScaleByAdaDeltaState, scale_by_adadelta,
+                          scale_by_param_block_norm, normalize_by_update_norm, ScaleByAdanState,
+                          scale_by_adan, ScaleByRpropState, scale_by_rprop, ScaleBySM3State,
+                          scale_by_sm3, ScaleByNovogradState, scale_by_novograd,
+                          ScaleByOptimisticGradientState, scale_by_optimistic_gradient,
+                          ScaleByDistanceOverGradientsState, scale_by_distance_over_gradients,
+                          scale_by_polyak, ApplyEvery, apply_every, AddNoiseState,
+                          add_noise)  # noqa: F401
 from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms)  # noqa: F401
-from ._constrain import (add_decayed_weights, centralize, ZeroNansState, zero_nans,
+from ._constrain import (WeightDecaySchedule, add_decayed_weights, centralize, ZeroNansState, zero_nans,
                          keep_params_nonnegative)  # noqa: F401
 from ._factorized import (FactoredState, scale_by_factored_rms)  # noqa: F401
 from ._wrappers import (MaskedState, masked, MultiTransformState, multi_transform,
                         InjectHyperparamsState, inject_hyperparams, ApplyIfFiniteState,
-                        apply_if_finite, MultiStepsState, MultiSteps)  # noqa: F401
+                        apply_if_finite, MultiStepsState, MultiSteps, partition, PartitionState,
+                        named_chain, ConditionallyTransformState, ConditionallyMaskState,
+                        conditionally_transform, conditionally_mask, freeze,
+                        selective_transform, flatten, skip_not_finite, skip_large_updates,
+                        MaskedNode, ShouldSkipUpdateFunction)  # noqa: F401
 from ._schedules import (constant_schedule, polynomial_schedule, linear_schedule,
                          exponential_decay, cosine_decay_schedule, join_schedules,
                          warmup_cosine_decay_schedule, piecewise_interpolate_schedule,
@@ -50,7 +65,19 @@ from ._schedules import (constant_schedule, polynomial_schedule, linear_schedule
                          warmup_exponential_decay_schedule)  # noqa: F401
 from ._optimizers import (sgd, adam, adamw, rmsprop, nadam, adamax, amsgrad, adagrad, lion, lamb,
                           radam, adabelief, adafactor, sign_sgd, signum, yogi, adadelta, adamaxw,
-                          nadamw)  # noqa: F401
+                          nadamw, adan, fromage, lars, noisy_sgd, novograd,
+                          optimistic_gradient_descent, optimistic_adam_v2, optimistic_adam,
+                          polyak_sgd, rprop, sm3)  # noqa: F401
+from . import projections, schedules, transforms, tree, tree_utils  # noqa: F401
+from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
+                         tree_update_moment as update_moment,
+                         tree_update_infinity_moment as update_infinity_moment,
+                         tree_update_moment_per_elem_norm as update_moment_per_elem_norm)
+
+# optax's names for the states of its stateless transformations
+AdaptiveGradClipState = ClipByGlobalNormState = ClipState = EmptyState
+AddDecayedWeightsState = ScaleByTrustRatioState = ScaleState = EmptyState
+MaskOrFn = Any
 
 from . import losses  # noqa: E402  (optax.losses' names)
 from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,  # noqa: F401
@@ -80,6 +107,20 @@ __all__ = ['GradientTransformation', 'EmptyState', 'apply_updates', 'global_norm
            'safe_root_mean_squares', 'safe_increment', 'safe_int32_increment']
 # optax exports most of its losses at the top too
 __all__ += [n for n in losses.__all__ if n != "kl_divergence_with_log_targets"]
+__all__ += ["GradientTransformationExtraArgs", "with_extra_args_support", "init_empty_state",
+            "scale_by_param_block_norm", "normalize_by_update_norm", "ScaleByAdanState",
+            "scale_by_adan", "ScaleByRpropState", "scale_by_rprop", "ScaleBySM3State",
+            "scale_by_sm3", "ScaleByNovogradState", "scale_by_novograd",
+            "scale_by_optimistic_gradient", "scale_by_distance_over_gradients",
+            "scale_by_polyak", "ApplyEvery", "apply_every", "AddNoiseState", "add_noise",
+            "partition", "named_chain", "ConditionallyTransformState",
+            "ConditionallyMaskState", "conditionally_transform", "conditionally_mask", "freeze",
+            "selective_transform", "flatten", "skip_not_finite", "skip_large_updates",
+            "MaskedNode", "adan", "fromage", "lars", "noisy_sgd", "novograd",
+            "optimistic_gradient_descent", "optimistic_adam_v2", "optimistic_adam",
+            "polyak_sgd", "rprop", "sm3", "bias_correction", "update_moment",
+            "update_infinity_moment", "update_moment_per_elem_norm", "projections",
+            "tree_utils", "schedules", "transforms", "tree"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -110,22 +110,61 @@ def global_norm(tree):
     return jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in leaves))
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformation:
-    """Apply ``transforms`` in order; the state is the tuple of their states.
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A ``GradientTransformation`` whose ``update`` also takes keyword arguments
+    (``update(updates, state, params=None, **extra_args)``), such as the loss ``value`` that
+    ``polyak_sgd`` needs. ``chain`` passes them on to the members that take them.
+
+    >>> opt = fnx.optim.polyak_sgd()
+    >>> isinstance(opt, GradientTransformationExtraArgs)
+    True
+    """
+
+
+def with_extra_args_support(tx: GradientTransformation) -> GradientTransformationExtraArgs:
+    """``tx`` as a ``GradientTransformationExtraArgs`` (its update ignores extra arguments).
+
+    >>> tx = with_extra_args_support(fnx.optim.scale(2.0))
+    >>> tx.update(jnp.ones(1), tx.init(None), value=3.0)[0]
+    Array([2.], dtype=float32)
+    """
+    if isinstance(tx, GradientTransformationExtraArgs):
+        return tx
+
+    def update(updates, state, params=None, **extra_args):
+        del extra_args
+        return tx.update(updates, state, params)
+    return GradientTransformationExtraArgs(tx.init, update)
+
+
+def init_empty_state(params) -> EmptyState:
+    """``EmptyState()``, whatever the params: the ``init`` of a stateless transformation.
+
+    >>> init_empty_state({"w": jnp.zeros(2)})
+    EmptyState()
+    """
+    del params
+    return EmptyState()
+
+
+def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
+    """Apply ``transforms`` in order; the state is the tuple of their states. Keyword
+    arguments of ``update`` go to the members that take them.
 
     >>> opt = chain(clip_by_global_norm(1.0), adam(1e-3))
     """
+    transforms = tuple(with_extra_args_support(t) for t in transforms)
+
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         new_state = []
         for t, s in zip(transforms, state):
-            updates, s = t.update(updates, s, params)
+            updates, s = t.update(updates, s, params, **extra_args)
             new_state.append(s)
         return updates, tuple(new_state)
-    return GradientTransformation(init, update)
-
+    return GradientTransformationExtraArgs(init, update)
 
 
 def identity() -> GradientTransformation:
@@ -202,3 +241,6 @@ def periodic_update(new_tensors, old_tensors, steps, update_period):
 
 OptState = Params = Updates = Any
 ScalarOrSchedule = Any
+
+ArrayTree = Any
+TransformInitFn = TransformUpdateFn = TransformUpdateExtraArgsFn = Callable

@@ -1,33 +1,50 @@
 """Transformations that add weight decay or constrain the updates and parameters."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import numpy as jnp
 from ..core.pytree import tree_map
-from ._base import EmptyState, GradientTransformation, _const, _tree_map
+from ._base import EmptyState, GradientTransformation, _const, _count0, _increment, _tree_map
+from ._wrappers import masked
 
 
-def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
-    """Add ``weight_decay * params`` to the updates (decoupled weight decay). ``mask`` (a
-    pytree of bools like params, or a function of params giving one) limits it to some
-    parameters.
+class WeightDecaySchedule(NamedTuple):
+    """``add_decayed_weights``' state when the weight decay is a schedule: the step count.
+
+    >>> fnx.optim.add_decayed_weights(lambda step: 0.1).init(jnp.zeros(2))
+    WeightDecaySchedule(count=Array(0, dtype=int32))
+    """
+    count: Any
+
+
+def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
+    """Add ``weight_decay * params`` to the updates (decoupled weight decay); ``weight_decay``
+    may be a schedule. ``mask`` (a pytree of bools like params or a prefix of it, or a
+    function of params giving one) limits it to some parameters.
 
     >>> tx = fnx.optim.add_decayed_weights(0.1)
     >>> params = {"w": jnp.array([1.0, -2.0])}
     >>> tx.update({"w": jnp.zeros(2)}, tx.init(params), params)[0]
     {'w': Array([ 0.1, -0.2], dtype=float32)}
     """
+    def init(params):
+        return WeightDecaySchedule(_count0()) if callable(weight_decay) else EmptyState()
+
     def update(updates, state, params=None):
         if params is None:
             raise ValueError("add_decayed_weights needs params: call update(grads, state, "
                              "params)")
-        m = mask(params) if callable(mask) else mask
-        if m is None:
-            return _tree_map(lambda g, p: g + _const(weight_decay, p) * p, updates, params), state
-        return _tree_map(lambda g, p, keep: g + _const(weight_decay, p) * p if keep else g,
-                         updates, params, m), state
-    return GradientTransformation(lambda params: EmptyState(), update)
+        if callable(weight_decay):
+            rate, new_state = weight_decay(state.count), WeightDecaySchedule(
+                _increment(state.count))
+        else:
+            rate, new_state = weight_decay, state
+        if isinstance(rate, (int, float)) and rate == 0.0:
+            return updates, new_state
+        return _tree_map(lambda g, p: g + _const(rate, p) * p, updates, params), new_state
+    tx = GradientTransformation(init, update)
+    return tx if mask is None else masked(tx, mask)
 
 
 def centralize() -> GradientTransformation:

@@ -6,7 +6,10 @@ from ._base import GradientTransformation, chain
 from ._clipping import clip_by_block_rms
 from ._constrain import add_decayed_weights
 from ._factorized import scale_by_factored_rms
-from ._transforms import (ema, scale, scale_by_adadelta, scale_by_adam, scale_by_adamax,
+from ._wrappers import masked
+from ._transforms import (add_noise, ema, scale, scale_by_adan, scale_by_novograd,
+                          scale_by_optimistic_gradient, scale_by_polyak, scale_by_rprop,
+                          scale_by_sm3, scale_by_adadelta, scale_by_adam, scale_by_adamax,
                           scale_by_amsgrad, scale_by_belief, scale_by_learning_rate, scale_by_lion,
                           scale_by_param_block_rms, scale_by_radam, scale_by_rms, scale_by_rss,
                           scale_by_sign, scale_by_stddev, scale_by_trust_ratio, scale_by_yogi,
@@ -246,3 +249,130 @@ def nadamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     """
     return adamw(learning_rate, b1=b1, b2=b2, eps=eps, eps_root=eps_root,
                  weight_decay=weight_decay, mask=mask, nesterov=True)
+
+
+def adan(learning_rate, b1: float = 0.98, b2: float = 0.92, b3: float = 0.99, eps: float = 1e-8,
+         eps_root: float = 1e-8, weight_decay: float = 0.0, mask=None) -> GradientTransformation:
+    """Adan (Xie et al., 2022): Nesterov-style moments of gradients and their differences.
+
+    >>> opt = adan(1e-3)
+    """
+    return chain(scale_by_adan(b1, b2, b3, eps, eps_root), add_decayed_weights(weight_decay, mask),
+                 scale_by_learning_rate(learning_rate))
+
+
+def fromage(learning_rate, min_norm: float = 1e-6) -> GradientTransformation:
+    """Fromage (Bernstein et al., 2020): trust-ratio steps shrunk by ``1 / sqrt(1 + lr^2)``.
+
+    >>> opt = fromage(1e-2)
+    """
+    if not callable(learning_rate):
+        mult = 1 / (1 + learning_rate ** 2) ** 0.5
+        return chain(scale_by_trust_ratio(min_norm), scale_by_learning_rate(learning_rate * mult),
+                     add_decayed_weights(mult - 1))
+    mult_lr = lambda c: 1 / (1 + learning_rate(c) ** 2) ** 0.5  # noqa: E731
+    return chain(scale_by_trust_ratio(min_norm),
+                 scale_by_learning_rate(lambda c: mult_lr(c) * learning_rate(c)),
+                 add_decayed_weights(lambda c: mult_lr(c) - 1))
+
+
+def lars(learning_rate, weight_decay: float = 0.0, weight_decay_mask=True,
+         trust_coefficient: float = 0.001, eps: float = 0.0, trust_ratio_mask=True,
+         momentum: float = 0.9, nesterov: bool = False) -> GradientTransformation:
+    """LARS (You et al., 2017): layer-wise trust ratios with momentum.
+
+    >>> opt = lars(0.1)
+    """
+    return chain(add_decayed_weights(weight_decay, mask=weight_decay_mask),
+                 masked(scale_by_trust_ratio(trust_coefficient=trust_coefficient, eps=eps),
+                        trust_ratio_mask),
+                 scale_by_learning_rate(learning_rate), trace(decay=momentum, nesterov=nesterov))
+
+
+def noisy_sgd(learning_rate, eta: float = 0.01, gamma: float = 0.55, key=None, *,
+              seed=None) -> GradientTransformation:
+    """SGD with annealed Gaussian gradient noise (see ``add_noise``).
+
+    >>> opt = noisy_sgd(0.1, key=0)
+    """
+    return chain(add_noise(eta, gamma, key, seed=seed), scale_by_learning_rate(learning_rate))
+
+
+def novograd(learning_rate, b1: float = 0.9, b2: float = 0.25, eps: float = 1e-6,
+             eps_root: float = 0.0, weight_decay: float = 0.0) -> GradientTransformation:
+    """NovoGrad (Ginsburg et al., 2019): layer-wise normalized gradients with momentum.
+
+    >>> opt = novograd(1e-2)
+    """
+    return chain(scale_by_novograd(b1, b2, eps, eps_root, weight_decay),
+                 scale_by_learning_rate(learning_rate))
+
+
+def optimistic_gradient_descent(learning_rate, alpha: float = 1.0,
+                                beta: float = 1.0) -> GradientTransformation:
+    """Optimistic gradient descent (for min-max games): steps along
+    ``(alpha + beta) * g - beta * g_previous``.
+
+    >>> opt = optimistic_gradient_descent(0.1)
+    """
+    return chain(scale_by_optimistic_gradient(alpha, beta), scale_by_learning_rate(learning_rate))
+
+
+def optimistic_adam_v2(learning_rate, *, alpha: float = 1.0, beta: float = 1.0,
+                       b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+                       eps_root: float = 0.0, mu_dtype=None,
+                       nesterov: bool = True) -> GradientTransformation:
+    """Optimistic Adam: Adam's direction made optimistic (``scale_by_optimistic_gradient``).
+
+    >>> opt = optimistic_adam_v2(1e-3)
+    """
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype=mu_dtype, nesterov=nesterov),
+                 scale_by_optimistic_gradient(alpha, beta), scale_by_learning_rate(learning_rate))
+
+
+def optimistic_adam(learning_rate, optimism=None, b1: float = 0.9, b2: float = 0.999,
+                    eps: float = 1e-8, eps_root: float = 0.0, mu_dtype=None, *,
+                    nesterov: bool = True) -> GradientTransformation:
+    """Optimistic Adam, optax's first form (``optimism`` defaults to the learning rate; no
+    schedules): prefer ``optimistic_adam_v2``.
+
+    >>> opt = optimistic_adam(1e-3)
+    """
+    if callable(learning_rate):
+        raise ValueError("optimistic_adam takes no learning rate schedule; "
+                         "optimistic_adam_v2 does")
+    optimism = learning_rate if optimism is None else optimism
+    return chain(scale_by_adam(b1, b2, eps, eps_root, mu_dtype=mu_dtype, nesterov=nesterov),
+                 scale_by_optimistic_gradient(learning_rate, optimism),
+                 scale_by_learning_rate(1.0))
+
+
+def polyak_sgd(max_learning_rate: float = 1.0, scaling=1.0, f_min: float = 0.0, eps: float = 0.0,
+               variant: str = "sps") -> GradientTransformation:
+    """SGD with Polyak's step size: ``update`` takes the loss, ``update(g, state, params,
+    value=loss)``.
+
+    >>> opt = polyak_sgd()
+    >>> opt.update(jnp.array([2.0]), opt.init(jnp.zeros(1)), value=0.5)[0]
+    Array([-0.25], dtype=float32)
+    """
+    return chain(sgd(learning_rate=scaling),
+                 scale_by_polyak(f_min, max_learning_rate, eps, variant))
+
+
+def rprop(learning_rate, eta_minus: float = 0.5, eta_plus: float = 1.2,
+          min_step_size: float = 1e-6, max_step_size: float = 50.0) -> GradientTransformation:
+    """Rprop (Riedmiller and Braun, 1993): sign steps with a size per entry.
+
+    >>> opt = rprop(1e-2)
+    """
+    return chain(scale_by_rprop(learning_rate, eta_minus, eta_plus, min_step_size,
+                                max_step_size), scale(-1.0))
+
+
+def sm3(learning_rate, momentum: float = 0.9) -> GradientTransformation:
+    """SM3 (Anil et al., 2019): a memory-efficient Adagrad with momentum.
+
+    >>> opt = sm3(0.1)
+    """
+    return chain(scale_by_sm3(momentum), scale(-learning_rate))

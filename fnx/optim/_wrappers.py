@@ -6,8 +6,9 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .. import numpy as jnp
-from ..core.pytree import tree_leaves, tree_map
-from ._base import GradientTransformation, _count0, _increment, _tree_map, _zeros_like
+from ..core.pytree import tree_broadcast, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from ._base import (GradientTransformation, GradientTransformationExtraArgs, _count0, _increment,
+                    _is_none, _tree_map, _zeros_like, set_to_zero, with_extra_args_support)
 
 
 class MaskedState(NamedTuple):
@@ -15,8 +16,9 @@ class MaskedState(NamedTuple):
 
 
 def masked(inner: GradientTransformation, mask) -> GradientTransformation:
-    """Apply ``inner`` only to the parameters where ``mask`` (a pytree of bools like params,
-    or a function of params giving one) is True; the other updates pass through unchanged.
+    """Apply ``inner`` only to the parameters where ``mask`` (a pytree of bools like params or
+    a prefix of it, or a function of params giving one) is True; the other updates pass
+    through unchanged.
 
     >>> opt = chain(masked(add_decayed_weights(1e-2), lambda p: {"w": True, "b": False}),
     ...             sgd(0.1))
@@ -25,12 +27,17 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         # the leaves left out become None, which every transformation here passes over
         return _tree_map(lambda x, keep: x if keep else None, tree, m)
 
+    def mask_for(tree):
+        m = mask(tree) if callable(mask) else mask
+        # a prefix mask (True for a whole subtree) covers every leaf below it
+        return tree_broadcast(m, tree, is_leaf=_is_none)
+
     def init(params):
-        m = mask(params) if callable(mask) else mask
+        m = mask_for(params)
         return MaskedState(inner.init(only(params, m)))
 
     def update(updates, state, params=None):
-        m = mask(updates if params is None else params) if callable(mask) else mask
+        m = mask_for(updates if params is None else params)
         inner_updates, inner_state = inner.update(
             only(updates, m), state.inner_state, None if params is None else only(params, m))
         merged = _tree_map(lambda u, keep, new: new if keep else u, updates, m, inner_updates)
@@ -239,3 +246,193 @@ class MultiSteps:
 
     def gradient_transformation(self) -> GradientTransformation:
         return GradientTransformation(self.init, self.update)
+
+
+partition = multi_transform
+PartitionState = MultiTransformState
+
+
+def named_chain(*args) -> GradientTransformationExtraArgs:
+    """``chain`` of ``(name, transformation)`` pairs; the state is a dict by name.
+
+    >>> opt = named_chain(("clip", clip(1.0)), ("sgd", sgd(0.1)))
+    >>> list(opt.init(jnp.zeros(2)))
+    ['clip', 'sgd']
+    """
+    names = [name for name, _ in args]
+    if len(names) != len(set(names)):
+        raise ValueError(f"named_chain: the names must be unique, got {names}")
+    transforms = [(name, with_extra_args_support(t)) for name, t in args]
+
+    def init(params):
+        return {name: t.init(params) for name, t in transforms}
+
+    def update(updates, state, params=None, **extra_args):
+        new_state = {}
+        for name, t in transforms:
+            updates, new_state[name] = t.update(updates, state[name], params, **extra_args)
+        return updates, new_state
+    return GradientTransformationExtraArgs(init, update)
+
+
+class ConditionallyTransformState(NamedTuple):
+    """``conditionally_transform``'s state: the inner state and the step.
+
+    >>> ConditionallyTransformState._fields
+    ('inner_state', 'step')
+    """
+    inner_state: Any
+    step: Any
+
+
+class ConditionallyMaskState(NamedTuple):
+    """``conditionally_mask``'s state: the step and the inner state.
+
+    >>> ConditionallyMaskState._fields
+    ('step', 'inner_state')
+    """
+    step: Any
+    inner_state: Any
+
+
+def _conditionally(inner, should_transform_fn, forward_extra_args, rejected, state_of, step_of,
+                   inner_of):
+    inner = with_extra_args_support(inner)
+
+    def init(params):
+        return state_of(inner.init(params), _count0())
+
+    def update(updates, state, params=None, **extra_args):
+        inner_state = inner_of(state)
+        go = should_transform_fn(step_of(state), **(extra_args if forward_extra_args else {}))
+        new_updates, new_inner = inner.update(updates, inner_state, params, **extra_args)
+        out = tree_map(lambda n, o: jnp.where(go, n, o), new_updates, rejected(updates))
+        kept = tree_map(lambda n, o: jnp.where(go, n, o), new_inner, inner_state)
+        return out, state_of(kept, _increment(step_of(state)))
+    return GradientTransformationExtraArgs(init, update)
+
+
+def conditionally_transform(inner: GradientTransformation, should_transform_fn: Callable,
+                            forward_extra_args: bool = False) -> GradientTransformationExtraArgs:
+    """Apply ``inner`` at the steps where ``should_transform_fn(step)`` is True; at the others
+    the updates pass through unchanged and ``inner``'s state is kept.
+
+    >>> tx = conditionally_transform(scale(2.0), lambda step: step >= 1)
+    >>> tx.update(jnp.ones(1), tx.init(jnp.zeros(1)))[0]
+    Array([1.], dtype=float32)
+    """
+    return _conditionally(inner, should_transform_fn, forward_extra_args, lambda u: u,
+                          lambda inner, step: ConditionallyTransformState(inner, step),
+                          lambda s: s.step, lambda s: s.inner_state)
+
+
+def conditionally_mask(inner: GradientTransformation, should_transform_fn: Callable,
+                       forward_extra_args: bool = False) -> GradientTransformationExtraArgs:
+    """Apply ``inner`` at the steps where ``should_transform_fn(step)`` is True; at the others
+    the updates are zero and ``inner``'s state is kept.
+
+    >>> tx = conditionally_mask(scale(2.0), lambda step: step >= 1)
+    >>> tx.update(jnp.ones(1), tx.init(jnp.zeros(1)))[0]
+    Array([0.], dtype=float32)
+    """
+    return _conditionally(inner, should_transform_fn, forward_extra_args,
+                          lambda u: _tree_map(jnp.zeros_like, u),
+                          lambda inner, step: ConditionallyMaskState(step, inner),
+                          lambda s: s.step, lambda s: s.inner_state)
+
+
+def freeze(mask) -> GradientTransformation:
+    """Zero updates for the parameters where ``mask`` (a bool, or a pytree of bools like
+    params or a prefix of it) is True: they stay as they are.
+
+    >>> tx = freeze({"a": True, "b": False})
+    >>> grads = {"a": jnp.ones(1), "b": jnp.ones(1)}
+    >>> tx.update(grads, tx.init(grads))[0]
+    {'a': Array([0.], dtype=float32), 'b': Array([1.], dtype=float32)}
+    """
+    return masked(set_to_zero(), mask)
+
+
+def selective_transform(optimizer: GradientTransformation, *,
+                        freeze_mask) -> GradientTransformation:
+    """``optimizer`` for the parameters where ``freeze_mask`` is False; zero updates (and no
+    optimizer state) for the others.
+
+    >>> opt = selective_transform(sgd(0.1), freeze_mask={"a": True, "b": False})
+    >>> opt.update({"a": jnp.ones(1), "b": jnp.ones(1)}, opt.init({"a": jnp.ones(1),
+    ...            "b": jnp.ones(1)}))[0]["b"]
+    Array([-0.1], dtype=float32)
+    """
+    def labels(params):
+        return tree_map(lambda m: "freeze" if m else "train", freeze_mask)
+    return partition({"train": optimizer, "freeze": set_to_zero()}, labels)
+
+
+def flatten(inner: GradientTransformation) -> GradientTransformationExtraArgs:
+    """``inner`` applied to all the updates as one flat vector (and its state kept so).
+
+    >>> tx = flatten(scale(2.0))
+    >>> tx.update({"a": jnp.ones(2), "b": jnp.ones(())}, tx.init({"a": jnp.ones(2),
+    ...           "b": jnp.ones(())}))[0]["b"]
+    Array(2., dtype=float32)
+    """
+    inner = with_extra_args_support(inner)
+
+    def flat(tree):
+        leaves = tree_leaves(tree)
+        return jnp.concatenate([jnp.reshape(x, -1) for x in leaves]) if leaves else jnp.zeros(0)
+
+    def unflat(like, vector):
+        leaves, treedef = tree_flatten(like)
+        out, offset = [], 0
+        for x in leaves:
+            size = int(np.size(x))
+            out.append(jnp.reshape(vector[offset:offset + size], jnp.shape(x)))
+            offset += size
+        return tree_unflatten(treedef, out)
+
+    def init(params):
+        return inner.init(flat(params))
+
+    def update(updates, state, params=None, **extra_args):
+        new, state = inner.update(flat(updates), state,
+                                  None if params is None else flat(params), **extra_args)
+        return unflat(updates, new), state
+    return GradientTransformationExtraArgs(init, update)
+
+
+def skip_not_finite(updates, gradient_step, params):
+    """A ``should_skip_update_fn`` for ``MultiSteps``: skip a step whose updates hold a NaN
+    or inf. Returns ``(should_skip, {"should_skip", "num_not_finite"})``.
+
+    >>> skip_not_finite({"w": jnp.array([1.0, jnp.nan])}, 0, None)[0]
+    Array(True, dtype=bool)
+    """
+    num = sum(jnp.sum(~jnp.isfinite(x)) for x in tree_leaves(updates))
+    num = jnp.asarray(num)
+    should_skip = num > 0
+    return should_skip, {"should_skip": should_skip, "num_not_finite": num}
+
+
+def skip_large_updates(updates, gradient_step, params, max_squared_norm):
+    """A ``should_skip_update_fn`` for ``MultiSteps`` (bind ``max_squared_norm`` with
+    ``functools.partial``): skip a step whose updates' squared norm is not below it.
+
+    >>> skip_large_updates({"w": jnp.array([3.0, 4.0])}, 0, None, 10.0)[0]
+    Array(True, dtype=bool)
+    """
+    norm_sq = sum(jnp.sum(jnp.square(x)) for x in tree_leaves(updates))
+    should_skip = jnp.logical_not(norm_sq < max_squared_norm)
+    return should_skip, {"should_skip": should_skip, "norm_squared": norm_sq}
+
+
+class MaskedNode(NamedTuple):
+    """The placeholder optax's ``masked`` puts for a parameter left out (here such leaves are
+    None).
+
+    >>> MaskedNode()
+    MaskedNode()
+    """
+
+
+ShouldSkipUpdateFunction = Callable
