@@ -298,3 +298,31 @@ def test_projection_simplex_jvp_against_finite_differences(rng):
     h = 1e-6
     fd = (_simplex_ref(v + h * t, 1.0) - _simplex_ref(v - h * t, 1.0)) / (2 * h)
     np.testing.assert_allclose(tangent, fd, atol=1e-6)
+
+
+def test_new_losses_against_numpy(rng):
+    from fnx.optim import losses
+    logits = rng.standard_normal((4, 3))
+    labels = rng.integers(0, 3, 4)
+    onehot = np.eye(3)[labels]
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    p = np.exp(logp)
+    np.testing.assert_allclose(losses.poly_loss_cross_entropy(logits, onehot, epsilon=1.5),
+                               -(onehot * logp).sum(-1) + 1.5 * (onehot * (1 - p)).sum(-1),
+                               rtol=1e-12)
+    picked = (logits * onehot).sum(-1)
+    np.testing.assert_allclose(losses.multiclass_hinge_loss(logits, labels),
+                               (logits + 1 - onehot).max(-1) - picked, rtol=1e-12)
+    np.testing.assert_allclose(losses.multiclass_perceptron_loss(logits, labels),
+                               logits.max(-1) - picked, rtol=1e-12)
+    x, y = rng.standard_normal(5), rng.uniform(0, 1, 5)
+    q = 1 / (1 + np.exp(-x))
+    ce = -(y * np.log(q) + (1 - y) * np.log(1 - q))
+    p_t = q * y + (1 - q) * (1 - y)
+    np.testing.assert_allclose(losses.sigmoid_focal_loss(x, y, alpha=0.25, gamma=2.0),
+                               (0.25 * y + 0.75 * (1 - y)) * ce * (1 - p_t) ** 2, rtol=1e-10)
+    t = rng.uniform(0.1, 1, (2, 3))
+    lp = np.log(rng.uniform(0.1, 1, (2, 3)))
+    np.testing.assert_allclose(losses.generalized_kl_divergence(lp, t),
+                               (t * (np.log(t) - lp)).sum(-1) + (np.exp(lp) - t).sum(-1),
+                               rtol=1e-10)

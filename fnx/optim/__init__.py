@@ -83,7 +83,8 @@ from . import losses  # noqa: E402  (optax.losses' names)
 from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,  # noqa: F401
                      kl_divergence, l2_loss, log_cosh,
                      sigmoid_binary_cross_entropy, smooth_labels, softmax_cross_entropy,
-                     softmax_cross_entropy_with_integer_labels, squared_error)
+                     softmax_cross_entropy_with_integer_labels, squared_error,
+                     convex_kl_divergence, generalized_kl_divergence, sigmoid_focal_loss)
 
 __all__ = ['GradientTransformation', 'EmptyState', 'apply_updates', 'global_norm', 'chain',
            'scale', 'scale_by_schedule', 'scale_by_learning_rate', 'trace', 'scale_by_adam',
@@ -106,7 +107,7 @@ __all__ = ['GradientTransformation', 'EmptyState', 'apply_updates', 'global_norm
            'warmup_constant_schedule', 'warmup_exponential_decay_schedule', 'safe_norm',
            'safe_root_mean_squares', 'safe_increment', 'safe_int32_increment']
 # optax exports most of its losses at the top too
-__all__ += [n for n in losses.__all__ if n != "kl_divergence_with_log_targets"]
+__all__ += [n for n in losses.__all__ if n in globals() and n != "kl_divergence_with_log_targets"]
 __all__ += ["GradientTransformationExtraArgs", "with_extra_args_support", "init_empty_state",
             "scale_by_param_block_norm", "normalize_by_update_norm", "ScaleByAdanState",
             "scale_by_adan", "ScaleByRpropState", "scale_by_rprop", "ScaleBySM3State",
