@@ -2,7 +2,8 @@
 
 Every module in ``docs/public_api.MODULES`` (the modules the API reference documents) is
 covered: its own docstring and those of its public names (methods of public classes included).
-Each example runs in the namespace of the module that defines it, plus the names the examples
+Each example runs in the namespace of the module that defines it (and of the module that
+exports it), plus the names the examples
 use without importing them, as JAX's do: ``fnx``, ``jnp`` (fnx.numpy), ``lax`` (fnx.lax) and
 ``np`` (NumPy). They run with x64 off, the user's default, so the printed dtypes are the ones a
 user sees. No module is excluded, and every public callable has an example (NumPy's own
@@ -27,8 +28,11 @@ _finder = doctest.DocTestFinder(recurse=True, exclude_empty=True)
 _module_finder = doctest.DocTestFinder(recurse=False, exclude_empty=True)
 
 
-def _globs(module):
-    globs = dict(vars(module))
+def _globs(module, exporter=None):
+    # a name documented in a package but defined in one of its private modules sees the
+    # package's names too, as its users do
+    globs = dict(vars(exporter)) if exporter is not None else {}
+    globs.update(vars(module))
     globs.update(fnx=fnx, jnp=fnx.numpy, lax=fnx.lax, np=np)
     return globs
 
@@ -49,7 +53,8 @@ def _doctests():
         if getattr(inner, "__doc__", None) == obj.__doc__:
             obj = inner
         try:
-            tests = _finder.find(obj, qualified, module=home, globs=_globs(home))
+            tests = _finder.find(obj, qualified, module=home,
+                                 globs=_globs(home, sys.modules[module_name]))
         except ValueError:      # an object doctest cannot look into (a NumPy ufunc)
             continue
         yield qualified, [t for t in tests if t.examples]

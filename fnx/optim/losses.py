@@ -187,10 +187,101 @@ def smooth_labels(labels, alpha, axis=-1, where=None):
     return (1.0 - alpha) * labels + alpha / count
 
 
+def perceptron_loss(predictor_outputs, targets):
+    """``max(0, -y * t)`` for targets in {-1, 1}.
+
+    >>> perceptron_loss(jnp.array([0.5, -2.0]), jnp.array([1.0, 1.0]))
+    Array([0., 2.], dtype=float32)
+    """
+    predictor_outputs, targets = _inexact(predictor_outputs, targets)
+    return jnp.maximum(0, -predictor_outputs * targets)
+
+
+def _one_hot(labels, n, dtype):
+    return (jnp.asarray(labels)[..., None] == jnp.arange(n)).astype(dtype)
+
+
+def multiclass_hinge_loss(scores, labels):
+    """``max(scores + 1 - onehot) - scores[label]``: the multiclass hinge loss.
+
+    >>> multiclass_hinge_loss(jnp.array([[2.0, 0.0]]), jnp.array([0]))
+    Array([0.], dtype=float32)
+    """
+    (scores,) = _inexact(scores)
+    one_hot = _one_hot(labels, scores.shape[-1], scores.dtype)
+    return jnp.max(scores + 1.0 - one_hot, axis=-1) - jnp.sum(scores * one_hot, axis=-1)
+
+
+def multiclass_perceptron_loss(scores, labels):
+    """``max(scores) - scores[label]``.
+
+    >>> multiclass_perceptron_loss(jnp.array([[2.0, 3.0]]), jnp.array([0]))
+    Array([1.], dtype=float32)
+    """
+    (scores,) = _inexact(scores)
+    one_hot = _one_hot(labels, scores.shape[-1], scores.dtype)
+    return jnp.max(scores, axis=-1) - jnp.sum(scores * one_hot, axis=-1)
+
+
+def poly_loss_cross_entropy(logits, labels, *, epsilon=2.0, axis=-1, where=None):
+    """PolyLoss (Leng et al., 2022): cross-entropy plus ``epsilon * (1 - p_target)``.
+
+    >>> poly_loss_cross_entropy(jnp.array([[0.0, 0.0]]), jnp.array([[1.0, 0.0]]))
+    Array([1.6931472], dtype=float32)
+    """
+    from ..nn.functions import softmax
+    logits, labels = _inexact(logits, labels)
+    masked = logits if where is None else jnp.where(where, logits, -jnp.inf)
+    p = softmax(masked, axis=axis)
+    terms = labels * (1 - p)
+    if where is not None:
+        terms = jnp.where(where, terms, 0)
+    return (softmax_cross_entropy(logits, labels, axis=axis, where=where)
+            + epsilon * jnp.sum(terms, axis=axis))
+
+
+def generalized_kl_divergence(log_predictions, targets, axis=-1, where=None):
+    """The KL divergence for unnormalized measures: ``kl_divergence + sum(exp(log_p) - t)``.
+
+    >>> generalized_kl_divergence(jnp.log(jnp.array([[0.5, 0.5]])), jnp.array([[0.5, 0.5]]))
+    Array([0.], dtype=float32)
+    """
+    log_predictions, targets = _inexact(log_predictions, targets)
+    extra = jnp.exp(log_predictions) - targets
+    if where is not None:
+        extra = jnp.where(where, extra, 0)
+    return kl_divergence(log_predictions, targets, axis=axis, where=where) + jnp.sum(extra,
+                                                                                     axis=axis)
+
+
+convex_kl_divergence = generalized_kl_divergence
+
+
+def sigmoid_focal_loss(logits, labels, alpha=None, gamma=2.0):
+    """Focal loss (Lin et al., 2017): the sigmoid cross-entropy weighted by
+    ``(1 - p_t) ** gamma`` (and by ``alpha`` for positives, ``1 - alpha`` for negatives).
+
+    >>> sigmoid_focal_loss(jnp.array([0.0]), jnp.array([1.0]), gamma=1.0)
+    Array([0.3465736], dtype=float32)
+    """
+    (logits,) = _inexact(logits)
+    labels = jnp.asarray(labels).astype(logits.dtype)
+    p = jnp.exp(log_sigmoid(logits))
+    p_t = p * labels + (1 - p) * (1 - labels)
+    loss = sigmoid_binary_cross_entropy(logits, labels) * (1 - p_t) ** gamma
+    if alpha is None:
+        return loss
+    return (alpha * labels + (1 - alpha) * (1 - labels)) * loss
+
+
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss", "log_cosh",
            "cosine_similarity", "cosine_distance", "hinge_loss", "kl_divergence",
            "kl_divergence_with_log_targets", "smooth_labels"]
+
+__all__ += ["perceptron_loss", "multiclass_hinge_loss", "multiclass_perceptron_loss",
+            "poly_loss_cross_entropy", "generalized_kl_divergence", "convex_kl_divergence",
+            "sigmoid_focal_loss"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -1,0 +1,328 @@
+"""optax's further optimizers and transformations, tree_utils and projections in fnx.optim:
+each optimizer runs a few steps on parameters it sees as a quadratic's and is compared with a
+float64 NumPy re-implementation of its update rule (written from optax's update rules)."""
+import numpy as np
+import pytest
+
+import fnx
+import fnx.numpy as jnp
+import fnx.optim as optim
+from fnx.optim import projections, tree_utils as otu
+
+STEPS = 5
+CURV = np.array([[1.0, 2.0, 0.5], [3.0, 0.2, 1.5]])
+
+
+def _grad(p):
+    """The quadratic ``0.5 * sum(CURV * p**2) - sum(p)``: its gradient and value."""
+    return CURV * p - 1.0, 0.5 * np.sum(CURV * p ** 2) - np.sum(p)
+
+
+def _run_fnx(opt, p0, with_value=False):
+    params = jnp.asarray(p0)
+    state = opt.init(params)
+    for _ in range(STEPS):
+        g, value = _grad(np.asarray(params))
+        extra = {"value": jnp.asarray(value)} if with_value else {}
+        updates, state = opt.update(jnp.asarray(g), state, params, **extra)
+        params = optim.apply_updates(params, updates)
+    return np.asarray(params)
+
+
+def _run_ref(step, p0, state, with_value=False):
+    p = p0.copy()
+    for k in range(1, STEPS + 1):
+        g, value = _grad(p)
+        u, state = step(g, state, p, k, value) if with_value else step(g, state, p, k)
+        p = p + u
+    return p
+
+
+# float64 references: each returns (update, new state) from (grad, state, params, step)
+
+
+def adan_ref(lr, b1=0.98, b2=0.92, b3=0.99, eps=1e-8, eps_root=1e-8, wd=0.0):
+    def step(g, s, p, k):
+        m, v, n, prev = s
+        diff = np.zeros_like(g) if k == 1 else g - prev
+        m = (1 - b1) * g + b1 * m
+        v = (1 - b2) * diff + b2 * v
+        n = (1 - b3) * (g + (1 - b2) * diff) ** 2 + b3 * n
+        mh, vh, nh = m / (1 - b1 ** k), v / (1 - b2 ** k), n / (1 - b3 ** k)
+        u = (mh + (1 - b2) * vh) / (np.sqrt(nh + eps_root) + eps) + wd * p
+        return -lr * u, (m, v, n, g)
+    return step, lambda p: (0 * p, 0 * p, 0 * p, 0 * p)
+
+
+def rprop_ref(lr, eta_minus=0.5, eta_plus=1.2, lo=1e-6, hi=50.0):
+    def step(g, s, p, k):
+        sizes, prev = s
+        sign = g * prev
+        sizes = np.where(sign == 0, sizes,
+                         np.clip(sizes * np.where(sign > 0, eta_plus, eta_minus), lo, hi))
+        new_prev = np.where(sign < 0, 0.0, sizes * np.sign(g))
+        u = np.where(sign < 0, 0.0, new_prev)
+        return -u, (sizes, new_prev)
+    return step, lambda p: (np.full_like(p, lr), 0 * p)
+
+
+def sm3_ref(lr, momentum=0.9, eps=1e-8):
+    def step(g, s, p, k):
+        (row, col), nu = s
+        accum = g ** 2 + np.minimum(row[:, None], col[None, :])
+        up = g * np.where(accum > 0, 1 / np.sqrt(accum + eps), 0.0)
+        nu = (1 - momentum) * up + momentum * nu
+        return -lr * nu, ((accum.max(axis=1), accum.max(axis=0)), nu)
+    return step, lambda p: ((np.zeros(p.shape[0]), np.zeros(p.shape[1])), 0 * p)
+
+
+def novograd_ref(lr, b1=0.9, b2=0.25, eps=1e-6, eps_root=0.0, wd=0.0):
+    def step(g, s, p, k):
+        mu, nu = s
+        sq = np.sum(g ** 2)
+        nu = sq if k == 1 else (1 - b2) * sq + b2 * nu
+        u = g / (np.sqrt(nu + eps_root) + eps) + wd * p
+        mu = u if k == 1 else b1 * mu + u
+        return -lr * mu, (mu, nu)
+    return step, lambda p: (0 * p, 0.0)
+
+
+def optimistic_ref(lr, alpha=1.0, beta=1.0):
+    def step(g, prev, p, k):
+        prev = g if k == 1 else prev
+        return -lr * ((alpha + beta) * g - beta * prev), g
+    return step, lambda p: None
+
+
+def lars_ref(lr, wd=0.0, tc=0.001, momentum=0.9):
+    def step(g, t, p, k):
+        g = g + wd * p
+        pn, gn = np.linalg.norm(p), np.linalg.norm(g)
+        ratio = np.where((pn == 0) | (gn == 0), 1.0, tc * pn / gn)
+        u = -lr * ratio * g
+        t = u + momentum * t
+        return t, t
+    return step, lambda p: 0 * p
+
+
+def fromage_ref(lr, min_norm=1e-6):
+    mult = 1 / np.sqrt(1 + lr ** 2)
+
+    def step(g, s, p, k):
+        pn, gn = max(np.linalg.norm(p), min_norm), max(np.linalg.norm(g), min_norm)
+        ratio = pn / gn
+        return -lr * mult * ratio * g + (mult - 1) * p, s
+    return step, lambda p: None
+
+
+def polyak_ref(max_lr=1.0, scaling=1.0, f_min=0.0):
+    def step(g, s, p, k, value):
+        sq = np.sum(g ** 2)
+        lr = min((value - f_min) / sq, max_lr)
+        return -scaling * lr * g, s
+    return step, lambda p: None
+
+
+CASES = {
+    "adan": (lambda: optim.adan(0.05, weight_decay=0.1), adan_ref(0.05, wd=0.1), False),
+    "rprop": (lambda: optim.rprop(0.05), rprop_ref(0.05), False),
+    "sm3": (lambda: optim.sm3(0.1), sm3_ref(0.1), False),
+    "novograd": (lambda: optim.novograd(0.05, weight_decay=0.01),
+                 novograd_ref(0.05, wd=0.01), False),
+    "optimistic_gradient_descent": (lambda: optim.optimistic_gradient_descent(0.1, 1.0, 0.5),
+                                    optimistic_ref(0.1, 1.0, 0.5), False),
+    "lars": (lambda: optim.lars(0.5, weight_decay=0.01), lars_ref(0.5, wd=0.01), False),
+    "fromage": (lambda: optim.fromage(0.1), fromage_ref(0.1), False),
+    "polyak_sgd": (lambda: optim.polyak_sgd(max_learning_rate=0.3, f_min=-3.0),
+                   polyak_ref(0.3, f_min=-3.0), True),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_optimizer_matches_its_numpy_update_rule(name, rng):
+    make, (step, init), with_value = CASES[name]
+    p0 = rng.uniform(0.5, 1.5, CURV.shape)
+    got = _run_fnx(make(), p0, with_value)
+    want = _run_ref(step, p0, init(p0), with_value)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(got, p0)     # the steps moved the parameters
+
+
+def test_new_optimizers_run_under_jit_and_keep_optax_state_fields():
+    opt = optim.adan(1e-2)
+    params = {"w": jnp.ones((2, 3))}
+    state = opt.init(params)
+    assert type(state[0]).__name__ == "ScaleByAdanState" and state[0]._fields == (
+        "m", "v", "n", "g", "t")
+
+    @fnx.jit
+    def step(params, state):
+        updates, state = opt.update({"w": params["w"] * 2.0}, state, params)
+        return optim.apply_updates(params, updates), state
+    params, state = step(params, state)
+    assert int(state[0].t) == 1 and params["w"].shape == (2, 3)
+
+
+def test_chain_passes_extra_args_only_to_transformations_that_take_them():
+    opt = optim.chain(optim.clip(10.0), optim.polyak_sgd(max_learning_rate=1.0))
+    updates, _ = opt.update(jnp.array([2.0]), opt.init(jnp.zeros(1)), value=jnp.asarray(2.0))
+    # step = min(2 / 4, 1) = 0.5
+    np.testing.assert_allclose(np.asarray(updates), [-1.0])
+
+
+def test_masked_with_a_prefix_mask_and_scheduled_weight_decay():
+    params = {"a": {"x": jnp.ones(2), "y": jnp.ones(1)}, "b": jnp.ones(3)}
+    tx = optim.add_decayed_weights(lambda count: 0.1 * (count + 1), mask={"a": True, "b": False})
+    state = tx.init(params)
+    zeros = fnx.tree_util.tree_map(jnp.zeros_like, params)
+    u1, state = tx.update(zeros, state, params)
+    u2, state = tx.update(zeros, state, params)
+    np.testing.assert_allclose(np.asarray(u1["a"]["x"]), [0.1, 0.1])
+    np.testing.assert_allclose(np.asarray(u2["a"]["y"]), [0.2])
+    np.testing.assert_allclose(np.asarray(u2["b"]), [0.0, 0.0, 0.0])
+
+
+def test_conditionally_mask_and_transform_and_apply_every():
+    calls = optim.conditionally_mask(optim.scale(3.0), lambda step: step % 2 == 1)
+    state = calls.init(jnp.zeros(1))
+    outs = []
+    for _ in range(4):
+        u, state = calls.update(jnp.ones(1), state)
+        outs.append(float(u[0]))
+    assert outs == [0.0, 3.0, 0.0, 3.0]
+    every = optim.apply_every(3)
+    state = every.init(jnp.zeros(1))
+    outs = []
+    for k in range(6):
+        u, state = every.update(jnp.array([float(k + 1)]), state)
+        outs.append(float(u[0]))
+    assert outs == [0.0, 0.0, 6.0, 0.0, 0.0, 15.0]
+
+
+def test_named_chain_partition_and_selective_transform():
+    params = {"a": jnp.ones(2), "b": jnp.ones(2)}
+    grads = {"a": jnp.full(2, 2.0), "b": jnp.full(2, 2.0)}
+    opt = optim.selective_transform(optim.sgd(0.5), freeze_mask={"a": False, "b": True})
+    updates, _ = opt.update(grads, opt.init(params), params)
+    np.testing.assert_allclose(np.asarray(updates["a"]), [-1.0, -1.0])
+    np.testing.assert_allclose(np.asarray(updates["b"]), [0.0, 0.0])
+    chained = optim.named_chain(("clip", optim.clip(1.0)), ("sgd", optim.sgd(0.5)))
+    updates, state = chained.update(grads, chained.init(params), params)
+    assert list(state) == ["clip", "sgd"]
+    np.testing.assert_allclose(np.asarray(updates["a"]), [-0.5, -0.5])
+
+
+def test_flatten_applies_the_inner_transformation_to_one_vector():
+    params = {"w": jnp.ones((2, 2)), "b": jnp.ones(3)}
+    opt = optim.flatten(optim.adam(0.1))
+    state = opt.init(params)
+    assert state[0].mu.shape == (7,)
+    updates, _ = opt.update(params, state, params)
+    assert updates["w"].shape == (2, 2)
+    np.testing.assert_allclose(np.asarray(updates["b"]), -0.1, rtol=1e-6)
+
+
+# tree_utils against NumPy
+
+
+def test_tree_math_against_numpy(rng):
+    x = {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal(4)}
+    y = {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal(4)}
+    fx = fnx.tree_util.tree_map(jnp.asarray, x)
+    fy = fnx.tree_util.tree_map(jnp.asarray, y)
+    flat_x = np.concatenate([x["a"].ravel(), x["b"]])
+    flat_y = np.concatenate([y["a"].ravel(), y["b"]])
+    np.testing.assert_allclose(otu.tree_vdot(fx, fy), flat_x @ flat_y, rtol=1e-12)
+    np.testing.assert_allclose(otu.tree_norm(fx), np.linalg.norm(flat_x), rtol=1e-12)
+    np.testing.assert_allclose(otu.tree_norm(fx, ord=1), np.abs(flat_x).sum(), rtol=1e-12)
+    np.testing.assert_allclose(otu.tree_norm(fx, ord="inf"), np.abs(flat_x).max())
+    np.testing.assert_allclose(otu.tree_sum(fx), flat_x.sum(), rtol=1e-12)
+    np.testing.assert_allclose(otu.tree_max(fx), flat_x.max())
+    np.testing.assert_allclose(otu.tree_add_scale(fx, 0.3, fy)["b"], x["b"] + 0.3 * y["b"])
+    np.testing.assert_allclose(otu.tree_div(fx, fy)["a"], x["a"] / y["a"])
+    np.testing.assert_allclose(otu.tree_where(False, fx, fy)["a"], y["a"])
+    assert otu.tree_size(fx) == 10
+    m = otu.tree_update_moment(fx, fy, 0.9, 2)
+    np.testing.assert_allclose(m["a"], 0.1 * x["a"] ** 2 + 0.9 * y["a"], rtol=1e-12)
+    inf = otu.tree_update_infinity_moment(fx, fy, 0.9, 1e-3)
+    np.testing.assert_allclose(inf["b"], np.maximum(np.abs(x["b"]) + 1e-3, 0.9 * y["b"]))
+    corrected = otu.tree_bias_correction(fx, 0.9, jnp.asarray(3))
+    np.testing.assert_allclose(corrected["b"], x["b"] / (1 - 0.9 ** 3), rtol=1e-12)
+
+
+def test_tree_get_and_set_find_state_fields():
+    opt = optim.inject_hyperparams(optim.adam)(learning_rate=0.1)
+    state = opt.init({"w": jnp.zeros(2)})
+    assert float(otu.tree_get(state, "learning_rate")) == pytest.approx(0.1)
+    with pytest.raises(KeyError):
+        otu.tree_get(state, "count")    # inject_hyperparams' and adam's
+    state = otu.tree_set(state, learning_rate=jnp.asarray(0.5))
+    assert float(state.hyperparams["learning_rate"]) == 0.5
+    assert otu.tree_get(state, optim.ScaleByAdamState).mu["w"].shape == (2,)
+
+
+# projections against NumPy references
+
+
+def _simplex_ref(v, scale):
+    # the threshold tau with sum(max(v - tau, 0)) = scale, found by bisection
+    lo, hi = v.min() - scale, v.max()
+    for _ in range(200):
+        tau = (lo + hi) / 2
+        lo, hi = (tau, hi) if np.maximum(v - tau, 0).sum() > scale else (lo, tau)
+    return np.maximum(v - (lo + hi) / 2, 0)
+
+
+def test_projections_against_numpy(rng):
+    v = rng.standard_normal(7)
+    np.testing.assert_allclose(projections.projection_simplex(jnp.asarray(v), 2.0),
+                               _simplex_ref(v, 2.0), atol=1e-10)
+    l1 = projections.projection_l1_ball(jnp.asarray(3 * v), 1.5)
+    np.testing.assert_allclose(l1, np.sign(v) * _simplex_ref(np.abs(3 * v), 1.5), atol=1e-10)
+    np.testing.assert_allclose(projections.projection_l2_ball(jnp.asarray(v), 0.5),
+                               v * 0.5 / max(np.linalg.norm(v), 0.5), rtol=1e-12)
+    np.testing.assert_allclose(projections.projection_linf_ball(jnp.asarray(v), 0.3),
+                               np.clip(v, -0.3, 0.3))
+    a, b = rng.standard_normal(7), 0.7
+    h = projections.projection_hyperplane(jnp.asarray(v), jnp.asarray(a), b)
+    np.testing.assert_allclose(np.dot(np.asarray(h), a), b, rtol=1e-12)
+    hs = projections.projection_halfspace(jnp.asarray(v), jnp.asarray(a), np.dot(v, a) + 1)
+    np.testing.assert_allclose(hs, v)   # already inside
+
+
+def test_projection_simplex_jvp_against_finite_differences(rng):
+    v = rng.standard_normal(6)
+    t = rng.standard_normal(6)
+    _, tangent = fnx.jvp(lambda x: projections.projection_simplex(x), (jnp.asarray(v),),
+                         (jnp.asarray(t),))
+    h = 1e-6
+    fd = (_simplex_ref(v + h * t, 1.0) - _simplex_ref(v - h * t, 1.0)) / (2 * h)
+    np.testing.assert_allclose(tangent, fd, atol=1e-6)
+
+
+def test_new_losses_against_numpy(rng):
+    from fnx.optim import losses
+    logits = rng.standard_normal((4, 3))
+    labels = rng.integers(0, 3, 4)
+    onehot = np.eye(3)[labels]
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    p = np.exp(logp)
+    np.testing.assert_allclose(losses.poly_loss_cross_entropy(logits, onehot, epsilon=1.5),
+                               -(onehot * logp).sum(-1) + 1.5 * (onehot * (1 - p)).sum(-1),
+                               rtol=1e-12)
+    picked = (logits * onehot).sum(-1)
+    np.testing.assert_allclose(losses.multiclass_hinge_loss(logits, labels),
+                               (logits + 1 - onehot).max(-1) - picked, rtol=1e-12)
+    np.testing.assert_allclose(losses.multiclass_perceptron_loss(logits, labels),
+                               logits.max(-1) - picked, rtol=1e-12)
+    x, y = rng.standard_normal(5), rng.uniform(0, 1, 5)
+    q = 1 / (1 + np.exp(-x))
+    ce = -(y * np.log(q) + (1 - y) * np.log(1 - q))
+    p_t = q * y + (1 - q) * (1 - y)
+    np.testing.assert_allclose(losses.sigmoid_focal_loss(x, y, alpha=0.25, gamma=2.0),
+                               (0.25 * y + 0.75 * (1 - y)) * ce * (1 - p_t) ** 2, rtol=1e-10)
+    t = rng.uniform(0.1, 1, (2, 3))
+    lp = np.log(rng.uniform(0.1, 1, (2, 3)))
+    np.testing.assert_allclose(losses.generalized_kl_divergence(lp, t),
+                               (t * (np.log(t) - lp)).sum(-1) + (np.exp(lp) - t).sum(-1),
+                               rtol=1e-10)
