@@ -495,3 +495,15 @@ def test_a_kernel_that_fails_to_compile_reports_its_own_error(gpu):
     assert float(x[0]) == 1.0
     with pytest.raises(Exception, match="undefined_name_0"):
         nvrtc.kernel(*bad[0])((1,), (1,), (x,))
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_data_movement_of_computed_values_in_one_kernel_matches_the_cpu(gpu, case):
+    from test_passes import MOVED_COMPUTED
+    name, fn, shapes = MOVED_COMPUTED[case]
+    rng = np.random.default_rng(12 + case)
+    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    exe, outs = _lower(fn, [fnx.device_put(a, gpu) for a in host], gpu)
+    assert exe.num_launches == 1, (name, exe.describe())
+    want = fn(*[jnp.asarray(a.astype(np.float64)) for a in host])
+    np.testing.assert_allclose(gpu.to_numpy(outs[0]), np.asarray(want), rtol=1e-5, atol=1e-6)

@@ -960,3 +960,27 @@ def test_jit_of_log_of_exp_is_the_identity_as_in_jax():
     want = jax.jit(f(jax, jax.numpy))(np.float32(x))
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
     assert np.isinf(np.asarray(f(fnx, fnx.numpy)(np.float32(x))))   # eagerly: exp overflows
+
+
+# data movement of values a kernel computes: (name, function, shapes); each is one GPU kernel
+MOVED_COMPUTED = [
+    # a gradient of three slices: the transposed pieces padded into place and summed
+    ("concatenate by pads", lambda a, b, c: sum(
+        jnp.pad(jnp.transpose(jnp.tanh(t), (0, 2, 1)).reshape(4, 5, 1, 3),
+                [(0, 0), (0, 0), (k, 2 - k), (0, 0)]) for k, t in enumerate((a, b, c))),
+     [(4, 3, 5)] * 3),
+    ("slices of a reshape", lambda x: jnp.exp(x).reshape(4, 3, 10)[:, 1, ::2] * 2.0,
+     [(4, 30)]),
+    ("reversed transpose", lambda x, y: jnp.flip(jnp.transpose(x * y), 0) + 1.0,
+     [(6, 7), (6, 7)]),
+    ("concatenated computed", lambda x, y: jnp.concatenate([jnp.sin(x), x * y], 1) - 0.5,
+     [(5, 3), (5, 3)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", MOVED_COMPUTED, ids=[m[0] for m in MOVED_COMPUTED])
+def test_data_movement_of_computed_values_joins_the_kernel_that_reads_it(name, fn, shapes):
+    rng = np.random.default_rng(11)
+    args = [jnp.asarray(rng.standard_normal(s)) for s in shapes]
+    groups = gpu_groups(fnx.jit(fn).lower(*args))
+    assert [g.kind for g in groups] == ["elementwise"], groups

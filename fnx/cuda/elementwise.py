@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.jaxpr import Literal
 from ..core.remat_policies import name_p
-from .fusion import MOVEMENT, moved_operands, small_product
+from .fusion import MOVEMENT, small_product
 from .compile import kernel as _compile
 
 C_TYPES = {
@@ -210,6 +210,37 @@ def _strides(shape):
     return list(reversed(out))
 
 
+def _coords(shape, flat="i") -> list:
+    """C expressions of the coordinates, in ``shape``, of the element at linear index
+    ``flat`` (in 32-bit arithmetic where the shape allows: see ``_load_index``)."""
+    if int(np.prod(shape, dtype=np.int64)) < 2 ** 31:
+        flat, suffix = f"((unsigned int)({flat}))", "u"
+    else:
+        flat, suffix = f"({flat})", "LL"
+    return [f"({flat} / {st}{suffix} % {n}{suffix})" if st > 1 else f"({flat} % {n}{suffix})"
+            for st, n in zip(_strides(shape), shape)]
+
+
+def _flat(coords, shape) -> str:
+    """C expression of the linear index of the element at ``coords`` in ``shape``."""
+    return " + ".join(f"(long long)({c}) * {st}LL" if st > 1 else f"(long long)({c})"
+                      for c, st in zip(coords, _strides(shape))) or "0"
+
+
+class _At:
+    """Where an element is, as a linear index or as coordinates (C expressions): data
+    movement maps one to the other only where it must."""
+
+    def __init__(self, flat=None, coords=None):
+        self._flat, self._coords = flat, coords
+
+    def flat(self, shape) -> str:
+        return self._flat if self._flat is not None else _flat(self._coords, shape)
+
+    def coords(self, shape) -> list:
+        return self._coords if self._coords is not None else _coords(shape, self._flat)
+
+
 def _load_index(in_shape, out_shape, bdims):
     """C expression for the element of an input of ``in_shape`` broadcast into ``out_shape``
     along ``bdims`` at output linear index ``i``."""
@@ -282,20 +313,56 @@ class FusedKernel:
         operand loads that depend on one of them can then leave a loop over the other)."""
         names = {}
         lines = []
+        shape = self.shape
+
+        def elsewhere(v):
+            """A value of another shape than the iteration's (not a scalar): data movement
+            reads it, computed at the indices the movement maps to (``value_at``)."""
+            return tuple(v.aval.shape) not in (shape, ())
+        producer = {v: e for e in self.eqns for v in e.outvars}
         # inputs reach the iteration shape directly, through a broadcast_in_dim or data
         # movement (loads at other indices), or as scalars
         bcast_of, moved = {}, {}
         for e in self.eqns:
+            if elsewhere(e.outvars[0]):
+                continue
             if e.primitive is lax.broadcast_in_dim_p and e.invars[0] in self.inputs:
                 bcast_of[e.outvars[0]] = (e.invars[0], e.params["broadcast_dimensions"])
-            elif e.primitive in MOVEMENT and all(v in self.inputs for v in moved_operands(e)):
+            elif e.primitive in MOVEMENT:
                 moved[e.outvars[0]] = e
 
         def load(k, v, index):
             return load_value(v.aval.dtype, f"in{k}[{index}]")
 
+        def value_at(v, at):
+            """C expression of ``v``'s element at coordinates ``at`` (inline, so that a
+            load under a pad's or a concatenation's condition stays under it)."""
+            if isinstance(v, Literal):
+                return _literal(v)
+            if not v.aval.shape:
+                return names[v] if v in names else load(self.inputs.index(v), v, "0")
+            if v in self.inputs:
+                return load(self.inputs.index(v), v, at.flat(v.aval.shape))
+            e = producer[v]
+            p, ct = e.primitive, compute_type(v.aval.dtype)
+            if p in MOVEMENT:
+                return self._moved(e, at, value_at)
+            if p is lax.broadcast_in_dim_p:
+                x = e.invars[0]
+                if isinstance(x, Literal) or not x.aval.shape:
+                    return value_at(x, None)
+                c = at.coords(v.aval.shape)
+                return value_at(x, _At(coords=["0" if x.aval.shape[j] == 1 else c[d] for j, d
+                                               in enumerate(e.params["broadcast_dimensions"])]))
+            if p is lax.iota_p:
+                return f"(({ct})({at.coords(v.aval.shape)[e.params['dimension']]}))"
+            dt = e.invars[-1].aval.dtype if e.invars else v.aval.dtype
+            return emit(p, [value_at(a, at) for a in e.invars], dt, ct, e.params)
+
         # a small product reads its operands at the indices of its own sums
-        direct = {v for e in self.eqns if e.outvars[0] not in bcast_of and not small_product(e)
+        direct = {v for e in self.eqns
+                  if not elsewhere(e.outvars[0]) and e.outvars[0] not in bcast_of
+                  and not small_product(e)
                   for v in (e.invars if e.outvars[0] not in moved else e.invars[1:]
                             if e.primitive is lax.pad_p else ())}
         direct |= set(self.outputs) | set(self.also_read)
@@ -311,6 +378,8 @@ class FusedKernel:
         counter = 0
         for e in self.eqns:
             out = e.outvars[0]
+            if elsewhere(out):
+                continue
             if out in bcast_of:
                 src, bd = bcast_of[out]
                 k = self.inputs.index(src)
@@ -323,7 +392,7 @@ class FusedKernel:
             if out in moved:
                 names[out] = f"t{counter}"
                 lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = "
-                             f"{self._moved(e, load, names)};")
+                             f"{self._moved(e, _At(flat='i'), value_at)};")
                 counter += 1
                 continue
             p = e.primitive
@@ -355,58 +424,56 @@ class FusedKernel:
         self.names = names
         return "\n".join(lines)
 
-    def _moved(self, e, load, names) -> str:
-        """Element ``i`` of data-movement equation ``e``'s result (the iteration shape), loaded
-        from its operands (kernel inputs) at the indices the movement maps it to."""
-        out_shape = e.outvars[0].aval.shape
-        coords = [f"((i / {st}LL) % {n}LL)" for st, n in zip(_strides(out_shape), out_shape)]
-
-        def fetch(v, at):
-            index = " + ".join(f"({c}) * {st}LL" for c, st in zip(at, _strides(v.aval.shape)))
-            return load(self.inputs.index(v), v, index or "0")
+    @staticmethod
+    def _moved(e, at, value_at) -> str:
+        """The element of data-movement equation ``e``'s result at ``at`` (an ``_At``), from
+        its operands' elements where the movement maps it (``value_at(operand, _At)``)."""
         p, x = e.primitive, e.invars[0]
+        out_shape = e.outvars[0].aval.shape
         if p is lax.reshape_p:
-            return load(self.inputs.index(x), x, "i")
+            return value_at(x, _At(flat=at.flat(out_shape)))
+        coords = at.coords(out_shape)
         if p is lax.transpose_p:
-            at = [None] * len(coords)
-            for d, src in enumerate(e.params["permutation"]):
-                at[src] = coords[d]
-            return fetch(x, at)
+            src = [None] * len(coords)
+            for d, axis in enumerate(e.params["permutation"]):
+                src[axis] = coords[d]
+            return value_at(x, _At(coords=src))
         if p is lax.rev_p:
-            return fetch(x, [f"({n - 1}LL - {c})" if d in e.params["dimensions"] else c
-                             for d, (c, n) in enumerate(zip(coords, x.aval.shape))])
+            return value_at(x, _At(coords=[
+                f"({n - 1}LL - {c})" if d in e.params["dimensions"] else c
+                for d, (c, n) in enumerate(zip(coords, x.aval.shape))]))
         if p is lax.take_p:     # an index clamped into the axis, as the CPU backend does
             axis, idx = e.params["axis"], e.invars[1]
             n_idx = len(idx.aval.shape)
-            j = fetch(idx, coords[axis:axis + n_idx])
+            j = value_at(idx, _At(coords=coords[axis:axis + n_idx]))
             n = x.aval.shape[axis]
-            at = (coords[:axis] + [f"min(max((long long)({j}), 0LL), {n - 1}LL)"]
-                  + coords[axis + n_idx:])
-            return fetch(x, at)
+            return value_at(x, _At(coords=coords[:axis]
+                                   + [f"min(max((long long)({j}), 0LL), {n - 1}LL)"]
+                                   + coords[axis + n_idx:]))
         if p is lax.slice_p:
-            return fetch(x, [f"({s}LL + {c} * {st}LL)" for c, s, st in zip(
-                coords, e.params["start_indices"], e.params["strides"])])
+            return value_at(x, _At(coords=[f"({s}LL + {c} * {st}LL)" for c, s, st in zip(
+                coords, e.params["start_indices"], e.params["strides"])]))
         if p is lax.pad_p:
-            inside, at = [], []
+            inside, src = [], []
             for c, (lo, _, interior), n in zip(coords, e.params["padding_config"],
                                                x.aval.shape):
-                r = f"({c} - {lo}LL)"
+                r = f"((long long)({c}) - {lo}LL)"
                 if interior:
                     inside.append(f"{r} % {interior + 1}LL == 0")
                     r = f"({r} / {interior + 1}LL)"
                 inside.append(f"{r} >= 0 && {r} < {n}LL")
-                at.append(r)
-            v = e.invars[1]
-            value = _literal(v) if isinstance(v, Literal) else names[v]
-            return f"(({' && '.join(inside)}) ? {fetch(x, at)} : {value})"
+                src.append(r)
+            return (f"(({' && '.join(inside)}) ? {value_at(x, _At(coords=src))} : "
+                    f"{value_at(e.invars[1], None)})")
         # concatenate: the operand whose span along the axis holds the coordinate
         axis = e.params["dimension"]
         starts = np.cumsum([0] + [v.aval.shape[axis] for v in e.invars])
         expr = None
         for v, start, end in reversed(list(zip(e.invars, starts[:-1], starts[1:]))):
-            at = [f"({c} - {start}LL)" if d == axis else c for d, c in enumerate(coords)]
-            expr = fetch(v, at) if expr is None else \
-                f"({coords[axis]} < {end}LL ? {fetch(v, at)} : {expr})"
+            src = _At(coords=[f"((long long)({c}) - {start}LL)" if d == axis else c
+                              for d, c in enumerate(coords)])
+            expr = value_at(v, src) if expr is None else \
+                f"((long long)({coords[axis]}) < {end}LL ? {value_at(v, src)} : {expr})"
         return expr
 
     def _product(self, e, load, coords) -> str:

@@ -1,8 +1,8 @@
 """The rules by which the GPU groups a jaxpr's equations into kernels; fnx.cuda.plan walks a
 program with them once, and both lowering and ``jit(f).lower(...).as_text()`` use that walk.
 
-The groups: an elementwise chain over one iteration shape (with the data movement of values made
-before it, done as index arithmetic on its loads); a chain ending in a sum over leading axes; a
+The groups: an elementwise chain over one iteration shape (with data movement done as index
+arithmetic: on its loads, or on values it computes at the indices the movement maps to); a chain ending in a sum over leading axes; a
 row group (reductions over the last axis mixed with elementwise work, a pick of one element per
 row counting as a reduction); a 2-D product with a bias added along rows and an activation.
 ``dense_layers`` is the one matcher of ``act(x @ w + b)``: the groups use it, and so does the
@@ -245,9 +245,10 @@ def small_product(eqn) -> bool:
             and a.aval.shape[lc[0]] <= SMALL_PRODUCT_K)
 
 
-# data movement fused code does as index arithmetic on the operands it loads (a slice, a pad,
-# a transpose, a gather along one axis, ...): the moved operands must come from before the run,
-# loaded from memory
+# data movement fused code does as index arithmetic (a slice, a pad, a transpose, a gather
+# along one axis, ...): on the operands it loads, or on values the kernel computes at the
+# indices the movement maps to (index_computable), so that a chain of them (a gradient's
+# transposes padded into place and summed) writes nothing in between
 MOVEMENT = frozenset({lax.slice_p, lax.pad_p, lax.transpose_p, lax.reshape_p, lax.rev_p,
                       lax.concatenate_p, lax.take_p})
 
@@ -258,15 +259,50 @@ def moved_operands(eqn):
     return eqn.invars[:1] if eqn.primitive is lax.pad_p else eqn.invars
 
 
+MAX_INLINED = 12    # equations a kernel may compute at the indices data movement maps to
+
+
+def index_computable(v, produced) -> bool:
+    """Whether a kernel of a run that has made ``produced`` (``{var: equation}``) can compute
+    ``v`` at any index, as data movement reads it: ``v`` is loaded (made before the run), a
+    scalar, or made by at most ``MAX_INLINED`` equations of data movement or elementwise work
+    over such values. A broadcast of a value the run computed is not (each of its elements
+    would be computed again for every element it is broadcast to), nor is a small product."""
+    todo, seen = [v], set()
+    while todo:
+        u = todo.pop()
+        e = produced.get(u) if isinstance(u, Var) else None
+        if e is None or not u.aval.shape or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if len(seen) > MAX_INLINED:
+            return False
+        p = e.primitive
+        if p in MOVEMENT:
+            if not all(isinstance(w, Var) for w in moved_operands(e)):
+                return False
+            todo += moved_operands(e)
+        elif p is lax.broadcast_in_dim_p:
+            x = e.invars[0]
+            if isinstance(x, Var) and x in produced and x.aval.shape:
+                return False
+        elif p in ELEMENTWISE and not small_product(e):
+            todo += e.invars
+        else:
+            return False
+    return True
+
+
 def joins_run(eqn, produced) -> bool:
-    """Whether ``eqn`` can join an elementwise run that has made ``produced``: a small product
-    reads its operands whole, and data movement reads its operands at other indices, so
-    their operands must come from before the run."""
+    """Whether ``eqn`` can join an elementwise run that has made ``produced`` (``{var:
+    equation}``): a small product reads its operands whole, so they must come from before the
+    run; data movement reads its operands at other indices, so they must be computable at any
+    index (``index_computable``)."""
     if small_product(eqn):
         return not any(v in produced for v in eqn.invars)
     if eqn.primitive in MOVEMENT:
         return bool(eqn.outvars[0].aval.shape) and all(
-            isinstance(v, Var) and v not in produced for v in moved_operands(eqn))
+            isinstance(v, Var) and index_computable(v, produced) for v in moved_operands(eqn))
     return is_fusible(eqn)
 
 
@@ -280,12 +316,12 @@ def products_only(eqns) -> bool:
 def run_end(eqns, i) -> int:
     """Where the GPU lowering's elementwise run starting at ``eqns[i]`` ends (``i`` if none
     does): before a row group that starts at a change of shape, which stays whole."""
-    end, produced = i, set()
+    end, produced = i, {}
     while end < len(eqns) and joins_run(eqns[end], produced):
         if end > i and eqns[end].outvars[0].aval.shape != eqns[end - 1].outvars[0].aval.shape \
                 and row_group(eqns, end) is not None:
             break
-        produced.update(eqns[end].outvars)
+        produced.update((v, eqns[end]) for v in eqns[end].outvars)
         end += 1
     return i if products_only(eqns[i:end]) else end
 

@@ -352,8 +352,10 @@ class _Lowering:
             if u is not None and overwrite is not None \
                     and (u in inputs or not self._readers.get(u)) \
                     and tuple(u.aval.shape) == tuple(shape) and overwrite(u) \
-                    and not any(e.primitive in MOVEMENT and u in e.invars for e in group):
-                # (data movement reads u at other elements than the thread writes)
+                    and not any(u in e.invars and (e.primitive in MOVEMENT or tuple(
+                        e.outvars[0].aval.shape) not in (tuple(shape), ())) for e in group):
+                # (data movement, and what it computes at the indices it maps to, read u at
+                # other elements than the thread writes)
                 self._written_in_place.add(v)
                 self.in_place += 1
             else:

@@ -20,7 +20,7 @@ from .control import lowering as control_lowering
 from .contractions import products_as_contractions
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import (MOVEMENT, _uses, leading_sum, outer_products_as_broadcasts,
+from .fusion import (MOVEMENT, _uses, leading_sum, moved_operands, outer_products_as_broadcasts,
                      recompute_residuals, row_group, run_end, sink_expansions, sink_totals)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
@@ -144,7 +144,8 @@ def plan(eqns, outvars, sm_count: int) -> list[Launch]:
 
 def _elementwise_run(eqns, i, j, users, launches) -> int:
     """The launches of the elementwise equations ``eqns[i:j]``: one kernel per iteration shape
-    (scalar equations are recomputed inside every kernel that needs them), and kernels that do
+    (scalar equations, and values data movement reads at other indices, are computed inside
+    every kernel that needs them), and kernels that do
     not read each other's results share one launch. A sum over leading axes right after the run
     joins the kernel that makes its operand. Returns where the walk goes on."""
     run = list(range(i, j))
@@ -155,26 +156,45 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
         if shape_of[k] != ():
             members.setdefault(shape_of[k], set()).add(k)
 
-    def with_scalar_deps(ks):
+    def with_deps(shape, ks):
+        """``ks`` with the scalar work they read, and what data movement reads at other
+        indices (the kernel computes it there: fusion.index_computable)."""
         todo, acc = list(ks), set(ks)
         while todo:
-            for v in eqns[todo.pop()].invars:
-                k = made_at.get(v)
-                if k is not None and shape_of[k] == () and k not in acc:
-                    acc.add(k)
-                    todo.append(k)
+            k = todo.pop()
+            e = eqns[k]
+            elsewhere = shape_of[k] not in (shape, ())
+            for v in e.invars:
+                m = made_at.get(v)
+                if m is None or m in acc:
+                    continue
+                if shape_of[m] == () or elsewhere or (
+                        e.primitive in MOVEMENT and v in moved_operands(e)):
+                    acc.add(m)
+                    todo.append(m)
         return acc
-    classes = {shape: with_scalar_deps(ks) for shape, ks in members.items()}
+    classes = {shape: with_deps(shape, ks) for shape, ks in members.items()}
     covered = set().union(*classes.values()) if classes else set()
     left = [k for k in run if k not in covered]
     if left:
-        classes[()] = with_scalar_deps(left)
-    owner: dict = {}            # an equation in several kernels is written by the first
+        classes[()] = with_deps((), left)
+    # an equation in several kernels is written by the kernel of its own shape (the others
+    # compute it where they need it), a scalar one by the first
+    owner: dict = {k: shape_of[k] for k in run if shape_of[k] in classes}
     for shape, ks in classes.items():
         for k in ks:
             owner.setdefault(k, shape)
     deps = {shape: {owner[made_at[v]] for k in ks for v in eqns[k].invars
                     if v in made_at and made_at[v] not in ks} for shape, ks in classes.items()}
+    kernels_of: dict = {}
+    for ks in classes.values():
+        for k in ks:
+            kernels_of.setdefault(k, []).append(ks)
+
+    def loads(u, k) -> bool:
+        """Whether reader ``u`` of equation ``k``'s result loads it (rather than every kernel
+        computing ``u`` computing it too)."""
+        return u not in kernels_of or any(k not in ks for ks in kernels_of[u])
     level: dict = {}
 
     def level_of(shape):
@@ -204,7 +224,7 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
             order = tuple(sorted(ks))
             mine = {k for k in ks if owner[k] == shape}
             outputs = tuple(v for k in order if k in mine for v in eqns[k].outvars
-                            if users.get(v, set()) - ks)
+                            if any(loads(u, k) for u in users.get(v, ())))
             if shape == epilogue:
                 launches.append(Launch("kernels", (Part(
                     kind, order + (j,), shape,
