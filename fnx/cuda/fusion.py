@@ -260,49 +260,78 @@ def moved_operands(eqn):
 
 
 MAX_INLINED = 12    # equations a kernel may compute at the indices data movement maps to
+# how many times over, at most, kernels may compute a value data movement reads (a gate's
+# gradient both padded into place and read where it is made: yes; an im2col's nine windows
+# over one computed image: no)
+MAX_COMPUTED_READS = 2
 
 
-def index_computable(v, produced) -> bool:
+def _size(v) -> int:
+    return int(np.prod(v.aval.shape, dtype=np.int64))
+
+
+def _elements_read(v, eqns, users) -> int:
+    """How many elements of ``v`` its readers read in all, counted once per reader: a slice or
+    a gather reads as many as it makes, anything else (a program output too) all of them."""
+    total = 0
+    for k in set(users.get(v, ())):
+        e = eqns[k] if k < len(eqns) else None
+        total += _size(e.outvars[0]) if e is not None and e.primitive in (
+            lax.slice_p, lax.take_p) else _size(v)
+    return total
+
+
+def index_computable(v, produced, eqns, users) -> bool:
     """Whether a kernel of a run that has made ``produced`` (``{var: equation}``) can compute
     ``v`` at any index, as data movement reads it: ``v`` is loaded (made before the run), a
     scalar, or made by at most ``MAX_INLINED`` equations of data movement or elementwise work
-    over such values. A broadcast of a value the run computed is not (each of its elements
-    would be computed again for every element it is broadcast to), nor is a small product."""
-    todo, seen = [v], set()
-    while todo:
-        u = todo.pop()
+    over such values. Its readers (``users``: var -> indices into ``eqns``) must together read
+    a value computed (not just moved) at most ``MAX_COMPUTED_READS`` times per element
+    (disjoint slices read it once), as each read computes it again; a broadcast of a value the
+    run computed is refused for the same reason, and so is a small product."""
+    seen: dict = {}       # var -> whether computing it takes arithmetic (None: refused)
+
+    def visit(u):
         e = produced.get(u) if isinstance(u, Var) else None
-        if e is None or not u.aval.shape or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if len(seen) > MAX_INLINED:
+        if e is None or not u.aval.shape:
             return False
+        if u in seen:
+            return seen[u]
+        seen[u] = None
+        if len(seen) > MAX_INLINED:
+            return None
         p = e.primitive
         if p in MOVEMENT:
-            if not all(isinstance(w, Var) for w in moved_operands(e)):
-                return False
-            todo += moved_operands(e)
+            operands = moved_operands(e)
+            found = [visit(w) if isinstance(w, Var) else None for w in operands]
+            computes = None if None in found else any(found)
         elif p is lax.broadcast_in_dim_p:
             x = e.invars[0]
-            if isinstance(x, Var) and x in produced and x.aval.shape:
-                return False
+            computes = None if isinstance(x, Var) and x in produced and x.aval.shape \
+                else False
         elif p in ELEMENTWISE and not small_product(e):
-            todo += e.invars
+            found = [visit(w) for w in e.invars]
+            computes = None if None in found else True
         else:
-            return False
-    return True
+            computes = None
+        if computes and _elements_read(u, eqns, users) > MAX_COMPUTED_READS * _size(u):
+            computes = None
+        seen[u] = computes
+        return computes
+    return visit(v) is not None
 
 
-def joins_run(eqn, produced) -> bool:
+def joins_run(eqn, produced, eqns, users) -> bool:
     """Whether ``eqn`` can join an elementwise run that has made ``produced`` (``{var:
     equation}``): a small product reads its operands whole, so they must come from before the
     run; data movement reads its operands at other indices, so they must be computable at any
-    index (``index_computable``)."""
+    index (``index_computable``; ``users``: var -> the indices of the ``eqns`` reading it)."""
     if small_product(eqn):
         return not any(v in produced for v in eqn.invars)
     if eqn.primitive in MOVEMENT:
         return bool(eqn.outvars[0].aval.shape) and all(
-            isinstance(v, Var) and index_computable(v, produced) for v in moved_operands(eqn))
+            isinstance(v, Var) and index_computable(v, produced, eqns, users)
+            for v in moved_operands(eqn))
     return is_fusible(eqn)
 
 
@@ -313,11 +342,12 @@ def products_only(eqns) -> bool:
                                                       for e in eqns)
 
 
-def run_end(eqns, i) -> int:
+def run_end(eqns, i, users) -> int:
     """Where the GPU lowering's elementwise run starting at ``eqns[i]`` ends (``i`` if none
-    does): before a row group that starts at a change of shape, which stays whole."""
+    does): before a row group that starts at a change of shape, which stays whole. ``users``:
+    var -> the equations reading it (``_uses``)."""
     end, produced = i, {}
-    while end < len(eqns) and joins_run(eqns[end], produced):
+    while end < len(eqns) and joins_run(eqns[end], produced, eqns, users):
         if end > i and eqns[end].outvars[0].aval.shape != eqns[end - 1].outvars[0].aval.shape \
                 and row_group(eqns, end) is not None:
             break
@@ -329,11 +359,12 @@ def run_end(eqns, i) -> int:
 MAX_RECOMPUTED = 16     # elementwise equations a kernel may redo rather than read their results
 
 
-def kernel_ids(eqns, row_groups=None) -> list:
+def kernel_ids(eqns, outvars, row_groups=None) -> list:
     """Per equation, the number of the GPU kernel it joins, as the GPU lowering groups them: a
     row group (whose numbers go into the set ``row_groups``, if given), an elementwise run
     (with a sum over leading axes right after it), or an equation alone."""
     ids, i, current = [0] * len(eqns), 0, 0
+    users = _uses(eqns, outvars)
     while i < len(eqns):
         current += 1
         found = row_group(eqns, i)
@@ -342,7 +373,7 @@ def kernel_ids(eqns, row_groups=None) -> list:
             if row_groups is not None:
                 row_groups.add(current)
         else:
-            end = run_end(eqns, i)
+            end = run_end(eqns, i, users)
             if end == i:
                 end = i + 1
             elif end < len(eqns) and leading_sum(eqns[end], None):
@@ -390,7 +421,7 @@ def recompute_residuals(eqns, outvars):
     reader in the other stretch, whose reads are renamed to the copies."""
     producer = {v: k for k, e in enumerate(eqns) for v in e.outvars}
     row_groups: set = set()     # not read into: a copied broadcast could split the group
-    stretch = kernel_ids(eqns, row_groups)
+    stretch = kernel_ids(eqns, outvars, row_groups)
     inserts: dict = {}          # index -> equations copied in before it
     renames: dict = {}          # stretch -> {residual: its copy}
     first_reader: dict = {}     # (reading stretch, making stretch) -> [first index, residuals]

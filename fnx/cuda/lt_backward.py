@@ -130,7 +130,7 @@ def find_gelu(eqns, outvars) -> list[GeluMatch]:
     layer's result ``z``: a GELU layer's backward once its intermediates are recomputed
     (``fnx.cuda.fusion.recompute_residuals``)."""
     producer, readers = _graph(eqns, outvars)
-    ids = kernel_ids(eqns)
+    ids = kernel_ids(eqns, outvars)
     found = []
     for k, total in enumerate(eqns):
         if total.primitive is not lax.reduce_sum_p or tuple(total.params["axes"]) != (0,):

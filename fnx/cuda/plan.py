@@ -121,7 +121,7 @@ def plan(eqns, outvars, sm_count: int) -> list[Launch]:
                                                     needed(indices)),)))
             i = end
             continue
-        j = run_end(eqns, i)
+        j = run_end(eqns, i, users)
         if j > i:
             i = _elementwise_run(eqns, i, j, users, launches)
             continue
