@@ -507,3 +507,15 @@ def test_data_movement_of_computed_values_in_one_kernel_matches_the_cpu(gpu, cas
     assert exe.num_launches == 1, (name, exe.describe())
     want = fn(*[jnp.asarray(a.astype(np.float64)) for a in host])
     np.testing.assert_allclose(gpu.to_numpy(outs[0]), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_cheap_work_broadcast_into_one_kernel_matches_the_cpu(gpu):
+    from test_passes import cluster_update
+    rng = np.random.default_rng(21)
+    host = [rng.standard_normal((64, 9)).astype(np.float32),
+            (rng.integers(0, 3, 64) * 1.0).astype(np.float32),
+            rng.standard_normal((64, 9)).astype(np.float32)]
+    exe, outs = _lower(cluster_update, [fnx.device_put(a, gpu) for a in host], gpu)
+    assert exe.num_launches == 1, exe.describe()
+    want = cluster_update(*[jnp.asarray(a.astype(np.float64)) for a in host])
+    np.testing.assert_allclose(gpu.to_numpy(outs[0]), np.asarray(want), rtol=1e-6)

@@ -984,3 +984,21 @@ def test_data_movement_of_computed_values_joins_the_kernel_that_reads_it(name, f
     args = [jnp.asarray(rng.standard_normal(s)) for s in shapes]
     groups = gpu_groups(fnx.jit(fn).lower(*args))
     assert [g.kind for g in groups] == ["elementwise"], groups
+
+
+def cluster_update(sums, counts, old):
+    """k-means' new centroids: a cluster count's ``n > 0`` and ``max(n, 1)``, broadcast beside
+    the sums they divide."""
+    n = counts.reshape(-1, 1)
+    return jnp.where(n > 0, sums / jnp.maximum(n, 1.0), old)
+
+
+def test_cheap_work_broadcast_into_a_kernel_is_computed_there():
+    update = cluster_update
+    rng = np.random.default_rng(3)
+    args = [jnp.asarray(rng.standard_normal((8, 5))), jnp.asarray(rng.integers(0, 3, 8) * 1.0),
+            jnp.asarray(rng.standard_normal((8, 5)))]
+    assert [g.kind for g in gpu_groups(fnx.jit(update).lower(*args))] == ["elementwise"]
+    # work that is not cheap (a tanh) is made once and loaded
+    expensive = lambda s, c, o: s / jnp.tanh(c).reshape(-1, 1) + o     # noqa: E731
+    assert len(gpu_groups(fnx.jit(expensive).lower(*args))) == 2

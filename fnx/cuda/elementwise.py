@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core.jaxpr import Literal
+from ..core.jaxpr import Literal, Var
 from ..core.remat_policies import name_p
 from .fusion import MOVEMENT, small_product
 from .compile import kernel as _compile
@@ -407,8 +407,11 @@ class FusedKernel:
                 expr = (f"(({compute_type(out.aval.dtype)})((i / {_strides(self.shape)[d]}LL) "
                         f"% {self.shape[d]}LL))")
             elif p is lax.broadcast_in_dim_p:
-                # broadcasting a value computed inside the chain: only scalars reach here
-                expr = args[0]
+                # a value computed inside the chain: a scalar, or cheap work the kernel redoes
+                # for each element (fusion.cheap_to_broadcast)
+                x = e.invars[0]
+                expr = args[0] if not (isinstance(x, Var) and elsewhere(x)) else \
+                    value_at(out, _At(flat="i"))
             else:
                 expr = emit(p, args, dt, compute_type(out.aval.dtype), e.params)
             names[out] = f"t{counter}"

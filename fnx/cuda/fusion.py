@@ -321,6 +321,34 @@ def index_computable(v, produced, eqns, users) -> bool:
     return visit(v) is not None
 
 
+# elementwise work costing about one instruction, which a kernel may redo for every element a
+# value is broadcast to rather than have the value written and loaded back
+CHEAP = frozenset({lax.add_p, lax.sub_p, lax.mul_p, lax.neg_p, lax.max_p, lax.min_p,
+                   lax.gt_p, lax.ge_p, lax.lt_p, lax.le_p, lax.eq_p, lax.ne_p, lax.select_n_p,
+                   lax.convert_element_type_p, lax.abs_p, lax.and_p, lax.or_p, lax.not_p,
+                   lax.reshape_p})
+MAX_BROADCAST_RECOMPUTED = 4
+
+
+def cheap_to_broadcast(v, producer, eqns) -> bool:
+    """Whether a kernel may compute ``v`` (made by ``eqns[producer[v]]`` in its run) at each
+    element it is broadcast to: at most ``MAX_BROADCAST_RECOMPUTED`` ``CHEAP`` equations over
+    values loaded or scalar (a cluster count's ``max(n, 1)`` and ``n > 0`` beside the sums
+    they divide)."""
+    todo, seen = [v], set()
+    while todo:
+        u = todo.pop()
+        k = producer.get(u) if isinstance(u, Var) else None
+        if k is None or not u.aval.shape or k in seen:
+            continue
+        seen.add(k)
+        e = eqns[k]
+        if len(seen) > MAX_BROADCAST_RECOMPUTED or e.primitive not in CHEAP:
+            return False
+        todo += e.invars
+    return True
+
+
 def joins_run(eqn, produced, eqns, users) -> bool:
     """Whether ``eqn`` can join an elementwise run that has made ``produced`` (``{var:
     equation}``): a small product reads its operands whole, so they must come from before the

@@ -20,7 +20,8 @@ from .control import lowering as control_lowering
 from .contractions import products_as_contractions
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
-from .fusion import (MOVEMENT, _uses, leading_sum, moved_operands, outer_products_as_broadcasts,
+from .fusion import (MOVEMENT, _uses, cheap_to_broadcast, leading_sum, moved_operands,
+                     outer_products_as_broadcasts,
                      recompute_residuals, row_group, run_end, sink_expansions, sink_totals)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
@@ -169,7 +170,9 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
                 if m is None or m in acc:
                     continue
                 if shape_of[m] == () or elsewhere or (
-                        e.primitive in MOVEMENT and v in moved_operands(e)):
+                        e.primitive in MOVEMENT and v in moved_operands(e)) or (
+                        e.primitive is lax.broadcast_in_dim_p
+                        and cheap_to_broadcast(v, made_at, eqns)):
                     acc.add(m)
                     todo.append(m)
         return acc
