@@ -399,7 +399,7 @@ class FusedKernel:
             dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
             product = small_product(e)
             args = [] if product else \
-                [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
+                [_literal(a) if isinstance(a, Literal) else names.get(a) for a in e.invars]
             if product:
                 expr = self._product(e, load, coords)
             elif p is lax.iota_p:
