@@ -326,3 +326,141 @@ def test_new_losses_against_numpy(rng):
     np.testing.assert_allclose(losses.generalized_kl_divergence(lp, t),
                                (t * (np.log(t) - lp)).sum(-1) + (np.exp(lp) - t).sum(-1),
                                rtol=1e-10)
+
+
+# lookahead, clipping, monitoring and wrapper additions
+
+
+def test_lookahead_matches_its_numpy_update_rule(rng):
+    p0 = rng.uniform(0.5, 1.5, CURV.shape)
+    opt = optim.lookahead(optim.sgd(0.1, momentum=0.5), sync_period=3, slow_step_size=0.4,
+                          reset_state=True)
+    params = optim.LookaheadParams.init_synced(jnp.asarray(p0))
+    state = opt.init(params)
+    fast, slow, mom = p0.copy(), p0.copy(), np.zeros_like(p0)
+    for k in range(7):
+        updates, state = opt.update(jnp.asarray(_grad(np.asarray(params.fast))[0]), state,
+                                    params)
+        params = optim.apply_updates(params, updates)
+        mom = _grad(fast)[0] + 0.5 * mom
+        fast = fast - 0.1 * mom
+        if k % 3 == 2:
+            slow = slow + 0.4 * (fast - slow)
+            fast, mom = slow.copy(), np.zeros_like(mom)
+    np.testing.assert_allclose(params.fast, fast, rtol=1e-12)
+    np.testing.assert_allclose(params.slow, slow, rtol=1e-12)
+    assert not np.allclose(slow, p0)
+
+
+def test_adaptive_grad_clip_against_numpy(rng):
+    w, g = rng.standard_normal((3, 4)), 3 * rng.standard_normal((3, 4))
+    b, gb = rng.standard_normal(4), rng.standard_normal(4)
+    tx = optim.adaptive_grad_clip(0.3, eps=1e-3)
+    out, _ = tx.update({"w": jnp.asarray(g), "b": jnp.asarray(gb)}, tx.init(None),
+                       {"w": jnp.asarray(w), "b": jnp.asarray(b)})
+
+    def ref(g, p, axis):
+        gn = np.sqrt((g ** 2).sum(axis=axis, keepdims=True))
+        mx = 0.3 * np.maximum(np.sqrt((p ** 2).sum(axis=axis, keepdims=True)), 1e-3)
+        return np.where(gn < mx, g, g * mx / np.maximum(gn, 1e-6))
+    np.testing.assert_allclose(out["w"], ref(g, w, 0), rtol=1e-12)
+    np.testing.assert_allclose(out["b"], ref(gb, b, None), rtol=1e-12)
+    assert not np.allclose(out["w"], g)
+    with pytest.raises(ValueError, match="rank 1 to 5"):
+        optim.unitwise_norm(jnp.zeros((1, 2, 1, 2, 1, 2)))
+
+
+def test_per_example_clipping_against_numpy(rng):
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 2, 2))
+    norms = np.sqrt((a ** 2).sum(1) + (b ** 2).sum((1, 2)))
+    mult = np.minimum(1.2 / norms, 1.0)
+    (sa, sb), n = optim.per_example_global_norm_clip([jnp.asarray(a), jnp.asarray(b)], 1.2)
+    np.testing.assert_allclose(sa, mult @ a, rtol=1e-12)
+    np.testing.assert_allclose(sb, np.tensordot(mult, b, 1), rtol=1e-12)
+    assert int(n) == int((mult < 1).sum())
+    (la, lb), (na, nb) = optim.per_example_layer_norm_clip([jnp.asarray(a), jnp.asarray(b)], 1.2,
+                                                           uniform=False)
+    ma = np.minimum(1.2 * np.sqrt(3 / 7) / np.sqrt((a ** 2).sum(1)), 1.0)
+    mb = np.minimum(1.2 * np.sqrt(4 / 7) / np.sqrt((b ** 2).sum((1, 2))), 1.0)
+    np.testing.assert_allclose(la, ma @ a, rtol=1e-12)
+    np.testing.assert_allclose(lb, np.tensordot(mb, b, 1), rtol=1e-12)
+    assert (int(na), int(nb)) == (int((ma < 1).sum()), int((mb < 1).sum()))
+    with pytest.raises(ValueError, match="batch"):
+        optim.per_example_global_norm_clip([jnp.ones((2, 3)), jnp.ones((3,))], 1.0)
+
+
+def test_scale_gradient_scales_only_the_backward_pass():
+    f = lambda x: jnp.sum(optim.scale_gradient({"a": x}, 0.25)["a"] ** 2)  # noqa: E731
+    x = jnp.array([1.0, -2.0])
+    np.testing.assert_allclose(fnx.grad(f)(x), [0.5, -1.0])
+    np.testing.assert_allclose(f(x), 5.0)
+    np.testing.assert_allclose(fnx.grad(lambda x: optim.scale_gradient(x, 0.0) * x)(3.0), 3.0)
+
+
+def test_monitor_snapshot_and_measure_with_ema():
+    opt = optim.chain(
+        optim.snapshot("raw", optim.global_norm),
+        optim.monitor({"norm": optim.global_norm,
+                       "ema": optim.measure_with_ema(optim.global_norm, 0.5)}),
+        optim.scale(2.0))
+    state = opt.init(jnp.zeros(2))
+    norms = [5.0, 1.0]
+    for g in (jnp.array([3.0, 4.0]), jnp.array([0.0, 1.0])):
+        updates, state = opt.update(g, state)
+    np.testing.assert_allclose(updates, [0.0, 2.0])
+    assert float(otu.tree_get(state, "raw")) == 1.0
+    assert float(state[1].measurements["norm"]) == 1.0
+    # the debiased average: (0.5 * 0.5 * 5 + 0.5 * 1) / (1 - 0.25)
+    np.testing.assert_allclose(state[1].measurements["ema"], (0.25 * norms[0] + 0.5 * norms[1])
+                               / 0.75, rtol=1e-12)
+
+
+class _PlateauLR:
+    """A stateful schedule halving the rate whenever the loss passed to update rises."""
+
+    def init(self):
+        return (jnp.asarray(1.0), jnp.asarray(np.inf))
+
+    def update(self, state, value):
+        lr, best = state
+        return (jnp.where(value > best, lr / 2, lr), jnp.minimum(best, value))
+
+    def __call__(self, state, **extra_args):
+        return state[0]
+
+
+def test_inject_hyperparams_takes_stateful_schedules_and_extra_args():
+    opt = optim.inject_hyperparams(optim.sgd)(learning_rate=_PlateauLR())
+    state = opt.init(jnp.zeros(1))
+    lrs = []
+    for value in [3.0, 2.0, 4.0, 5.0]:
+        updates, state = opt.update(jnp.ones(1), state, value=jnp.asarray(value))
+        lrs.append(-float(updates[0]))
+    assert lrs == [1.0, 1.0, 1.0, 0.5]
+    assert type(state).__name__ == "InjectStatefulHyperparamsState"
+    wrapped = optim.inject_stateful_hyperparams(optim.sgd)(learning_rate=lambda c: 0.1 * (c + 1))
+    state = wrapped.init(jnp.zeros(1))
+    _, state = wrapped.update(jnp.ones(1), state)
+    updates, state = wrapped.update(jnp.ones(1), state)
+    np.testing.assert_allclose(updates, [-0.2])
+    assert int(state.hyperparams_states["learning_rate"].count) == 2
+
+
+def test_multisteps_skips_non_finite_steps_and_reports_skip_state():
+    opt = optim.MultiSteps(optim.sgd(1.0), every_k_schedule=2,
+                           should_skip_update_fn=optim.skip_not_finite)
+    state = opt.init(jnp.zeros(2))
+    assert set(state.skip_state) == {"should_skip", "num_not_finite"}
+    outs = []
+    for g in ([1.0, 2.0], [np.nan, 0.0], [3.0, 4.0], [5.0, 6.0]):
+        updates, state = opt.update(jnp.asarray(g), state)
+        outs.append(np.asarray(updates))
+    np.testing.assert_allclose(outs[2], [-2.0, -3.0])   # the NaN step never happened
+    assert not outs[1].any() and not outs[3].any()
+    assert int(state.gradient_step) == 1 and int(state.mini_step) == 1
+    summed = optim.MultiSteps(optim.sgd(1.0), 2, use_grad_mean=False)
+    state = summed.init(jnp.zeros(1))
+    _, state = summed.update(jnp.ones(1), state)
+    updates, state = summed.update(jnp.ones(1), state)
+    np.testing.assert_allclose(updates, [-2.0])
+    assert bool(summed.has_updated(state))

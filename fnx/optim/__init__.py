@@ -31,7 +31,7 @@ from ._base import (Schedule, GradientTransformation, EmptyState, apply_updates,
                     init_empty_state, ArrayTree, TransformInitFn, TransformUpdateFn,
                     TransformUpdateExtraArgsFn)  # noqa: F401
 from ._numerics import (safe_norm, safe_root_mean_squares, safe_increment,  # noqa: F401
-                        safe_int32_increment)
+                        safe_int32_increment, scale_gradient)
 from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_by_learning_rate,
                           TraceState, trace, ScaleByAdamState, scale_by_adam, scale_by_adamax,
                           ScaleByAmsgradState, scale_by_amsgrad, ScaleByRssState, scale_by_rss,
@@ -46,7 +46,12 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
                           ScaleByDistanceOverGradientsState, scale_by_distance_over_gradients,
                           scale_by_polyak, ApplyEvery, apply_every, AddNoiseState,
                           add_noise)  # noqa: F401
-from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms)  # noqa: F401
+from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms,  # noqa: F401
+                        per_example_global_norm_clip, per_example_layer_norm_clip,
+                        unitwise_norm, unitwise_clip, adaptive_grad_clip)
+from ._lookahead import LookaheadParams, LookaheadState, lookahead  # noqa: F401
+from ._monitoring import (SnapshotState, snapshot, MonitorState, monitor,  # noqa: F401
+                          measure_with_ema)
 from ._constrain import (WeightDecaySchedule, add_decayed_weights, centralize, ZeroNansState, zero_nans,
                          keep_params_nonnegative)  # noqa: F401
 from ._factorized import (FactoredState, scale_by_factored_rms)  # noqa: F401
@@ -56,7 +61,8 @@ from ._wrappers import (MaskedState, masked, MultiTransformState, multi_transfor
                         named_chain, ConditionallyTransformState, ConditionallyMaskState,
                         conditionally_transform, conditionally_mask, freeze,
                         selective_transform, flatten, skip_not_finite, skip_large_updates,
-                        MaskedNode, ShouldSkipUpdateFunction)  # noqa: F401
+                        MaskedNode, ShouldSkipUpdateFunction, InjectStatefulHyperparamsState,
+                        WrappedScheduleState, WrappedSchedule, inject_stateful_hyperparams)  # noqa: F401
 from ._schedules import (constant_schedule, polynomial_schedule, linear_schedule,
                          exponential_decay, cosine_decay_schedule, join_schedules,
                          warmup_cosine_decay_schedule, piecewise_interpolate_schedule,
@@ -77,6 +83,7 @@ from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
 # optax's names for the states of its stateless transformations
 AdaptiveGradClipState = ClipByGlobalNormState = ClipState = EmptyState
 AddDecayedWeightsState = ScaleByTrustRatioState = ScaleState = EmptyState
+NonNegativeParamsState = EmptyState
 MaskOrFn = Any
 
 from . import losses  # noqa: E402  (optax.losses' names)
@@ -122,6 +129,12 @@ __all__ += ["GradientTransformationExtraArgs", "with_extra_args_support", "init_
             "polyak_sgd", "rprop", "sm3", "bias_correction", "update_moment",
             "update_infinity_moment", "update_moment_per_elem_norm", "projections",
             "tree_utils", "schedules", "transforms", "tree"]
+__all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unitwise_norm",
+            "unitwise_clip", "adaptive_grad_clip", "AdaptiveGradClipState", "LookaheadParams",
+            "LookaheadState", "lookahead", "SnapshotState", "snapshot", "MonitorState",
+            "monitor", "measure_with_ema", "scale_gradient", "InjectStatefulHyperparamsState",
+            "WrappedScheduleState", "WrappedSchedule", "inject_stateful_hyperparams",
+            "NonNegativeParamsState"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
