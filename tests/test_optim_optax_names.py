@@ -464,3 +464,84 @@ def test_multisteps_skips_non_finite_steps_and_reports_skip_state():
     updates, state = summed.update(jnp.ones(1), state)
     np.testing.assert_allclose(updates, [-2.0])
     assert bool(summed.has_updated(state))
+
+
+# L-BFGS and line searches against optax (JAX on CPU, float64) as the oracle
+
+
+def _optax():
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    optax = pytest.importorskip("optax")
+    import jax
+    return optax, jax
+
+
+def _rosenbrock(np_like):
+    def f(x, scale=10.0):
+        return np_like.sum(scale * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    return f
+
+
+def _solve(lib, grad_lib, make, x0, steps, kwargs):
+    f = _rosenbrock(grad_lib.numpy)
+    opt = make(lib)
+
+    @grad_lib.jit
+    def step(x, state):
+        value, grad = grad_lib.value_and_grad(f)(x, **kwargs)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=f, **kwargs)
+        return lib.apply_updates(x, updates), state
+    x, state = x0, opt.init(x0)
+    trace = []
+    for _ in range(steps):
+        x, state = step(x, state)
+        trace.append(np.asarray(x))
+    return np.array(trace), state
+
+
+@pytest.mark.parametrize("name", ["lbfgs", "backtracking"])
+def test_lbfgs_and_line_searches_match_optax(name, rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    makers = {
+        # a small memory that wraps around, a learning rate and a capped zoom search
+        "lbfgs": lambda o: o.lbfgs(0.5, memory_size=2, linesearch=o.scale_by_zoom_linesearch(
+            10, max_learning_rate=3.0)),
+        "backtracking": lambda o: o.chain(o.sgd(1.0), o.scale_by_backtracking_linesearch(
+            15, store_grad=True)),
+    }
+    x0 = rng.uniform(-0.5, 0.5, 4)
+    kwargs = {"scale": 5.0}
+    got, state = _solve(optim, fnx, makers[name], jnp.asarray(x0), 8, kwargs)
+    want, theirs = _solve(optax, jax, makers[name], jax.numpy.asarray(x0), 8, kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(got[-1], x0)
+    assert float(otu.tree_get(state, "value")) == pytest.approx(
+        float(optax.tree_utils.tree_get(theirs, "value")), rel=1e-9)
+
+
+def test_lbfgs_runs_under_jit_reusing_the_line_search_gradient():
+    f = _rosenbrock(jnp)
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return f(x)
+    opt = optim.lbfgs()
+    value_and_grad = optim.value_and_grad_from_state(counted)
+
+    @fnx.jit
+    def step(x, state):
+        value, grad = value_and_grad(x, state=state)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=counted)
+        return optim.apply_updates(x, updates), state
+    x = jnp.zeros(3)
+    state = opt.init(x)
+    for _ in range(25):
+        x, state = step(x, state)
+    np.testing.assert_allclose(np.asarray(x), np.ones(3), atol=1e-6)
+    traced = len(calls)
+    x, state = step(x, state)
+    assert len(calls) == traced         # traced once: the loop is a lax.while_loop
+    with pytest.raises(TypeError, match="value_fn does not take"):
+        opt.update(x, state, x, value=f(x), grad=x, value_fn=f, batch=1)

@@ -49,6 +49,11 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
 from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms,  # noqa: F401
                         per_example_global_norm_clip, per_example_layer_norm_clip,
                         unitwise_norm, unitwise_clip, adaptive_grad_clip)
+from ._linesearch import (BacktrackingLinesearchInfo, ScaleByBacktrackingLinesearchState,  # noqa
+                          scale_by_backtracking_linesearch, ZoomLinesearchInfo,
+                          ScaleByZoomLinesearchState, scale_by_zoom_linesearch,
+                          value_and_grad_from_state)
+from ._lbfgs import ScaleByLBFGSState, scale_by_lbfgs, lbfgs  # noqa: F401
 from ._lookahead import LookaheadParams, LookaheadState, lookahead  # noqa: F401
 from ._monitoring import (SnapshotState, snapshot, MonitorState, monitor,  # noqa: F401
                           measure_with_ema)
@@ -134,7 +139,10 @@ __all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unit
             "LookaheadState", "lookahead", "SnapshotState", "snapshot", "MonitorState",
             "monitor", "measure_with_ema", "scale_gradient", "InjectStatefulHyperparamsState",
             "WrappedScheduleState", "WrappedSchedule", "inject_stateful_hyperparams",
-            "NonNegativeParamsState"]
+            "NonNegativeParamsState", "BacktrackingLinesearchInfo",
+            "ScaleByBacktrackingLinesearchState", "scale_by_backtracking_linesearch",
+            "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
+            "value_and_grad_from_state", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
