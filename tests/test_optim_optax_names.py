@@ -545,3 +545,81 @@ def test_lbfgs_runs_under_jit_reusing_the_line_search_gradient():
     assert len(calls) == traced         # traced once: the loop is a lax.while_loop
     with pytest.raises(TypeError, match="value_fn does not take"):
         opt.update(x, state, x, value=f(x), grad=x, value_fn=f, batch=1)
+
+
+# optax.contrib against optax (JAX on CPU, float64) as the oracle
+
+W_CURV = np.array([[1.0, 2.0, 0.5, 1.5], [3.0, 0.2, 1.5, 0.7], [0.4, 1.1, 2.5, 0.9]])
+B_CURV = np.array([0.5, 1.0, 2.0, 0.3])
+
+
+def _contrib_problem(tm, jnp_like):
+    def loss(p):
+        return (0.5 * jnp_like.sum(W_CURV * p["w"] ** 2) - jnp_like.sum(p["w"])
+                + 0.5 * jnp_like.sum(B_CURV * p["b"] ** 2) - jnp_like.sum(p["b"]))
+
+    def exact_diag_hessian(lib):
+        return lib.stateless(lambda u, p: {"w": tm(lambda x: 0 * x + W_CURV, p["w"]),
+                                           "b": tm(lambda x: 0 * x + B_CURV, p["b"])})
+    return loss, exact_diag_hessian
+
+
+CONTRIB = {   # name: (factory of (lib, exact_diag_hessian_factory), extra args)
+    "reduce_on_plateau": (lambda o, h: o.chain(o.sgd(0.1), o.contrib.reduce_on_plateau(
+        factor=0.5, patience=1, rtol=0.5, cooldown=1, accumulation_size=2)), ("value",)),
+    "schedule_free_adamw": (lambda o, h: o.contrib.schedule_free_adamw(
+        0.1, warmup_steps=3, weight_decay=0.01), ()),
+    "schedule_free_sgd": (lambda o, h: o.contrib.schedule_free_sgd(0.1, weight_decay=0.01), ()),
+    "muon": (lambda o, h: o.contrib.muon(0.05, weight_decay=0.01), ()),
+    "muon_aol_dims": (lambda o, h: o.contrib.muon(
+        0.05, ns_coeffs="dion", preconditioning="aol", adaptive=True, consistent_rms=0.2,
+        muon_weight_dimension_numbers={"w": o.contrib.MuonDimensionNumbers(1, 0), "b": None}),
+        ()),
+    "prodigy": (lambda o, h: o.contrib.prodigy(1.0, weight_decay=0.01), ()),
+    "dadapt_adamw": (lambda o, h: o.contrib.dadapt_adamw(1.0, weight_decay=0.01), ()),
+    "mechanize": (lambda o, h: o.contrib.mechanize(o.adam(0.1), s_init=1e-2), ()),
+    "sam": (lambda o, h: o.contrib.sam(o.sgd(0.1), o.chain(o.contrib.normalize(), o.sgd(0.05)),
+                                       sync_period=3), ()),
+    "cocob": (lambda o, h: o.contrib.cocob(weight_decay=0.01), ()),
+    "dog": (lambda o, h: o.contrib.dog(init_step=("learning_rate", 0.1)), ()),
+    "dowg": (lambda o, h: o.contrib.dowg(weight_decay=0.01), ()),
+    "momo": (lambda o, h: o.contrib.momo(0.5, weight_decay=0.01, adapt_lower_bound=True),
+             ("value",)),
+    "momo_adam": (lambda o, h: o.contrib.momo_adam(0.1, lower_bound=-5.0,
+                                                   adapt_lower_bound=True), ("value",)),
+    "ademamix": (lambda o, h: o.contrib.ademamix(0.05, b3=0.99, alpha=lambda c: 0.5 * c,
+                                                 weight_decay=0.01), ()),
+    "simplified_ademamix": (lambda o, h: o.contrib.simplified_ademamix(0.05, alpha=2.0), ()),
+    "sophia": (lambda o, h: o.contrib.sophia(0.05, update_interval=2,
+                                             hessian_diagonal_fn=h(o)), ()),
+}
+
+
+def _run_contrib(lib, grad_lib, make, p0, extras, steps=6):
+    loss, exact = _contrib_problem(grad_lib.tree_util.tree_map, grad_lib.numpy)
+    opt = make(lib, exact)
+
+    @grad_lib.jit
+    def step(params, state):
+        value, grads = grad_lib.value_and_grad(loss)(params)
+        kwargs = {"value": value} if "value" in extras else {}
+        updates, state = opt.update(grads, state, params, **kwargs)
+        return lib.apply_updates(params, updates), state
+    params = grad_lib.tree_util.tree_map(grad_lib.numpy.asarray, p0)
+    state = opt.init(params)
+    for _ in range(steps):
+        params, state = step(params, state)
+    return {k: np.asarray(v) for k, v in params.items()}
+
+
+@pytest.mark.parametrize("name", list(CONTRIB))
+def test_contrib_matches_optax(name, rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    import optax.contrib  # noqa: F401
+    make, extras = CONTRIB[name]
+    p0 = {"w": rng.uniform(0.5, 1.5, W_CURV.shape), "b": rng.uniform(-1.0, 1.0, B_CURV.shape)}
+    got = _run_contrib(optim, fnx, make, p0, extras)
+    want = _run_contrib(optax, jax, make, p0, extras)
+    for k in p0:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-9, atol=1e-12, err_msg=k)
+    assert not np.allclose(got["w"], p0["w"])

@@ -36,6 +36,7 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
                           TraceState, trace, ScaleByAdamState, scale_by_adam, scale_by_adamax,
                           ScaleByAmsgradState, scale_by_amsgrad, ScaleByRssState, scale_by_rss,
                           ScaleByLionState, scale_by_lion, scale_by_trust_ratio, ScaleByRmsState,
+                          ScaleByRmsWithCountState,
                           scale_by_rms, ScaleByRStdDevState, scale_by_stddev, ScaleByBeliefState,
                           scale_by_radam, scale_by_belief, EmaState, ema, scale_by_param_block_rms,
                           scale_by_sign, scale_by_yogi, ScaleByAdaDeltaState, scale_by_adadelta,
@@ -79,7 +80,7 @@ from ._optimizers import (sgd, adam, adamw, rmsprop, nadam, adamax, amsgrad, ada
                           nadamw, adan, fromage, lars, noisy_sgd, novograd,
                           optimistic_gradient_descent, optimistic_adam_v2, optimistic_adam,
                           polyak_sgd, rprop, sm3)  # noqa: F401
-from . import projections, schedules, transforms, tree, tree_utils  # noqa: F401
+from . import contrib, projections, schedules, transforms, tree, tree_utils  # noqa: F401
 from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
                          tree_update_moment as update_moment,
                          tree_update_infinity_moment as update_infinity_moment,
@@ -142,7 +143,7 @@ __all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unit
             "NonNegativeParamsState", "BacktrackingLinesearchInfo",
             "ScaleByBacktrackingLinesearchState", "scale_by_backtracking_linesearch",
             "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
-            "value_and_grad_from_state", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
+            "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
