@@ -623,3 +623,112 @@ def test_contrib_matches_optax(name, rng, jax_x64_as_fnx):
     for k in p0:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-9, atol=1e-12, err_msg=k)
     assert not np.allclose(got["w"], p0["w"])
+
+
+# more losses against NumPy
+
+
+def _ctc_ref(logits, labels, blank=0):
+    """-log p(labels | logits) by the textbook forward recursion over the label sequence with
+    blanks interleaved (Graves et al., 2006), in float64 probabilities."""
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ext = [blank]
+    for c in labels:
+        ext += [c, blank]
+    alpha = np.zeros(len(ext))
+    alpha[0] = p[0, blank]
+    if len(ext) > 1:
+        alpha[1] = p[0, ext[1]]
+    for t in range(1, len(p)):
+        new = np.zeros_like(alpha)
+        for s in range(len(ext)):
+            a = alpha[s] + (alpha[s - 1] if s >= 1 else 0.0)
+            if s >= 2 and ext[s] != blank and ext[s] != ext[s - 2]:
+                a += alpha[s - 2]
+            new[s] = a * p[t, ext[s]]
+        alpha = new
+    return -np.log(alpha[-1] + (alpha[-2] if len(ext) > 1 else 0.0))
+
+
+def test_ctc_loss_against_a_numpy_forward_recursion(rng):
+    from fnx.optim import losses
+    batch, frames, classes, max_len = 3, 7, 4, 3
+    logits = rng.standard_normal((batch, frames, classes))
+    labels = np.array([[1, 2, 2], [3, 1, 0], [2, 0, 0]])       # repeats need a blank between
+    label_lens, frame_lens = [3, 2, 1], [7, 5, 6]
+    label_pad = (np.arange(max_len)[None] >= np.array(label_lens)[:, None]).astype(float)
+    logit_pad = (np.arange(frames)[None] >= np.array(frame_lens)[:, None]).astype(float)
+    got = losses.ctc_loss(jnp.asarray(logits), jnp.asarray(logit_pad), jnp.asarray(labels),
+                          jnp.asarray(label_pad))
+    want = [_ctc_ref(logits[b, :frame_lens[b]], labels[b, :label_lens[b]]) for b in range(batch)]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    loss, phi, emit = losses.ctc_loss_with_forward_probs(
+        jnp.asarray(logits), jnp.asarray(logit_pad), jnp.asarray(labels), jnp.asarray(label_pad),
+        blank_id=3)
+    assert phi.shape == (frames, batch, max_len + 1) and emit.shape == (frames, batch, max_len)
+    np.testing.assert_allclose(loss[0], _ctc_ref(logits[0], labels[0], blank=3), rtol=1e-9)
+    g = fnx.grad(lambda x: losses.ctc_loss(x, jnp.asarray(logit_pad), jnp.asarray(labels),
+                                           jnp.asarray(label_pad)).sum())(jnp.asarray(logits))
+    h, e = 1e-6, np.zeros_like(logits)
+    e[1, 2, 3] = h
+    fd = (_ctc_ref(logits[1, :5] + e[1, :5], labels[1, :2])
+          - _ctc_ref(logits[1, :5] - e[1, :5], labels[1, :2])) / (2 * h)
+    np.testing.assert_allclose(g[1, 2, 3], fd, rtol=1e-5)
+    assert float(np.abs(g[1, 5:]).max()) == 0.0            # padded frames get no gradient
+
+
+def test_metric_and_ranking_losses_against_numpy(rng):
+    from fnx.optim import losses
+    emb = rng.standard_normal((6, 3))
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    sim = unit @ unit.T / 0.5
+    terms = [-np.log(np.exp(sim[i, j]) / (np.exp(sim[i, j])
+                                          + np.exp(sim[i][labels != labels[i]]).sum()))
+             for i in range(6) for j in range(6) if i != j and labels[i] == labels[j]]
+    np.testing.assert_allclose(losses.ntxent(jnp.asarray(emb), jnp.asarray(labels), 0.5),
+                               np.mean(terms), rtol=1e-9)
+    a, p, n = (rng.standard_normal((4, 3)) for _ in range(3))
+    want = np.maximum(np.sqrt(((a - p) ** 2).sum(-1) + 1e-6)
+                      - np.sqrt(((a - n) ** 2).sum(-1) + 1e-6) + 0.7, 0)
+    np.testing.assert_allclose(losses.triplet_margin_loss(a, p, n, margin=0.7), want, rtol=1e-9)
+    logits, rel = rng.standard_normal((3, 5)), rng.integers(0, 3, (3, 5)).astype(float)
+    where = rng.uniform(size=(3, 5)) < 0.7
+    where[:, 0] = True
+    lsm = np.where(where, logits, -np.inf)
+    lsm = lsm - np.log(np.exp(lsm).sum(-1, keepdims=True))
+    per_list = -np.where(where, rel * lsm, 0.0).sum(-1)
+    np.testing.assert_allclose(losses.ranking_softmax_loss(logits, rel, where=where,
+                                                           reduce_fn=None), per_list, rtol=1e-9)
+    np.testing.assert_allclose(losses.ranking_softmax_loss(logits, rel, where=where),
+                               per_list.mean(), rtol=1e-9)
+
+
+def test_dice_sparsemax_and_safe_cross_entropy_against_numpy(rng):
+    from fnx.optim import losses
+    pred, target = rng.standard_normal((2, 4, 5, 3)), np.eye(3)[rng.integers(0, 3, (2, 4, 5))]
+    probs = np.exp(pred) / np.exp(pred).sum(-1, keepdims=True)
+    inter, ps, ts = ((probs * target).sum((1, 2)), probs.sum((1, 2)), target.sum((1, 2)))
+    dice = 1 - (inter + 1.0) / (inter + 0.3 * (ps - inter) + 0.7 * (ts - inter) + 1.0)
+    np.testing.assert_allclose(losses.dice_loss(pred, target, alpha=0.3, beta=0.7),
+                               dice.mean(-1), rtol=1e-9)
+    np.testing.assert_allclose(losses.dice_loss(pred, target, alpha=0.3, beta=0.7,
+                                                ignore_background=True, reduction="sum"),
+                               dice[:, 1:].sum(-1), rtol=1e-9)
+    x, y = 2 * rng.standard_normal(20), rng.integers(0, 2, 20)
+    z = np.where(y == 1, -x, x)
+    sparse_plus = np.where(z <= -1, 0.0, np.where(z >= 1, z, (z + 1) ** 2 / 4))
+    np.testing.assert_allclose(losses.sparsemax_loss(x, y), sparse_plus, rtol=1e-12)
+    logits = rng.standard_normal((3, 4))
+    logits[:, 2] = -np.inf
+    lab = rng.uniform(size=(3, 4))
+    lab[:, 2] = 0.0
+    lsm = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    want = -np.where(lab != 0, lab * lsm, 0.0).sum(-1)
+    got = losses.safe_softmax_cross_entropy(jnp.asarray(logits), jnp.asarray(lab))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    g = fnx.grad(lambda x: losses.safe_softmax_cross_entropy(x, jnp.asarray(lab)).sum())(
+        jnp.asarray(logits))
+    soft = np.exp(lsm)
+    np.testing.assert_allclose(g, soft * lab.sum(-1, keepdims=True) - lab, atol=1e-12)

@@ -97,7 +97,10 @@ from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,
                      kl_divergence, l2_loss, log_cosh,
                      sigmoid_binary_cross_entropy, smooth_labels, softmax_cross_entropy,
                      softmax_cross_entropy_with_integer_labels, squared_error,
-                     convex_kl_divergence, generalized_kl_divergence, sigmoid_focal_loss)
+                     convex_kl_divergence, generalized_kl_divergence, sigmoid_focal_loss,
+                     sparsemax_loss, safe_softmax_cross_entropy, ctc_loss,
+                     ctc_loss_with_forward_probs, ntxent, triplet_margin_loss, dice_loss,
+                     ranking_softmax_loss)
 
 __all__ = ['GradientTransformation', 'EmptyState', 'apply_updates', 'global_norm', 'chain',
            'scale', 'scale_by_schedule', 'scale_by_learning_rate', 'trace', 'scale_by_adam',
