@@ -18,7 +18,11 @@ from .tree_utils import (tree_add_scale, tree_cast_like, tree_norm, tree_real, t
 
 class ScaleByLBFGSState(NamedTuple):
     """``scale_by_lbfgs``' state: the step count, the last params and updates, and the memory
-    of their differences (stacked on a leading axis) with their weights ``1 / <dw, du>``."""
+    of their differences (stacked on a leading axis) with their weights ``1 / <dw, du>``.
+
+    >>> ScaleByLBFGSState._fields
+    ('count', 'params', 'updates', 'diff_params_memory', 'diff_updates_memory', 'weights_memory')
+    """
     count: Any
     params: Any
     updates: Any

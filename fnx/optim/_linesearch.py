@@ -36,11 +36,21 @@ def _slope(updates, grad):
 
 
 class BacktrackingLinesearchInfo(NamedTuple):
+    """``scale_by_backtracking_linesearch``'s diagnostics.
+
+    >>> BacktrackingLinesearchInfo._fields
+    ('num_linesearch_steps', 'decrease_error')
+    """
     num_linesearch_steps: Any
     decrease_error: Any
 
 
 class ScaleByBacktrackingLinesearchState(NamedTuple):
+    """``scale_by_backtracking_linesearch``'s state.
+
+    >>> ScaleByBacktrackingLinesearchState._fields
+    ('learning_rate', 'value', 'grad', 'info')
+    """
     learning_rate: Any
     value: Any
     grad: Any
@@ -304,12 +314,22 @@ def zoom_linesearch(max_linesearch_steps: int, max_stepsize=None, tol: float = 0
 
 
 class ZoomLinesearchInfo(NamedTuple):
+    """``scale_by_zoom_linesearch``'s diagnostics.
+
+    >>> ZoomLinesearchInfo._fields
+    ('num_linesearch_steps', 'decrease_error', 'curvature_error')
+    """
     num_linesearch_steps: Any
     decrease_error: Any
     curvature_error: Any
 
 
 class ScaleByZoomLinesearchState(NamedTuple):
+    """``scale_by_zoom_linesearch``'s state.
+
+    >>> ScaleByZoomLinesearchState._fields
+    ('learning_rate', 'value', 'grad', 'info')
+    """
     learning_rate: Any
     value: Any
     grad: Any

@@ -9,7 +9,11 @@ from ._base import GradientTransformation
 
 
 class LookaheadState(NamedTuple):
-    """``lookahead``'s state: the fast optimizer's state and the steps since the last sync."""
+    """``lookahead``'s state: the fast optimizer's state and the steps since the last sync.
+
+    >>> LookaheadState._fields
+    ('fast_state', 'steps_since_sync')
+    """
     fast_state: Any
     steps_since_sync: Any
 

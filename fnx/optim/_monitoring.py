@@ -10,6 +10,11 @@ from ._transforms import ema
 
 
 class SnapshotState(NamedTuple):
+    """``snapshot``'s state.
+
+    >>> SnapshotState._fields
+    ('measurement',)
+    """
     measurement: dict
 
 
@@ -29,6 +34,11 @@ def snapshot(measure_name: str, measure: Callable) -> GradientTransformation:
 
 
 class MonitorState(NamedTuple):
+    """``monitor``'s state.
+
+    >>> MonitorState._fields
+    ('measurements', 'measure_states')
+    """
     measurements: dict
     measure_states: tuple
 

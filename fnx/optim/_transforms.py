@@ -270,6 +270,11 @@ class ScaleByRmsState(NamedTuple):
 
 
 class ScaleByRmsWithCountState(NamedTuple):
+    """``scale_by_rms``' state with ``bias_correction``.
+
+    >>> ScaleByRmsWithCountState._fields
+    ('count', 'nu')
+    """
     count: Any
     nu: Any
 

@@ -116,6 +116,11 @@ class InjectStatefulHyperparamsState(NamedTuple):
 
 
 class WrappedScheduleState(NamedTuple):
+    """``WrappedSchedule``'s state.
+
+    >>> WrappedScheduleState._fields
+    ('count',)
+    """
     count: Any
 
 

@@ -14,6 +14,11 @@ from ..tree_utils import (tree_bias_correction, tree_update_moment,
 
 
 class ScaleByAdemamixState(NamedTuple):
+    """``scale_by_ademamix``' state.
+
+    >>> ScaleByAdemamixState._fields
+    ('count', 'count_m2', 'm1', 'm2', 'nu')
+    """
     count: Any
     count_m2: Any
     m1: Any
@@ -61,6 +66,11 @@ def ademamix(learning_rate, b1: float = 0.9, b2: float = 0.999, b3=0.9999, alpha
 
 
 class ScaleBySimplifiedAdEMAMixState(NamedTuple):
+    """``scale_by_simplified_ademamix``' state.
+
+    >>> ScaleBySimplifiedAdEMAMixState._fields
+    ('t', 'm', 'n')
+    """
     t: Any
     m: Any
     n: Any

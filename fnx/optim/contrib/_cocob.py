@@ -11,6 +11,11 @@ from .._transforms import scale_by_learning_rate
 
 
 class COCOBState(NamedTuple):
+    """``scale_by_cocob``'s state.
+
+    >>> COCOBState._fields
+    ('init_particles', 'cumulative_gradients', 'scale', 'subgradients', 'reward')
+    """
     init_particles: Any
     cumulative_gradients: Any
     scale: Any

@@ -17,6 +17,11 @@ def _need_params(params, who):
 
 
 class DAdaptAdamWState(NamedTuple):
+    """``dadapt_adamw``'s state.
+
+    >>> DAdaptAdamWState._fields
+    ('exp_avg', 'exp_avg_sq', 'grad_sum', 'estim_lr', 'numerator_weighted', 'count')
+    """
     exp_avg: Any
     exp_avg_sq: Any
     grad_sum: Any
@@ -64,6 +69,11 @@ def dadapt_adamw(learning_rate=1.0, betas=(0.9, 0.999), eps: float = 1e-8,
 
 
 class ProdigyState(NamedTuple):
+    """``prodigy``'s state.
+
+    >>> ProdigyState._fields
+    ('exp_avg', 'exp_avg_sq', 'grad_sum', 'params0', 'estim_lr', 'numerator_weighted', 'count')
+    """
     exp_avg: Any
     exp_avg_sq: Any
     grad_sum: Any

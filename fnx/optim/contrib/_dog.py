@@ -11,6 +11,11 @@ from ..tree_utils import tree_dtype, tree_norm, tree_scale, tree_sub
 
 
 class DoGState(NamedTuple):
+    """``scale_by_dog``'s state.
+
+    >>> DoGState._fields
+    ('is_init_step', 'init_params', 'max_dist', 'sum_sq_norm_grads')
+    """
     is_init_step: Any
     init_params: Any
     max_dist: Any
@@ -58,6 +63,11 @@ def dog(learning_rate=1.0, init_step=("heuristic", 1e-6), eps: float = 1e-8,
 
 
 class DoWGState(NamedTuple):
+    """``scale_by_dowg``'s state.
+
+    >>> DoWGState._fields
+    ('init_params', 'weighted_sq_norm_grads', 'estim_sq_dist')
+    """
     init_params: Any
     weighted_sq_norm_grads: Any
     estim_sq_dist: Any

@@ -11,6 +11,11 @@ from ..tree_utils import tree_dtype, tree_norm, tree_vdot, tree_where
 
 
 class MechanicState(NamedTuple):
+    """``mechanize``'s state.
+
+    >>> MechanicState._fields
+    ('base_optimizer_state', 'count', 'r', 'm', 'v', 's', 'x0')
+    """
     base_optimizer_state: Any
     count: Any
     r: Any

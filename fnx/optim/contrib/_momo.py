@@ -23,6 +23,11 @@ def _check(params, value):
 
 
 class MomoState(NamedTuple):
+    """``momo``'s state.
+
+    >>> MomoState._fields
+    ('exp_avg', 'barf', 'gamma', 'lb', 'count')
+    """
     exp_avg: Any
     barf: Any
     gamma: Any
@@ -73,6 +78,11 @@ def momo(learning_rate=1.0, beta: float = 0.9, lower_bound: float = 0.0,
 
 
 class MomoAdamState(NamedTuple):
+    """``momo_adam``'s state.
+
+    >>> MomoAdamState._fields
+    ('exp_avg', 'exp_avg_sq', 'barf', 'gamma', 'lb', 'count')
+    """
     exp_avg: Any
     exp_avg_sq: Any
     barf: Any

@@ -28,7 +28,11 @@ _PRECONDITIONINGS = ("frobenius", "spectral", "aol", "schatten")
 
 class MuonDimensionNumbers(NamedTuple):
     """Which axes of a parameter are its matrix' input (``reduction_axis``) and output
-    (``output_axis``) axes; the others are batch axes, orthogonalized separately."""
+    (``output_axis``) axes; the others are batch axes, orthogonalized separately.
+
+    >>> MuonDimensionNumbers._fields
+    ('reduction_axis', 'output_axis')
+    """
     reduction_axis: Sequence[int] | int = 0
     output_axis: Sequence[int] | int = 1
 
@@ -157,6 +161,11 @@ def scale_by_shape(weight_dimension_numbers=None, consistent_rms=None) -> Gradie
 
 
 class MuonState(NamedTuple):
+    """``scale_by_muon``'s state.
+
+    >>> MuonState._fields
+    ('count', 'mu', 'ns_coeffs')
+    """
     count: Any
     mu: Any
     ns_coeffs: Any

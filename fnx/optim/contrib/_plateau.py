@@ -11,6 +11,11 @@ from ..tree_utils import tree_dtype
 
 
 class ReduceLROnPlateauState(NamedTuple):
+    """``reduce_on_plateau``'s state.
+
+    >>> ReduceLROnPlateauState._fields
+    ('scale', 'best_value', 'plateau_count', 'cooldown_count', 'count', 'avg_value')
+    """
     scale: Any
     best_value: Any
     plateau_count: Any

@@ -27,6 +27,11 @@ def normalize() -> GradientTransformation:
 
 
 class SAMState(NamedTuple):
+    """``sam``'s state.
+
+    >>> SAMState._fields
+    ('steps_since_sync', 'opt_state', 'adv_state', 'cache')
+    """
     steps_since_sync: Any
     opt_state: Any
     adv_state: Any

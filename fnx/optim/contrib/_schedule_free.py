@@ -16,6 +16,11 @@ from ..tree_utils import tree_cast, tree_dtype
 
 
 class ScheduleFreeState(NamedTuple):
+    """``schedule_free``'s state.
+
+    >>> ScheduleFreeState._fields
+    ('b1', 'weight_sum', 'step_count', 'max_lr', 'base_optimizer_state', 'z')
+    """
     b1: Any
     weight_sum: Any
     step_count: Any

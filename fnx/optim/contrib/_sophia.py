@@ -17,6 +17,11 @@ from ..tree_utils import (tree_bias_correction, tree_cast, tree_dtype, tree_rand
 
 
 class HutchinsonState(NamedTuple):
+    """``hutchinson_estimator_diag_hessian``'s state.
+
+    >>> HutchinsonState._fields
+    ('key',)
+    """
     key: Any
 
 
@@ -47,6 +52,11 @@ def hutchinson_estimator_diag_hessian(random_seed=None) -> GradientTransformatio
 
 
 class SophiaState(NamedTuple):
+    """``scale_by_sophia``'s state.
+
+    >>> SophiaState._fields
+    ('count', 'mu', 'nu', 'hessian_fn_state')
+    """
     count: Any
     mu: Any
     nu: Any
