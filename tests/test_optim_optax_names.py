@@ -326,3 +326,409 @@ def test_new_losses_against_numpy(rng):
     np.testing.assert_allclose(losses.generalized_kl_divergence(lp, t),
                                (t * (np.log(t) - lp)).sum(-1) + (np.exp(lp) - t).sum(-1),
                                rtol=1e-10)
+
+
+# lookahead, clipping, monitoring and wrapper additions
+
+
+def test_lookahead_matches_its_numpy_update_rule(rng):
+    p0 = rng.uniform(0.5, 1.5, CURV.shape)
+    opt = optim.lookahead(optim.sgd(0.1, momentum=0.5), sync_period=3, slow_step_size=0.4,
+                          reset_state=True)
+    params = optim.LookaheadParams.init_synced(jnp.asarray(p0))
+    state = opt.init(params)
+    fast, slow, mom = p0.copy(), p0.copy(), np.zeros_like(p0)
+    for k in range(7):
+        updates, state = opt.update(jnp.asarray(_grad(np.asarray(params.fast))[0]), state,
+                                    params)
+        params = optim.apply_updates(params, updates)
+        mom = _grad(fast)[0] + 0.5 * mom
+        fast = fast - 0.1 * mom
+        if k % 3 == 2:
+            slow = slow + 0.4 * (fast - slow)
+            fast, mom = slow.copy(), np.zeros_like(mom)
+    np.testing.assert_allclose(params.fast, fast, rtol=1e-12)
+    np.testing.assert_allclose(params.slow, slow, rtol=1e-12)
+    assert not np.allclose(slow, p0)
+
+
+def test_adaptive_grad_clip_against_numpy(rng):
+    w, g = rng.standard_normal((3, 4)), 3 * rng.standard_normal((3, 4))
+    b, gb = rng.standard_normal(4), rng.standard_normal(4)
+    tx = optim.adaptive_grad_clip(0.3, eps=1e-3)
+    out, _ = tx.update({"w": jnp.asarray(g), "b": jnp.asarray(gb)}, tx.init(None),
+                       {"w": jnp.asarray(w), "b": jnp.asarray(b)})
+
+    def ref(g, p, axis):
+        gn = np.sqrt((g ** 2).sum(axis=axis, keepdims=True))
+        mx = 0.3 * np.maximum(np.sqrt((p ** 2).sum(axis=axis, keepdims=True)), 1e-3)
+        return np.where(gn < mx, g, g * mx / np.maximum(gn, 1e-6))
+    np.testing.assert_allclose(out["w"], ref(g, w, 0), rtol=1e-12)
+    np.testing.assert_allclose(out["b"], ref(gb, b, None), rtol=1e-12)
+    assert not np.allclose(out["w"], g)
+    with pytest.raises(ValueError, match="rank 1 to 5"):
+        optim.unitwise_norm(jnp.zeros((1, 2, 1, 2, 1, 2)))
+
+
+def test_per_example_clipping_against_numpy(rng):
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 2, 2))
+    norms = np.sqrt((a ** 2).sum(1) + (b ** 2).sum((1, 2)))
+    mult = np.minimum(1.2 / norms, 1.0)
+    (sa, sb), n = optim.per_example_global_norm_clip([jnp.asarray(a), jnp.asarray(b)], 1.2)
+    np.testing.assert_allclose(sa, mult @ a, rtol=1e-12)
+    np.testing.assert_allclose(sb, np.tensordot(mult, b, 1), rtol=1e-12)
+    assert int(n) == int((mult < 1).sum())
+    (la, lb), (na, nb) = optim.per_example_layer_norm_clip([jnp.asarray(a), jnp.asarray(b)], 1.2,
+                                                           uniform=False)
+    ma = np.minimum(1.2 * np.sqrt(3 / 7) / np.sqrt((a ** 2).sum(1)), 1.0)
+    mb = np.minimum(1.2 * np.sqrt(4 / 7) / np.sqrt((b ** 2).sum((1, 2))), 1.0)
+    np.testing.assert_allclose(la, ma @ a, rtol=1e-12)
+    np.testing.assert_allclose(lb, np.tensordot(mb, b, 1), rtol=1e-12)
+    assert (int(na), int(nb)) == (int((ma < 1).sum()), int((mb < 1).sum()))
+    with pytest.raises(ValueError, match="batch"):
+        optim.per_example_global_norm_clip([jnp.ones((2, 3)), jnp.ones((3,))], 1.0)
+
+
+def test_scale_gradient_scales_only_the_backward_pass():
+    f = lambda x: jnp.sum(optim.scale_gradient({"a": x}, 0.25)["a"] ** 2)  # noqa: E731
+    x = jnp.array([1.0, -2.0])
+    np.testing.assert_allclose(fnx.grad(f)(x), [0.5, -1.0])
+    np.testing.assert_allclose(f(x), 5.0)
+    np.testing.assert_allclose(fnx.grad(lambda x: optim.scale_gradient(x, 0.0) * x)(3.0), 3.0)
+
+
+def test_monitor_snapshot_and_measure_with_ema():
+    opt = optim.chain(
+        optim.snapshot("raw", optim.global_norm),
+        optim.monitor({"norm": optim.global_norm,
+                       "ema": optim.measure_with_ema(optim.global_norm, 0.5)}),
+        optim.scale(2.0))
+    state = opt.init(jnp.zeros(2))
+    norms = [5.0, 1.0]
+    for g in (jnp.array([3.0, 4.0]), jnp.array([0.0, 1.0])):
+        updates, state = opt.update(g, state)
+    np.testing.assert_allclose(updates, [0.0, 2.0])
+    assert float(otu.tree_get(state, "raw")) == 1.0
+    assert float(state[1].measurements["norm"]) == 1.0
+    # the debiased average: (0.5 * 0.5 * 5 + 0.5 * 1) / (1 - 0.25)
+    np.testing.assert_allclose(state[1].measurements["ema"], (0.25 * norms[0] + 0.5 * norms[1])
+                               / 0.75, rtol=1e-12)
+
+
+class _PlateauLR:
+    """A stateful schedule halving the rate whenever the loss passed to update rises."""
+
+    def init(self):
+        return (jnp.asarray(1.0), jnp.asarray(np.inf))
+
+    def update(self, state, value):
+        lr, best = state
+        return (jnp.where(value > best, lr / 2, lr), jnp.minimum(best, value))
+
+    def __call__(self, state, **extra_args):
+        return state[0]
+
+
+def test_inject_hyperparams_takes_stateful_schedules_and_extra_args():
+    opt = optim.inject_hyperparams(optim.sgd)(learning_rate=_PlateauLR())
+    state = opt.init(jnp.zeros(1))
+    lrs = []
+    for value in [3.0, 2.0, 4.0, 5.0]:
+        updates, state = opt.update(jnp.ones(1), state, value=jnp.asarray(value))
+        lrs.append(-float(updates[0]))
+    assert lrs == [1.0, 1.0, 1.0, 0.5]
+    assert type(state).__name__ == "InjectStatefulHyperparamsState"
+    wrapped = optim.inject_stateful_hyperparams(optim.sgd)(learning_rate=lambda c: 0.1 * (c + 1))
+    state = wrapped.init(jnp.zeros(1))
+    _, state = wrapped.update(jnp.ones(1), state)
+    updates, state = wrapped.update(jnp.ones(1), state)
+    np.testing.assert_allclose(updates, [-0.2])
+    assert int(state.hyperparams_states["learning_rate"].count) == 2
+
+
+def test_multisteps_skips_non_finite_steps_and_reports_skip_state():
+    opt = optim.MultiSteps(optim.sgd(1.0), every_k_schedule=2,
+                           should_skip_update_fn=optim.skip_not_finite)
+    state = opt.init(jnp.zeros(2))
+    assert set(state.skip_state) == {"should_skip", "num_not_finite"}
+    outs = []
+    for g in ([1.0, 2.0], [np.nan, 0.0], [3.0, 4.0], [5.0, 6.0]):
+        updates, state = opt.update(jnp.asarray(g), state)
+        outs.append(np.asarray(updates))
+    np.testing.assert_allclose(outs[2], [-2.0, -3.0])   # the NaN step never happened
+    assert not outs[1].any() and not outs[3].any()
+    assert int(state.gradient_step) == 1 and int(state.mini_step) == 1
+    summed = optim.MultiSteps(optim.sgd(1.0), 2, use_grad_mean=False)
+    state = summed.init(jnp.zeros(1))
+    _, state = summed.update(jnp.ones(1), state)
+    updates, state = summed.update(jnp.ones(1), state)
+    np.testing.assert_allclose(updates, [-2.0])
+    assert bool(summed.has_updated(state))
+
+
+# L-BFGS and line searches against optax (JAX on CPU, float64) as the oracle
+
+
+def _optax():
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    optax = pytest.importorskip("optax")
+    import jax
+    return optax, jax
+
+
+def _rosenbrock(np_like):
+    def f(x, scale=10.0):
+        return np_like.sum(scale * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    return f
+
+
+def _solve(lib, grad_lib, make, x0, steps, kwargs):
+    f = _rosenbrock(grad_lib.numpy)
+    opt = make(lib)
+
+    @grad_lib.jit
+    def step(x, state):
+        value, grad = grad_lib.value_and_grad(f)(x, **kwargs)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=f, **kwargs)
+        return lib.apply_updates(x, updates), state
+    x, state = x0, opt.init(x0)
+    trace = []
+    for _ in range(steps):
+        x, state = step(x, state)
+        trace.append(np.asarray(x))
+    return np.array(trace), state
+
+
+@pytest.mark.parametrize("name", ["lbfgs", "backtracking"])
+def test_lbfgs_and_line_searches_match_optax(name, rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    makers = {
+        # a small memory that wraps around, a learning rate and a capped zoom search
+        "lbfgs": lambda o: o.lbfgs(0.5, memory_size=2, linesearch=o.scale_by_zoom_linesearch(
+            10, max_learning_rate=3.0)),
+        "backtracking": lambda o: o.chain(o.sgd(1.0), o.scale_by_backtracking_linesearch(
+            15, store_grad=True)),
+    }
+    x0 = rng.uniform(-0.5, 0.5, 4)
+    kwargs = {"scale": 5.0}
+    got, state = _solve(optim, fnx, makers[name], jnp.asarray(x0), 8, kwargs)
+    want, theirs = _solve(optax, jax, makers[name], jax.numpy.asarray(x0), 8, kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(got[-1], x0)
+    assert float(otu.tree_get(state, "value")) == pytest.approx(
+        float(optax.tree_utils.tree_get(theirs, "value")), rel=1e-9)
+
+
+def test_lbfgs_runs_under_jit_reusing_the_line_search_gradient():
+    f = _rosenbrock(jnp)
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return f(x)
+    opt = optim.lbfgs()
+    value_and_grad = optim.value_and_grad_from_state(counted)
+
+    @fnx.jit
+    def step(x, state):
+        value, grad = value_and_grad(x, state=state)
+        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=counted)
+        return optim.apply_updates(x, updates), state
+    x = jnp.zeros(3)
+    state = opt.init(x)
+    for _ in range(25):
+        x, state = step(x, state)
+    np.testing.assert_allclose(np.asarray(x), np.ones(3), atol=1e-6)
+    traced = len(calls)
+    x, state = step(x, state)
+    assert len(calls) == traced         # traced once: the loop is a lax.while_loop
+    with pytest.raises(TypeError, match="value_fn does not take"):
+        opt.update(x, state, x, value=f(x), grad=x, value_fn=f, batch=1)
+
+
+# optax.contrib against optax (JAX on CPU, float64) as the oracle
+
+W_CURV = np.array([[1.0, 2.0, 0.5, 1.5], [3.0, 0.2, 1.5, 0.7], [0.4, 1.1, 2.5, 0.9]])
+B_CURV = np.array([0.5, 1.0, 2.0, 0.3])
+
+
+def _contrib_problem(tm, jnp_like):
+    def loss(p):
+        return (0.5 * jnp_like.sum(W_CURV * p["w"] ** 2) - jnp_like.sum(p["w"])
+                + 0.5 * jnp_like.sum(B_CURV * p["b"] ** 2) - jnp_like.sum(p["b"]))
+
+    def exact_diag_hessian(lib):
+        return lib.stateless(lambda u, p: {"w": tm(lambda x: 0 * x + W_CURV, p["w"]),
+                                           "b": tm(lambda x: 0 * x + B_CURV, p["b"])})
+    return loss, exact_diag_hessian
+
+
+CONTRIB = {   # name: (factory of (lib, exact_diag_hessian_factory), extra args)
+    "reduce_on_plateau": (lambda o, h: o.chain(o.sgd(0.1), o.contrib.reduce_on_plateau(
+        factor=0.5, patience=1, rtol=0.5, cooldown=1, accumulation_size=2)), ("value",)),
+    "schedule_free_adamw": (lambda o, h: o.contrib.schedule_free_adamw(
+        0.1, warmup_steps=3, weight_decay=0.01), ()),
+    "schedule_free_sgd": (lambda o, h: o.contrib.schedule_free_sgd(0.1, weight_decay=0.01), ()),
+    "muon": (lambda o, h: o.contrib.muon(0.05, weight_decay=0.01), ()),
+    "muon_aol_dims": (lambda o, h: o.contrib.muon(
+        0.05, ns_coeffs="dion", preconditioning="aol", adaptive=True, consistent_rms=0.2,
+        muon_weight_dimension_numbers={"w": o.contrib.MuonDimensionNumbers(1, 0), "b": None}),
+        ()),
+    "prodigy": (lambda o, h: o.contrib.prodigy(1.0, weight_decay=0.01), ()),
+    "dadapt_adamw": (lambda o, h: o.contrib.dadapt_adamw(1.0, weight_decay=0.01), ()),
+    "mechanize": (lambda o, h: o.contrib.mechanize(o.adam(0.1), s_init=1e-2), ()),
+    "sam": (lambda o, h: o.contrib.sam(o.sgd(0.1), o.chain(o.contrib.normalize(), o.sgd(0.05)),
+                                       sync_period=3), ()),
+    "cocob": (lambda o, h: o.contrib.cocob(weight_decay=0.01), ()),
+    "dog": (lambda o, h: o.contrib.dog(init_step=("learning_rate", 0.1)), ()),
+    "dowg": (lambda o, h: o.contrib.dowg(weight_decay=0.01), ()),
+    "momo": (lambda o, h: o.contrib.momo(0.5, weight_decay=0.01, adapt_lower_bound=True),
+             ("value",)),
+    "momo_adam": (lambda o, h: o.contrib.momo_adam(0.1, lower_bound=-5.0,
+                                                   adapt_lower_bound=True), ("value",)),
+    "ademamix": (lambda o, h: o.contrib.ademamix(0.05, b3=0.99, alpha=lambda c: 0.5 * c,
+                                                 weight_decay=0.01), ()),
+    "simplified_ademamix": (lambda o, h: o.contrib.simplified_ademamix(0.05, alpha=2.0), ()),
+    "sophia": (lambda o, h: o.contrib.sophia(0.05, update_interval=2,
+                                             hessian_diagonal_fn=h(o)), ()),
+}
+
+
+def _run_contrib(lib, grad_lib, make, p0, extras, steps=6):
+    loss, exact = _contrib_problem(grad_lib.tree_util.tree_map, grad_lib.numpy)
+    opt = make(lib, exact)
+
+    @grad_lib.jit
+    def step(params, state):
+        value, grads = grad_lib.value_and_grad(loss)(params)
+        kwargs = {"value": value} if "value" in extras else {}
+        updates, state = opt.update(grads, state, params, **kwargs)
+        return lib.apply_updates(params, updates), state
+    params = grad_lib.tree_util.tree_map(grad_lib.numpy.asarray, p0)
+    state = opt.init(params)
+    for _ in range(steps):
+        params, state = step(params, state)
+    return {k: np.asarray(v) for k, v in params.items()}
+
+
+@pytest.mark.parametrize("name", list(CONTRIB))
+def test_contrib_matches_optax(name, rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    import optax.contrib  # noqa: F401
+    make, extras = CONTRIB[name]
+    p0 = {"w": rng.uniform(0.5, 1.5, W_CURV.shape), "b": rng.uniform(-1.0, 1.0, B_CURV.shape)}
+    got = _run_contrib(optim, fnx, make, p0, extras)
+    want = _run_contrib(optax, jax, make, p0, extras)
+    for k in p0:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-9, atol=1e-12, err_msg=k)
+    assert not np.allclose(got["w"], p0["w"])
+
+
+# more losses against NumPy
+
+
+def _ctc_ref(logits, labels, blank=0):
+    """-log p(labels | logits) by the textbook forward recursion over the label sequence with
+    blanks interleaved (Graves et al., 2006), in float64 probabilities."""
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ext = [blank]
+    for c in labels:
+        ext += [c, blank]
+    alpha = np.zeros(len(ext))
+    alpha[0] = p[0, blank]
+    if len(ext) > 1:
+        alpha[1] = p[0, ext[1]]
+    for t in range(1, len(p)):
+        new = np.zeros_like(alpha)
+        for s in range(len(ext)):
+            a = alpha[s] + (alpha[s - 1] if s >= 1 else 0.0)
+            if s >= 2 and ext[s] != blank and ext[s] != ext[s - 2]:
+                a += alpha[s - 2]
+            new[s] = a * p[t, ext[s]]
+        alpha = new
+    return -np.log(alpha[-1] + (alpha[-2] if len(ext) > 1 else 0.0))
+
+
+def test_ctc_loss_against_a_numpy_forward_recursion(rng):
+    from fnx.optim import losses
+    batch, frames, classes, max_len = 3, 7, 4, 3
+    logits = rng.standard_normal((batch, frames, classes))
+    labels = np.array([[1, 2, 2], [3, 1, 0], [2, 0, 0]])       # repeats need a blank between
+    label_lens, frame_lens = [3, 2, 1], [7, 5, 6]
+    label_pad = (np.arange(max_len)[None] >= np.array(label_lens)[:, None]).astype(float)
+    logit_pad = (np.arange(frames)[None] >= np.array(frame_lens)[:, None]).astype(float)
+    got = losses.ctc_loss(jnp.asarray(logits), jnp.asarray(logit_pad), jnp.asarray(labels),
+                          jnp.asarray(label_pad))
+    want = [_ctc_ref(logits[b, :frame_lens[b]], labels[b, :label_lens[b]]) for b in range(batch)]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    loss, phi, emit = losses.ctc_loss_with_forward_probs(
+        jnp.asarray(logits), jnp.asarray(logit_pad), jnp.asarray(labels), jnp.asarray(label_pad),
+        blank_id=3)
+    assert phi.shape == (frames, batch, max_len + 1) and emit.shape == (frames, batch, max_len)
+    np.testing.assert_allclose(loss[0], _ctc_ref(logits[0], labels[0], blank=3), rtol=1e-9)
+    g = fnx.grad(lambda x: losses.ctc_loss(x, jnp.asarray(logit_pad), jnp.asarray(labels),
+                                           jnp.asarray(label_pad)).sum())(jnp.asarray(logits))
+    h, e = 1e-6, np.zeros_like(logits)
+    e[1, 2, 3] = h
+    fd = (_ctc_ref(logits[1, :5] + e[1, :5], labels[1, :2])
+          - _ctc_ref(logits[1, :5] - e[1, :5], labels[1, :2])) / (2 * h)
+    np.testing.assert_allclose(g[1, 2, 3], fd, rtol=1e-5)
+    assert float(np.abs(g[1, 5:]).max()) == 0.0            # padded frames get no gradient
+
+
+def test_metric_and_ranking_losses_against_numpy(rng):
+    from fnx.optim import losses
+    emb = rng.standard_normal((6, 3))
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    sim = unit @ unit.T / 0.5
+    terms = [-np.log(np.exp(sim[i, j]) / (np.exp(sim[i, j])
+                                          + np.exp(sim[i][labels != labels[i]]).sum()))
+             for i in range(6) for j in range(6) if i != j and labels[i] == labels[j]]
+    np.testing.assert_allclose(losses.ntxent(jnp.asarray(emb), jnp.asarray(labels), 0.5),
+                               np.mean(terms), rtol=1e-9)
+    a, p, n = (rng.standard_normal((4, 3)) for _ in range(3))
+    want = np.maximum(np.sqrt(((a - p) ** 2).sum(-1) + 1e-6)
+                      - np.sqrt(((a - n) ** 2).sum(-1) + 1e-6) + 0.7, 0)
+    np.testing.assert_allclose(losses.triplet_margin_loss(a, p, n, margin=0.7), want, rtol=1e-9)
+    logits, rel = rng.standard_normal((3, 5)), rng.integers(0, 3, (3, 5)).astype(float)
+    where = rng.uniform(size=(3, 5)) < 0.7
+    where[:, 0] = True
+    lsm = np.where(where, logits, -np.inf)
+    lsm = lsm - np.log(np.exp(lsm).sum(-1, keepdims=True))
+    per_list = -np.where(where, rel * lsm, 0.0).sum(-1)
+    np.testing.assert_allclose(losses.ranking_softmax_loss(logits, rel, where=where,
+                                                           reduce_fn=None), per_list, rtol=1e-9)
+    np.testing.assert_allclose(losses.ranking_softmax_loss(logits, rel, where=where),
+                               per_list.mean(), rtol=1e-9)
+
+
+def test_dice_sparsemax_and_safe_cross_entropy_against_numpy(rng):
+    from fnx.optim import losses
+    pred, target = rng.standard_normal((2, 4, 5, 3)), np.eye(3)[rng.integers(0, 3, (2, 4, 5))]
+    probs = np.exp(pred) / np.exp(pred).sum(-1, keepdims=True)
+    inter, ps, ts = ((probs * target).sum((1, 2)), probs.sum((1, 2)), target.sum((1, 2)))
+    dice = 1 - (inter + 1.0) / (inter + 0.3 * (ps - inter) + 0.7 * (ts - inter) + 1.0)
+    np.testing.assert_allclose(losses.dice_loss(pred, target, alpha=0.3, beta=0.7),
+                               dice.mean(-1), rtol=1e-9)
+    np.testing.assert_allclose(losses.dice_loss(pred, target, alpha=0.3, beta=0.7,
+                                                ignore_background=True, reduction="sum"),
+                               dice[:, 1:].sum(-1), rtol=1e-9)
+    x, y = 2 * rng.standard_normal(20), rng.integers(0, 2, 20)
+    z = np.where(y == 1, -x, x)
+    sparse_plus = np.where(z <= -1, 0.0, np.where(z >= 1, z, (z + 1) ** 2 / 4))
+    np.testing.assert_allclose(losses.sparsemax_loss(x, y), sparse_plus, rtol=1e-12)
+    logits = rng.standard_normal((3, 4))
+    logits[:, 2] = -np.inf
+    lab = rng.uniform(size=(3, 4))
+    lab[:, 2] = 0.0
+    lsm = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    want = -np.where(lab != 0, lab * np.where(lab != 0, lsm, 0.0), 0.0).sum(-1)
+    got = losses.safe_softmax_cross_entropy(jnp.asarray(logits), jnp.asarray(lab))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    g = fnx.grad(lambda x: losses.safe_softmax_cross_entropy(x, jnp.asarray(lab)).sum())(
+        jnp.asarray(logits))
+    soft = np.exp(lsm)
+    np.testing.assert_allclose(g, soft * lab.sum(-1, keepdims=True) - lab, atol=1e-12)

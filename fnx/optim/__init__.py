@@ -31,11 +31,12 @@ from ._base import (Schedule, GradientTransformation, EmptyState, apply_updates,
                     init_empty_state, ArrayTree, TransformInitFn, TransformUpdateFn,
                     TransformUpdateExtraArgsFn)  # noqa: F401
 from ._numerics import (safe_norm, safe_root_mean_squares, safe_increment,  # noqa: F401
-                        safe_int32_increment)
+                        safe_int32_increment, scale_gradient)
 from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_by_learning_rate,
                           TraceState, trace, ScaleByAdamState, scale_by_adam, scale_by_adamax,
                           ScaleByAmsgradState, scale_by_amsgrad, ScaleByRssState, scale_by_rss,
                           ScaleByLionState, scale_by_lion, scale_by_trust_ratio, ScaleByRmsState,
+                          ScaleByRmsWithCountState,
                           scale_by_rms, ScaleByRStdDevState, scale_by_stddev, ScaleByBeliefState,
                           scale_by_radam, scale_by_belief, EmaState, ema, scale_by_param_block_rms,
                           scale_by_sign, scale_by_yogi, ScaleByAdaDeltaState, scale_by_adadelta,
@@ -46,7 +47,17 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
                           ScaleByDistanceOverGradientsState, scale_by_distance_over_gradients,
                           scale_by_polyak, ApplyEvery, apply_every, AddNoiseState,
                           add_noise)  # noqa: F401
-from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms)  # noqa: F401
+from ._clipping import (clip_by_global_norm, clip, clip_by_block_rms,  # noqa: F401
+                        per_example_global_norm_clip, per_example_layer_norm_clip,
+                        unitwise_norm, unitwise_clip, adaptive_grad_clip)
+from ._linesearch import (BacktrackingLinesearchInfo, ScaleByBacktrackingLinesearchState,  # noqa
+                          scale_by_backtracking_linesearch, ZoomLinesearchInfo,
+                          ScaleByZoomLinesearchState, scale_by_zoom_linesearch,
+                          value_and_grad_from_state)
+from ._lbfgs import ScaleByLBFGSState, scale_by_lbfgs, lbfgs  # noqa: F401
+from ._lookahead import LookaheadParams, LookaheadState, lookahead  # noqa: F401
+from ._monitoring import (SnapshotState, snapshot, MonitorState, monitor,  # noqa: F401
+                          measure_with_ema)
 from ._constrain import (WeightDecaySchedule, add_decayed_weights, centralize, ZeroNansState, zero_nans,
                          keep_params_nonnegative)  # noqa: F401
 from ._factorized import (FactoredState, scale_by_factored_rms)  # noqa: F401
@@ -56,7 +67,8 @@ from ._wrappers import (MaskedState, masked, MultiTransformState, multi_transfor
                         named_chain, ConditionallyTransformState, ConditionallyMaskState,
                         conditionally_transform, conditionally_mask, freeze,
                         selective_transform, flatten, skip_not_finite, skip_large_updates,
-                        MaskedNode, ShouldSkipUpdateFunction)  # noqa: F401
+                        MaskedNode, ShouldSkipUpdateFunction, InjectStatefulHyperparamsState,
+                        WrappedScheduleState, WrappedSchedule, inject_stateful_hyperparams)  # noqa: F401
 from ._schedules import (constant_schedule, polynomial_schedule, linear_schedule,
                          exponential_decay, cosine_decay_schedule, join_schedules,
                          warmup_cosine_decay_schedule, piecewise_interpolate_schedule,
@@ -68,7 +80,7 @@ from ._optimizers import (sgd, adam, adamw, rmsprop, nadam, adamax, amsgrad, ada
                           nadamw, adan, fromage, lars, noisy_sgd, novograd,
                           optimistic_gradient_descent, optimistic_adam_v2, optimistic_adam,
                           polyak_sgd, rprop, sm3)  # noqa: F401
-from . import projections, schedules, transforms, tree, tree_utils  # noqa: F401
+from . import contrib, projections, schedules, transforms, tree, tree_utils  # noqa: F401
 from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
                          tree_update_moment as update_moment,
                          tree_update_infinity_moment as update_infinity_moment,
@@ -77,6 +89,7 @@ from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
 # optax's names for the states of its stateless transformations
 AdaptiveGradClipState = ClipByGlobalNormState = ClipState = EmptyState
 AddDecayedWeightsState = ScaleByTrustRatioState = ScaleState = EmptyState
+NonNegativeParamsState = EmptyState
 MaskOrFn = Any
 
 from . import losses  # noqa: E402  (optax.losses' names)
@@ -84,7 +97,10 @@ from .losses import (cosine_distance, cosine_similarity, hinge_loss, huber_loss,
                      kl_divergence, l2_loss, log_cosh,
                      sigmoid_binary_cross_entropy, smooth_labels, softmax_cross_entropy,
                      softmax_cross_entropy_with_integer_labels, squared_error,
-                     convex_kl_divergence, generalized_kl_divergence, sigmoid_focal_loss)
+                     convex_kl_divergence, generalized_kl_divergence, sigmoid_focal_loss,
+                     sparsemax_loss, safe_softmax_cross_entropy, ctc_loss,
+                     ctc_loss_with_forward_probs, ntxent, triplet_margin_loss, dice_loss,
+                     ranking_softmax_loss)
 
 __all__ = ['GradientTransformation', 'EmptyState', 'apply_updates', 'global_norm', 'chain',
            'scale', 'scale_by_schedule', 'scale_by_learning_rate', 'trace', 'scale_by_adam',
@@ -122,6 +138,15 @@ __all__ += ["GradientTransformationExtraArgs", "with_extra_args_support", "init_
             "polyak_sgd", "rprop", "sm3", "bias_correction", "update_moment",
             "update_infinity_moment", "update_moment_per_elem_norm", "projections",
             "tree_utils", "schedules", "transforms", "tree"]
+__all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unitwise_norm",
+            "unitwise_clip", "adaptive_grad_clip", "AdaptiveGradClipState", "LookaheadParams",
+            "LookaheadState", "lookahead", "SnapshotState", "snapshot", "MonitorState",
+            "monitor", "measure_with_ema", "scale_gradient", "InjectStatefulHyperparamsState",
+            "WrappedScheduleState", "WrappedSchedule", "inject_stateful_hyperparams",
+            "NonNegativeParamsState", "BacktrackingLinesearchInfo",
+            "ScaleByBacktrackingLinesearchState", "scale_by_backtracking_linesearch",
+            "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
+            "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from .. import numpy as jnp
+from ..core.api import stop_gradient
+from ..core.custom_derivatives import custom_vjp
+from ..core.pytree import tree_map
 
 
 def safe_norm(x, min_norm, ord=None, axis=None, keepdims=False):  # noqa: A002
@@ -45,3 +48,33 @@ def safe_increment(count):
 
 
 safe_int32_increment = safe_increment
+
+
+def _make_scale_gradient():
+    @custom_vjp
+    def scaled(inputs, scale):
+        return inputs
+
+    def fwd(inputs, scale):
+        return inputs, scale
+
+    def bwd(scale, g):
+        return tree_map(lambda t: t * scale, g), None
+    scaled.defvjp(fwd, bwd)
+    return scaled
+
+
+_scale_gradient = _make_scale_gradient()
+
+
+def scale_gradient(inputs, scale):
+    """``inputs`` unchanged, with their gradient multiplied by ``scale`` on the way back.
+
+    >>> fnx.grad(lambda x: fnx.optim.scale_gradient(x, 0.5) ** 2)(3.0)
+    Array(3., dtype=float32, weak_type=True)
+    """
+    if isinstance(scale, (int, float)) and scale == 1.0:
+        return inputs
+    if isinstance(scale, (int, float)) and scale == 0.0:
+        return stop_gradient(inputs)
+    return _scale_gradient(inputs, scale)

@@ -269,9 +269,22 @@ class ScaleByRmsState(NamedTuple):
     nu: Any
 
 
-def scale_by_rms(decay: float = 0.9, eps: float = 1e-8,
-                 initial_scale: float = 0.0) -> GradientTransformation:
-    """Divide by the root of a running mean of squared gradients: ``g / sqrt(nu + eps)``.
+class ScaleByRmsWithCountState(NamedTuple):
+    """``scale_by_rms``' state with ``bias_correction``.
+
+    >>> ScaleByRmsWithCountState._fields
+    ('count', 'nu')
+    """
+    count: Any
+    nu: Any
+
+
+def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+                 eps_in_sqrt: bool = True, bias_correction: bool = False
+                 ) -> GradientTransformation:
+    """Divide by the root of a running mean of squared gradients: ``g / sqrt(nu + eps)``
+    (``g / (sqrt(nu) + eps)`` without ``eps_in_sqrt``; ``nu`` bias-corrected with
+    ``bias_correction``).
 
     >>> tx = fnx.optim.scale_by_rms()
     >>> params = {"w": jnp.zeros(2)}
@@ -280,12 +293,22 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8,
     Array([ 3.1623, -3.1623], dtype=float32)
     """
     def init(params):
-        return ScaleByRmsState(_tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+        nu = _tree_map(lambda p: jnp.full_like(p, initial_scale), params)
+        return ScaleByRmsWithCountState(_count0(), nu) if bias_correction else ScaleByRmsState(nu)
 
     def update(updates, state, params=None):
         nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, decay), updates, state.nu)
-        out = _tree_map(lambda g, v: g * lax.rsqrt(v + _const(eps, v)), updates, nu)
-        return out, ScaleByRmsState(nu)
+        if bias_correction:
+            count = _increment(state.count)
+            nu_hat = _tree_map(lambda v: v / _bias_correction(decay, count, v), nu)
+        else:
+            nu_hat = nu
+        if eps_in_sqrt:
+            out = _tree_map(lambda g, v: g * lax.rsqrt(v + _const(eps, v)), updates, nu_hat)
+        else:
+            out = _tree_map(lambda g, v: g / (jnp.sqrt(v) + _const(eps, v)), updates, nu_hat)
+        new_state = ScaleByRmsWithCountState(count, nu) if bias_correction else ScaleByRmsState(nu)
+        return out, new_state
     return GradientTransformation(init, update)
 
 

@@ -89,8 +89,21 @@ def multi_transform(transforms: dict, param_labels) -> GradientTransformation:
 
 
 class InjectHyperparamsState(NamedTuple):
+    """optax's former state of ``inject_hyperparams`` (kept for programs that build one);
+    ``inject_hyperparams`` now keeps an :class:`InjectStatefulHyperparamsState`.
+
+    >>> InjectHyperparamsState(jnp.zeros((), jnp.int32), {}, ()).hyperparams
+    {}
+    """
+    count: Any
+    hyperparams: Any
+    inner_state: Any
+
+
+class InjectStatefulHyperparamsState(NamedTuple):
     """``inject_hyperparams``' state: the step ``count``, the current ``hyperparams`` (arrays,
-    so a jitted step can change them) and the inner optimizer's state.
+    so a jitted step can change them), the states of its schedules and the inner optimizer's
+    state.
 
     >>> opt = fnx.optim.inject_hyperparams(fnx.optim.sgd)(learning_rate=0.1)
     >>> opt.init({"w": jnp.zeros(2)}).hyperparams
@@ -98,14 +111,52 @@ class InjectHyperparamsState(NamedTuple):
     """
     count: Any
     hyperparams: Any
+    hyperparams_states: Any
     inner_state: Any
+
+
+class WrappedScheduleState(NamedTuple):
+    """``WrappedSchedule``'s state.
+
+    >>> WrappedScheduleState._fields
+    ('count',)
+    """
+    count: Any
+
+
+class WrappedSchedule:
+    """A schedule of the step count as a stateful schedule (``init()``, ``update(state)``,
+    ``__call__(state)``), the form ``inject_hyperparams`` evaluates.
+
+    >>> sched = WrappedSchedule(lambda count: 0.1 * count)
+    >>> sched(sched.update(sched.init()))
+    Array(0.1, dtype=float32, weak_type=True)
+    """
+
+    def __init__(self, schedule_fn: Callable):
+        self.schedule_fn = schedule_fn
+
+    def init(self) -> WrappedScheduleState:
+        return WrappedScheduleState(_count0())
+
+    def update(self, state, **extra_args) -> WrappedScheduleState:
+        return WrappedScheduleState(_increment(state.count))
+
+    def __call__(self, state, **extra_args):
+        return jnp.asarray(self.schedule_fn(state.count))
+
+
+def _is_stateful_schedule(value) -> bool:
+    return all(callable(getattr(value, name, None)) for name in ("init", "update", "__call__"))
 
 
 def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype=None):
     """Wrap an optimizer factory so that its numeric hyperparameters live in the state
     (``state.hyperparams["learning_rate"]``, which a training loop may change) and
-    schedules given for them are evaluated at each step. ``static_args`` name arguments
-    kept as they are.
+    schedules given for them are evaluated at each step: functions of the step count, or
+    stateful schedules (``init()``, ``update(state, **extra_args)``,
+    ``__call__(state, **extra_args)``) fed the keyword arguments of ``update``.
+    ``static_args`` name arguments kept as they are.
 
     >>> opt = inject_hyperparams(adam)(learning_rate=linear_schedule(0.0, 1e-3, 100))
     >>> state = opt.init({"w": jnp.zeros(2)})
@@ -116,17 +167,26 @@ def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype
     import inspect
     static_args = {static_args} if isinstance(static_args, str) else set(static_args)
     signature = inspect.signature(inner_factory)
+    if not static_args <= set(signature.parameters):
+        raise ValueError(f"inject_hyperparams: static_args {sorted(static_args)} must name "
+                         f"parameters of the factory, {list(signature.parameters)}")
 
     @functools.wraps(inner_factory)
     def wrapped(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        given = dict(bound.arguments)
-        schedules = {k: v for k, v in given.items() if k not in static_args and callable(v)}
-        numeric = {k: v for k, v in given.items() if k not in static_args
-                   and not callable(v) and not isinstance(v, bool)
-                   and isinstance(v, (int, float, np.number, np.ndarray, jnp.ndarray))}
-        other = {k: v for k, v in given.items() if k not in schedules and k not in numeric}
+        schedules, numeric, other = {}, {}, {}
+        for k, v in bound.arguments.items():
+            if k in static_args or isinstance(v, bool):
+                other[k] = v
+            elif _is_stateful_schedule(v):
+                schedules[k] = v
+            elif callable(v):
+                schedules[k] = WrappedSchedule(v)
+            elif isinstance(v, (int, float, np.number, np.ndarray, jnp.ndarray)):
+                numeric[k] = v
+            else:
+                other[k] = v
 
         def dtype_of(tree):
             if hyperparam_dtype is not None:
@@ -139,24 +199,37 @@ def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype
             v = jnp.asarray(v)
             return v.astype(dtype) if jnp.issubdtype(v.dtype, jnp.floating) else v
 
-        def hyperparams(held, count, dtype):
-            out = {k: convert(v, dtype) for k, v in held.items()}
-            out.update({k: convert(f(count), dtype) for k, f in schedules.items()})
-            return out
-
         def init(params):
-            count = _count0()
-            hp = hyperparams(numeric, count, dtype_of(params))
-            return InjectHyperparamsState(count, hp, inner_factory(**other, **hp).init(params))
+            dtype = dtype_of(params)
+            hp = {k: convert(v, dtype) for k, v in numeric.items()}
+            states = {k: f.init() for k, f in schedules.items()}
+            hp.update({k: convert(f(states[k]), dtype) for k, f in schedules.items()})
+            return InjectStatefulHyperparamsState(
+                _count0(), hp, states, inner_factory(**other, **hp).init(params))
 
-        def update(updates, state, params=None):
-            held = {k: state.hyperparams[k] for k in numeric}
-            hp = hyperparams(held, state.count, dtype_of(updates))
-            updates, inner_state = inner_factory(**other, **hp).update(
-                updates, state.inner_state, params)
-            return updates, InjectHyperparamsState(_increment(state.count), hp, inner_state)
-        return GradientTransformation(init, update)
+        def update(updates, state, params=None, **extra_args):
+            dtype = dtype_of(updates)
+            hp = {k: convert(state.hyperparams[k], dtype) for k in numeric}
+            hp.update({k: convert(f(state.hyperparams_states[k], **extra_args), dtype)
+                       for k, f in schedules.items()})
+            states = {k: f.update(state.hyperparams_states[k], **extra_args)
+                      for k, f in schedules.items()}
+            inner = with_extra_args_support(inner_factory(**other, **hp))
+            updates, inner_state = inner.update(updates, state.inner_state, params,
+                                                **extra_args)
+            return updates, InjectStatefulHyperparamsState(_increment(state.count), hp,
+                                                           states, inner_state)
+        return GradientTransformationExtraArgs(init, update)
     return wrapped
+
+
+def inject_stateful_hyperparams(inner_factory: Callable, static_args=(),
+                                hyperparam_dtype=None):
+    """optax's former name of :func:`inject_hyperparams` (which takes stateful schedules).
+
+    >>> opt = inject_stateful_hyperparams(sgd)(learning_rate=0.1)
+    """
+    return inject_hyperparams(inner_factory, static_args, hyperparam_dtype)
 
 
 class ApplyIfFiniteState(NamedTuple):
@@ -195,7 +268,8 @@ def apply_if_finite(inner: GradientTransformation,
 
 class MultiStepsState(NamedTuple):
     """``MultiSteps``' state: the ``mini_step`` within the current accumulation, the
-    ``gradient_step`` count, the inner optimizer's state and the accumulated gradients.
+    ``gradient_step`` count, the inner optimizer's state, the accumulated gradients and what
+    ``should_skip_update_fn`` last reported.
 
     >>> opt = fnx.optim.MultiSteps(fnx.optim.sgd(0.1), every_k_schedule=2)
     >>> opt.init({"w": jnp.zeros(2)}).mini_step
@@ -205,11 +279,19 @@ class MultiStepsState(NamedTuple):
     gradient_step: Any
     inner_opt_state: Any
     acc_grads: Any
+    skip_state: Any = ()
+
+
+def _never_skip(updates, gradient_step, params):
+    return jnp.asarray(False), ()
 
 
 class MultiSteps:
-    """Gradient accumulation: the mean of ``every_k_schedule`` steps' gradients goes to
-    ``opt`` once per that many steps; the steps between return zero updates.
+    """Gradient accumulation: the mean (or with ``use_grad_mean=False`` the sum) of
+    ``every_k_schedule`` steps' gradients goes to ``opt`` once per that many steps; the steps
+    between return zero updates. A step for which ``should_skip_update_fn(updates,
+    gradient_step, params)`` returns True (``skip_not_finite``) leaves the state as it was;
+    its second output is kept in ``state.skip_state``.
 
     >>> opt = MultiSteps(adam(1e-3), every_k_schedule=4)
     >>> params = {"w": jnp.zeros(2)}
@@ -219,33 +301,63 @@ class MultiSteps:
     Array([0., 0.], dtype=float32)
     """
 
-    def __init__(self, opt: GradientTransformation, every_k_schedule):
-        self.opt = opt
+    def __init__(self, opt: GradientTransformation, every_k_schedule, use_grad_mean: bool = True,
+                 should_skip_update_fn: Callable | None = None, accumulator_dtype=None):
+        self.opt = with_extra_args_support(opt)
         self.every_k = every_k_schedule if callable(every_k_schedule) else (
             lambda step: every_k_schedule)
+        self.use_grad_mean = use_grad_mean
+        self.should_skip = should_skip_update_fn or _never_skip
+        self.accumulator_dtype = accumulator_dtype
+
+    @property
+    def inner_opt(self):
+        return self.opt
+
+    def _acc_dtype(self, a):
+        return a.dtype if self.accumulator_dtype is None else self.accumulator_dtype
 
     def init(self, params):
         zero = jnp.zeros((), jnp.int32)
-        return MultiStepsState(zero, zero, self.opt.init(params), _zeros_like(params))
+        acc = _tree_map(lambda p: jnp.zeros_like(p, dtype=self._acc_dtype(p)), params)
+        _, skip_state = self.should_skip(_zeros_like(params), zero, params)
+        return MultiStepsState(zero, zero, self.opt.init(params), acc, skip_state)
 
-    def update(self, updates, state, params=None):
+    def update(self, updates, state, params=None, **extra_args):
         k = jnp.asarray(self.every_k(state.gradient_step), jnp.int32)
+        skip, skip_state = self.should_skip(updates, state.gradient_step, params)
+        skip = jnp.asarray(skip)
+        if skip.dtype != jnp.bool_ or skip.shape != ():
+            raise ValueError("should_skip_update_fn must return a boolean scalar, got "
+                             f"{skip.dtype}{list(skip.shape)}")
         step = state.mini_step
-        # a running mean, so the emitted gradient is the mean of the k
-        acc = _tree_map(lambda g, a: a + (g - a) / (step + 1).astype(a.dtype), updates,
-                        state.acc_grads)
-        emit = step + 1 >= k
-        new_updates, new_inner = self.opt.update(acc, state.inner_opt_state, params)
+        if self.use_grad_mean:   # a running mean (Welford), so the emitted gradient is the mean
+            acc = _tree_map(lambda g, a: a + (g.astype(a.dtype) - a) / (step + 1).astype(a.dtype),
+                            updates, state.acc_grads)
+        else:
+            acc = _tree_map(lambda g, a: a + g.astype(a.dtype), updates, state.acc_grads)
+        emit = (step + 1 >= k) & ~skip
+        acc_like_updates = _tree_map(lambda a, g: a.astype(g.dtype), acc, updates)
+        new_updates, new_inner = self.opt.update(acc_like_updates, state.inner_opt_state, params,
+                                                 **extra_args)
         out = _tree_map(lambda u: jnp.where(emit, u, jnp.zeros_like(u)), new_updates)
-        inner = tree_map(lambda new, old: jnp.where(emit, new, old), new_inner,
-                         state.inner_opt_state)
+        inner = tree_map(lambda new, old: jnp.where(emit, new, old).astype(old.dtype),
+                         new_inner, state.inner_opt_state)
+        keep = lambda new, old: jnp.where(skip, old, new)  # noqa: E731
         return out, MultiStepsState(
-            jnp.where(emit, 0, step + 1), jnp.where(emit, _increment(state.gradient_step),
-                                                    state.gradient_step),
-            inner, _tree_map(lambda a: jnp.where(emit, jnp.zeros_like(a), a), acc))
+            keep(jnp.where(emit, 0, step + 1), step),
+            jnp.where(emit, _increment(state.gradient_step), state.gradient_step),
+            inner,
+            _tree_map(lambda a, old: keep(jnp.where(emit, jnp.zeros_like(a), a), old), acc,
+                      state.acc_grads),
+            skip_state)
+
+    def has_updated(self, state) -> Any:
+        """Whether the last ``update`` applied the inner optimizer."""
+        return (state.mini_step == 0) & (state.gradient_step > 0)
 
     def gradient_transformation(self) -> GradientTransformation:
-        return GradientTransformation(self.init, self.update)
+        return GradientTransformationExtraArgs(self.init, self.update)
 
 
 partition = multi_transform

@@ -13,7 +13,9 @@ import numpy as np
 
 from .. import numpy as jnp
 from ..core.api import stop_gradient
-from ..nn.functions import log_sigmoid, log_softmax
+from ..core.custom_derivatives import custom_jvp
+from ..core.errors import DTypeError
+from ..nn.functions import log_sigmoid, log_softmax, softmax, sparse_plus
 from ..numpy._core import promote_dtypes_inexact
 
 
@@ -274,6 +276,48 @@ def sigmoid_focal_loss(logits, labels, alpha=None, gamma=2.0):
     return (alpha * labels + (1 - alpha) * (1 - labels)) * loss
 
 
+def sparsemax_loss(logits, labels):
+    """The binary sparsemax loss: ``sparse_plus(-logits)`` where ``labels`` is 1, else
+    ``sparse_plus(logits)`` (zero past a margin of 1, as a hinge that is smooth near it).
+
+    >>> sparsemax_loss(jnp.array([2.0, 0.0, -2.0]), jnp.array([1, 1, 0]))
+    Array([0.  , 0.25, 0.  ], dtype=float32)
+    """
+    logits = jnp.asarray(logits)
+    return sparse_plus(jnp.where(jnp.asarray(labels), -logits, logits))
+
+
+@custom_jvp
+def _weighted_log_softmax(x, weights):
+    # 0 * log_softmax stays 0 where the logit is -inf (a masked class)
+    return jnp.where(weights != 0.0, weights * log_softmax(x, axis=-1), 0.0)
+
+
+@_weighted_log_softmax.defjvp
+def _weighted_log_softmax_jvp(primals, tangents):
+    x, weights = primals
+    x_dot, weights_dot = tangents
+    logsm = log_softmax(x, axis=-1)
+    out = jnp.where(weights != 0.0, weights * logsm, 0.0)
+    tangent = (weights * x_dot - weights * jnp.sum(x_dot * softmax(x, axis=-1), axis=-1,
+                                                   keepdims=True)
+               + weights_dot * jnp.where(weights != 0.0, logsm, 0.0))
+    return out, tangent
+
+
+def safe_softmax_cross_entropy(logits, labels):
+    """:func:`softmax_cross_entropy` that stays finite (value and gradient) where logits of
+    classes with zero label are ``-inf``.
+
+    >>> safe_softmax_cross_entropy(jnp.array([0.0, -jnp.inf, 0.0]), jnp.array([1.0, 0.0, 0.0]))
+    Array(0.6931472, dtype=float32)
+    """
+    logits, labels = _inexact(logits, labels)
+    if not jnp.issubdtype(logits.dtype, jnp.floating):
+        raise DTypeError(f"safe_softmax_cross_entropy takes floating logits, got {logits.dtype}")
+    return -jnp.sum(_weighted_log_softmax(logits, labels), axis=-1)
+
+
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
            "sigmoid_binary_cross_entropy", "squared_error", "l2_loss", "huber_loss", "log_cosh",
            "cosine_similarity", "cosine_distance", "hinge_loss", "kl_divergence",
@@ -282,6 +326,14 @@ __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels",
 __all__ += ["perceptron_loss", "multiclass_hinge_loss", "multiclass_perceptron_loss",
             "poly_loss_cross_entropy", "generalized_kl_divergence", "convex_kl_divergence",
             "sigmoid_focal_loss"]
+
+from ._ctc import ctc_loss, ctc_loss_with_forward_probs  # noqa: E402
+from ._metric_losses import (binary_dice_loss, dice_loss, multiclass_generalized_dice_loss,  # noqa
+                             ntxent, ranking_softmax_loss, triplet_margin_loss)
+
+__all__ += ["sparsemax_loss", "safe_softmax_cross_entropy", "ctc_loss",
+            "ctc_loss_with_forward_probs", "ntxent", "triplet_margin_loss", "dice_loss",
+            "binary_dice_loss", "multiclass_generalized_dice_loss", "ranking_softmax_loss"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

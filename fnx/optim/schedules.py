@@ -11,4 +11,6 @@ from ._schedules import (constant_schedule, cosine_decay_schedule,  # noqa: F401
                          piecewise_interpolate_schedule, polynomial_schedule, sgdr_schedule,
                          warmup_constant_schedule, warmup_cosine_decay_schedule,
                          warmup_exponential_decay_schedule)
-from ._wrappers import InjectHyperparamsState, inject_hyperparams  # noqa: F401
+from ._wrappers import (InjectHyperparamsState, InjectStatefulHyperparamsState,  # noqa: F401
+                        WrappedSchedule, WrappedScheduleState, inject_hyperparams,
+                        inject_stateful_hyperparams)

@@ -6,7 +6,11 @@
 Array([1.], dtype=float32)
 """
 from ._base import chain  # noqa: F401
-from ._clipping import clip, clip_by_block_rms, clip_by_global_norm  # noqa: F401
+from ._clipping import (adaptive_grad_clip, clip, clip_by_block_rms,  # noqa: F401
+                        clip_by_global_norm, per_example_global_norm_clip,
+                        per_example_layer_norm_clip, unitwise_clip, unitwise_norm)
+from ._monitoring import (MonitorState, SnapshotState, measure_with_ema,  # noqa: F401
+                          monitor, snapshot)
 from ._constrain import (add_decayed_weights, keep_params_nonnegative,  # noqa: F401
                          ZeroNansState, zero_nans)
 from ._transforms import AddNoiseState, EmaState, TraceState, add_noise, ema, trace  # noqa: F401
