@@ -34,7 +34,7 @@ from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
 from . import export, extend, ffi, interpreters  # noqa: E402
-from .ref import Ref, freeze, new_ref  # noqa: E402
+from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 
 @_contextlib.contextmanager

@@ -134,3 +134,147 @@ def test_defjvp_deflinear_defvectorized_helpers():
                                7.5 * x[:, None] ** 2, rtol=1e-12)
     with pytest.raises(fnx.interpreters.mlir.LoweringError, match="def_impl"):
         fnx.interpreters.mlir.register_lowering(Primitive("no_impl"), lambda ctx, x: x)
+
+
+# ---- array refs -------------------------------------------------------------------------------
+
+def _ref_programs(name):
+    top, jnp = _lib(name)[:2]
+    lax = top.lax
+
+    def closure_jit():
+        x_ref = top.new_ref(jnp.zeros(3))
+
+        @top.jit
+        def f():
+            x_ref[1] += 1.0
+        f()
+        f()
+        return x_ref[...]
+
+    def internal_grad(x):
+        def g(x):
+            ref = top.new_ref(0.0)
+            ref[...] = jnp.sin(x)
+            return ref[...]
+        return top.grad(g)(x)
+
+    def fori_closure(x):
+        x, acc = jnp.asarray(x), top.new_ref(jnp.zeros(3))
+
+        def body(i, c):
+            acc[i % 3] += c * x[i]
+            return c + 1.0
+        out = top.jit(lambda: lax.fori_loop(0, 6, body, 1.0))()
+        eager = lax.fori_loop(0, 2, body, 0.5)
+        return out, eager, acc[...]
+
+    def scan_grad(xs):
+        def g(xs):
+            ref = top.new_ref(jnp.zeros(xs.shape[1]))
+
+            def step(c, x):
+                ref[...] = ref[...] * 0.5 + x * c
+                return c + 1.0, x.sum() * c
+            _, ys = lax.scan(step, 1.0, xs)
+            return (ref[...] ** 2).sum() + ys.sum()
+        return top.jit(top.grad(g))(xs)
+
+    def while_and_cond(x):
+        count = top.new_ref(0)
+        seen = top.new_ref(jnp.zeros(2))
+
+        def body(v):
+            count[...] += 1
+            return v * 1.5
+
+        def branch_pos(v):
+            seen[0] += v
+            return v
+
+        def branch_neg(v):
+            seen[1] += v
+            return -v
+        v = top.jit(lambda x: lax.while_loop(lambda v: v < 10.0, body, x))(x)
+        a = lax.cond(x > 2.0, branch_pos, branch_neg, x)
+        b = top.jit(lambda x: lax.cond(x > 2.0, branch_pos, branch_neg, x))(-x)
+        return v, a, b, count[...], seen[...]
+
+    def ref_functions(x):
+        r = top.new_ref(x)
+        old = top.ref.swap(r, 0, x[1] * 2)
+        top.ref.addupdate(r, 1, x[0])
+        top.ref.set(r, 2, 7.0)
+        return old, top.ref.get(r, 1), r[...], top.freeze(r), str(top.typeof(r))
+
+    def stash(x):
+        @top.custom_vjp
+        def stash_grads(grads_ref, x):
+            return x
+
+        def fwd(grads_ref, x):
+            return x, grads_ref
+
+        def bwd(grads_ref, g):
+            grads_ref[...] = g
+            return None, g
+        stash_grads.defvjp(fwd, bwd)
+        grads_ref = top.new_ref(0.0)
+        top.grad(lambda x, r: jnp.sin(stash_grads(r, x)) * 3.0)(x, grads_ref)
+        return grads_ref[...]
+
+    def vmapped_ref_args(vecs):
+        def dist(x, y, out_ref):
+            out_ref[...] = jnp.sum((x - y) ** 2)
+        out_ref = top.new_ref(jnp.zeros((vecs.shape[0],) * 2))
+        top.vmap(top.vmap(dist, (0, None, 0)), (None, 0, 0))(vecs, vecs, out_ref)
+        return out_ref[...]
+
+    return dict(closure_jit=closure_jit, internal_grad=internal_grad,
+                fori_closure=fori_closure, scan_grad=scan_grad, while_and_cond=while_and_cond,
+                ref_functions=ref_functions, stash=stash, vmapped_ref_args=vmapped_ref_args)
+
+
+_REF_INPUTS = {"closure_jit": lambda: (), "internal_grad": lambda: (rng.standard_normal(),),
+               "fori_closure": lambda: (rng.standard_normal(6),),
+               "scan_grad": lambda: (rng.standard_normal((4, 3)),),
+               "while_and_cond": lambda: (rng.uniform(1.0, 4.0),),
+               "ref_functions": lambda: (rng.standard_normal(3),),
+               "stash": lambda: (rng.standard_normal(),),
+               "vmapped_ref_args": lambda: (rng.standard_normal((3, 4)),)}
+
+
+@pytest.mark.parametrize("prog", list(_REF_INPUTS))
+def test_ref_programs_match_jax(prog):
+    args = _REF_INPUTS[prog]()
+    got = _ref_programs("fnx")[prog](*args)
+    want = _ref_programs("jax")[prog](*args)
+    got_leaves, want_leaves = fnx.tree.leaves(got), jax.tree.leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        if isinstance(w, str):
+            assert g == w
+        else:
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-14)
+
+
+def test_ref_misuse_errors():
+    x_ref = fnx.new_ref(0.0)
+    with pytest.raises(TypeError, match="not an array"):
+        fnx.numpy.sin(x_ref)
+    with pytest.raises(ValueError, match="same reference twice"):
+        fnx.jit(lambda a, b: None)(x_ref, x_ref)
+
+    @fnx.jit
+    def closes_and_takes(y_ref):
+        y_ref[...] = x_ref[...]
+    with pytest.raises(ValueError, match="both closed over and passed"):
+        closes_and_takes(x_ref)
+    with pytest.raises(ValueError, match="cannot be returned"):
+        fnx.jit(lambda r: r)(x_ref)
+    r = fnx.empty_ref(fnx.ShapeDtypeStruct((2, 3), np.float32))
+    assert r.shape == (2, 3) and r.dtype == np.float32
+    fnx.free_ref(r)
+    with pytest.raises(ValueError, match="freed"):
+        r[...]
+    assert isinstance(fnx.typeof(x_ref), fnx.ref.AbstractRef)

@@ -778,6 +778,8 @@ def typeof(x) -> ShapedArray:
     >>> print(typeof(fnx.numpy.ones(3)))
     float32[3]
     """
+    if state.is_ref(x):
+        return state.AbstractRef(get_aval(x._value))
     return _aval_of(x)
 
 
