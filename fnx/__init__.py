@@ -11,21 +11,29 @@ from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eva
                        hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
                        make_jaxpr, typeof, value_and_grad, vjp, vmap)
 from .core.core import (Array, default_backend, default_device, device_count, device_get,
-                        devices, local_device_count, local_devices, process_count,
-                        process_index)
+                        devices, host_count, host_id, host_ids, local_device_count,
+                        local_devices, process_count, process_index, process_indices)
 from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
                           FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
                                       custom_gradient, custom_jvp, custom_vjp, remat)
-from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
-                          enable_x64, log_compiles, numpy_dtype_promotion)
+from .core.config import (allow_f16_reductions, check_tracer_leaks, checking_leaks, config,
+                          debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
+                          default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
+                          enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
+                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          threefry_partitionable, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
 from .core.jit import clear_caches, jit
 from .core.partial_eval import ensure_compile_time_eval
 from .core.callbacks import pure_callback
 from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map
-from .core.placement import device_put, make_mesh
+from .core.placement import (device_put, make_array_from_callback,
+                             make_array_from_process_local_data,
+                             make_array_from_single_device_arrays, make_mesh, reshard)
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import image  # noqa: E402
@@ -33,7 +41,7 @@ from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
-from . import export, extend, ffi, interpreters  # noqa: E402
+from . import custom_derivatives, export, extend, ffi, interpreters, stages  # noqa: E402
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 

@@ -278,3 +278,80 @@ def test_ref_misuse_errors():
     with pytest.raises(ValueError, match="freed"):
         r[...]
     assert isinstance(fnx.typeof(x_ref), fnx.ref.AbstractRef)
+
+
+# ---- top-level and module names from recent JAX releases --------------------------------------
+
+def test_config_option_contexts_as_jax():
+    for name, value in [("numpy_rank_promotion", "raise"), ("debug_infs", True),
+                        ("default_prng_impl", "rbg"), ("explain_cache_misses", True),
+                        ("transfer_guard_host_to_device", "disallow")]:
+        before = getattr(fnx.config, name)
+        with getattr(fnx, name)(value):
+            assert getattr(fnx.config, name) == value
+            assert getattr(fnx.config, f"jax_{name}") == value
+        assert getattr(fnx.config, name) == before == getattr(jax.config, f"jax_{name}")
+    with fnx.transfer_guard("log"):
+        assert fnx.config.transfer_guard_device_to_host == "log"
+    with fnx.checking_leaks():
+        assert fnx.config.check_tracer_leaks
+
+
+def test_error_classes_as_jax():
+    for name in ["JaxRuntimeError", "JAXTypeError", "JAXIndexError", "JaxprTypeError",
+                 "KeyReuseError", "InconclusiveDimensionOperation"]:
+        ours, theirs = getattr(fnx.errors, name), getattr(jax.errors, name)
+        builtin = [b for b in theirs.__mro__ if b.__module__ == "builtins"][0]
+        assert issubclass(ours, builtin), name
+    assert issubclass(fnx.errors.OutOfMemoryError, fnx.errors.JaxRuntimeError)
+
+
+def test_tree_util_additions_match_jax():
+    import collections
+    point = collections.namedtuple("point", "x y")
+    trees = [{"b": 2, "a": (1, 3)}, [1.0, None, 2.0], point(1, 2)]
+    for tree in trees[:2]:
+        assert str(fnx.tree_util.flatten_one_level_with_keys(tree)[0]) == \
+            str(list(jax.tree_util.flatten_one_level_with_keys(tree)[0]))
+    for tree in trees:
+        got = fnx.tree_util.tree_reduce_associative(lambda a, b: a * 10 + b, tree)
+        assert got == jax.tree_util.tree_reduce_associative(lambda a, b: a * 10 + b, tree)
+    for typ in (list, dict, tuple, type(None), int, point, np.ndarray):
+        assert fnx.tree_util.is_tree_node(typ) == jax.tree_util.is_tree_node(typ), typ
+    with pytest.raises(TypeError, match="identity"):
+        fnx.tree_util.tree_reduce_associative(lambda a, b: a + b, [])
+
+
+def test_random_nn_and_sharding_additions_match_jax():
+    assert str(fnx.random.key_dtype()) == str(jax.random.key_dtype())
+    k = rng.integers(0, 2 ** 32, 2, dtype=np.uint32)
+    for shape in [(3, 2, 2), (3, 3, 2, 4), (1, 3, 2, 3, 3)]:
+        np.testing.assert_allclose(
+            np.asarray(fnx.nn.initializers.delta_orthogonal(scale=1.5)(k, shape)),
+            np.asarray(jax.nn.initializers.delta_orthogonal(scale=1.5)(k, shape)), atol=1e-6)
+    with pytest.raises(ValueError, match="fan_in"):
+        fnx.nn.initializers.delta_orthogonal()(k, (3, 4, 2))
+    AxisType = fnx.sharding.AxisType
+    assert [t.name for t in AxisType] == [t.name for t in jax.sharding.AxisType]
+    mesh = fnx.make_mesh((1,), ("x",), axis_types=(AxisType.Explicit,))
+    assert mesh.axis_types == (AxisType.Explicit,) and fnx.sharding.get_mesh().empty
+    with fnx.set_mesh(mesh):
+        assert fnx.sharding.get_mesh() is mesh
+    data = rng.standard_normal((4, 3))
+    s = fnx.NamedSharding(mesh, fnx.P("x"))
+    got = fnx.make_array_from_callback(data.shape, s, lambda idx: data[idx])
+    np.testing.assert_array_equal(np.asarray(got), data)
+    assert fnx.reshard(got, s).sharding == s
+    assert fnx.process_indices() == jax.process_indices() and fnx.host_count() == 1
+
+
+def test_stages_and_custom_derivatives_modules():
+    lowered = fnx.jit(lambda x: x * 2).lower(fnx.ShapeDtypeStruct((2,), np.float32))
+    assert isinstance(lowered, fnx.stages.Lowered)
+    assert isinstance(lowered.compile(), fnx.stages.Compiled)
+    assert isinstance(fnx.jit(jnp_sin), fnx.stages.Wrapped)
+    assert fnx.custom_derivatives.custom_vjp is fnx.custom_vjp
+
+
+def jnp_sin(x):
+    return fnx.numpy.sin(x)

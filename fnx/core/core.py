@@ -455,6 +455,42 @@ def process_count(backend: str | None = None) -> int:
     return _process[1]
 
 
+def process_indices(backend: str | None = None) -> list:
+    """The indices of the program's processes.
+
+    >>> fnx.process_indices()
+    [0]
+    """
+    return list(range(_process[1]))
+
+
+def host_id(backend: str | None = None) -> int:
+    """``process_index()`` (JAX's older name).
+
+    >>> fnx.host_id()
+    0
+    """
+    return process_index(backend)
+
+
+def host_count(backend: str | None = None) -> int:
+    """``process_count()`` (JAX's older name).
+
+    >>> fnx.host_count()
+    1
+    """
+    return process_count(backend)
+
+
+def host_ids(backend: str | None = None) -> list:
+    """``process_indices()`` (JAX's older name).
+
+    >>> fnx.host_ids()
+    [0]
+    """
+    return process_indices(backend)
+
+
 def device_put(x, device=None):
     """Move the arrays in pytree ``x`` to ``device`` (a backend or its name; default backend
     when None). ``fnx.device_put`` also takes shardings (fnx.core.placement)."""
