@@ -355,3 +355,30 @@ def test_stages_and_custom_derivatives_modules():
 
 def jnp_sin(x):
     return fnx.numpy.sin(x)
+
+
+def test_vjp_with_refs_accumulates_as_jax_docs_show():
+    # from JAX's "Ref" documentation: gradients accumulated into refs, or left out
+    x = rng.standard_normal()
+    grad_ref = fnx.new_ref(100.0)
+    _, f_vjp = fnx.vjp(lambda x_ref: x_ref[...] ** 2, fnx.new_ref(x))
+    assert isinstance(f_vjp.with_refs(grad_ref)(1.0)[0], fnx.ad.GradRef)
+    np.testing.assert_allclose(float(grad_ref[...]), 100.0 + 2 * x, rtol=1e-12)
+    with pytest.raises(ValueError, match="with_refs"):
+        f_vjp(1.0)
+
+    def g(x_ref):
+        x_ref[...] = fnx.numpy.sin(x_ref[...])
+        return x_ref[...] ** 2
+    x_ref, g_ref = fnx.new_ref(x), fnx.new_ref(0.0)
+    _, g_vjp = fnx.vjp(g, x_ref)          # runs g: x_ref is updated
+    np.testing.assert_allclose(float(x_ref[...]), np.sin(x), rtol=1e-12)
+    g_vjp.with_refs(g_ref)(1.0)
+    np.testing.assert_allclose(float(g_ref[...]), 2 * np.sin(x) * np.cos(x), rtol=1e-12)
+
+    w, v = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    _, p_vjp = fnx.vjp(lambda w, v: w @ v, w, v)
+    w_bar, v_bar = fnx.jit(lambda f, ct: f.with_refs(fnx.ad.GradValue(), fnx.ad.DontWant())(ct))(
+        p_vjp, np.ones(3))
+    np.testing.assert_allclose(np.asarray(w_bar), np.outer(np.ones(3), v), rtol=1e-12)
+    assert isinstance(v_bar, fnx.ad.DidntWant)
