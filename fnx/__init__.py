@@ -10,7 +10,8 @@ from . import backends as _backends  # registers the CPU backend
 from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eval_shape, grad,
                        hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
                        make_jaxpr, typeof, value_and_grad, vjp, vmap)
-from .core.core import (Array, default_backend, default_device, device_count, device_get,
+from .core.sharding import Shard  # noqa: E402
+from .core.core import (Array, Device, default_backend, default_device, device_count, device_get,
                         devices, host_count, host_id, host_ids, local_device_count,
                         local_devices, process_count, process_index, process_indices)
 from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
@@ -18,6 +19,9 @@ from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError,
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
                                       custom_gradient, custom_jvp, custom_vjp, remat)
+from .core.config import (array_garbage_collection_guard, auto_pcast,  # noqa: F401
+                          jax2tf_associative_scan_reductions,
+                          remove_size_one_mesh_axis_from_type, thread_guard)
 from .core.config import (allow_f16_reductions, check_tracer_leaks, checking_leaks, config,
                           debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
                           default_prng_impl, disable_jit, enable_checks, enable_custom_prng,

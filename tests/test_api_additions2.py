@@ -382,3 +382,15 @@ def test_vjp_with_refs_accumulates_as_jax_docs_show():
         p_vjp, np.ones(3))
     np.testing.assert_allclose(np.asarray(w_bar), np.outer(np.ones(3), v), rtol=1e-12)
     assert isinstance(v_bar, fnx.ad.DidntWant)
+
+
+def test_lax_dot_dimension_numbers_device_and_shard_names():
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    dims = (((2,), (1,)), ((0,), (0,)))
+    np.testing.assert_allclose(np.asarray(fnx.lax.dot(a, b, dimension_numbers=dims)),
+                               np.asarray(jax.lax.dot(a, b, dimension_numbers=dims)),
+                               rtol=1e-12)
+    assert isinstance(fnx.devices()[0], fnx.Device)
+    assert isinstance(fnx.numpy.ones(2).addressable_shards[0], fnx.Shard)
+    with fnx.thread_guard(True):
+        assert fnx.config.thread_guard

@@ -282,6 +282,14 @@ transfer_guard_device_to_device = _accepted_option_context("transfer_guard_devic
                                                            "disallow")
 debug_key_reuse = _accepted_option_context("debug_key_reuse", True)
 allow_f16_reductions = _accepted_option_context("allow_f16_reductions", False)
+thread_guard = _accepted_option_context("thread_guard", True)
+jax2tf_associative_scan_reductions = _accepted_option_context(
+    "jax2tf_associative_scan_reductions", True)
+array_garbage_collection_guard = _accepted_option_context("array_garbage_collection_guard",
+                                                          "log")
+remove_size_one_mesh_axis_from_type = _accepted_option_context(
+    "remove_size_one_mesh_axis_from_type", True)
+auto_pcast = _accepted_option_context("auto_pcast", False)
 
 
 def explain_cache_misses(enable: bool = True):

@@ -7,6 +7,7 @@ of a trace's own tracers is a constant to that trace.
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -453,6 +454,15 @@ def process_count(backend: str | None = None) -> int:
     1
     """
     return _process[1]
+
+
+class Device(abc.ABC):
+    """The type of the devices ``fnx.devices()`` lists, as ``jax.Device`` (each backend
+    registers its device class).
+
+    >>> isinstance(fnx.devices()[0], fnx.Device)
+    True
+    """
 
 
 def process_indices(backend: str | None = None) -> list:

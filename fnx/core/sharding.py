@@ -365,7 +365,12 @@ class PositionalSharding(Sharding):
 
 class Shard:
     """One device's block of an array: ``device``, ``index`` (slices into the global array),
-    ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``)."""
+    ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``).
+
+    >>> shard = jnp.arange(3.0).addressable_shards[0]
+    >>> shard.index, shard.replica_id, shard.data
+    ((slice(None, None, None),), 0, Array([0., 1., 2.], dtype=float32))
+    """
 
     def __init__(self, device, index, replica_id, data):
         self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
