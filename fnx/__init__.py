@@ -10,22 +10,34 @@ from . import backends as _backends  # registers the CPU backend
 from .core.api import (ShapeDtypeStruct, block_until_ready, effects_barrier, eval_shape, grad,
                        hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
                        make_jaxpr, typeof, value_and_grad, vjp, vmap)
-from .core.core import (Array, default_backend, default_device, device_count, device_get,
-                        devices, local_device_count, local_devices, process_count,
-                        process_index)
+from .core.sharding import Shard  # noqa: E402
+from .core.core import (Array, Device, default_backend, default_device, device_count, device_get,
+                        devices, host_count, host_id, host_ids, local_device_count,
+                        local_devices, process_count, process_index, process_indices)
 from .core.errors import (AxisNameError, BatchingError, ConcretizationTypeError, DTypeError,
                           FnxError, GradError, MeshError, ShapeError, TracerLeakError)
 from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
                                       custom_gradient, custom_jvp, custom_vjp, remat)
-from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
-                          enable_x64, log_compiles, numpy_dtype_promotion)
+from .core.config import (array_garbage_collection_guard, auto_pcast,  # noqa: F401
+                          jax2tf_associative_scan_reductions,
+                          remove_size_one_mesh_axis_from_type, thread_guard)
+from .core.config import (allow_f16_reductions, check_tracer_leaks, checking_leaks, config,
+                          debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
+                          default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
+                          enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
+                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          threefry_partitionable, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
 from .core.jit import clear_caches, jit
 from .core.partial_eval import ensure_compile_time_eval
 from .core.callbacks import pure_callback
 from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map
-from .core.placement import device_put, make_mesh
+from .core.placement import (device_put, make_array_from_callback,
+                             make_array_from_process_local_data,
+                             make_array_from_single_device_arrays, make_mesh, reshard)
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import image  # noqa: E402
@@ -33,8 +45,15 @@ from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
 from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
-from . import export, ffi  # noqa: E402
-from .ref import Ref, freeze, new_ref  # noqa: E402
+from . import custom_derivatives, export, extend, ffi, interpreters, stages  # noqa: E402
+from .core.api import DidntWant as _DidntWant, DontWant as _DontWant  # noqa: E402
+from .core.api import GradRef as _GradRef, GradValue as _GradValue  # noqa: E402
+import types as _types  # noqa: E402
+
+# JAX's jax.ad: what vjp functions' with_refs take and return
+ad = _types.SimpleNamespace(DontWant=_DontWant, DidntWant=_DidntWant, GradRef=_GradRef,
+                            GradValue=_GradValue)
+from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 
 @_contextlib.contextmanager

@@ -37,6 +37,7 @@ from .core.core import Tracer, get_aval
 from .core.errors import ArgumentTypeError, DTypeError
 from .numpy._core import canonicalize_axis, promote_dtypes_inexact
 from .prng import IMPL, KeyArray
+from .prng import key_dtype as _key_dtype
 from .lax.special import digamma, lgamma
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -152,6 +153,17 @@ def key(seed, *, impl=None) -> KeyArray:
 def _check_impl(impl):
     if impl is not None and impl not in (IMPL, "threefry"):
         raise ValueError(f"fnx.random has one PRNG implementation, {IMPL!r}; got {impl!r}")
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys of the PRNG implementation ``impl_spec`` (fnx has one,
+    Threefry-2x32, JAX's default).
+
+    >>> key_dtype()
+    key<fry>
+    """
+    _check_impl(impl_spec)
+    return _key_dtype
 
 
 def key_data(keys):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .core import lax, state
 from .core.core import current_trace, get_aval
+from .core.state import AbstractRef  # noqa: F401
 
 
 class Ref:
@@ -45,14 +46,20 @@ class Ref:
         """
         return self._value.unsafe_buffer_pointer()
 
+    def _check_live(self):
+        if self._value is None:
+            raise ValueError("this reference was freed (fnx.free_ref); it holds no value")
+
     def __getitem__(self, idx):
+        self._check_live()
         state.touched(self)
-        return self._value if idx is Ellipsis or idx == () else self._value[idx]
+        return self._value if idx is Ellipsis or (isinstance(idx, tuple) and idx == ()) else self._value[idx]
 
     def __setitem__(self, idx, value):
+        self._check_live()
         state.touched(self)
         aval = get_aval(self._value)
-        if idx is Ellipsis or idx == ():
+        if idx is Ellipsis or (isinstance(idx, tuple) and idx == ()):
             from .numpy import asarray, broadcast_to
             new = broadcast_to(lax.convert_element_type(asarray(value), aval.dtype), aval.shape)
         else:
@@ -63,10 +70,15 @@ class Ref:
     def __repr__(self):
         text = repr(self._value)
         body = text[len("Array("):] if text.startswith("Array(") else text + ")"
-        return "Ref(" + body.replace("\n  ", "\n")
+        return "Ref(" + body        # the value's lines keep Array's indentation, as in JAX
 
     def __len__(self):
         return len(self._value)
+
+    def __array__(self, dtype=None, copy=None):
+        # without this NumPy would read a Ref as a sequence (ref[i] never runs out)
+        raise TypeError(f"a Ref ({self.shape}, {self.dtype}) is not an array: read its value "
+                        "with ref[...] (or fnx.freeze(ref)) and compute with that")
 
 
 state.register_ref_type(Ref)
@@ -92,6 +104,73 @@ def freeze(ref: Ref):
     """
     state.touched(ref)
     return ref._value
+
+def get(ref: Ref, idx=None):
+    """``ref[idx]`` (the whole value for ``idx=None``), as ``jax.ref.get``.
+
+    >>> fnx.ref.get(fnx.new_ref(jnp.arange(3.0)), 1)
+    Array(1., dtype=float32)
+    """
+    return ref[... if idx is None else idx]
+
+
+def set(ref: Ref, idx, value) -> None:  # noqa: A001 - JAX's name
+    """``ref[idx] = value`` (the whole value for ``idx=None``), as ``jax.ref.set``.
+
+    >>> r = fnx.new_ref(jnp.zeros(2))
+    >>> fnx.ref.set(r, 0, 5.0)
+    >>> r[...]
+    Array([5., 0.], dtype=float32)
+    """
+    ref[... if idx is None else idx] = value
+
+
+def swap(ref: Ref, idx, value):
+    """Write ``value`` to ``ref[idx]`` and return what was there, as ``jax.ref.swap``.
+
+    >>> r = fnx.new_ref(jnp.zeros(2))
+    >>> fnx.ref.swap(r, ..., jnp.ones(2)), r[...]
+    (Array([0., 0.], dtype=float32), Array([1., 1.], dtype=float32))
+    """
+    idx = ... if idx is None else idx
+    old = ref[idx]
+    ref[idx] = value
+    return old
+
+
+def addupdate(ref: Ref, idx, x) -> None:
+    """``ref[idx] += x``, as ``jax.ref.addupdate``.
+
+    >>> r = fnx.new_ref(jnp.ones(2))
+    >>> fnx.ref.addupdate(r, 1, 2.0)
+    >>> r[...]
+    Array([1., 3.], dtype=float32)
+    """
+    idx = ... if idx is None else idx
+    ref[idx] = ref[idx] + x
+
+
+def empty_ref(ty, memory_space=None) -> Ref:
+    """A new reference of ``ty``'s shape and dtype (a ShapeDtypeStruct or an aval), holding
+    zeros until written.
+
+    >>> fnx.empty_ref(fnx.ShapeDtypeStruct((2,), jnp.float32))
+    Ref([0., 0.], dtype=float32)
+    """
+    from .numpy import zeros
+    ty = getattr(ty, "inner_aval", ty)
+    return Ref(zeros(ty.shape, ty.dtype))
+
+
+def free_ref(ref: Ref) -> None:
+    """Release ``ref``'s value; reading or writing it afterwards is an error.
+
+    >>> r = fnx.new_ref(jnp.ones(2))
+    >>> fnx.free_ref(r)
+    """
+    state.touched(ref)
+    ref._value = None
+
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -12,7 +12,8 @@ import cupy as cp
 
 from ..core import lax
 from ..core.convolution import conv_general_dilated_p, im2col
-from ..core.core import Array, get_backend, global_devices, process_index, process_store
+from ..core.core import (Array, Device, get_backend, global_devices, process_index,
+                         process_store)
 from ..core.interop import host_view, is_foreign_array, on_gpu
 from ..cuda import cudnn, nccl, solver
 from ..cuda.gemm_table import matmul_precision
@@ -290,3 +291,6 @@ def gpu_available() -> bool:
         return cp.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
+
+
+Device.register(CupyBackend)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core import convolution, fft as fft_prims
-from ..core.core import Array
+from ..core.core import Array, Device
 from ..core.interop import host_view, is_foreign_array
 import contextlib
 
@@ -557,3 +557,6 @@ def _calls_spliced(jaxpr):
 
 
 backend = NumpyBackend(impls, COMPUTED_IN_FLOAT32)
+
+
+Device.register(NumpyBackend)

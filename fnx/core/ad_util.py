@@ -14,18 +14,31 @@ from .core import ShapedArray, get_aval
 
 
 class Zero:
-    """A symbolic zero tangent/cotangent of a given aval (never materialised unless needed)."""
+    """A symbolic zero tangent/cotangent of a given aval (never materialised unless needed).
+
+    >>> Zero.from_primal_value(jnp.ones(3))
+    Zero(f32[3])
+    """
     __slots__ = ("aval",)
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
+
+    @classmethod
+    def from_primal_value(cls, x) -> "Zero":
+        """The zero tangent of the primal value ``x``."""
+        return cls(tangent_aval(get_aval(x)))
 
     def __repr__(self):
         return f"Zero({self.aval.str_short()})"
 
 
 class UndefinedPrimal:
-    """Marks a linear input of an equation being transposed."""
+    """Marks a linear input of an equation being transposed.
+
+    >>> UndefinedPrimal(ShapedArray((2,), np.float32))
+    UndefinedPrimal(f32[2])
+    """
     __slots__ = ("aval",)
 
     def __init__(self, aval: ShapedArray):

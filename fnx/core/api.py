@@ -15,7 +15,8 @@ from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DType
                      ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
-from .pytree import Partial, broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .pytree import (Partial, broadcast_prefix, register_pytree_node, tree_flatten, tree_leaves,
+                     tree_map, tree_unflatten)
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -150,7 +151,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """
     p_leaves, p_tree = tree_flatten(primals)
     flat, out_tree_thunk = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
-    out_p, lin = ad.linearize_flat(flat, p_leaves)
+    # a reference among the primals: differentiate in its initial value, which a fresh
+    # reference inside carries; its final value is written back, as JAX updates it in place
+    refs = [(i, x) for i, x in enumerate(p_leaves) if state.is_ref(x)]
+    p_leaves = [x[...] if state.is_ref(x) else x for x in p_leaves]
+    out_p, lin = ad.linearize_flat(_with_refs(flat, [i for i, _ in refs]), p_leaves)
+    if refs:
+        for (_, ref), value in zip(refs, out_p[len(out_p) - len(refs):]):
+            ref[...] = value
+        keep = len(out_p) - len(refs)
+        out_p, lin.out_is_zero, lin.out_avals = \
+            out_p[:keep], lin.out_is_zero[:keep], lin.out_avals[:keep]
     tree = out_tree_thunk()
     if has_aux:
         out_tree, aux_tree = tree.children
@@ -161,8 +172,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         out_tree = tree
 
     pullback = _Pullback(lin.jaxpr, lin.in_avals, lin.out_is_zero, lin.out_avals, out_tree,
-                         p_tree, [get_aval(p) for p in p_leaves])
-    vjp_fun = Partial(pullback, list(lin.consts))   # a pytree: it can leave (and enter) jit
+                         p_tree, [get_aval(p) for p in p_leaves], [i for i, _ in refs])
+    vjp_fun = VJPFunction(pullback, list(lin.consts))   # a pytree: it can leave (and enter) jit
 
     out = tree_unflatten(out_tree, out_p)
     if has_aux:
@@ -170,15 +181,127 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     return out, vjp_fun
 
 
+class GradValue:
+    """In ``vjp_fun.with_refs(...)``: return this argument's gradient as a value (the default).
+
+    >>> _, f_vjp = fnx.vjp(jnp.sin, 0.0)
+    >>> f_vjp.with_refs(fnx.ad.GradValue())(1.0)
+    (Array(1., dtype=float32, weak_type=True),)
+    """
+    __slots__ = ()
+
+    def __repr__(self):
+        return "GradValue()"
+
+
+class DontWant:
+    """In ``vjp_fun.with_refs(...)``: this argument's gradient is not wanted (``DidntWant()``
+    stands in its place).
+
+    >>> _, f_vjp = fnx.vjp(jnp.multiply, 2.0, 3.0)
+    >>> f_vjp.with_refs(fnx.ad.GradValue(), fnx.ad.DontWant())(1.0)
+    (Array(3., dtype=float32, weak_type=True), DidntWant())
+    """
+    __slots__ = ()
+
+    def __repr__(self):
+        return "DontWant()"
+
+
+class DidntWant:
+    """What ``with_refs`` returns for an argument given ``DontWant()`` (an empty pytree).
+
+    >>> fnx.tree.leaves(DidntWant())
+    []
+    """
+    __slots__ = ()
+
+    def __repr__(self):
+        return "DidntWant()"
+
+
+class GradRef:
+    """What ``with_refs`` returns for an argument whose gradient went into a reference (an
+    empty pytree).
+
+    >>> fnx.tree.leaves(GradRef())
+    []
+    """
+    __slots__ = ()
+
+    def __repr__(self):
+        return "GradRef()"
+
+
+register_pytree_node(DidntWant, lambda x: ((), None), lambda _, c: DidntWant())
+register_pytree_node(GradRef, lambda x: ((), None), lambda _, c: GradRef())
+
+
+class VJPFunction(Partial):
+    """The function ``vjp`` returns: call it with an output cotangent for the arguments'
+    cotangents; ``with_refs(*targets)`` (one target per argument: a reference to add the
+    gradient into, ``GradValue()`` or ``DontWant()``) gives a variant that accumulates into
+    references, as JAX's.
+
+    >>> grad_ref = fnx.new_ref(1.0)
+    >>> _, f_vjp = fnx.vjp(lambda x: x * x, 3.0)
+    >>> f_vjp.with_refs(grad_ref)(1.0)
+    (GradRef(),)
+    >>> grad_ref
+    Ref(7., dtype=float32)
+    """
+
+    def with_refs(self, *targets):
+        return functools.partial(self.func.with_refs, self.args[0], targets)
+
+
+register_pytree_node(VJPFunction, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, c: VJPFunction(func, *c[0], **c[1]))
+
+
 class _Pullback:
     """The static half of the function ``vjp`` returns; the residuals are its pytree children."""
 
-    def __init__(self, jaxpr, in_avals, out_is_zero, out_avals, out_tree, p_tree, p_avals):
+    def __init__(self, jaxpr, in_avals, out_is_zero, out_avals, out_tree, p_tree, p_avals,
+                 ref_at=()):
         self.jaxpr, self.in_avals, self.out_is_zero = jaxpr, in_avals, out_is_zero
         self.out_avals, self.out_tree, self.p_tree, self.p_avals = out_avals, out_tree, p_tree, p_avals
+        self.ref_at = tuple(ref_at)     # the primals that were references
 
     @api_boundary
     def __call__(self, residuals, cotangent):
+        if self.ref_at:
+            raise ValueError(f"argument leaf {self.ref_at[0]} of the differentiated function is "
+                             "Ref-typed, so its gradient must be accumulated into a ref: bind "
+                             "one with the VJP function's `with_refs` method, as in "
+                             "`f_vjp.with_refs(grad_ref)(ct)`, or pass `fnx.ad.DontWant()`")
+        return tree_unflatten(self.p_tree, self._cotangents(residuals, cotangent))
+
+    @api_boundary
+    def with_refs(self, residuals, targets, cotangent):
+        t_leaves, t_tree = tree_flatten(targets)
+        if t_tree != self.p_tree:
+            raise TreeStructureError(f"vjp with_refs: the targets' structure {t_tree} does "
+                                     f"not match the primal arguments' {self.p_tree}")
+        out = []
+        for k, (ct, target) in enumerate(zip(self._cotangents(residuals, cotangent),
+                                             t_leaves)):
+            if state.is_ref(target):
+                if not is_float0(ct):
+                    target[...] = target[...] + ct
+                out.append(GradRef())
+            elif isinstance(target, DontWant):
+                out.append(DidntWant())
+            elif isinstance(target, GradValue) and k not in self.ref_at:
+                out.append(ct)
+            else:
+                raise ValueError(f"vjp with_refs: argument leaf {k} takes a Ref, "
+                                 "fnx.ad.GradValue() or fnx.ad.DontWant()"
+                                 + (" (it is Ref-typed: its gradient must go into a ref)"
+                                    if k in self.ref_at else "") + f", got {target!r:.60}")
+        return tree_unflatten(self.p_tree, out)
+
+    def _cotangents(self, residuals, cotangent):
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != self.out_tree:
             raise TreeStructureError(f"vjp: cotangent structure {ct_tree} does not match the "
@@ -190,9 +313,8 @@ class _Pullback:
         lin = ad.LinearFunction(self.jaxpr, residuals, self.in_avals, self.out_is_zero,
                                 self.out_avals)
         cts = lin.vjp([_ct_like(c, a) for c, a in zip(ct_leaves, self.out_avals)])
-        cts = [np.zeros(p.shape, dtypes.float0) if dtypes.kind(p.dtype) in "iub"
-               else _materialize_ct(c, p) for c, p in zip(cts, self.p_avals)]
-        return tree_unflatten(self.p_tree, cts)
+        return [np.zeros(p.shape, dtypes.float0) if dtypes.kind(p.dtype) in "iub"
+                else _materialize_ct(c, p) for c, p in zip(cts, self.p_avals)]
 
 
 def _check_cotangent(ca, a):
@@ -778,6 +900,8 @@ def typeof(x) -> ShapedArray:
     >>> print(typeof(fnx.numpy.ones(3)))
     float32[3]
     """
+    if state.is_ref(x):
+        return state.AbstractRef(get_aval(x._value))
     return _aval_of(x)
 
 

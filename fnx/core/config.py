@@ -231,3 +231,99 @@ def log_compiles(enable: bool = True):
     """
     with config.option("log_compiles", enable):
         yield
+
+
+# JAX's options that fnx accepts without acting on them, with JAX's defaults: each is also a
+# context manager on the top level (``with fnx.numpy_rank_promotion("raise"): ...``)
+_ACCEPTED_DEFAULTS = {
+    "numpy_rank_promotion": "allow", "debug_infs": False, "check_tracer_leaks": False,
+    "enable_checks": False, "default_prng_impl": "threefry2x32", "threefry_partitionable": True,
+    "softmax_custom_jvp": False, "enable_custom_prng": False, "legacy_prng_key": "allow",
+    "transfer_guard_host_to_device": None, "transfer_guard_device_to_host": None,
+    "transfer_guard_device_to_device": None, "debug_key_reuse": False,
+    "jax2tf_associative_scan_reductions": False, "array_garbage_collection_guard": None,
+    "allow_f16_reductions": True, "thread_guard": False, "no_tracing": False,
+    "no_execution": False, "remove_size_one_mesh_axis_from_type": False, "auto_pcast": True,
+}
+_ACCEPTED_JAX_OPTIONS |= set(_ACCEPTED_DEFAULTS)
+for _name, _value in _ACCEPTED_DEFAULTS.items():
+    object.__setattr__(config, _name, _value)
+
+
+def _accepted_option_context(name: str, example):
+    def context(value=True):
+        return config.option(name, value)
+    context.__name__ = context.__qualname__ = name
+    context.__doc__ = (
+        f"""Context manager: JAX's ``{name}`` option set to ``value`` inside the block. fnx
+    accepts and remembers it (``fnx.config.{name}``); its behaviour does not depend on it.
+
+    >>> with fnx.{name}({example!r}):
+    ...     fnx.config.{name}
+    {example!r}
+    """)
+    return context
+
+
+numpy_rank_promotion = _accepted_option_context("numpy_rank_promotion", "raise")
+debug_infs = _accepted_option_context("debug_infs", True)
+check_tracer_leaks = _accepted_option_context("check_tracer_leaks", True)
+enable_checks = _accepted_option_context("enable_checks", True)
+default_prng_impl = _accepted_option_context("default_prng_impl", "rbg")
+threefry_partitionable = _accepted_option_context("threefry_partitionable", False)
+softmax_custom_jvp = _accepted_option_context("softmax_custom_jvp", True)
+enable_custom_prng = _accepted_option_context("enable_custom_prng", True)
+legacy_prng_key = _accepted_option_context("legacy_prng_key", "error")
+transfer_guard_host_to_device = _accepted_option_context("transfer_guard_host_to_device",
+                                                         "disallow")
+transfer_guard_device_to_host = _accepted_option_context("transfer_guard_device_to_host",
+                                                         "disallow")
+transfer_guard_device_to_device = _accepted_option_context("transfer_guard_device_to_device",
+                                                           "disallow")
+debug_key_reuse = _accepted_option_context("debug_key_reuse", True)
+allow_f16_reductions = _accepted_option_context("allow_f16_reductions", False)
+thread_guard = _accepted_option_context("thread_guard", True)
+jax2tf_associative_scan_reductions = _accepted_option_context(
+    "jax2tf_associative_scan_reductions", True)
+array_garbage_collection_guard = _accepted_option_context("array_garbage_collection_guard",
+                                                          "log")
+remove_size_one_mesh_axis_from_type = _accepted_option_context(
+    "remove_size_one_mesh_axis_from_type", True)
+auto_pcast = _accepted_option_context("auto_pcast", False)
+
+
+def explain_cache_misses(enable: bool = True):
+    """Context manager: inside the block jit logs (``fnx.jit``, WARNING) which part of an
+    argument changed when it retraces.
+
+    >>> with fnx.explain_cache_misses():
+    ...     fnx.config.explain_cache_misses
+    True
+    """
+    return config.option("explain_cache_misses", enable)
+
+
+def checking_leaks():
+    """Context manager: ``check_tracer_leaks`` on inside the block (accepted; fnx always
+    reports a leaked tracer when it is used).
+
+    >>> with fnx.checking_leaks():
+    ...     fnx.config.check_tracer_leaks
+    True
+    """
+    return config.option("check_tracer_leaks", True)
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str):
+    """Context manager: the three ``transfer_guard_*`` options set to ``new_val``
+    (``"allow"``, ``"log"``, ``"disallow"``, ...) inside the block; accepted, not enforced.
+
+    >>> with fnx.transfer_guard("disallow"):
+    ...     fnx.config.transfer_guard_host_to_device
+    'disallow'
+    """
+    with contextlib.ExitStack() as stack:
+        for way in ("host_to_device", "device_to_host", "device_to_device"):
+            stack.enter_context(config.option(f"transfer_guard_{way}", new_val))
+        yield

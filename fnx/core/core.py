@@ -7,6 +7,7 @@ of a trace's own tracers is a constant to that trace.
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -30,7 +31,11 @@ from .sharding import Shard, SingleDeviceSharding, index_key
 
 
 class ShapedArray:
-    """The type of an array value: shape, dtype and whether it is weakly typed."""
+    """The type of an array value: shape, dtype and whether it is weakly typed.
+
+    >>> ShapedArray((2, 3), np.float32)
+    ShapedArray(float32[2,3])
+    """
     __slots__ = ("shape", "dtype", "weak_type")
     array_abstraction_level = 1
 
@@ -97,6 +102,9 @@ class Primitive:
     Flags: ``is_linear`` (the JVP is the primitive itself), ``has_effect`` (never dropped,
     merged or folded by the passes: callbacks, debug printing), ``wants_axis_size`` (the batch
     rule needs the size of the mapped axis).
+
+    >>> fnx.lax.sin_p.bind(0.0)
+    Array(0., dtype=float32, weak_type=True)
     """
 
     def __init__(self, name: str, multiple_results: bool = False):
@@ -126,13 +134,52 @@ class Primitive:
             raise MissingRuleError(self.name, kind)
         return rule
 
+    # JAX's way of filling the tables (``jax.extend.core.Primitive``)
+
+    def def_impl(self, impl: Callable) -> Callable:
+        """Run the primitive as ``impl(*args, **params)``, eagerly and inside ``jit``
+        (results may be NumPy arrays)."""
+        def run(*args, **params):
+            out = impl(*args, **params)
+            if self.multiple_results:
+                return [o if isinstance(o, Tracer) else full_lower_to_array(o) for o in out]
+            return out if isinstance(out, Tracer) else full_lower_to_array(out)
+        self.impl = run
+        return impl
+
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        """Shapes and dtypes from ``rule(*avals, **params)``: a ShapedArray (a list of them
+        for ``multiple_results``), or anything with ``shape`` and ``dtype``."""
+        def abstract_eval(*avals, **params):
+            out = rule(*avals, **params)
+            return [_as_aval(o) for o in out] if self.multiple_results else _as_aval(out)
+        self.abstract_eval = abstract_eval
+        return rule
+
+    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
+        """As ``def_abstract_eval`` for ``rule`` returning ``(avals, effects)``; the primitive
+        then always runs (the passes never drop it)."""
+        self.has_effect = True
+        self.def_abstract_eval(lambda *avals, **params: rule(*avals, **params)[0])
+        return rule
+
+
+def _as_aval(x) -> "ShapedArray":
+    if isinstance(x, ShapedArray):
+        return x
+    return ShapedArray(x.shape, x.dtype, getattr(x, "weak_type", False))
+
 
 # ---------------------------------------------------------------------------------------------
 # Traces and tracers
 
 
 class Trace:
-    """Interprets primitives. ``parent`` is the trace its rules run under."""
+    """Interprets primitives. ``parent`` is the trace its rules run under.
+
+    >>> fnx.core.core.current_trace().level
+    0
+    """
     level = 0
 
     def __init__(self, parent: "Trace | None"):
@@ -177,6 +224,12 @@ def current_trace() -> Trace:
 
 @contextlib.contextmanager
 def set_current_trace(trace: Trace):
+    """Make ``trace`` the current trace inside the block.
+
+    >>> with set_current_trace(current_trace()) as t:
+    ...     t is current_trace()
+    True
+    """
     prev = _state.trace
     _state.trace = trace
     try:
@@ -401,6 +454,51 @@ def process_count(backend: str | None = None) -> int:
     1
     """
     return _process[1]
+
+
+class Device(abc.ABC):
+    """The type of the devices ``fnx.devices()`` lists, as ``jax.Device`` (each backend
+    registers its device class).
+
+    >>> isinstance(fnx.devices()[0], fnx.Device)
+    True
+    """
+
+
+def process_indices(backend: str | None = None) -> list:
+    """The indices of the program's processes.
+
+    >>> fnx.process_indices()
+    [0]
+    """
+    return list(range(_process[1]))
+
+
+def host_id(backend: str | None = None) -> int:
+    """``process_index()`` (JAX's older name).
+
+    >>> fnx.host_id()
+    0
+    """
+    return process_index(backend)
+
+
+def host_count(backend: str | None = None) -> int:
+    """``process_count()`` (JAX's older name).
+
+    >>> fnx.host_count()
+    1
+    """
+    return process_count(backend)
+
+
+def host_ids(backend: str | None = None) -> list:
+    """``process_indices()`` (JAX's older name).
+
+    >>> fnx.host_ids()
+    [0]
+    """
+    return process_indices(backend)
 
 
 def device_put(x, device=None):

@@ -27,7 +27,7 @@ import inspect
 
 import numpy as np
 
-from . import ad, batching, dtypes
+from . import ad, batching, dtypes, state
 from . import lax as _lax
 from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
 from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
@@ -459,11 +459,16 @@ class custom_vjp:
         if _runs_as_python(args):
             return self.fun(*args)
         static = [args[i] for i in nondiff]
-        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        # references (fnx.new_ref) pass through to fun and fwd as they are: fwd may hand them to
+        # bwd among its residuals, which writes them (JAX's gradient stashing)
+        held = set(nondiff) | {i for i, a in enumerate(args) if state.is_ref(a)}
+        diff_args = tuple(a for i, a in enumerate(args) if i not in held)
+        ref_slots = {k for k, a in enumerate(a for i, a in enumerate(args) if i not in nondiff)
+                     if state.is_ref(a)}
 
         def full_args(diff_vals):
             it = iter(diff_vals)
-            return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
+            return tuple(args[i] if i in held else next(it) for i in range(len(args)))
 
         leaves, in_tree = tree_flatten(diff_args)
         in_avals = [tangent_aval(get_aval(x)) for x in leaves]
@@ -489,11 +494,16 @@ class custom_vjp:
                                       f"{name}: primal output") for o, a in zip(out_leaves,
                                                                                  out_avals)]
             res, res_tree["tree"] = tree_flatten(pair[1])
-            return out_leaves, res
+            res_tree["refs"] = {k: r for k, r in enumerate(res) if state.is_ref(r)}
+            return out_leaves, [r for r in res if not state.is_ref(r)]
 
         def flat_bwd(res, cts):
+            it, refs = iter(res), res_tree["refs"]
+            res = [refs[k] if k in refs else next(it) for k in range(len(res) + len(refs))]
             py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
                          tree_unflatten(out["tree"], cts))
+            if ref_slots and isinstance(py_cts, (list, tuple)):
+                py_cts = tuple(c for k, c in enumerate(py_cts) if k not in ref_slots)
             return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
         flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
         if _differentiated_here(leaves):

@@ -185,7 +185,16 @@ class StaticArgumentError(FnxError, ValueError, TypeError):
     hashed (JAX raises ValueError, Python's ``hash`` TypeError)."""
 
 
-class OutOfMemoryError(FnxError, MemoryError, RuntimeError):
+class JaxRuntimeError(FnxError, RuntimeError):
+    """A failure while a program runs (JAX's ``jax.errors.JaxRuntimeError``, which XLA raises
+    for a device that runs out of memory, among others).
+
+    >>> issubclass(fnx.errors.OutOfMemoryError, JaxRuntimeError)
+    True
+    """
+
+
+class OutOfMemoryError(JaxRuntimeError, MemoryError):
     """An array could not be allocated (JAX raises a RuntimeError, RESOURCE_EXHAUSTED)."""
 
     @classmethod

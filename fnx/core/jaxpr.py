@@ -11,6 +11,11 @@ from .errors import FnxError, SourceInfo
 
 
 class Var:
+    """A variable of a jaxpr, typed by its aval.
+
+    >>> fnx.make_jaxpr(jnp.sin)(1.0).jaxpr.invars[0].aval
+    ShapedArray(float32[], weak_type=True)
+    """
     __slots__ = ("aval", "count")
     _counter = itertools.count()
 
@@ -23,7 +28,11 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written inline in a jaxpr."""
+    """A scalar constant written inline in a jaxpr.
+
+    >>> fnx.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr.eqns[0].invars[1].aval
+    ShapedArray(float32[], weak_type=True)
+    """
     __slots__ = ("val", "aval")
 
     def __init__(self, val, aval: ShapedArray):
@@ -35,6 +44,12 @@ class Literal:
 
 
 class JaxprEqn:
+    """One equation of a jaxpr: ``outvars = primitive[params] invars``.
+
+    >>> eqn = fnx.make_jaxpr(jnp.sin)(1.0).jaxpr.eqns[0]
+    >>> eqn.primitive.name, len(eqn.invars), len(eqn.outvars)
+    ('sin', 1, 1)
+    """
     __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
 
     def __init__(self, invars, outvars, primitive: Primitive, params: dict,
@@ -136,7 +151,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
 
 
 class JaxprTypeError(FnxError, TypeError):
-    """A jaxpr is malformed: a variable used before it is defined, or avals that disagree."""
+    """A jaxpr is malformed: a variable used before it is defined, or avals that disagree.
+
+    >>> issubclass(JaxprTypeError, TypeError)
+    True
+    """
 
 
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:

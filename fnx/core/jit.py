@@ -446,6 +446,7 @@ class Jitted(Generic[P, R]):
         self._fast: dict = {}
         self._fast_ok = not self.static_argnums and not self.static_argnames
         self._with_refs: dict = {}      # (argument structure, reference positions) -> Jitted
+        self._passed_refs: list = []    # the references of the call in progress
 
     def __get__(self, obj, objtype=None):
         """A jitted function stored on a class is a method: ``obj`` is its first argument."""
@@ -488,6 +489,10 @@ class Jitted(Generic[P, R]):
             kw = dict(dyn_kwargs, **{k: kwargs[k] for k in self.static_argnames if k in kwargs})
             out = self.fun(*full, **kw)
             out_leaves, store["tree"] = flatten_outputs(out)
+            if any(state.is_ref(x) for x in out_leaves):
+                raise ValueError(f"jit({self.name}) returned a mutable array reference, but "
+                                 "mutable array references cannot be returned; return its "
+                                 "value (ref[...]) instead")
             return out_leaves + [r._value for r in refs]
         store: dict = {}
         while True:     # trace again while it finds references: they become inputs and outputs
@@ -560,9 +565,13 @@ class Jitted(Generic[P, R]):
         leaves, tree = tree_flatten((args, kwargs))
         at = tuple(i for i, x in enumerate(leaves) if state.is_ref(x))
         refs = [leaves[i] for i in at]
+        if len({id(r) for r in refs}) < len(refs):
+            raise ValueError(f"only one reference to a mutable array may be passed as an "
+                             f"argument to a function, but jit({self.name}) got the same "
+                             "reference twice among its arguments")
         inner = self._with_refs.get((tree, at))
         if inner is None:
-            fun = self.fun
+            fun, name, passed = self.fun, self.name, self._passed_refs
 
             def with_refs(*a, **kw):
                 vals, t = tree_flatten((a, kw))
@@ -570,7 +579,12 @@ class Jitted(Generic[P, R]):
                 for i, r in zip(at, local):
                     vals[i] = r
                 a, kw = tree_unflatten(t, vals)
-                return fun(*a, **kw), [r._value for r in local]
+                with state.tracking() as tracker:
+                    out = fun(*a, **kw)
+                if any(r is q for r, _ in tracker.outside_refs() for q in passed):
+                    raise ValueError(f"when tracing jit({name}), a mutable array reference "
+                                     "was both closed over and passed as an argument")
+                return out, [r._value for r in local]
             with_refs.__name__ = self.name
             inner = self._with_refs[(tree, at)] = Jitted(
                 with_refs, self.static_argnums, self.static_argnames, self.donate_argnums,
@@ -581,7 +595,11 @@ class Jitted(Generic[P, R]):
         for i, r in zip(at, refs):
             vals[i] = r._value
         a, kw = tree_unflatten(tree, vals)
-        out, new = inner(*a, **kw)
+        self._passed_refs[:] = refs     # for the aliasing check while inner traces
+        try:
+            out, new = inner(*a, **kw)
+        finally:
+            self._passed_refs[:] = []
         for r, v in zip(refs, new):
             state.check_write(r, v)
             r._value = v

@@ -68,7 +68,8 @@ def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh
                         + ("" if devices is not None else
                            " (set jax_num_cpu_devices or XLA_FLAGS="
                            "--xla_force_host_platform_device_count=N for virtual CPU devices)"))
-    return Mesh(np.array(pool[:need], dtype=object).reshape(axis_shapes), axis_names)
+    return Mesh(np.array(pool[:need], dtype=object).reshape(axis_shapes), axis_names,
+                axis_types)
 
 
 def with_sharding_constraint(x, shardings):
@@ -85,3 +86,71 @@ def with_sharding_constraint(x, shardings):
 
 
 __all__ = ["device_put", "make_mesh", "with_sharding_constraint"]
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """The array of ``shape`` laid out by ``sharding``, each device's block being
+    ``data_callback(index)`` for the tuple of slices ``index`` that block covers.
+
+    >>> data = np.arange(8.0).reshape(2, 4)
+    >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P("x"))
+    >>> fnx.make_array_from_callback(data.shape, s, lambda idx: data[idx])
+    Array([[0., 1., 2., 3.],
+           [4., 5., 6., 7.]], dtype=float32)
+    """
+    shape = tuple(shape)
+    out = None
+    for index in sharding.devices_indices_map(shape).values():
+        block = np.asarray(data_callback(index))
+        if out is None:
+            out = np.empty(shape, dtype or block.dtype)
+        out[index] = block
+    return device_put(out if out is not None else np.empty(shape, dtype or np.float32),
+                      sharding)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """The array of ``shape`` laid out by ``sharding`` whose block on each device is the one of
+    ``arrays`` that lives there.
+
+    >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P())
+    >>> fnx.make_array_from_single_device_arrays((2,), s, [jnp.ones(2)])
+    Array([1., 1.], dtype=float32)
+    """
+    index_of = sharding.devices_indices_map(tuple(shape))
+    devices = list(index_of)
+    out = None
+    for k, a in enumerate(arrays):
+        device = getattr(a, "device", None)
+        index = index_of.get(device, index_of[devices[k]])
+        block = np.asarray(a)
+        if out is None:
+            out = np.empty(tuple(shape), dtype or block.dtype)
+        out[index] = block
+    return device_put(out, sharding)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """``local_data`` laid out by ``sharding`` (one process holds all the data, so the local
+    data is the global array).
+
+    >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P("x"))
+    >>> fnx.make_array_from_process_local_data(s, np.ones(2, np.float32))
+    Array([1., 1.], dtype=float32)
+    """
+    if global_shape is not None and tuple(global_shape) != np.shape(local_data):
+        raise ValueError(f"make_array_from_process_local_data: with one process the local "
+                         f"data of shape {np.shape(local_data)} is the whole array, not "
+                         f"global_shape {tuple(global_shape)}")
+    return device_put(local_data, sharding)
+
+
+def reshard(xs, out_shardings):
+    """``xs`` laid out by ``out_shardings`` (a sharding, or a pytree prefix of shardings), as
+    ``jax.reshard``.
+
+    >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P("x"))
+    >>> fnx.reshard(jnp.ones(2), s).sharding == s
+    True
+    """
+    return device_put(xs, out_shardings)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Tuple, TypeVar
 
 from .errors import TreeStructureError, types_str as _types_str  # (not fnx.tree_util API)
 
@@ -502,6 +502,37 @@ def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
         functools.reduce(function, leaves, initializer)
 
 
+def tree_reduce_associative(operation, tree, *, identity=_NO_INIT, is_leaf=None):
+    """Reduce the leaves with the associative ``operation`` as a balanced tree: each half
+    reduced, then the two halves combined (JAX's order); ``identity`` is the result for a
+    tree with no leaves.
+
+    >>> tree_reduce_associative(lambda a, b: a + b, [1, (2, 3), {"x": 4}])
+    10
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_INIT:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+
+    def reduce(lo, hi):
+        if hi - lo == 1:
+            return leaves[lo]
+        mid = lo + (hi - lo) // 2
+        return operation(reduce(lo, mid), reduce(mid, hi))
+    return reduce(0, len(leaves))
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether instances of ``typ`` are pytree nodes (containers), not leaves.
+
+    >>> is_tree_node(list), is_tree_node(int), is_tree_node(type(None))
+    (True, False, True)
+    """
+    return typ in _registry or (issubclass(typ, tuple) and hasattr(typ, "_fields"))
+
+
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     """Whether ``treedef`` is the structure of a single leaf.
 
@@ -588,6 +619,22 @@ def _keyed_children(x):
     if type(x) not in _registry:    # a NamedTuple, by field name as in JAX
         return [(GetAttrKey(f), c) for f, c in zip(x._fields, children)]
     return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
+
+
+def flatten_one_level_with_keys(tree):
+    """``([(key, child), ...], aux_data)`` of the root node; ValueError for a leaf.
+
+    >>> flatten_one_level_with_keys({"b": 2, "a": 1})
+    ([(DictKey(key='a'), 1), (DictKey(key='b'), 2)], ('a', 'b'))
+    """
+    keyed = _keyed_children(tree)
+    if keyed is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree).__name__}")
+    return keyed, flatten_one_level(tree)[1]
+
+
+KeyEntry = TypeVar("KeyEntry", bound=Any)   # a key of one step of a path: DictKey, ...
+KeyPath = Tuple[KeyEntry, ...]  # noqa: UP006 - typing's, so it stays out of the API pages
 
 
 def tree_flatten_with_path(tree, is_leaf=None):

@@ -12,6 +12,8 @@ global array each device holds.
 """
 from __future__ import annotations
 
+import enum
+
 import math
 
 import numpy as np
@@ -43,17 +45,37 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
+class AxisType(enum.Enum):
+    """How a mesh axis shards values: ``Auto`` (the compiler decides), ``Explicit`` (in the
+    types) or ``Manual`` (inside shard_map). fnx records it; its sharding rules are the same
+    for all three.
+
+    >>> fnx.make_mesh((1,), ("x",), axis_types=(AxisType.Explicit,)).axis_types
+    (Explicit,)
+    """
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
 class Mesh:
     """Devices in a grid whose axes have names.
 
     >>> Mesh(np.array(fnx.devices()[:4]).reshape(2, 2), ("data", "model"))
     """
 
-    def __init__(self, devices, axis_names):
+    def __init__(self, devices, axis_names, axis_types=None):
         self.devices = np.asarray(devices, dtype=object)
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         self.axis_names = tuple(axis_names)
+        if isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types) if axis_types is not None else \
+            (AxisType.Auto,) * len(self.axis_names)
         if self.devices.ndim != len(self.axis_names):
             raise MeshError(f"a mesh of devices with shape {self.devices.shape} needs "
                             f"{self.devices.ndim} axis names, got {self.axis_names}")
@@ -68,6 +90,7 @@ class Mesh:
         return dict(zip(self.axis_names, self.devices.shape))
 
     axis_sizes = property(lambda self: tuple(self.devices.shape))
+    empty = property(lambda self: self.devices.size == 0)
     size = property(lambda self: self.devices.size)
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
     flat_devices = property(lambda self: list(self.devices.flat))
@@ -111,6 +134,21 @@ use_mesh = set_mesh
 def current_mesh() -> Mesh | None:
     """The mesh of the innermost ``with mesh:`` block, or None."""
     return _mesh_stack[-1] if _mesh_stack else None
+
+
+def get_mesh() -> Mesh:
+    """The mesh ``set_mesh`` put in force (an empty mesh outside any).
+
+    >>> with fnx.set_mesh(fnx.make_mesh((1,), ("i",))):
+    ...     fnx.sharding.get_mesh()
+    Mesh('i': 1)
+    >>> fnx.sharding.get_mesh().empty
+    True
+    """
+    return current_mesh() or Mesh(np.empty((0,), dtype=object), ("",))
+
+
+get_abstract_mesh = get_mesh
 
 
 class Sharding:
@@ -327,7 +365,12 @@ class PositionalSharding(Sharding):
 
 class Shard:
     """One device's block of an array: ``device``, ``index`` (slices into the global array),
-    ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``)."""
+    ``replica_id`` (0 for the first copy of a block) and ``data`` (an Array on ``device``).
+
+    >>> shard = jnp.arange(3.0).addressable_shards[0]
+    >>> shard.index, shard.replica_id, shard.data
+    ((slice(None, None, None),), 0, Array([0., 1., 2.], dtype=float32))
+    """
 
     def __init__(self, device, index, replica_id, data):
         self.device, self.index, self.replica_id, self.data = device, index, replica_id, data

@@ -45,7 +45,12 @@ class Traced:
 
 class Lowered:
     """A traced program prepared for the backend: ``as_text()`` prints its optimized jaxpr
-    (and on the GPU the launches it runs as); ``compile()`` builds the executable."""
+    (and on the GPU the launches it runs as); ``compile()`` builds the executable.
+
+    >>> lowered = fnx.jit(lambda x: x + 1).lower(fnx.ShapeDtypeStruct((2,), "float32"))
+    >>> lowered.compile()(jnp.ones(2))
+    Array([2., 2.], dtype=float32)
+    """
 
     def __init__(self, traced, leaves, jitted=None, key=None):
         self.traced = traced
@@ -100,6 +105,10 @@ class Compiled:
     retracing), and so do
     transformations (it is no longer a traceable function). The backend executable's own
     attributes (``describe()``, ...) are reachable through it, and it is ``.executable``.
+
+    >>> compiled = fnx.jit(jnp.sin).lower(fnx.ShapeDtypeStruct((), "float32")).compile()
+    >>> compiled(jnp.float32(0.0))
+    Array(0., dtype=float32)
     """
 
     def __init__(self, lowered: Lowered, executable):

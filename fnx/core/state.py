@@ -13,6 +13,38 @@ _trackers: list = []     # one per jit trace in progress, innermost last
 _ref_types: list = []    # the class of references (fnx.ref.Ref registers itself)
 
 
+class AbstractRef:
+    """The type of a reference: ``Ref{float32[3]}``, holding the aval of its value.
+
+    >>> print(fnx.typeof(fnx.new_ref(jnp.zeros(3))))
+    Ref{float32[3]}
+    """
+    __slots__ = ("inner_aval",)
+
+    def __init__(self, inner_aval):
+        self.inner_aval = inner_aval
+
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    ndim = property(lambda self: len(self.inner_aval.shape))
+    size = property(lambda self: self.inner_aval.size)
+    weak_type = property(lambda self: self.inner_aval.weak_type)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractRef) and other.inner_aval == self.inner_aval
+
+    def __hash__(self):
+        return hash(("Ref", self.inner_aval))
+
+    def str_short(self):
+        return f"Ref{{{self.inner_aval.str_short()}}}"
+
+    def __str__(self):
+        return f"Ref{{{self.inner_aval.str_long().lstrip('~')}}}"
+
+    __repr__ = __str__
+
+
 def register_ref_type(cls) -> None:
     _ref_types.append(cls)
 
@@ -44,6 +76,12 @@ def touched(ref) -> None:
 def created(ref) -> None:
     for t in _trackers:
         t.made_here.add(id(ref))
+
+
+def exempt(ref) -> None:
+    """``ref`` is the innermost trace's own state (a loop carries it), not an outside one."""
+    if _trackers:
+        _trackers[-1].made_here.add(id(ref))
 
 
 def check_write(ref, value) -> None:

@@ -236,7 +236,30 @@ def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=None):
     return init
 
 
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=None):
+    """A convolution kernel (rank 3 to 5) that is zero except at its spatial centre, which
+    holds an ``orthogonal`` matrix of shape ``shape[-2:]`` (needs ``fan_in <= fan_out``).
+
+    >>> w = fnx.nn.initializers.delta_orthogonal()(fnx.random.PRNGKey(0), (3, 2, 2))
+    >>> bool(jnp.allclose(w[1].T @ w[1], jnp.eye(2), atol=1e-5)), float(abs(w[0]).sum())
+    (True, 0.0)
+    """
+    def init(key, shape, dtype=dtype):
+        shape = tuple(int(s) for s in shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got "
+                             f"{shape}")
+        if shape[-2] > shape[-1]:
+            raise ValueError(f"`fan_in` must be less or equal than `fan_out`, got shape "
+                             f"{shape}")
+        matrix = orthogonal(scale, column_axis, dtype)(key, shape[-2:], dtype)
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, matrix.dtype).at[centre].set(matrix)
+    return init
+
+
 __all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "lecun_uniform", "lecun_normal", "he_uniform", "he_normal",
-           "kaiming_uniform", "kaiming_normal", "orthogonal", "Initializer"]
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "delta_orthogonal",
+           "Initializer"]

@@ -1,5 +1,6 @@
 """fnx.scipy.signal: N-d convolution and correlation with SciPy's modes (``full``, ``same``,
-``valid``), computed as one ``lax.conv_general_dilated``.
+``valid``), computed as one ``lax.conv_general_dilated`` (or FFTs, ``fftconvolve``), and the
+spectral estimates of ``_spectral`` (``stft``, ``istft``, ``csd``, ``welch``, ``detrend``).
 
 >>> from fnx.scipy import signal
 >>> signal.convolve(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 0.5]))
@@ -10,7 +11,10 @@ from __future__ import annotations
 from ..core import lax
 from ..core.convolution import conv_general_dilated
 from ..numpy import asarray, flip
-from ..numpy._core import promote_dtypes_inexact
+from ..numpy import fft as _fft
+from ..numpy._core import canonicalize_axes, promote_dtypes_inexact
+from ._spectral import csd, detrend, istft, stft, welch  # noqa: F401
+from ._windows import get_window  # noqa: F401
 
 _MODES = ("full", "same", "valid")
 
@@ -55,7 +59,9 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     Array([[4., 4.],
            [4., 4.]], dtype=float32)
     """
-    if method not in ("auto", "direct", "fft"):
+    if method == "fft":
+        return fftconvolve(in1, in2, mode)
+    if method not in ("auto", "direct"):
         raise ValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
     return _convolve_nd(in1, in2, mode, precision, "convolve")
 
@@ -67,11 +73,50 @@ def correlate(in1, in2, mode="full", method="auto", precision=None):
     >>> fnx.scipy.signal.correlate(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0]))
     Array([1., 2., 3., 0.], dtype=float32)
     """
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
     in2 = asarray(in2)
     in2 = lax.conj(in2) if in2.dtype.kind == "c" else in2
-    return _convolve_nd(in1, flip(in2), mode, precision, "correlate")
+    return convolve(in1, flip(in2), mode, method, precision)
+
+
+def fftconvolve(in1, in2, mode="full", axes=None):
+    """The N-d convolution of ``in1`` and ``in2`` through FFTs, over ``axes`` (default all;
+    the other axes must match and are mapped over).
+
+    >>> fnx.scipy.signal.fftconvolve(jnp.array([1.0, 2.0, 3.0]), jnp.array([1.0, 1.0]))
+    Array([1., 3., 5., 3.], dtype=float32)
+    """
+    in1, in2 = promote_dtypes_inexact(asarray(in1), asarray(in2))
+    if in1.ndim != in2.ndim:
+        raise ValueError(f"fftconvolve: in1 and in2 should have the same dimensionality, got "
+                         f"shapes {in1.shape} and {in2.shape}")
+    if mode not in _MODES:
+        raise ValueError(f"fftconvolve: mode must be one of {_MODES}, got {mode!r}")
+    axes = tuple(range(in1.ndim)) if axes is None else canonicalize_axes(axes, in1.ndim)
+    mapped = [i for i in range(in1.ndim) if i not in axes]
+    if any(in1.shape[i] != in2.shape[i] for i in mapped):
+        raise ValueError(f"fftconvolve: mapped axes must have same shape; got in1.shape="
+                         f"{in1.shape} in2.shape={in2.shape} axes={axes}")
+    s1, s2 = [in1.shape[a] for a in axes], [in2.shape[a] for a in axes]
+    if mode == "valid":
+        if not (all(a >= b for a, b in zip(s1, s2)) or all(a <= b for a, b in zip(s1, s2))):
+            raise ValueError(f"fftconvolve: for 'valid' mode one input must be at least as "
+                             f"large as the other in every dimension, got shapes {in1.shape} "
+                             f"and {in2.shape}")
+        if all(a <= b for a, b in zip(s1, s2)):
+            in1, in2, s1, s2 = in2, in1, s2, s1
+    full = [a + b - 1 for a, b in zip(s1, s2)]
+    if all(a == 1 or b == 1 for a, b in zip(s1, s2)):
+        conv = in1 * in2
+    else:
+        fft, ifft = ((_fft.fftn, _fft.ifftn) if in1.dtype.kind == "c"
+                     else (_fft.rfftn, _fft.irfftn))
+        conv = ifft(fft(in1, full, axes) * fft(in2, full, axes), full, axes)
+    out = {"full": full, "same": s1, "valid": [a - b + 1 for a, b in zip(s1, s2)]}[mode]
+    start, limit = [0] * conv.ndim, list(conv.shape)
+    for ax, f, o in zip(axes, full, out):
+        start[ax] = (f - o) // 2
+        limit[ax] = start[ax] + o
+    return lax.slice(conv, tuple(start), tuple(limit))
 
 
 def _check_2d(in1, in2, boundary, fillvalue, name):

@@ -13,6 +13,7 @@ from ..pytree import tree_flatten, tree_unflatten
 from .common import (ControlFlowTypeError, _Runner, _adopt, _arrays, _aval_or_error, _backend_of,
                      _buffers, _check_operands, _join_consts, _leaf_paths, _trace_tree_fun,
                      _typematch, _weak_adopts)
+from .refs import ClosesOverRefs, bound, current_values, finding_refs, write_back
 
 
 # cond: cond_p(index, *operands, branches) runs branches[index](*operands)
@@ -231,6 +232,34 @@ def _trace_branches(funs, names, operands):
     return jaxprs, consts, leaves, traced[0][2]
 
 
+def _trace_branches_with_refs(funs, names, operands):
+    """``_trace_branches``, with the references the branches close over taken as operands and
+    returned as outputs; returns its results and those references."""
+    try:
+        with finding_refs():
+            return (*_trace_branches(funs, names, operands), [])
+    except ClosesOverRefs as e:
+        refs = e.refs
+
+    def carrying(f):
+        def branch(ops, values):
+            with bound(refs, values) as now:
+                return f(*ops), now()
+        return branch
+    with finding_refs():
+        traced = _trace_branches([carrying(f) for f in funs], names,
+                                 (operands, current_values(refs)))
+    return (*traced, refs)
+
+
+def _outputs(out_tree, outs, refs):
+    out = tree_unflatten(out_tree, outs)
+    if refs:
+        out, values = out
+        write_back(refs, values)
+    return out
+
+
 def _branch_output_dtypes(trees, out_avals):
     """``{output position: aval}`` where weakly typed branch outputs (Python scalars) meet
     strongly typed ones of another dtype, which they adopt; empty when nothing adopts."""
@@ -288,10 +317,10 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
         # any nonzero number (NaN too) takes the true branch, as in JAX
         pred = _lax.ne(pred, _lax.full((), 0, aval.dtype))
     index = _lax.convert_element_type(pred, dtypes.int32)
-    (true_j, false_j), consts, leaves, out_tree = _trace_branches(
+    (true_j, false_j), consts, leaves, out_tree, refs = _trace_branches_with_refs(
         (true_fun, false_fun), ("true_fun", "false_fun"), operands)
     outs = cond_p.bind(index, *consts, *leaves, branches=(false_j, true_j))
-    return tree_unflatten(out_tree, outs)
+    return _outputs(out_tree, outs, refs)
 
 
 def switch(index, branches, *operands):
@@ -318,6 +347,7 @@ def switch(index, branches, *operands):
     index = _lax.convert_element_type(index, dtypes.int32)
     index = _lax.max_(_lax.min_(index, np.int32(len(branches) - 1)), np.int32(0))
     names = tuple(f"branch {i}" for i in range(len(branches)))
-    jaxprs, consts, leaves, out_tree = _trace_branches(branches, names, operands)
+    jaxprs, consts, leaves, out_tree, refs = _trace_branches_with_refs(branches, names,
+                                                                      operands)
     outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
-    return tree_unflatten(out_tree, outs)
+    return _outputs(out_tree, outs, refs)

@@ -20,6 +20,7 @@ from .common import (ControlFlowTypeError, ControlFlowValueError, ReverseModeWhi
                      _buffers, _check_operands, _leaf_paths, _split, _trace_carry_fun,
                      _typematch)
 from .conditionals import _avals_str, cond
+from .refs import ClosesOverRefs, bound, current_values, finding_refs, write_back
 
 
 # scan: scan_p(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse)
@@ -499,6 +500,27 @@ def while_loop(cond_fun, body_fun, init_val):
 
 
 def _while_loop(cond_fun, body_fun, init_val, what, paths):
+    try:
+        with finding_refs():
+            return _while_loop_pure(cond_fun, body_fun, init_val, what, paths)
+    except ClosesOverRefs as e:
+        refs = e.refs
+
+    def cond2(carry):
+        with bound(refs, carry[1]):
+            return cond_fun(carry[0])
+
+    def body2(carry):
+        with bound(refs, carry[1]) as values:
+            out = body_fun(carry[0])
+            return out, values()
+    out, values = _while_loop(cond2, body2, (init_val, current_values(refs)), what,
+                              lambda tree: paths(tree.children[0]) + [None] * len(refs))
+    write_back(refs, values)
+    return out
+
+
+def _while_loop_pure(cond_fun, body_fun, init_val, what, paths):
     leaves, tree = tree_flatten(init_val)
     for attempt in range(3):
         avals = _carry_avals(leaves)
@@ -550,6 +572,25 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
 
 def _scan(f, init, xs, length, reverse, what, paths):
+    try:
+        with finding_refs():
+            return _scan_pure(f, init, xs, length, reverse, what, paths)
+    except ClosesOverRefs as e:
+        refs = e.refs
+
+    def f2(carry, x):
+        with bound(refs, carry[1]) as values:
+            out = f(carry[0], x)
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                return out      # _scan's own check names the error
+            return (out[0], values()), out[1]
+    (out, values), ys = _scan(f2, (init, current_values(refs)), xs, length, reverse, what,
+                              lambda tree: paths(tree.children[0]) + [None] * len(refs))
+    write_back(refs, values)
+    return out, ys
+
+
+def _scan_pure(f, init, xs, length, reverse, what, paths):
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = []
     for x in x_leaves:

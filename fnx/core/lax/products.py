@@ -222,12 +222,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                               preferred_element_type=preferred_element_type)
 
 
-def dot(a, b, precision=None, preferred_element_type=None):
-    """Vector/matrix product of 1-D or 2-D operands (lax.dot).
+def dot(a, b, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
+    """Vector/matrix product of 1-D or 2-D operands (lax.dot); with ``dimension_numbers``,
+    ``dot_general``'s general product.
 
     >>> lax.dot(jnp.ones((2, 3)), jnp.ones(3))
     Array([3., 3.], dtype=float32)
+    >>> lax.dot(jnp.ones((2, 3, 4)), jnp.ones((2, 4)), dimension_numbers=(((2,), (1,)),
+    ...                                                                    ((0,), (0,))))
+    Array([[4., 4., 4.],
+           [4., 4., 4.]], dtype=float32)
     """
+    if dimension_numbers is not None:
+        return dot_general(a, b, dimension_numbers, precision, preferred_element_type)
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     return dot_general(a, b, (((na - 1,), (0 if nb == 1 else nb - 2,)), ((), ())),
                        precision, preferred_element_type)
