@@ -19,7 +19,9 @@ from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
                                       custom_gradient, custom_jvp, custom_vjp, remat)
 from .core.config import (config, debug_nans, default_matmul_precision, disable_jit,
-                          enable_x64, log_compiles, numpy_dtype_promotion)
+                          enable_x64, log_compiles, numpy_dtype_promotion, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
 from .core.jit import clear_caches, jit
 from .core.partial_eval import ensure_compile_time_eval
 from .core.callbacks import pure_callback

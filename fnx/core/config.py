@@ -60,6 +60,13 @@ _ACCEPTED_JAX_OPTIONS = {
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
     "remat3", "num_cpu_devices", "use_shardy_partitioner", "cpu_enable_async_dispatch",
+    "persistent_cache_enable_xla_caches", "compilation_cache_max_size", "logging_level",
+    "debug_log_modules", "dump_ir_to", "dump_ir_modes", "mock_gpu_topology",
+    "compilation_cache_expect_pgle", "include_full_tracebacks_in_locations",
+    # fnx's arrays need no guarded transfers: CPU arrays are host memory, and a GPU array
+    # copies to the host only where the program asks for its values
+    "transfer_guard", "transfer_guard_host_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_device_to_device",
 }
 
 
@@ -220,6 +227,47 @@ def debug_nans(enable: bool = True):
     """
     with config.option("debug_nans", enable):
         yield
+
+
+def _accepted_option_context(name: str, doc: str):
+    @contextlib.contextmanager
+    def context(level: str):
+        old = getattr(config, name, None)
+        config.update(name, level)
+        try:
+            yield
+        finally:
+            config.update(name, old)
+    context.__name__, context.__doc__ = name, doc
+    return context
+
+
+transfer_guard = _accepted_option_context("transfer_guard", """Context manager, as JAX's
+    ``jax.transfer_guard(level)``: the level is recorded (``config.transfer_guard``), and fnx
+    transfers no array implicitly that it would have to guard.
+
+    >>> with fnx.transfer_guard("disallow"):
+    ...     print(fnx.device_get(jnp.ones(2)))
+    [1. 1.]
+    """)
+transfer_guard_host_to_device = _accepted_option_context("transfer_guard_host_to_device", """As
+    ``transfer_guard``, for host-to-device transfers.
+
+    >>> with fnx.transfer_guard_host_to_device("log"):
+    ...     y = jnp.ones(2) + 1
+    """)
+transfer_guard_device_to_host = _accepted_option_context("transfer_guard_device_to_host", """As
+    ``transfer_guard``, for device-to-host transfers.
+
+    >>> with fnx.transfer_guard_device_to_host("log"):
+    ...     y = jnp.ones(2) + 1
+    """)
+transfer_guard_device_to_device = _accepted_option_context("transfer_guard_device_to_device", """As
+    ``transfer_guard``, for transfers between devices.
+
+    >>> with fnx.transfer_guard_device_to_device("log"):
+    ...     y = jnp.ones(2) + 1
+    """)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,88 @@
+"""Programs in the style of JAX's newer documentation pages (configuration, stateful random
+generators, vmap's sum_match, the removed checkpoint option, custom interpreters' names) whose
+outcome once differed from JAX's: each runs with fnx's names and with JAX's on the CPU, with fresh
+random inputs, and must give the same values, dtypes and shapes (or raise alike)."""
+import importlib
+
+import jax
+import numpy as np
+import pytest
+
+import fnx
+from test_jax_differences_2 import FNX, JAX, same_as_jax
+
+pytestmark = pytest.mark.x32
+
+
+@pytest.fixture(autouse=True)
+def _jax_as_fnx(jax_x64_as_fnx):
+    """JAX runs with x64 set as fnx's (off: these are the user's defaults)."""
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+@pytest.mark.parametrize("name, value", [
+    ("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir"),
+    ("jax_logging_level", "WARNING"), ("jax_transfer_guard", "allow"),
+    ("jax_dump_ir_modes", "eqn_count_pprof")])
+def test_configuration_lines_of_jax_pages_run(name, value):
+    fnx.config.update(name, value)
+    assert getattr(fnx.config, name) == value
+
+
+def test_transfer_guard_and_compilation_cache_settings_run_unchanged(tmp_path):
+    from fnx.experimental.compilation_cache import compilation_cache as cc
+    old = getattr(fnx.config, "compilation_cache_dir", None)
+    cc.set_cache_dir(tmp_path)
+    assert fnx.config.jax_compilation_cache_dir == str(tmp_path) and cc.is_initialized()
+    fnx.config.update("jax_compilation_cache_dir", old)
+    x = fnx.numpy.array([1, 2])
+    with fnx.transfer_guard("disallow"):
+        assert fnx.config.transfer_guard == "disallow"
+        np.testing.assert_array_equal(fnx.device_get(x), [1, 2])
+    with fnx.transfer_guard_device_to_host("log"):
+        assert fnx.config.transfer_guard_device_to_host == "log"
+
+
+def _stateful_draws(side, seed):
+    random = importlib.import_module(side.m.__name__ + ".experimental.random")
+    rng = random.stateful_rng(seed)
+    jitted = side.m.jit(rng.uniform)
+    xs = side.np.zeros(3)
+    return (rng.random((5,)), rng.random(2), rng.uniform(-1.0, 2.0, (3,)), jitted(), jitted(),
+            rng.normal(1.0, 2.0, (4,)), rng.integers(10, size=(2,)),
+            side.m.random.key_data(rng.key((2,))),
+            [r.integers(0, 10, 2) for r in rng.spawn(2)],
+            side.m.vmap(lambda r, x: x + r.uniform())(rng.split(3), xs))
+
+
+def test_stateful_rng_draws_as_jax(rng):
+    seed = int(rng.integers(2**31))
+    same_as_jax(lambda side: _stateful_draws(side, seed))
+
+
+def test_vmap_sum_match_sums_outputs_that_vary(rng):
+    x, y = rng.standard_normal((2, 4, 3)).astype(np.float32)
+    same_as_jax(lambda s: s.m.vmap(lambda a, b: (a * b[0], b[0], a), in_axes=(0, None),
+                                   out_axes=(None, None, 0), sum_match=True)(x, y))
+    same_as_jax(lambda s: s.m.jit(s.m.vmap(lambda a: 2.0 * a, out_axes=None,
+                                           sum_match=True))(x))
+    same_as_jax(lambda s: s.m.vmap(lambda a: 2.0 * a, out_axes=None)(x))     # raises
+
+
+def test_checkpoint_refuses_the_removed_concrete_option():
+    for side in (FNX, JAX):
+        with pytest.raises(NotImplementedError):
+            side.m.checkpoint(lambda x: x, concrete=True)
+
+
+def test_closed_jaxpr_literals_are_its_consts(rng):
+    c = rng.standard_normal(3).astype(np.float32)
+    closed = fnx.make_jaxpr(lambda x: fnx.numpy.exp(fnx.numpy.tanh(x)) + c)(np.ones(3, np.float32))
+    want = jax.make_jaxpr(lambda x: jax.numpy.exp(jax.numpy.tanh(x)) + c)(np.ones(3, np.float32))
+    assert len(closed.literals) == len(want.literals) == len(closed.consts)
+    for g, w in zip(closed.literals, want.literals):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
