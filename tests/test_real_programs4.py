@@ -86,3 +86,39 @@ def test_closed_jaxpr_literals_are_its_consts(rng):
     assert len(closed.literals) == len(want.literals) == len(closed.consts)
     for g, w in zip(closed.literals, want.literals):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_copies_of_traced_values_stay_in_their_trace(rng):
+    # jax_md's dataclasses.astuple deep-copies a state of tracers inside jit and grad
+    import copy
+    x = np.float32(rng.standard_normal())
+
+    def program(side):
+        def f(v):
+            return copy.deepcopy({"v": v})["v"] * 2.0 + copy.copy(v) ** 2
+        return side.m.jit(f)(x), side.m.grad(f)(x), copy.deepcopy(side.np.asarray(x) + 1)
+    same_as_jax(program)
+
+
+def test_cond_with_an_operand_per_branch(rng):
+    # JAX's oldest form: cond(pred, true_operand, true_fun, false_operand, false_fun)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32)
+    for pred in (True, False):
+        same_as_jax(lambda s: s.m.jit(lambda p, a, b: s.lax.cond(
+            p, a, lambda u: u + 1.0, b, lambda v: v * 2.0))(pred, a, b))
+    same_as_jax(lambda s: s.lax.cond(True, 1.0, 2.0, 3.0))     # raises TypeError
+
+
+def test_eval_shape_takes_shaped_arrays_and_duck_typed_shapes():
+    class Spec:
+        shape, dtype = (4, 3), np.dtype("float32")
+    from fnx.core import ShapedArray
+    from jax.core import ShapedArray as JaxShapedArray
+    for side, shaped in ((FNX, ShapedArray), (JAX, JaxShapedArray)):
+        out = side.m.eval_shape(lambda a, b: a @ b.T, shaped((2, 3), np.float32), Spec())
+        assert out.shape == (2, 4) and out.dtype == np.float32
+
+
+def test_interpreters_modules_import_under_jax_names():
+    from fnx.interpreters import ad, batching, partial_eval  # noqa: F401
+    assert batching.not_mapped is None

@@ -717,7 +717,19 @@ class ShapeDtypeStruct:
 
 
 def _aval_of(x):
-    return x.aval if isinstance(x, ShapeDtypeStruct) else get_aval(x)
+    """The abstract value of an argument: an array's, or the shape and dtype a stand-in names
+    (``ShapeDtypeStruct``, ``ShapedArray``, or any object with ``shape`` and ``dtype``, as JAX
+    takes them in ``eval_shape``)."""
+    if isinstance(x, ShapeDtypeStruct):
+        return x.aval
+    if isinstance(x, ShapedArray):
+        return x
+    try:
+        return get_aval(x)
+    except ArgumentTypeError:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return ShapeDtypeStruct(tuple(x.shape), x.dtype).aval
+        raise
 
 
 def _static_split(args, static_argnums):
