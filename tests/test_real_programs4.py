@@ -122,3 +122,11 @@ def test_eval_shape_takes_shaped_arrays_and_duck_typed_shapes():
 def test_interpreters_modules_import_under_jax_names():
     from fnx.interpreters import ad, batching, partial_eval  # noqa: F401
     assert batching.not_mapped is None
+
+
+@pytest.mark.parametrize("count", [0, 5, 31, 32, 40, -1])
+def test_shifts_by_one_count_in_and_out_of_range(rng, count):
+    x = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    for op in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
+        same_as_jax(lambda s: getattr(s.lax, op)(x, np.int32(count)))
+        same_as_jax(lambda s: getattr(s.lax, op)(x.view(np.uint32), np.uint32(count % 2**32)))
