@@ -27,7 +27,7 @@ from .core.partial_eval import ensure_compile_time_eval
 from .core.callbacks import pure_callback
 from .core.pmap import device_put_replicated, device_put_sharded, pmap
 from .core.shard_map import shard_map
-from .core.placement import device_put, make_mesh
+from .core.placement import device_put, make_array_from_process_local_data, make_mesh
 from .core.sharding import NamedSharding, P, set_mesh
 from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import image  # noqa: E402

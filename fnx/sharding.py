@@ -2,9 +2,9 @@
 
 >>> from fnx.sharding import Mesh, NamedSharding, PartitionSpec as P
 """
-from .core.sharding import (Mesh, NamedSharding, P, PartitionSpec, PmapSharding,  # noqa: F401
-                            PositionalSharding, Shard, Sharding, SingleDeviceSharding,
-                            set_mesh, use_mesh)
+from .core.sharding import (AxisType, Mesh, NamedSharding, P, PartitionSpec,  # noqa: F401
+                            PmapSharding, PositionalSharding, Shard, Sharding,
+                            SingleDeviceSharding, set_mesh, use_mesh)
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

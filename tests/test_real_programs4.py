@@ -130,3 +130,39 @@ def test_shifts_by_one_count_in_and_out_of_range(rng, count):
     for op in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
         same_as_jax(lambda s: getattr(s.lax, op)(x, np.int32(count)))
         same_as_jax(lambda s: getattr(s.lax, op)(x.view(np.uint32), np.uint32(count % 2**32)))
+
+
+def test_explicit_sharding_spellings_of_the_training_cookbook(rng):
+    # jax.make_mesh(shape, names, axis_types) positionally, jax.set_mesh(mesh) as a statement,
+    # out_sharding= on einsum, .at[].get and initializers, make_array_from_process_local_data
+    # of a pytree with a bare PartitionSpec: values as JAX computes them
+    from fnx.sharding import AxisType
+    P = fnx.P
+    mesh = fnx.make_mesh((1,), ("fsdp",), (AxisType.Explicit,))
+    assert mesh.axis_types == (AxisType.Explicit,)
+    tokens = rng.integers(0, 16, (2, 5)).astype(np.int32)
+    table = rng.standard_normal((16, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    with fnx.set_mesh(mesh):
+        batch = fnx.make_array_from_process_local_data(P("fsdp"), {"ids": tokens})
+        assert batch["ids"].sharding.spec == P("fsdp")
+        emb = fnx.numpy.asarray(table).at[batch["ids"]].get(out_sharding=P("fsdp", None, None))
+        out = fnx.numpy.einsum("bsd,dh->bsh", emb, w, out_sharding=P("fsdp", None, None))
+        out2 = fnx.numpy.matmul(emb, w, out_sharding=P("fsdp")) + fnx.numpy.dot(emb, w,
+                                                                               out_sharding=None)
+        init = fnx.nn.initializers.he_normal(1, 1)(fnx.random.key(3), (4, 3), "float32",
+                                                   P(None, "fsdp"))
+    from fnx.core.sharding import current_mesh
+    before = current_mesh()
+    setting = fnx.sharding.set_mesh(mesh)      # a statement sets it at once
+    assert current_mesh() is mesh
+    setting.__exit__(None, None, None)
+    assert current_mesh() is before
+    want = np.einsum("bsd,dh->bsh", table[tokens], w)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out2), 2 * want, rtol=1e-5, atol=1e-5)
+    jax_init = jax.nn.initializers.he_normal(1, 1)(jax.random.key(3), (4, 3), "float32")
+    np.testing.assert_allclose(np.asarray(init), np.asarray(jax_init), rtol=1e-6)
+    with pytest.raises(ValueError):
+        with fnx.set_mesh(None):
+            fnx.make_array_from_process_local_data(P("fsdp"), tokens)

@@ -12,6 +12,7 @@ global array each device holds.
 """
 from __future__ import annotations
 
+import enum
 import math
 
 import numpy as np
@@ -43,17 +44,34 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
+class AxisType(enum.Enum):
+    """How a mesh axis is sharded (``jax.sharding.AxisType``): ``Auto`` (the compiler
+    chooses), ``Explicit`` (array types carry their sharding) or ``Manual`` (inside shard_map).
+    fnx's values do not depend on it; meshes keep it in ``axis_types``.
+
+    >>> fnx.make_mesh((1,), ("data",), (AxisType.Explicit,)).axis_types
+    (<AxisType.Explicit: 'explicit'>,)
+    """
+    Auto = "auto"
+    Explicit = "explicit"
+    Manual = "manual"
+
+
 class Mesh:
     """Devices in a grid whose axes have names.
 
     >>> Mesh(np.array(fnx.devices()[:4]).reshape(2, 2), ("data", "model"))
     """
 
-    def __init__(self, devices, axis_names):
+    def __init__(self, devices, axis_names, axis_types=None):
         self.devices = np.asarray(devices, dtype=object)
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         self.axis_names = tuple(axis_names)
+        if isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types) if axis_types is not None else \
+            (AxisType.Auto,) * len(self.axis_names)
         if self.devices.ndim != len(self.axis_names):
             raise MeshError(f"a mesh of devices with shape {self.devices.shape} needs "
                             f"{self.devices.ndim} axis names, got {self.axis_names}")
@@ -93,24 +111,42 @@ class Mesh:
 
 
 _mesh_stack: list[Mesh] = []
+_global_mesh: list = [None]
+
+
+class _MeshSetting:
+    """``set_mesh``'s result: the mesh is set already; leaving a ``with`` block restores the
+    one before."""
+
+    def __init__(self, mesh):
+        self.mesh, self._before = mesh, _global_mesh[0]
+        _global_mesh[0] = mesh
+
+    def __enter__(self):
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _global_mesh[0] = self._before
 
 
 def set_mesh(mesh: Mesh):
-    """Context manager: ``mesh`` is the mesh shard_map uses when given none (``jax.set_mesh``).
+    """Sets ``mesh`` as the mesh that shard_map and bare ``PartitionSpec`` shardings use when
+    given none (``jax.set_mesh``): for the rest of the program, or inside a ``with`` block.
 
     >>> with fnx.set_mesh(fnx.make_mesh((1,), ("i",))):
     ...     fnx.shard_map(lambda x: x * 2, in_specs=P("i"), out_specs=P("i"))(jnp.ones(2))
     Array([2., 2.], dtype=float32)
     """
-    return mesh
+    return _MeshSetting(mesh)
 
 
 use_mesh = set_mesh
 
 
 def current_mesh() -> Mesh | None:
-    """The mesh of the innermost ``with mesh:`` block, or None."""
-    return _mesh_stack[-1] if _mesh_stack else None
+    """The mesh of the innermost ``with mesh:`` block, else the one ``set_mesh`` set, or
+    None."""
+    return _mesh_stack[-1] if _mesh_stack else _global_mesh[0]
 
 
 class Sharding:
@@ -342,6 +378,6 @@ def index_key(index):
     return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
-__all__ = ["Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+__all__ = ["AxisType", "Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
            "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
            "PmapSharding", "PositionalSharding", "current_mesh"]
