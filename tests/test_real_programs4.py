@@ -166,3 +166,21 @@ def test_explicit_sharding_spellings_of_the_training_cookbook(rng):
     with pytest.raises(ValueError):
         with fnx.set_mesh(None):
             fnx.make_array_from_process_local_data(P("fsdp"), tokens)
+
+
+def test_jax_array_protocol_only_in_explicit_conversions(rng):
+    data = rng.standard_normal(5).astype(np.float32)
+
+    def program(side):
+        class Custom:
+            def __jax_array__(self):
+                return side.np.asarray(data)
+        return side.np.asarray(Custom()), side.np.array(Custom(), dtype="float16")
+    same_as_jax(program)
+    for side in (FNX, JAX):
+        class Custom:
+            def __jax_array__(self):
+                return side.np.asarray(data)
+        for use in (lambda x: side.np.multiply(x, 2), side.np.sin, side.m.jit(lambda x: x)):
+            with pytest.raises(ValueError):
+                use(Custom())

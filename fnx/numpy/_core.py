@@ -25,8 +25,8 @@ def _is_scalar(x) -> bool:
 
 
 def asarray(x, dtype=None, order=None, *, copy=None, device=None):
-    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array) to an
-    fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
+    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array, an
+    object's ``__jax_array__()``) to an fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
     their owner's later writes change nothing here; ``copy`` changes no result.
 
     >>> jnp.asarray([1, 2, 3])
@@ -43,6 +43,8 @@ def asarray(x, dtype=None, order=None, *, copy=None, device=None):
 def _asarray(x, dtype):
     if is_array(x):
         return x if dtype is None else astype(x, dtype)
+    if hasattr(type(x), "__jax_array__"):   # explicit conversion calls it, as in JAX
+        return _asarray(x.__jax_array__(), dtype)
     if _is_scalar(x):
         if dtype is None:
             return lax.convert_element_type_p.bind(x, new_dtype=dtypes.scalar_dtype(x),
@@ -179,6 +181,8 @@ def promote_dtypes(*args):
     """Convert all args to arrays of their common dtype (no broadcasting). Python numbers are
     converted once, straight to that dtype, so ``float64_array * 0.7`` keeps 0.7 exact."""
     if len(args) == 1:
+        if hasattr(type(args[0]), "__jax_array__") and not is_array(args[0]):
+            get_aval(args[0])    # raises ArrayProtocolError: only asarray converts it
         return [asarray(args[0])]
     avals = [get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
              for a in args]
