@@ -184,3 +184,11 @@ def test_jax_array_protocol_only_in_explicit_conversions(rng):
         for use in (lambda x: side.np.multiply(x, 2), side.np.sin, side.m.jit(lambda x: x)):
             with pytest.raises(ValueError):
                 use(Custom())
+
+
+def test_none_is_not_an_array_value(rng):
+    # custom_pytrees.md: jacobian rebuilds a class whose __init__ calls jnp.asarray on None
+    for side in (FNX, JAX):
+        for convert in (side.np.asarray, side.np.array):
+            with pytest.raises(ValueError):
+                convert(None)

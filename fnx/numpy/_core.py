@@ -6,7 +6,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.config import config
 from ..core.core import Array, Tracer, get_aval, get_backend
-from ..core.errors import ShapeError, TypePromotionError
+from ..core.errors import ArgumentValueError, ShapeError, TypePromotionError
 from ..core.interop import is_foreign_array
 from ..core.placement import device_put
 
@@ -41,6 +41,8 @@ def asarray(x, dtype=None, order=None, *, copy=None, device=None):
 
 
 def _asarray(x, dtype):
+    if x is None:
+        raise ArgumentValueError("None is not a valid value for jnp.array")
     if is_array(x):
         return x if dtype is None else astype(x, dtype)
     if hasattr(type(x), "__jax_array__"):   # explicit conversion calls it, as in JAX
@@ -92,8 +94,6 @@ def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     Array([[1., 2.],
            [3., 4.]], dtype=float32)
     """
-    if x is None:
-        raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype, order, device=device)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
