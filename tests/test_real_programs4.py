@@ -192,3 +192,83 @@ def test_none_is_not_an_array_value(rng):
         for convert in (side.np.asarray, side.np.array):
             with pytest.raises(ValueError):
                 convert(None)
+
+
+def _hijax_program(side, x, y, get=None):
+    hijax = importlib.import_module(side.m.__name__ + ".experimental.hijax")
+    np_, typeof = side.np, side.m.typeof
+
+    class ScaledGrad(hijax.VJPHiPrimitive):      # identity forward, scaled cotangent back
+        def __init__(self, x_aval, b_aval, *, scale):
+            self.in_avals, self.out_aval = (x_aval, b_aval), x_aval
+            self.params = dict(scale=scale)
+            super().__init__()
+
+        def expand(self, x, b):
+            return x
+
+        def vjp_fwd(self, nzs_in, x, b):
+            return self(x, b), None
+
+        def vjp_bwd_retval(self, res, g):
+            return (self.scale * g, None)              # None: a zero cotangent
+
+        def batch_dim_rule(self, axis_data, in_dims):
+            return in_dims[0]
+
+    class SinTimes(hijax.VJPHiPrimitive):        # both rules; Python control flow on values
+        def __init__(self, x_aval, y_aval):
+            self.in_avals, self.out_aval, self.params = (x_aval, y_aval), x_aval, {}
+            super().__init__()
+
+        def expand(self, x, y):
+            return np_.sin(x) * y
+
+        def vjp_fwd(self, nzs_in, x, y):
+            return self(x, y), (np_.cos(x), np_.sin(x), y)
+
+        def vjp_bwd_retval(self, res, g):
+            cos_x, sin_x, y = res
+            return (cos_x * g * y, sin_x * g)
+
+        def jvp(self, primals, tangents):
+            (x, y), (dx, dy) = primals, tangents
+            return self(x, y), np_.cos(x) * dx * y + np_.sin(x) * dy
+
+        def batch_dim_rule(self, axis_data, in_dims):
+            return in_dims[0] if in_dims[0] is not None else in_dims[1]
+
+    class Exp(hijax.VJPHiPrimitive):             # linearization rules only
+        def __init__(self, x_aval):
+            self.in_avals, self.out_aval, self.params = (x_aval,), x_aval, {}
+            super().__init__()
+
+        def expand(self, x):
+            return np_.exp(x)
+
+        def lin(self, nzs_in, x):
+            e = np_.exp(x)
+            return e, e
+
+        def linearized(self, e, dx):
+            return e * dx
+
+    scaled = lambda v: ScaledGrad(typeof(v), typeof(v), scale=3.0)(v, v)   # noqa: E731
+    sin_times = lambda a, b: SinTimes(typeof(a), typeof(b))(a, b)   # noqa: E731
+    exp = lambda v: Exp(typeof(v))(v)                                # noqa: E731
+    if get == "exp":
+        return exp
+    g = side.m.grad
+    return (side.m.vmap(g(lambda v: np_.sin(scaled(v))))(x),
+            side.m.jit(g(sin_times, (0, 1)))(x[0], y[0]),
+            side.m.jvp(sin_times, (x[0], y[0]), (y[1], x[1])),
+            side.m.vmap(side.m.jit(sin_times))(x, y),
+            side.m.linearize(exp, x)[1](y))
+
+
+def test_python_primitives_of_hijax_as_jax(rng):
+    x, y = rng.standard_normal((2, 4)).astype(np.float32)
+    same_as_jax(lambda side: _hijax_program(side, x, y), rtol=1e-5, atol=1e-6)
+    same_as_jax(lambda side: side.m.vmap(_hijax_program(side, x, y, get="exp"))(x))   # raises
+    # the forward rule is used under jvp, the reverse rules under grad (when they agree, as
+    # they should, fnx may differentiate either)
