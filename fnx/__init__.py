@@ -33,7 +33,7 @@ from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import image  # noqa: E402
 from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
+from . import ad, ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
 from . import export, ffi  # noqa: E402
 from .ref import Ref, freeze, new_ref  # noqa: E402

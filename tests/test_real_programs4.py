@@ -272,3 +272,23 @@ def test_python_primitives_of_hijax_as_jax(rng):
     same_as_jax(lambda side: side.m.vmap(_hijax_program(side, x, y, get="exp"))(x))   # raises
     # the forward rule is used under jvp, the reverse rules under grad (when they agree, as
     # they should, fnx may differentiate either)
+
+
+def test_vjp_with_refs_accumulates_and_returns_as_jax(rng):
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    xs = rng.standard_normal((4, 3)).astype(np.float32)
+
+    def program(side):
+        ad = side.m.ad
+        acc = side.m.new_ref(side.np.zeros((3, 3)))
+        outs = []
+        for x in xs:          # microbatches: gradients of w accumulated in place
+            loss, f_vjp = side.m.vjp(lambda w, x: side.np.sum(side.np.tanh(w @ x)), w, x)
+            outs.append(f_vjp.with_refs(acc, ad.GradValue())(side.np.ones_like(loss))[1])
+        _, f_vjp = side.m.vjp(lambda w, x: w @ x, w, xs[0])
+        only_w = f_vjp.with_refs(ad.GradValue(), ad.DontWant())(side.np.ones(3))
+        return (acc[...], outs, only_w[0], repr(only_w[1]),
+                repr(f_vjp.with_refs(acc, ad.DontWant())(side.np.ones(3))))
+    got, want = program(FNX), program(JAX)
+    assert got[3:] == want[3:] == ("DidntWant()", "(GradRef(), DidntWant())")
+    same_as_jax(lambda side: program(side)[:3], rtol=1e-5, atol=1e-5)

@@ -15,7 +15,8 @@ from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DType
                      ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
 from .partial_eval import trace_to_jaxpr
-from .pytree import Partial, broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .pytree import (Partial, broadcast_prefix, register_pytree_node, tree_flatten, tree_leaves,
+                     tree_map, tree_unflatten)
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -162,12 +163,85 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
     pullback = _Pullback(lin.jaxpr, lin.in_avals, lin.out_is_zero, lin.out_avals, out_tree,
                          p_tree, [get_aval(p) for p in p_leaves])
-    vjp_fun = Partial(pullback, list(lin.consts))   # a pytree: it can leave (and enter) jit
+    vjp_fun = VJP(pullback, list(lin.consts))   # a pytree: it can leave (and enter) jit
 
     out = tree_unflatten(out_tree, out_p)
     if has_aux:
         return out, vjp_fun, tree_unflatten(aux_tree, aux_leaves)
     return out, vjp_fun
+
+
+class GradValue:
+    """``VJP.with_refs`` target: return this argument's cotangent as a value."""
+
+    def __repr__(self):
+        return "GradValue()"
+
+
+class DontWant:
+    """``VJP.with_refs`` target: this argument's cotangent is not wanted (``DidntWant()``)."""
+
+    def __repr__(self):
+        return "DontWant()"
+
+
+class GradRef:
+    """What ``VJP.with_refs`` returns for an argument whose cotangent went into a ``Ref``."""
+
+    def __repr__(self):
+        return "GradRef()"
+
+
+class DidntWant:
+    """What ``VJP.with_refs`` returns for an argument marked ``DontWant()``."""
+
+    def __repr__(self):
+        return "DidntWant()"
+
+
+for _marker in (GradRef, DidntWant):       # empty pytree nodes, as in JAX
+    register_pytree_node(_marker, lambda m: ((), None), lambda _, c, cls=_marker: cls())
+
+
+class VJP(Partial):
+    """The function ``vjp`` returns: called with the output's cotangent, it returns one
+    cotangent per primal. ``with_refs(*targets)`` (one target per primal: a ``Ref`` to add the
+    cotangent into, ``GradValue()`` or ``DontWant()``) gives a function that delivers them so.
+
+    >>> _, f_vjp = fnx.vjp(lambda w, x: w * x, 2.0, 3.0)
+    >>> acc = fnx.new_ref(10.0)
+    >>> f_vjp.with_refs(acc, fnx.ad.GradValue())(1.0)
+    (GradRef(), Array(2., dtype=float32, weak_type=True))
+    >>> acc
+    Ref(13., dtype=float32, weak_type=True)
+    """
+
+    def with_refs(self, *targets):
+        def deliver_cotangents(ct):
+            cts = self(ct)
+            t_leaves, t_tree = tree_flatten(targets)
+            c_leaves, c_tree = tree_flatten(cts)
+            if t_tree != c_tree:
+                raise TreeStructureError(f"VJP.with_refs takes one target per primal, shaped "
+                                         f"like the primals {c_tree}, got {t_tree}")
+            return tree_unflatten(c_tree, [_deliver(t, c) for t, c in zip(t_leaves, c_leaves)])
+        return deliver_cotangents
+
+
+register_pytree_node(VJP, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, c: VJP(func, *c[0], **c[1]))
+
+
+def _deliver(target, ct):
+    if state.is_ref(target):
+        target[...] = target[...] + ct
+        return GradRef()
+    if isinstance(target, DontWant):
+        return DidntWant()
+    if isinstance(target, GradValue):
+        return ct
+    raise ArgumentTypeError(f"VJP.with_refs targets are Refs, GradValue() or DontWant(), got "
+                            f"{target!r:.80}")
 
 
 class _Pullback:
