@@ -43,16 +43,9 @@ from . import numpy, lax, nn, tree, tree_util  # noqa: E402
 from . import image  # noqa: E402
 from . import dtypes  # noqa: E402
 from . import debug, linalg, optim, random, scipy, test_util  # noqa: E402
-from . import ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
+from . import ad, ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, typing  # noqa: E402
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
 from . import custom_derivatives, export, extend, ffi, interpreters, stages  # noqa: E402
-from .core.api import DidntWant as _DidntWant, DontWant as _DontWant  # noqa: E402
-from .core.api import GradRef as _GradRef, GradValue as _GradValue  # noqa: E402
-import types as _types  # noqa: E402
-
-# JAX's jax.ad: what vjp functions' with_refs take and return
-ad = _types.SimpleNamespace(DontWant=_DontWant, DidntWant=_DidntWant, GradRef=_GradRef,
-                            GradValue=_GradValue)
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 
 

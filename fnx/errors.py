@@ -8,7 +8,8 @@ them (``jax.errors``). Each subclasses the builtin exception JAX raises in the s
 """
 from .core.control_flow import (ControlFlowTypeError, ControlFlowValueError,  # noqa: F401
                                 ReverseModeWhileLoopError)
-from .core.errors import (ArgumentTypeError, AxisNameError, BatchingError,  # noqa: F401
+from .core.errors import (ArgumentTypeError, ArgumentValueError,  # noqa: F401
+                          ArrayProtocolError, AxisNameError, BatchingError,
                           ConcretizationTypeError, CotangentTypeError, DeletedArrayError,
                           DistributedError, DTypeError, DTypeValueError, FnxError, GradError,
                           MeshError,
@@ -60,7 +61,8 @@ class InconclusiveDimensionOperation(FnxError):
     True
     """
 
-__all__ = ["ArgumentTypeError", "AxisError", "AxisNameError", "BatchingError",
+__all__ = ["ArgumentTypeError", "ArgumentValueError", "ArrayProtocolError", "AxisError",
+           "AxisNameError", "BatchingError",
            "ConcretizationTypeError", "ControlFlowTypeError", "ControlFlowValueError",
            "CotangentTypeError",
            "DeletedArrayError", "DistributedError", "DTypeError", "DTypeValueError", "FnxError",

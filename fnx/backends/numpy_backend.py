@@ -343,6 +343,8 @@ def _shift(op, over_wide):
         bits = 8 * x.dtype.itemsize
         counts = y.astype(np.dtype(f"u{x.dtype.itemsize}"))   # negative counts are over-wide
         ok = counts < bits
+        if xp is np and counts.ndim == 0 and ok:    # one count in range (PRNG rotations)
+            return op(x, counts.astype(x.dtype))
         out = op(x, xp.where(ok, counts, 0).astype(x.dtype))
         return xp.where(ok, out, over_wide(x))
     return impl

@@ -677,13 +677,18 @@ def block_until_ready(x):
 
 
 def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
-         axis_size: int | None = None, spmd_axis_name=None) -> Callable[..., R]:
+         axis_size: int | None = None, spmd_axis_name=None,
+         sum_match: bool = False) -> Callable[..., R]:
     """Vectorise ``fun`` over a leading (or any) axis of its arguments. ``spmd_axis_name``
     (JAX's sharding hint for the mapped axis) does not change the result and is accepted.
+    With ``sum_match=True``, an output with ``out_axes`` None that varies over the mapped axis
+    is summed over it (the transpose of broadcasting) instead of raising.
 
     >>> xs, w = jnp.ones((5, 3)), jnp.array([1.0, 2.0, 3.0])
     >>> vmap(lambda x, y: x @ y, in_axes=(0, None))(xs, w)   # one product per row of xs
     Array([6., 6., 6., 6., 6.], dtype=float32)
+    >>> vmap(lambda x: 2. * x, out_axes=None, sum_match=True)(jnp.arange(3.))
+    Array(6., dtype=float32)
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -715,7 +720,7 @@ def vmap(fun: Callable[..., R], in_axes=0, out_axes=0, axis_name=None,
             return [d for d, x in zip(axes, tree_leaves(dummy)) if not is_float0(x)] + \
                 [dims[i] for i, _ in refs]
         outs = batching.batch_flat(_with_refs(flat_fun, [i for i, _ in refs]), leaves, dims,
-                                   size, _out_dims(out_dims_fn), axis_name)
+                                   size, _out_dims(out_dims_fn, sum_match), axis_name)
         for (_, ref), value in zip(refs, outs[len(outs) - len(refs):]):
             ref[...] = value
         return batch_float0(tree_unflatten(out_tree(), outs[:len(outs) - len(refs)]),
@@ -738,13 +743,13 @@ def _with_refs(flat_fun, ref_at):
     return run
 
 
-def _out_dims(fn):
+def _out_dims(fn, sum_match=False):
     def resolved(outs):
         dims = fn(len(outs))
         out = []
         for d, leaf in zip(dims, outs):
             if d is None:
-                out.append(None)
+                out.append(batching.SUM_MATCH if sum_match else None)
             else:
                 nd = get_aval(leaf).ndim + 1
                 if not -nd <= d < nd:
@@ -834,7 +839,19 @@ class ShapeDtypeStruct:
 
 
 def _aval_of(x):
-    return x.aval if isinstance(x, ShapeDtypeStruct) else get_aval(x)
+    """The abstract value of an argument: an array's, or the shape and dtype a stand-in names
+    (``ShapeDtypeStruct``, ``ShapedArray``, or any object with ``shape`` and ``dtype``, as JAX
+    takes them in ``eval_shape``)."""
+    if isinstance(x, ShapeDtypeStruct):
+        return x.aval
+    if isinstance(x, ShapedArray):
+        return x
+    try:
+        return get_aval(x)
+    except ArgumentTypeError:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return ShapeDtypeStruct(tuple(x.shape), x.dtype).aval
+        raise
 
 
 def _static_split(args, static_argnums):

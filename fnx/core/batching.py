@@ -12,6 +12,11 @@ from .jaxpr import eval_jaxpr
 from .partial_eval import trace_to_jaxpr_dynamic
 # moving and materialising batch axes takes lax's primitives, whose own vmap rules use these
 from .lax.base import bdim_at_front, broadcast_batch, move_batch_axis, not_mapped  # noqa: F401
+from .lax.base import reduce_sum
+
+# an output axis for batch_flat: an output that varies over the mapped axis is summed over it,
+# one that does not is returned as it is (vmap's out_axes=None with sum_match=True)
+SUM_MATCH = "sum_match"
 
 
 class BatchTracer(Tracer):
@@ -109,7 +114,10 @@ def batch_flat(flat_fun, vals, dims, axis_size, out_dims_fn=None, axis_name=_INH
     results = []
     for o, want in zip(outs, out_dims):
         val, have = trace.unpack(o)
-        results.append(move_batch_axis(axis_size, have, want, val))
+        if want == SUM_MATCH:
+            results.append(val if have is not_mapped else reduce_sum(val, (have,)))
+        else:
+            results.append(move_batch_axis(axis_size, have, want, val))
     return results
 
 

@@ -60,6 +60,13 @@ _ACCEPTED_JAX_OPTIONS = {
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
     "remat3", "num_cpu_devices", "use_shardy_partitioner", "cpu_enable_async_dispatch",
+    "persistent_cache_enable_xla_caches", "compilation_cache_max_size", "logging_level",
+    "debug_log_modules", "dump_ir_to", "dump_ir_modes", "mock_gpu_topology",
+    "compilation_cache_expect_pgle", "include_full_tracebacks_in_locations",
+    # fnx's arrays need no guarded transfers: CPU arrays are host memory, and a GPU array
+    # copies to the host only where the program asks for its values
+    "transfer_guard", "transfer_guard_host_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_device_to_device",
 }
 
 
@@ -239,7 +246,8 @@ _ACCEPTED_DEFAULTS = {
     "numpy_rank_promotion": "allow", "debug_infs": False, "check_tracer_leaks": False,
     "enable_checks": False, "default_prng_impl": "threefry2x32", "threefry_partitionable": True,
     "softmax_custom_jvp": False, "enable_custom_prng": False, "legacy_prng_key": "allow",
-    "transfer_guard_host_to_device": None, "transfer_guard_device_to_host": None,
+    "transfer_guard": None, "transfer_guard_host_to_device": None,
+    "transfer_guard_device_to_host": None,
     "transfer_guard_device_to_device": None, "debug_key_reuse": False,
     "jax2tf_associative_scan_reductions": False, "array_garbage_collection_guard": None,
     "allow_f16_reductions": True, "thread_guard": False, "no_tracing": False,
@@ -316,14 +324,16 @@ def checking_leaks():
 
 @contextlib.contextmanager
 def transfer_guard(new_val: str):
-    """Context manager: the three ``transfer_guard_*`` options set to ``new_val``
-    (``"allow"``, ``"log"``, ``"disallow"``, ...) inside the block; accepted, not enforced.
+    """Context manager: ``transfer_guard`` and the three ``transfer_guard_*`` options set to
+    ``new_val`` (``"allow"``, ``"log"``, ``"disallow"``, ...) inside the block; accepted, not
+    enforced (fnx transfers no array implicitly that it would have to guard).
 
     >>> with fnx.transfer_guard("disallow"):
     ...     fnx.config.transfer_guard_host_to_device
     'disallow'
     """
     with contextlib.ExitStack() as stack:
+        stack.enter_context(config.option("transfer_guard", new_val))
         for way in ("host_to_device", "device_to_host", "device_to_device"):
             stack.enter_context(config.option(f"transfer_guard_{way}", new_val))
         yield

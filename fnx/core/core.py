@@ -16,8 +16,9 @@ import numpy as np
 
 from . import dtypes
 from .config import config as _config, register_option
-from .errors import (ArgumentTypeError, ConcretizationTypeError, DeletedArrayError, DTypeError,
-                     MissingRuleError, OutOfMemoryError, ShapeError, TracerArrayConversionError,
+from .errors import (ArgumentTypeError, ArrayProtocolError, ConcretizationTypeError,
+                     DeletedArrayError, DTypeError, MissingRuleError, OutOfMemoryError,
+                     ShapeError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerIntegerConversionError, TracerLeakError,
                      user_frame)
 from .interop import foreign_shape_dtype, is_foreign_array
@@ -871,6 +872,11 @@ def get_aval(x) -> ShapedArray:
     foreign = foreign_shape_dtype(x)    # a torch tensor, a JAX or CuPy array, a DLPack producer
     if foreign is not None:
         return ShapedArray(*foreign)
+    if hasattr(type(x), "__jax_array__"):
+        raise ArrayProtocolError(f"{type(x).__name__} offers __jax_array__, which fnx (as JAX "
+                                 "since JEP 28661) calls only in explicit conversions: use "
+                                 f"fnx.numpy.asarray(x), or register {type(x).__name__} as a "
+                                 "pytree")
     raise ArgumentTypeError(f"{type(x).__name__} is not a valid fnx type: expected an array or a "
                     f"Python scalar, got {x!r:.80}")
 

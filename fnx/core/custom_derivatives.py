@@ -706,7 +706,8 @@ def custom_gradient(fun):
 # checkpoint / remat
 
 
-def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
+def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=(), *,
+               concrete: bool = False):
     """``fun`` whose intermediate values are recomputed in the backward pass instead of being
     saved: under grad, only its inputs are kept as residuals.
 
@@ -719,8 +720,13 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     ``policy(prim, *avals, **params) -> bool`` may name intermediates worth saving after all
     (see ``checkpoint_policies``; ``checkpoint_name`` tags values for the name-based ones).
     ``prevent_cse`` is accepted for JAX compatibility: fnx runs no common-subexpression
-    elimination across the forward and backward passes of a remat.
+    elimination across the forward and backward passes of a remat. ``concrete`` (JAX's removed
+    option) raises NotImplementedError, as in JAX: ``static_argnums`` replaces it.
     """
+    if concrete:
+        raise NotImplementedError("checkpoint's `concrete` option was removed (as in JAX "
+                                  "v0.10): mark the arguments Python control flow reads with "
+                                  "`static_argnums` instead")
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 

@@ -122,6 +122,17 @@ class ArgumentTypeError(FnxError, TypeError):
     (JAX raises TypeError)."""
 
 
+class ArgumentValueError(FnxError, ValueError):
+    """An argument has a value the function cannot take: None where an array is needed (JAX
+    raises ValueError)."""
+
+
+class ArrayProtocolError(ArgumentTypeError, ValueError):
+    """An argument offers ``__jax_array__``, which JAX calls only in explicit conversions since
+    JEP 28661: convert it with ``jnp.asarray`` or register it as a pytree. A ValueError, as in
+    JAX."""
+
+
 class CotangentTypeError(DTypeError, ValueError):
     """A cotangent given to a VJP function has a dtype its output cannot take (a complex
     cotangent for a real output); JAX raises ValueError."""

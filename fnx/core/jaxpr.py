@@ -109,6 +109,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)    # JAX's older name for the consts
 
     def __call__(self, *args):
         return eval_jaxpr(self.jaxpr, self.consts, *args)

@@ -12,9 +12,10 @@ import math
 import numpy as np
 
 from . import core, spmd
-from .errors import MeshError
+from .errors import MeshError, ShapeError
 from .pytree import broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
-from .sharding import Mesh, Sharding, SingleDeviceSharding
+from .sharding import (Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                       current_mesh)
 
 
 def device_put(x, device=None, *, donate=False, may_alias=None):
@@ -52,7 +53,7 @@ def _put_sharded(v, sharding):
     return out
 
 
-def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
     """A mesh of ``axis_shapes`` over ``devices`` (the first ``prod(axis_shapes)`` devices of
     the default backend when None).
 
@@ -70,6 +71,33 @@ def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh
                            "--xla_force_host_platform_device_count=N for virtual CPU devices)"))
     return Mesh(np.array(pool[:need], dtype=object).reshape(axis_shapes), axis_names,
                 axis_types)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """The arrays of pytree ``local_data`` (this process's part of a global batch) laid out by
+    ``sharding``; a bare ``PartitionSpec`` means a NamedSharding over the mesh ``set_mesh`` set.
+    fnx runs one process, so its local data is all the data.
+
+    >>> mesh = fnx.make_mesh((1,), ("batch",))
+    >>> x = fnx.make_array_from_process_local_data(fnx.NamedSharding(mesh, fnx.P("batch")),
+    ...                                            np.ones((4, 2), np.float32))
+    >>> x.shape, x.sharding.spec
+    ((4, 2), P('batch',))
+    """
+    if isinstance(sharding, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise MeshError(f"make_array_from_process_local_data was given {sharding} without "
+                            "a mesh: pass a NamedSharding, or set one with fnx.set_mesh(mesh)")
+        sharding = NamedSharding(mesh, sharding)
+
+    def one(x):
+        if global_shape is not None and tuple(np.shape(x)) != tuple(global_shape):
+            raise ShapeError(f"make_array_from_process_local_data: one process holds the whole "
+                             f"array, but its data has shape {np.shape(x)} and global_shape "
+                             f"is {tuple(global_shape)}")
+        return _put_sharded(x, sharding)
+    return tree_map(one, local_data)
 
 
 def with_sharding_constraint(x, shardings):
@@ -128,21 +156,6 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
             out = np.empty(tuple(shape), dtype or block.dtype)
         out[index] = block
     return device_put(out, sharding)
-
-
-def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-    """``local_data`` laid out by ``sharding`` (one process holds all the data, so the local
-    data is the global array).
-
-    >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P("x"))
-    >>> fnx.make_array_from_process_local_data(s, np.ones(2, np.float32))
-    Array([1., 1.], dtype=float32)
-    """
-    if global_shape is not None and tuple(global_shape) != np.shape(local_data):
-        raise ValueError(f"make_array_from_process_local_data: with one process the local "
-                         f"data of shape {np.shape(local_data)} is the whole array, not "
-                         f"global_shape {tuple(global_shape)}")
-    return device_put(local_data, sharding)
 
 
 def reshard(xs, out_shardings):

@@ -116,24 +116,42 @@ class Mesh:
 
 
 _mesh_stack: list[Mesh] = []
+_global_mesh: list = [None]
+
+
+class _MeshSetting:
+    """``set_mesh``'s result: the mesh is set already; leaving a ``with`` block restores the
+    one before."""
+
+    def __init__(self, mesh):
+        self.mesh, self._before = mesh, _global_mesh[0]
+        _global_mesh[0] = mesh
+
+    def __enter__(self):
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _global_mesh[0] = self._before
 
 
 def set_mesh(mesh: Mesh):
-    """Context manager: ``mesh`` is the mesh shard_map uses when given none (``jax.set_mesh``).
+    """Sets ``mesh`` as the mesh that shard_map and bare ``PartitionSpec`` shardings use when
+    given none (``jax.set_mesh``): for the rest of the program, or inside a ``with`` block.
 
     >>> with fnx.set_mesh(fnx.make_mesh((1,), ("i",))):
     ...     fnx.shard_map(lambda x: x * 2, in_specs=P("i"), out_specs=P("i"))(jnp.ones(2))
     Array([2., 2.], dtype=float32)
     """
-    return mesh
+    return _MeshSetting(mesh)
 
 
 use_mesh = set_mesh
 
 
 def current_mesh() -> Mesh | None:
-    """The mesh of the innermost ``with mesh:`` block, or None."""
-    return _mesh_stack[-1] if _mesh_stack else None
+    """The mesh of the innermost ``with mesh:`` block, else the one ``set_mesh`` set, or
+    None."""
+    return _mesh_stack[-1] if _mesh_stack else _global_mesh[0]
 
 
 def get_mesh() -> Mesh:
@@ -385,6 +403,6 @@ def index_key(index):
     return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
-__all__ = ["Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+__all__ = ["AxisType", "Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
            "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
            "PmapSharding", "PositionalSharding", "current_mesh"]

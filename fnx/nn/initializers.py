@@ -1,5 +1,6 @@
 """Parameter initialisers with ``jax.nn.initializers``' API: each factory returns
-``init(key, shape, dtype=float32) -> array``.
+``init(key, shape, dtype=float32, out_sharding=None) -> array`` (the sharding, JAX's explicit
+placement, leaves the values as they are).
 
 >>> import fnx.nn.initializers as init, fnx.random as random
 >>> w = init.glorot_uniform()(random.key(0), (64, 32))
@@ -58,7 +59,7 @@ def constant(value, dtype=None):
     >>> fnx.nn.initializers.constant(0.5)(fnx.random.PRNGKey(0), (2,))
     Array([0.5, 0.5], dtype=float32)
     """
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         return jnp.full(shape, value, _dtype(dtype))
     return init
 
@@ -69,7 +70,7 @@ def normal(stddev: float = 1e-2, dtype=None):
     >>> fnx.nn.initializers.normal(0.01)(fnx.random.PRNGKey(0), (3, 2)).shape
     (3, 2)
     """
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
         return random.normal(key, shape, dt) * np.asarray(stddev, dt)
     return init
@@ -81,7 +82,7 @@ def uniform(scale: float = 1e-2, dtype=None):
     >>> fnx.nn.initializers.uniform(0.01)(fnx.random.PRNGKey(0), (3, 2)).dtype
     dtype('float32')
     """
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
         return random.uniform(key, shape, dt) * np.asarray(scale, dt)
     return init
@@ -94,7 +95,7 @@ def truncated_normal(stddev: float = 1e-2, lower: float = -2.0, upper: float = 2
     >>> fnx.nn.initializers.truncated_normal(0.01)(fnx.random.PRNGKey(0), (3, 2)).shape
     (3, 2)
     """
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
         return random.truncated_normal(key, lower, upper, shape, dt) * np.asarray(stddev, dt)
     return init
@@ -131,7 +132,7 @@ def variance_scaling(scale: float, mode: str, distribution: str, in_axis=-2, out
         raise ValueError("variance_scaling distribution must be truncated_normal, normal or "
                          f"uniform, got {distribution!r}")
 
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         shape = tuple(int(s) for s in shape)
         dt = _dtype(dtype)
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
@@ -217,7 +218,7 @@ def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=None):
     >>> bool(jnp.allclose(w.T @ w, jnp.eye(3), atol=1e-5))
     True
     """
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         shape = tuple(int(s) for s in shape)
         dt = _dtype(dtype)
         if len(shape) < 2:

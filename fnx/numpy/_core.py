@@ -6,7 +6,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.config import config
 from ..core.core import Array, Tracer, get_aval, get_backend
-from ..core.errors import ShapeError, TypePromotionError
+from ..core.errors import ArgumentValueError, ShapeError, TypePromotionError
 from ..core.interop import is_foreign_array
 from ..core.placement import device_put
 
@@ -25,8 +25,8 @@ def _is_scalar(x) -> bool:
 
 
 def asarray(x, dtype=None, order=None, *, copy=None, device=None):
-    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array) to an
-    fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
+    """Convert ``x`` (array, scalar, nested list, NumPy array, another library's array, an
+    object's ``__jax_array__()``) to an fnx array. Arrays that fnx does not own (NumPy's, torch's, JAX's) are always copied in, so
     their owner's later writes change nothing here; ``copy`` changes no result.
 
     >>> jnp.asarray([1, 2, 3])
@@ -41,8 +41,12 @@ def asarray(x, dtype=None, order=None, *, copy=None, device=None):
 
 
 def _asarray(x, dtype):
+    if x is None:
+        raise ArgumentValueError("None is not a valid value for jnp.array")
     if is_array(x):
         return x if dtype is None else astype(x, dtype)
+    if hasattr(type(x), "__jax_array__"):   # explicit conversion calls it, as in JAX
+        return _asarray(x.__jax_array__(), dtype)
     if _is_scalar(x):
         if dtype is None:
             return lax.convert_element_type_p.bind(x, new_dtype=dtypes.scalar_dtype(x),
@@ -90,8 +94,6 @@ def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     Array([[1., 2.],
            [3., 4.]], dtype=float32)
     """
-    if x is None:
-        raise ValueError("None is not a valid value for jnp.array")
     out = asarray(x, dtype, order, device=device)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -179,6 +181,8 @@ def promote_dtypes(*args):
     """Convert all args to arrays of their common dtype (no broadcasting). Python numbers are
     converted once, straight to that dtype, so ``float64_array * 0.7`` keeps 0.7 exact."""
     if len(args) == 1:
+        if hasattr(type(args[0]), "__jax_array__") and not is_array(args[0]):
+            get_aval(args[0])    # raises ArrayProtocolError: only asarray converts it
         return [asarray(args[0])]
     avals = [get_aval(a) if not isinstance(a, (list, tuple)) else get_aval(asarray(a))
              for a in args]

@@ -162,6 +162,9 @@ _METHODS = {
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
     "nonzero": indexing.nonzero, "copy": lambda a: a, "view": _view, "byteswap": _byteswap,
+    # arrays are immutable, so a copy may be the array itself; a traced value stays in its
+    # trace (copy.deepcopy of a dataclass of tracers, as jax_md's dataclasses.astuple does)
+    "__copy__": lambda a: a, "__deepcopy__": lambda a, memo: a,
     "compress": _compress, "choose": lambda a, choices, out=None, mode="raise":
         selection.choose(a, choices, out=out, mode=mode),
     "searchsorted": sorting.searchsorted, "argpartition": ordering.argpartition,

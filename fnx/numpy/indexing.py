@@ -355,7 +355,7 @@ class _IndexUpdateRef:
         return _negatives_out_of_range(self.index, self.array.shape, clip)
 
     def get(self, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
         return getitem(self.array, self._index(wrap_negative_indices, mode, _GATHER_MODES),
                        mode, fill_value)
 

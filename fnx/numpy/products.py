@@ -12,7 +12,7 @@ from ._core import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis, 
                     promote_dtypes_inexact)
 
 
-def matmul(a, b, precision=None, preferred_element_type=None):
+def matmul(a, b, precision=None, preferred_element_type=None, out_sharding=None):
     """``a @ b`` with NumPy's rules: 1-D operands are vectors, leading dims broadcast.
 
     >>> jnp.matmul(jnp.ones((2, 3)), jnp.ones((3, 4))).shape
@@ -81,7 +81,7 @@ def matmul(a, b, precision=None, preferred_element_type=None):
     return out
 
 
-def dot(a, b, precision=None, preferred_element_type=None):
+def dot(a, b, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's dot: scalar product, matrix product, or sum over the last axis of ``a`` and the
     second-to-last of ``b``.
 
@@ -176,9 +176,10 @@ def _sublists_to_subscripts(*args):
     return subscripts, operands
 
 
-def einsum(subscripts: str, *operands, precision=None, optimize=None):
+def einsum(subscripts: str, *operands, precision=None, optimize=None, out_sharding=None):
     """Einstein summation, contracted pairwise left to right with dot_general. NumPy's
-    interleaved form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, works too.
+    interleaved form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, works too. ``out_sharding``
+    (JAX's explicit placement of the result) leaves the values as they are.
 
     >>> a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.ones((2, 1))
     >>> jnp.einsum("ij,jk->ik", a, b)   # a @ b

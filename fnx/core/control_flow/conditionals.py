@@ -292,7 +292,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     operation: both branches are traced, must return the same structure of the same shapes and
     dtypes, and only the chosen one runs. ``pred`` is a bool (or integer, nonzero meaning true)
     scalar. Under vmap with a batched ``pred`` both branches run and the results are selected.
-    The one operand may also be passed as ``operand=`` (JAX's older spelling).
+    The one operand may also be passed as ``operand=`` (JAX's older spelling), and JAX's oldest
+    form, ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, still works.
 
     >>> x = jnp.array(-3.0)
     >>> fnx.lax.cond(x > 0, lambda x: x * 2, lambda x: -x, x)
@@ -304,6 +305,9 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
                             "passed positionally")
         operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     aval = _aval_or_error(pred, "lax.cond's predicate")
     if aval.shape != ():
