@@ -157,6 +157,11 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
         if shape_of[k] != ():
             members.setdefault(shape_of[k], set()).add(k)
 
+    # the iteration shape of a kernel that may end in the reduction right after the run (its
+    # epilogue, below): it computes no broadcast value, as such kernels do no index arithmetic
+    reduced = tuple(eqns[j].invars[0].aval.shape) if j < len(eqns) and (
+        leading_sum(eqns[j], None) or reduces(eqns[j])) else None
+
     def with_deps(shape, ks):
         """``ks`` with the scalar work they read, and what data movement reads at other
         indices (the kernel computes it there: fusion.index_computable)."""
@@ -171,7 +176,7 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
                     continue
                 if shape_of[m] == () or elsewhere or (
                         e.primitive in MOVEMENT and v in moved_operands(e)) or (
-                        e.primitive is lax.broadcast_in_dim_p
+                        e.primitive is lax.broadcast_in_dim_p and shape != reduced
                         and cheap_to_broadcast(v, made_at, eqns)):
                     acc.add(m)
                     todo.append(m)
