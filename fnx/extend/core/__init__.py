@@ -160,12 +160,7 @@ def unsafe_am_i_under_a_jit_DO_NOT_USE() -> bool:  # noqa: N802 - JAX's name
     False
     """
     from ...core.partial_eval import JaxprTrace
-    t = _core.current_trace()
-    while t is not None:
-        if isinstance(t, JaxprTrace):
-            return True
-        t = t.parent
-    return False
+    return _under(JaxprTrace)
 
 
 def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:  # noqa: N802 - JAX's name
@@ -175,9 +170,14 @@ def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:  # noqa: N802 - JAX's name
     Array([2., 2.], dtype=float32)
     """
     from ...core.batching import BatchTrace
+    return _under(BatchTrace)
+
+
+def _under(trace_type) -> bool:
+    """Whether a trace of ``trace_type`` is among the traces the code runs under."""
     t = _core.current_trace()
     while t is not None:
-        if isinstance(t, BatchTrace):
+        if isinstance(t, trace_type):
             return True
         t = t.parent
     return False
