@@ -2,9 +2,10 @@
 program with them once, and both lowering and ``jit(f).lower(...).as_text()`` use that walk.
 
 The groups: an elementwise chain over one iteration shape (with data movement done as index
-arithmetic: on its loads, or on values it computes at the indices the movement maps to); a chain ending in a sum over leading axes; a
-row group (reductions over the last axis mixed with elementwise work, a pick of one element per
-row counting as a reduction); a 2-D product with a bias added along rows and an activation.
+arithmetic, on its loads or on values it computes at the indices the movement maps to, and
+cheap work broadcast into it computed there); a chain ending in a sum over leading axes; a row
+group (reductions over the last axis mixed with elementwise work, a pick of one element per row
+counting as a reduction); a 2-D product with a bias added along rows and an activation.
 ``dense_layers`` is the one matcher of ``act(x @ w + b)``: the groups use it, and so does the
 lowering, which makes each layer one GEMM step. ``recompute_residuals`` lets a kernel redo
 cheap elementwise work instead of loading its results. Nothing here imports CuPy.

@@ -21,8 +21,8 @@ from .contractions import products_as_contractions
 from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .fusion import (MOVEMENT, _uses, cheap_to_broadcast, leading_sum, moved_operands,
-                     outer_products_as_broadcasts,
-                     recompute_residuals, row_group, run_end, sink_expansions, sink_totals)
+                     outer_products_as_broadcasts, recompute_residuals, row_group, run_end,
+                     sink_expansions, sink_totals)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -146,9 +146,9 @@ def plan(eqns, outvars, sm_count: int) -> list[Launch]:
 def _elementwise_run(eqns, i, j, users, launches) -> int:
     """The launches of the elementwise equations ``eqns[i:j]``: one kernel per iteration shape
     (scalar equations, and values data movement reads at other indices, are computed inside
-    every kernel that needs them), and kernels that do
-    not read each other's results share one launch. A sum over leading axes right after the run
-    joins the kernel that makes its operand. Returns where the walk goes on."""
+    every kernel that needs them), and kernels that do not read each other's results share one
+    launch. A sum over leading axes right after the run joins the kernel that makes its
+    operand. Returns where the walk goes on."""
     run = list(range(i, j))
     shape_of = {k: tuple(eqns[k].outvars[0].aval.shape) for k in run}
     made_at = {v: k for k in run for v in eqns[k].outvars}
