@@ -897,7 +897,8 @@ def test_recomputed_gelu_backward_reads_the_dense_layers_output_only():
     made_elsewhere = {v for v in reads if not any(v in e.outvars for k, e in enumerate(after)
                                                   if stretch[k] == stretch[after.index(backward)])}
     assert z in made_elsewhere and len(made_elsewhere) == 2, made_elsewhere
-    assert len(_crossing(before, jaxpr.outvars)) == 4   # four intermediates, besides h, went to memory
+    # four intermediates, besides h, went to memory
+    assert len(_crossing(before, jaxpr.outvars)) == 4
     forward = [e.primitive.name for k, e in enumerate(after) if stretch[k] == 2]
     assert "sub" not in forward and forward.count("integer_pow") == 1, forward
 
