@@ -1,6 +1,6 @@
 """Ahead-of-time stages of ``jit``: ``jit(f).trace(*args)`` -> ``Traced`` -> ``.lower()`` ->
 ``Lowered`` -> ``.compile()`` -> ``Compiled``, as in ``jax.stages``. Arguments may be arrays or
-``ShapeDtypeStruct``s; a ``Compiled`` runs only arguments of the signature it was built for.
+``ShapeDtypeStruct`` specs; a ``Compiled`` runs only arguments of the signature it was built for.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Traced:
 
     @property
     def out_info(self):
-        """The output pytree of ``ShapeDtypeStruct``s."""
+        """The output pytree, with a ``ShapeDtypeStruct`` for each array."""
         from .api import ShapeDtypeStruct
         outvars = self._traced.jaxpr.outvars
         outvars = outvars[:len(outvars) - len(self._traced.refs)]
