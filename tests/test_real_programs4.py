@@ -11,12 +11,8 @@ import pytest
 import fnx
 from test_jax_differences_2 import FNX, JAX, same_as_jax
 
-pytestmark = pytest.mark.x32
-
-
-@pytest.fixture(autouse=True)
-def _jax_as_fnx(jax_x64_as_fnx):
-    """JAX runs with x64 set as fnx's (off: these are the user's defaults)."""
+# with x64 off (the user's default), and JAX run with x64 set as fnx's
+pytestmark = [pytest.mark.x32, pytest.mark.usefixtures("jax_x64_as_fnx")]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
-from ..core.jaxpr import Literal, Var
+from ..core.jaxpr import Literal
 from ..core.remat_policies import name_p
 from .fusion import MOVEMENT, small_product
 from .compile import kernel as _compile
@@ -397,10 +397,7 @@ class FusedKernel:
                 continue
             p = e.primitive
             dt = e.invars[-1].aval.dtype if e.invars else out.aval.dtype
-            product = small_product(e)
-            args = [] if product else \
-                [_literal(a) if isinstance(a, Literal) else names.get(a) for a in e.invars]
-            if product:
+            if small_product(e):
                 expr = self._product(e, load, coords)
             elif p is lax.iota_p:
                 d = e.params["dimension"]
@@ -409,10 +406,9 @@ class FusedKernel:
             elif p is lax.broadcast_in_dim_p:
                 # a value computed inside the chain: a scalar, or cheap work the kernel redoes
                 # for each element (fusion.cheap_to_broadcast)
-                x = e.invars[0]
-                expr = args[0] if not (isinstance(x, Var) and elsewhere(x)) else \
-                    value_at(out, _At(flat="i"))
+                expr = value_at(out, _At(flat="i"))
             else:
+                args = [_literal(a) if isinstance(a, Literal) else names[a] for a in e.invars]
                 expr = emit(p, args, dt, compute_type(out.aval.dtype), e.params)
             names[out] = f"t{counter}"
             lines.append(f"    const {compute_type(out.aval.dtype)} t{counter} = {expr};")

@@ -214,9 +214,8 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
     # a reduction of a value one (final) kernel makes becomes that kernel's epilogue: a sum
     # over leading axes as a column kernel, any other as a reduction kernel
     epilogue = None
-    if j < len(eqns) and (leading_sum(eqns[j], None) or reduces(eqns[j])):
-        src = made_at.get(eqns[j].invars[0])
-        shape = tuple(eqns[j].invars[0].aval.shape)
+    if reduced is not None:
+        src, shape = made_at.get(eqns[j].invars[0]), reduced
         # (not over data movement: a column kernel has few threads, each running the whole
         # chain for many rows, where index arithmetic costs more than a load)
         if src is not None and owner[src] == shape and shape in classes and \
