@@ -182,7 +182,8 @@ def test_sampler_under_jit_and_vmap_matches_jax(name, jax_x64_as_fnx):
 @pytest.mark.parametrize("dtype, rtol", [(F32, 2e-4), (F64, 1e-9)])
 def test_gamma_gradients_match_jax(dtype, rtol, jax_x64_as_fnx):
     # implicit reparameterisation: d sample / d alpha at a fixed CDF value, through gamma and
-    # through loggamma (in beta)
+    # through loggamma (in beta). A small alpha can draw a subnormal sample, which XLA's CPU
+    # flushes to zero (and so its gradient) where NumPy keeps it: hence the absolute floor.
     alphas = np.array([0.05, 0.7, 1.0, 3.5, 40.0], dtype)
     seed = _fresh_seeds(1)[0]
 
@@ -194,7 +195,8 @@ def test_gamma_gradients_match_jax(dtype, rtol, jax_x64_as_fnx):
                             losses(jax.random, jax.random.key(seed))):
         expected = np.asarray(jax.grad(theirs)(alphas))
         np.testing.assert_allclose(_values(fnx.grad(ours)(jnp.asarray(alphas))), expected,
-                                   rtol=rtol, err_msg=str(seed))
+                                   rtol=rtol, atol=1e-30 if dtype == F32 else 0,
+                                   err_msg=str(seed))
 
 
 @pytest.mark.x32
