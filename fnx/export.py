@@ -26,8 +26,8 @@ from .prng import KeyArray as _KeyArray
 
 # typed PRNG keys are pytree nodes of fnx's own: exported functions may take and return them
 register_pytree_node_serialization(_KeyArray, serialized_name="fnx.prng.KeyArray",
-                                   serialize_auxdata=lambda aux: b"",
-                                   deserialize_auxdata=lambda data: None)
+                                   serialize_auxdata=lambda impl: impl.encode(),
+                                   deserialize_auxdata=lambda data: data.decode())
 
 __all__ = ["DisabledSafetyCheck", "Exported", "ExportError", "ExportVersionError",
            "ShapePolymorphismError", "SymbolicScope", "call", "default_export_platform",

@@ -2,11 +2,14 @@
 
 ``key(seed)`` gives a typed key array (dtype ``key<fry>``, ``fnx.prng.KeyArray``) and
 ``PRNGKey(seed)`` a raw ``uint32[2]`` array (JAX's "legacy" keys); every function takes either,
-and ``split``/``fold_in`` return keys of the kind they are given. Every sampler hashes a counter with
-Threefry-2x32 (20 rounds), built from fnx primitives (uint32 add, xor and shifts), so sampling
-works under ``jit``, ``vmap`` and ``grad`` and gives the same bits on every backend. Keys are split
-and folded with JAX's current scheme (``jax_threefry_partitionable=True``, JAX's default since
-0.5), and every sampler follows JAX's algorithm and key-splitting order, so a program ported
+and ``split``/``fold_in`` return keys of the kind they are given. Every sampler hashes a
+counter with Threefry-2x32 (20 rounds), built from fnx primitives (uint32 add, xor and
+shifts), so sampling works under ``jit``, ``vmap`` and ``grad`` and gives the same bits on every
+backend. Keys are split and folded with JAX's current scheme (``jax_threefry_partitionable``,
+JAX's default since 0.5), or its original one with that option off. Keys of JAX's ``rbg`` and
+``unsafe_rbg`` implementations (``key(seed, impl="rbg")`` or ``jax_default_prng_impl``) draw
+XLA's Philox bits (``fnx.prng_impls``). Every sampler follows JAX's algorithm and
+key-splitting order, so a program ported
 from JAX draws JAX's numbers: bit for bit where the sampler is made of bits, comparisons and
 exact float steps (``bits``, ``randint``, ``split``, ``permutation``, ``choice``,
 ``categorical``, ``bernoulli``, ``binomial``, ...), and to the last bits of XLA's own log, exp,
@@ -36,8 +39,10 @@ from .core.custom_derivatives import custom_jvp
 from .core.core import Tracer, get_aval
 from .core.errors import ArgumentTypeError, DTypeError
 from .numpy._core import canonicalize_axis, promote_dtypes_inexact
-from .prng import IMPL, KeyArray
-from .prng import key_dtype as _key_dtype
+from . import prng_impls as _impls
+from .prng import IMPLS, KeyArray, resolve_impl
+from .prng import KEY_DTYPES as _KEY_DTYPES
+from .prng_impls import threefry_2x32
 from .lax.special import digamma, lgamma
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -45,60 +50,24 @@ _U32 = dtypes.uint32
 
 
 # ---------------------------------------------------------------------------------------------
-# Threefry-2x32
-
-
-def _u32(v: int):
-    return np.uint32(v)
-
-
-def _rotate_left(x, r: int):
-    return lax.bitwise_or(lax.shift_left(x, _u32(r)), lax.shift_right_logical(x, _u32(32 - r)))
-
-
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def threefry_2x32(k1, k2, x1, x2):
-    """The Threefry-2x32 block cipher (20 rounds) of counters ``(x1, x2)`` under key
-    ``(k1, k2)``: all uint32, the key words 0-d. Returns the two output words.
-
-    >>> [hex(int(w)) for w in threefry_2x32(*[np.uint32(0)] * 4)]
-    ['0x6b200159', '0x99ba4efe']
-    """
-    ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _u32(0x1BD11BDA)))
-    x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], r))
-        x[0] = lax.add(x[0], ks[(i + 1) % 3])
-        x[1] = lax.add(lax.add(x[1], ks[(i + 2) % 3]), _u32(i + 1))
-    return x[0], x[1]
-
-
-# ---------------------------------------------------------------------------------------------
 # Keys
 
 
-def _check_key(key, name: str):
-    """The raw ``uint32[2]`` data of one key, typed or raw."""
+def _check_key(key, name: str) -> KeyArray:
+    """One key as a typed key (raw data is read as the default implementation's, as JAX's)."""
     if isinstance(key, KeyArray):
         if key.shape != ():
             raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                              f"{key.shape} != (). Use fnx.vmap for batching.")
-        return key._data
+        return key
+    impl = resolve_impl()
     aval = get_aval(key)
-    if aval.shape != (2,) or aval.dtype != _U32:
-        raise ArgumentTypeError(f"random.{name} expects one key, a uint32[2] array from "
-                                f"random.key or random.split, got {aval.str_short()}; for a "
-                                "batch of keys use fnx.vmap")
-    return key
-
-
-def _key_words(key):
-    return (lax.reshape(lax.slice_in_dim(key, 0, 1), ()),
-            lax.reshape(lax.slice_in_dim(key, 1, 2), ()))
+    if aval.shape != IMPLS[impl].key_shape or aval.dtype != _U32:
+        width = IMPLS[impl].key_shape[0]
+        raise ArgumentTypeError(f"random.{name} expects one key, a uint32[{width}] array from "
+                                f"random.PRNGKey or random.split ({impl} keys), got "
+                                f"{aval.str_short()}; for a batch of keys use fnx.vmap")
+    return KeyArray(key, impl)
 
 
 def _seed_words(seed):
@@ -108,14 +77,16 @@ def _seed_words(seed):
     if isinstance(seed, int):
         if not -2 ** 63 <= seed < 2 ** 63:      # JAX converts the seed to int64 first
             raise OverflowError(f"PRNG seed {seed} does not fit in a 64-bit signed integer")
-        return _u32(0), _u32(seed % 2 ** 32)   # JAX's 32-bit default keeps the low word
+        if not dtypes.x64_enabled:      # JAX's 32-bit default keeps the low word
+            return np.uint32(0), np.uint32(seed % 2 ** 32)
+        return np.uint32((seed >> 32) % 2 ** 32), np.uint32(seed % 2 ** 32)
     if isinstance(seed, (np.integer, np.ndarray)):
         s = np.asarray(seed)
         if s.shape != () or s.dtype.kind not in "iu":
             raise TypeError(f"a PRNG seed must be an integer scalar, got {s.dtype}{s.shape}")
         v = int(s)
         hi = (v >> 32) % 2 ** 32 if s.dtype.itemsize == 8 else 0
-        return _u32(hi), _u32(v % 2 ** 32)
+        return np.uint32(hi), np.uint32(v % 2 ** 32)
     seed = jnp.asarray(seed)
     if seed.shape != () or seed.dtype.kind not in "iu":
         raise TypeError(f"a PRNG seed must be an integer scalar, got {seed.dtype}{seed.shape}")
@@ -128,46 +99,44 @@ def _seed_words(seed):
     return hi, lo
 
 
-def PRNGKey(seed) -> jnp.ndarray:  # noqa: N802 - JAX's name
-    """A key from an integer seed: ``uint32[2]``, as ``jax.random.PRNGKey``.
+def PRNGKey(seed, *, impl=None) -> jnp.ndarray:  # noqa: N802 - JAX's name
+    """A raw key from an integer seed, as ``jax.random.PRNGKey``: ``uint32[2]`` for
+    Threefry-2x32, ``uint32[4]`` for ``rbg`` and ``unsafe_rbg`` (``impl`` or the
+    ``jax_default_prng_impl`` option).
 
     >>> PRNGKey(42)
     Array([ 0, 42], dtype=uint32)
     """
-    hi, lo = _seed_words(seed)
-    return jnp.stack([jnp.asarray(hi, _U32), jnp.asarray(lo, _U32)])
+    return _impls.seed(resolve_impl(impl), *_seed_words(seed))
 
 
 def key(seed, *, impl=None) -> KeyArray:
-    """A typed key (shape ``()``, dtype ``key<fry>``) from an integer seed, as
-    ``jax.random.key``; its data is ``PRNGKey(seed)``.
+    """A typed key (shape ``()``) from an integer seed, as ``jax.random.key``: of
+    Threefry-2x32 (dtype ``key<fry>``), ``"rbg"`` or ``"unsafe_rbg"`` (``impl`` or the
+    ``jax_default_prng_impl`` option).
 
     >>> key(0)
     Array((), dtype=key<fry>) overlaying:
     [0 0]
+    >>> key(0, impl="rbg").dtype
+    key<rbg>
     """
-    _check_impl(impl)
-    return KeyArray(PRNGKey(seed))
-
-
-def _check_impl(impl):
-    if impl is not None and impl not in (IMPL, "threefry"):
-        raise ValueError(f"fnx.random has one PRNG implementation, {IMPL!r}; got {impl!r}")
+    impl = resolve_impl(impl)
+    return KeyArray(_impls.seed(impl, *_seed_words(seed)), impl)
 
 
 def key_dtype(impl_spec=None):
-    """The dtype of typed keys of the PRNG implementation ``impl_spec`` (fnx has one,
-    Threefry-2x32, JAX's default).
+    """The dtype of typed keys of the PRNG implementation ``impl_spec`` (the default one if
+    ``None``).
 
     >>> key_dtype()
     key<fry>
     """
-    _check_impl(impl_spec)
-    return _key_dtype
+    return _KEY_DTYPES[resolve_impl(impl_spec)]
 
 
 def key_data(keys):
-    """The raw ``uint32[..., 2]`` data of typed keys (raw keys are returned as they are).
+    """The raw ``uint32[..., W]`` data of typed keys (raw keys are returned as they are).
 
     >>> key_data(key(42))
     Array([ 0, 42], dtype=uint32)
@@ -176,30 +145,33 @@ def key_data(keys):
 
 
 def wrap_key_data(key_bits, *, impl=None) -> KeyArray:
-    """Typed keys over raw ``uint32[..., 2]`` data (the inverse of ``key_data``).
+    """Typed keys over raw ``uint32[..., W]`` data (the inverse of ``key_data``) of the
+    implementation ``impl`` (the default one if ``None``).
 
     >>> wrap_key_data(jnp.array([0, 42], jnp.uint32)).shape
     ()
     """
-    _check_impl(impl)
+    impl = resolve_impl(impl)
     if isinstance(key_bits, KeyArray):
         raise TypeError("wrap_key_data takes raw uint32 data, got a typed key array")
     data = jnp.asarray(key_bits)
-    if data.dtype != _U32 or data.ndim < 1 or data.shape[-1] != 2:
-        raise TypeError(f"wrap_key_data needs uint32[..., 2] data, got "
+    width = IMPLS[impl].key_shape[0]
+    if data.dtype != _U32 or data.ndim < 1 or data.shape[-1] != width:
+        raise TypeError(f"wrap_key_data needs uint32[..., {width}] data for {impl} keys, got "
                         f"{get_aval(data).str_short()}")
-    return KeyArray(data)
+    return KeyArray(data, impl)
 
 
 def key_impl(keys) -> str:
-    """The name of the PRNG implementation behind typed keys (``'threefry2x32'``).
+    """The name of the PRNG implementation behind typed keys (``'threefry2x32'``, ``'rbg'``
+    or ``'unsafe_rbg'``).
 
     >>> fnx.random.key_impl(fnx.random.key(0))
     'threefry2x32'
     """
     if not isinstance(keys, KeyArray):
         raise TypeError(f"key_impl takes a typed key array, got {get_aval(keys).str_short()}")
-    return IMPL
+    return keys.impl.name
 
 
 def clone(keys):
@@ -213,15 +185,6 @@ def clone(keys):
     return keys
 
 
-def _iota_2x32(shape):
-    """The flat index of every position of ``shape`` as (high, low) uint32 words."""
-    size = math.prod(shape)
-    if size >= 2 ** 32:
-        raise NotImplementedError("fnx.random draws fewer than 2**32 numbers per call")
-    lo = lax.reshape(lax.iota(_U32, size), shape)
-    return lax.full(shape, 0, _U32), lo
-
-
 def split(key, num: int | Sequence[int] = 2):
     """``num`` new keys (an array of shape ``(num, 2)``, or ``(*num, 2)`` for a shape).
 
@@ -230,10 +193,8 @@ def split(key, num: int | Sequence[int] = 2):
     typed = isinstance(key, KeyArray)
     key = _check_key(key, "split")
     shape = (int(num),) if isinstance(num, (int, np.integer)) else tuple(int(n) for n in num)
-    k1, k2 = _key_words(key)
-    b1, b2 = threefry_2x32(k1, k2, *_iota_2x32(shape))
-    out = jnp.stack([b1, b2], axis=len(shape))
-    return KeyArray(out) if typed else out
+    out = _impls.SPLIT[key._impl](key._data, shape)
+    return KeyArray(out, key._impl) if typed else out
 
 
 def fold_in(key, data):
@@ -243,11 +204,8 @@ def fold_in(key, data):
     """
     typed = isinstance(key, KeyArray)
     key = _check_key(key, "fold_in")
-    hi, lo = _seed_words(data)
-    k1, k2 = _key_words(key)
-    b1, b2 = threefry_2x32(k1, k2, hi, lo)
-    out = jnp.stack([jnp.asarray(b1, _U32), jnp.asarray(b2, _U32)])
-    return KeyArray(out) if typed else out
+    out = _impls.FOLD_IN[key._impl](key._data, *_seed_words(data))
+    return KeyArray(out, key._impl) if typed else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,15 +223,8 @@ def _shape(shape, name):
         raise DTypeError(f"random.{name}: shape must be a tuple of ints, got {shape!r}") from None
 
 
-def _random_bits(key, bit_width: int, shape):
-    k1, k2 = _key_words(key)
-    b1, b2 = threefry_2x32(k1, k2, *_iota_2x32(shape))
-    if bit_width == 64:
-        hi = lax.convert_element_type(b1, dtypes.uint64)
-        lo = lax.convert_element_type(b2, dtypes.uint64)
-        return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
-    bits = lax.bitwise_xor(b1, b2)
-    return bits if bit_width == 32 else lax.convert_element_type(bits, _UINT[bit_width])
+def _random_bits(key: KeyArray, bit_width: int, shape):
+    return _impls.RANDOM_BITS[key._impl](key._data, bit_width, tuple(shape))
 
 
 def bits(key, shape=(), dtype=None):

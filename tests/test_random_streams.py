@@ -108,10 +108,12 @@ SAMPLERS = {
     "ball": (lambda r, k, d: r.ball(k, 3, 2, (30,), d), 4, None),
     "multivariate_normal": (lambda r, k, d: r.multivariate_normal(
         k, MEAN.astype(d), COV.astype(d), (40,), d), 4, 8),
+    # float32 eigh/svd factors of COV differ from XLA's by an ulp or two, which the normal
+    # draws multiply: 150 seeds gave up to 4.3 (eigh) and 3.2 (svd) eps of the largest sample
     "multivariate_normal_eigh": (lambda r, k, d: r.multivariate_normal(
-        k, MEAN.astype(d), COV.astype(d), (40,), d, method="eigh"), 4, 8),
+        k, MEAN.astype(d), COV.astype(d), (40,), d, method="eigh"), 8, 8),
     "multivariate_normal_svd": (lambda r, k, d: r.multivariate_normal(
-        k, MEAN.astype(d), COV.astype(d), (40,), d, method="svd"), 4, 8),
+        k, MEAN.astype(d), COV.astype(d), (40,), d, method="svd"), 8, 8),
     # QR of normal draws: last-bit differences grow with the draw's condition number (40 eps
     # was seen in float32), so these allow a condition number of some thousands
     "orthogonal": (lambda r, k, d: r.orthogonal(k, 4, (3,), d), 4096, 4096),
@@ -217,14 +219,6 @@ def test_default_dtypes_match_jax(x64):
                 assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
     finally:
         jax.config.update("jax_enable_x64", old)
-
-
-def test_other_key_implementations_are_refused():
-    # JAX's rbg and unsafe_rbg keys come from XLA's RngBitGenerator, which fnx does not have
-    for impl in ("rbg", "unsafe_rbg", "philox4x32"):
-        with pytest.raises(ValueError, match="threefry2x32"):
-            random.key(0, impl=impl)
-    assert random.key_impl(random.key(0, impl="threefry2x32")) == "threefry2x32"
 
 
 def test_poisson_by_rejection_matches_jax_in_distribution(jax_x64_as_fnx):

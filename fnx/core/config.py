@@ -50,13 +50,19 @@ _OPTIONS = {
     # them, collectives exchanging values in memory); -1: XLA_FLAGS'
     # --xla_force_host_platform_device_count, or 1
     "num_cpu_devices": -1,
+    # the PRNG implementation of keys made without ``impl=`` (random.key, random.PRNGKey,
+    # raw keys): "threefry2x32", "rbg" or "unsafe_rbg", as JAX's
+    "default_prng_impl": "threefry2x32",
+    # Threefry keys split and draw bits with JAX's current scheme (True, its default since 0.5)
+    # or its original one (False); read when random functions are traced
+    "threefry_partitionable": True,
 }
 
-# JAX options that name no behaviour of fnx (compilation caches, PRNG
-# implementation choices): accepted and remembered, so configuration code runs unchanged
+# JAX options that name no behaviour of fnx (compilation caches, logging, checks of JAX's
+# internals): accepted and remembered, so configuration code runs unchanged
 _ACCEPTED_JAX_OPTIONS = {
     "compilation_cache_dir", "persistent_cache_min_compile_time_secs",
-    "persistent_cache_min_entry_size_bytes", "threefry_partitionable", "default_prng_impl",
+    "persistent_cache_min_entry_size_bytes",
     "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
     "remat3", "num_cpu_devices", "use_shardy_partitioner", "cpu_enable_async_dispatch",
@@ -145,7 +151,7 @@ def _check(name, value):
         raise ValueError(f"traceback_filtering must be one of {_TRACEBACK_MODES}, got {value!r}")
     if name == "num_cpu_devices" and (not isinstance(value, int) or value == 0 or value < -1):
         raise ValueError(f"num_cpu_devices must be a positive int (or -1), got {value!r}")
-    if name in ("enable_x64", "disable_jit"):
+    if name in ("enable_x64", "disable_jit", "threefry_partitionable"):
         value = bool(value)
     return value
 
@@ -244,7 +250,7 @@ def log_compiles(enable: bool = True):
 # context manager on the top level (``with fnx.numpy_rank_promotion("raise"): ...``)
 _ACCEPTED_DEFAULTS = {
     "numpy_rank_promotion": "allow", "debug_infs": False, "check_tracer_leaks": False,
-    "enable_checks": False, "default_prng_impl": "threefry2x32", "threefry_partitionable": True,
+    "enable_checks": False,
     "softmax_custom_jvp": False, "enable_custom_prng": False, "legacy_prng_key": "allow",
     "transfer_guard": None, "transfer_guard_host_to_device": None,
     "transfer_guard_device_to_host": None,
@@ -277,8 +283,31 @@ numpy_rank_promotion = _accepted_option_context("numpy_rank_promotion", "raise")
 debug_infs = _accepted_option_context("debug_infs", True)
 check_tracer_leaks = _accepted_option_context("check_tracer_leaks", True)
 enable_checks = _accepted_option_context("enable_checks", True)
-default_prng_impl = _accepted_option_context("default_prng_impl", "rbg")
-threefry_partitionable = _accepted_option_context("threefry_partitionable", False)
+
+
+def default_prng_impl(value: str):
+    """Context manager: keys made without ``impl=`` inside use the PRNG implementation
+    ``value`` ("threefry2x32", "rbg" or "unsafe_rbg").
+
+    >>> with fnx.default_prng_impl("rbg"):
+    ...     fnx.random.PRNGKey(0).shape
+    (4,)
+    """
+    return config.option("default_prng_impl", value)
+
+
+def threefry_partitionable(value: bool = True):
+    """Context manager: Threefry keys inside split and draw bits with JAX's current scheme
+    (True) or its original one (False).
+
+    >>> with fnx.threefry_partitionable(False):
+    ...     fnx.random.key_data(fnx.random.split(fnx.random.key(0)))
+    Array([[4146024105,  967050713],
+           [2718843009, 1272950319]], dtype=uint32)
+    """
+    return config.option("threefry_partitionable", value)
+
+
 softmax_custom_jvp = _accepted_option_context("softmax_custom_jvp", True)
 enable_custom_prng = _accepted_option_context("enable_custom_prng", True)
 legacy_prng_key = _accepted_option_context("legacy_prng_key", "error")

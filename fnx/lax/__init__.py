@@ -33,6 +33,7 @@ from .gather_scatter import (gather, scatter, scatter_add, scatter_sub, scatter_
                              scatter_min, scatter_max, scatter_apply)
 from .arrays import tile, stack, unstack, empty, broadcast_like, dtype, shape_as_value  # noqa
 from .bits import mulhi, reduce_xor  # noqa: E402,F401
+from ..prng_impls import rng_bit_generator  # noqa: E402,F401
 from .shape_tuples import (conv_general_permutations, conv_transpose_shape_tuple,  # noqa
                            reduce_window_shape_tuple)
 from .staging import create_token, after_all, platform_dependent, composite  # noqa: E402,F401
