@@ -60,6 +60,24 @@ def test_nan_check_backward(nan_check):
 def test_no_false_alarm(nan_check):
     out = fnx.jit(lambda x: jnp.exp(x) / 2)(np.array([1.0, 2.0]))
     np.testing.assert_allclose(np.asarray(out), np.exp([1.0, 2.0]) / 2)
+    # infinities are debug_infs' business, not debug_nans'
+    assert np.isinf(np.asarray(jnp.log(jnp.array([0.0])))).all()
+
+
+def test_inf_check_names_the_primitive_eagerly_and_under_jit():
+    def f(x):
+        y = x - 1.0
+        return jnp.log(y) * 2.0        # -inf at x == 1
+    x = jnp.array([1.0, 3.0])
+    with fnx.debug_infs(True):
+        with pytest.raises(FloatingPointError, match="debug_infs: primitive 'log'") as e:
+            f(x)
+        assert HERE in str(e.value)
+        with pytest.raises(fnx.debug.NaNError, match="'log' produced an inf") as e:
+            fnx.jit(f)(x)
+        assert HERE in str(e.value) and "(f)" in str(e.value)
+        np.testing.assert_allclose(fnx.jit(f)(jnp.array([2.0, 3.0])), 2 * np.log([1.0, 2.0]))
+    assert not np.isfinite(np.asarray(fnx.jit(f)(x))).all()     # off again: no check
 
 
 def test_print_inside_an_unused_loop_still_runs_under_jit(capsys):

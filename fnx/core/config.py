@@ -24,6 +24,8 @@ _OPTIONS = {
     "log_compiles": False,
     # raise, naming the primitive and its source line, as soon as an operation makes a NaN
     "debug_nans": False,
+    # the same for infinities
+    "debug_infs": False,
     # run the jaxpr passes (inlining, constant folding, simplification, CSE, DCE) when jit
     # traces a function; read at trace time, so it applies to functions traced afterwards
     "jit_optimize": True,
@@ -63,7 +65,7 @@ _OPTIONS = {
 _ACCEPTED_JAX_OPTIONS = {
     "compilation_cache_dir", "persistent_cache_min_compile_time_secs",
     "persistent_cache_min_entry_size_bytes",
-    "enable_checks", "debug_infs", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
+    "enable_checks", "numpy_rank_promotion", "platforms", "log_checkpoint_residuals",
     "check_tracer_leaks", "dynamic_shapes", "softmax_custom_jvp", "enable_custom_prng",
     "remat3", "num_cpu_devices", "use_shardy_partitioner", "cpu_enable_async_dispatch",
     "persistent_cache_enable_xla_caches", "compilation_cache_max_size", "logging_level",
@@ -151,7 +153,8 @@ def _check(name, value):
         raise ValueError(f"traceback_filtering must be one of {_TRACEBACK_MODES}, got {value!r}")
     if name == "num_cpu_devices" and (not isinstance(value, int) or value == 0 or value < -1):
         raise ValueError(f"num_cpu_devices must be a positive int (or -1), got {value!r}")
-    if name in ("enable_x64", "disable_jit", "threefry_partitionable"):
+    if name in ("enable_x64", "disable_jit", "threefry_partitionable", "debug_nans",
+                "debug_infs"):
         value = bool(value)
     return value
 
@@ -236,6 +239,21 @@ def debug_nans(enable: bool = True):
 
 
 @contextlib.contextmanager
+def debug_infs(enable: bool = True):
+    """Context manager: ``config.debug_infs`` set to ``enable`` inside the block: the primitive
+    that makes an infinity raises, named with its source line.
+
+    >>> with fnx.debug_infs(True):
+    ...     fnx.numpy.log(0.0)
+    Traceback (most recent call last):
+    ...
+    fnx.core.nan_checks.NaNError: debug_infs: primitive 'log' produced an inf ...
+    """
+    with config.option("debug_infs", enable):
+        yield
+
+
+@contextlib.contextmanager
 def log_compiles(enable: bool = True):
     """Context manager: ``config.log_compiles`` set to ``enable`` inside the block.
 
@@ -249,7 +267,7 @@ def log_compiles(enable: bool = True):
 # JAX's options that fnx accepts without acting on them, with JAX's defaults: each is also a
 # context manager on the top level (``with fnx.numpy_rank_promotion("raise"): ...``)
 _ACCEPTED_DEFAULTS = {
-    "numpy_rank_promotion": "allow", "debug_infs": False, "check_tracer_leaks": False,
+    "numpy_rank_promotion": "allow", "check_tracer_leaks": False,
     "enable_checks": False,
     "softmax_custom_jvp": False, "enable_custom_prng": False, "legacy_prng_key": "allow",
     "transfer_guard": None, "transfer_guard_host_to_device": None,
@@ -280,7 +298,6 @@ def _accepted_option_context(name: str, example):
 
 
 numpy_rank_promotion = _accepted_option_context("numpy_rank_promotion", "raise")
-debug_infs = _accepted_option_context("debug_infs", True)
 check_tracer_leaks = _accepted_option_context("check_tracer_leaks", True)
 enable_checks = _accepted_option_context("enable_checks", True)
 

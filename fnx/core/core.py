@@ -932,7 +932,7 @@ class EvalTrace(Trace):
                 out = impl(*vals, **params)
             except MemoryError:
                 raise OutOfMemoryError.allocating(primitive.name, out_aval) from None
-        if _config.debug_nans:
+        if _config.debug_nans or _config.debug_infs:
             check_nans(primitive, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [Array(backend.cast(o, av.dtype), backend, av.weak_type)

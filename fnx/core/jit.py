@@ -26,7 +26,7 @@ from .errors import (DTypeError, StaticArgumentError, TreeStructureError, types_
                      user_frame)
 from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
-from .nan_checks import check_nans
+from .nan_checks import any_bad, check_nans, checking
 from .partial_eval import trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .passes import optimize
 from .placement import device_put
@@ -86,7 +86,7 @@ def _call_compiled(jaxpr, args, name, donated=()):
     for i in donated:
         if type(args[i]) is Array and args[i].is_deleted():
             args[i]._value.shape     # raises DeletedArrayError naming the earlier call
-    donated = () if config.debug_nans else _donatable(backend, args, donated)
+    donated = () if checking(config) else _donatable(backend, args, donated)
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     exe = _executable(jaxpr, backend, donated)
@@ -96,7 +96,7 @@ def _call_compiled(jaxpr, args, name, donated=()):
         args[i].delete(f"jit({name})")
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
-    if config.debug_nans:
+    if checking(config):
         _locate_nans(jaxpr, args, outs)
     return outs
 
@@ -106,17 +106,20 @@ def _pjit_impl(*args, jaxpr, name):
 
 
 def _locate_nans(jaxpr, args, outs):
-    """If the compiled program returned a NaN, re-run it equation by equation and name the
-    first equation that made one, with the source line it was traced from."""
-    if not any(np.isnan(np.asarray(o)).any() for o in outs if dtypes.is_float(o.dtype)):
+    """If the compiled program returned a NaN (or an inf, with ``debug_infs``), re-run it
+    equation by equation and name the first equation that made one, with the source line it
+    was traced from."""
+    if not any_bad(outs, config):
         return
     env = dict(zip(jaxpr.invars, args))
     read = lambda v: v.val if not hasattr(v, "count") else env[v]  # noqa: E731
-    with config.option("debug_nans", False):
+    nans, infs = config.debug_nans, config.debug_infs
+    with config.option("debug_nans", False), config.option("debug_infs", False):
         for eqn in jaxpr.eqns:
             res = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
             res = res if eqn.primitive.multiple_results else [res]
-            check_nans(eqn.primitive, res, eqn.source_info)
+            with config.option("debug_nans", nans), config.option("debug_infs", infs):
+                check_nans(eqn.primitive, res, eqn.source_info)
             env.update(zip(eqn.outvars, res))
 
 
@@ -526,7 +529,7 @@ class Jitted(Generic[P, R]):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         if self._fast_ok and not kwargs and type(current_trace()) is EvalTrace \
-                and not config.debug_nans:
+                and not checking(config):
             leaves: list = []
             try:
                 sig = _array_tree_sig(args, leaves)

@@ -1,5 +1,5 @@
-"""The NaN check of ``debug_nans``: every eager primitive and every equation of a jitted program
-that made a NaN is named, with its source line."""
+"""The checks of ``debug_nans`` and ``debug_infs``: every eager primitive and every equation of
+a jitted program that made a NaN (or an infinity) is named, with its source line."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,8 @@ from .errors import FnxError, user_frame
 
 
 class NaNError(FnxError, FloatingPointError):
-    """debug_nans found a NaN: names the primitive that produced it and where.
+    """debug_nans found a NaN (or debug_infs an infinity): names the primitive that produced
+    it and where.
 
     >>> with fnx.config.option("debug_nans", True):
     ...     try:
@@ -28,11 +29,34 @@ def _on_host(x):
     return get() if callable(get) else np.asarray(x)
 
 
+def checking(config) -> bool:
+    """Whether results are checked (``debug_nans`` or ``debug_infs`` on)."""
+    return config.debug_nans or config.debug_infs
+
+
+def _bad(v, config):
+    """What the checks in force find in the host array ``v``: 'a NaN', 'an inf' or None."""
+    if not dtypes.is_float(v.dtype):
+        return None
+    if config.debug_nans and np.isnan(v).any():
+        return "a NaN"
+    if config.debug_infs and np.isinf(v).any():
+        return "an inf"
+    return None
+
+
+def any_bad(outs, config) -> bool:
+    return any(_bad(_on_host(o), config) for o in outs)
+
+
 def check_nans(primitive, outs, source=None):
-    """Raise NaNError if any float output of ``primitive`` contains a NaN."""
+    """Raise NaNError if any float output of ``primitive`` contains a NaN (``debug_nans``) or
+    an infinity (``debug_infs``)."""
+    from .config import config
     for o in outs:
         v = _on_host(o)
-        if dtypes.is_float(v.dtype) and np.isnan(v).any():
-            where = source or user_frame()
-            raise NaNError(f"debug_nans: primitive '{primitive}' produced a NaN "
-                           f"(output {v.dtype.name}{list(v.shape)})", source=where)
+        found = _bad(v, config)
+        if found:
+            option = "debug_nans" if found == "a NaN" else "debug_infs"
+            raise NaNError(f"{option}: primitive '{primitive}' produced {found} "
+                           f"(output {v.dtype.name}{list(v.shape)})", source=source or user_frame())

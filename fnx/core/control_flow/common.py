@@ -162,7 +162,7 @@ class _Runner:
     def __init__(self, jaxpr: Jaxpr, backend):
         self.backend = backend
         self.out_dtypes = [v.aval.dtype for v in jaxpr.outvars]
-        if backend.name == "cpu" and not config.debug_nans:
+        if backend.name == "cpu" and not (config.debug_nans or config.debug_infs):
             per_backend = _executables.setdefault(jaxpr, {})
             exe = per_backend.get(backend.name)
             if exe is None:
