@@ -39,7 +39,7 @@ class Gumbel:
     """The standard Gumbel noise: ``sample`` and the unnormalized ``log_prob``.
 
     >>> Gumbel().log_prob(jnp.array(0.0))
-    Array(-1., dtype=float32)
+    Array(-1., dtype=float32, weak_type=True)
     """
 
     def sample(self, key, sample_shape=(), dtype=float):
