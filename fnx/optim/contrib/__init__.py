@@ -16,6 +16,8 @@ from ._complex_valued import (SplitRealAndImaginaryArrays,  # noqa: F401
                               SplitRealAndImaginaryState, split_real_and_imaginary)
 from ._dadapt import DAdaptAdamWState, ProdigyState, dadapt_adamw, prodigy  # noqa: F401
 from ._dog import (DoGState, DoWGState, dog, dowg, scale_by_dog, scale_by_dowg)  # noqa: F401
+from ._galore import (GaLoreDimensionNumbers, GaLoreState, galore,  # noqa: F401
+                      scale_by_galore)
 from ._madgrad import MadgradState, madgrad, scale_by_madgrad  # noqa: F401
 from ._mechanic import MechanicState, mechanize  # noqa: F401
 from ._momo import MomoAdamState, MomoState, momo, momo_adam  # noqa: F401
