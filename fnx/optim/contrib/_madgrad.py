@@ -33,7 +33,7 @@ def scale_by_madgrad(learning_rate, momentum: float = 0.9,
     >>> tx = scale_by_madgrad(0.1, momentum=0.0)
     >>> params = jnp.array([1.0])
     >>> tx.update(jnp.array([1.0]), tx.init(params), params)[0]
-    Array([-0.46399242], dtype=float32)
+    Array([-0.21544445], dtype=float32)
     """
     def init(params):
         return MadgradState(jnp.zeros([], jnp.int32), tree_zeros_like(params),

@@ -27,7 +27,7 @@ def differentially_private_aggregate(l2_norm_clip, noise_multiplier, key=None, *
     divided by the batch size; ``key`` a PRNG key or an int seed.
 
     >>> tx = differentially_private_aggregate(1.0, 0.0, key=0)
-    >>> tx.update(jnp.array([[3.0, 4.0], [0.3, 0.4]]), tx.init(None))[0]
+    >>> tx.update(jnp.array([[3.0, 4.0], [0.3, 0.4]]), tx.init(None))[0].round(4)
     Array([0.45, 0.6 ], dtype=float32)
     """
     if seed is not None:
