@@ -768,8 +768,8 @@ def test_every_optax_name_is_in_the_matching_fnx_optim_module():
         names = [n for n in dir(theirs) if not n.startswith("_")
                  and (not sub or not isinstance(getattr(theirs, n), types.ModuleType))]
         missing[sub] = [n for n in names if not hasattr(ours, n)]
-    # optax's microbatching and experimental (gradient accumulation helpers) are not here
-    assert missing.pop("") == ["experimental", "microbatch", "microbatching"]
+    # optax.experimental (aggregating, its newest gradient-accumulation API) is not here
+    assert missing.pop("") == ["experimental"]
     assert not any(missing.values()), missing
 
 
@@ -959,3 +959,32 @@ def test_galore_dpsgd_and_complex_splitting_match_optax(rng, jax_x64_as_fnx):
     got = _run_per_step(optim, make(optim), cplx, cgrads)
     _close(got, _run_per_step(optax, make(optax), cplx, cgrads))
     assert np.iscomplexobj(got["z"])
+
+
+def test_microbatching_matches_optax(rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    w, x, y = rng.standard_normal(3), rng.standard_normal((8, 3)), rng.standard_normal(8)
+    outs = []
+    for lib, np_like, jit in ((optim, jnp, fnx.jit), (optax, jax.numpy, jax.jit)):
+        mb, kind = lib.microbatching, lib.microbatching.AccumulationType
+        otu_ = lib.tree_utils
+
+        def loss(w, x, y):
+            return np_like.mean((x @ w - y) ** 2), np_like.sum(x)
+        # per-example gradients, each normalized, averaged two examples at a time
+        grads = mb.micro_grad(loss, has_aux=True, batch_argnums=(1, 2), microbatch_size=2,
+                              accumulator=kind.MEAN,
+                              transform_fn=lambda g: otu_.tree_scale(
+                                  1 / (1 + otu_.tree_norm(g)), g),
+                              metrics_fn=otu_.tree_norm)
+        per_piece = lib.microbatch(
+            lambda x, y, s: {"a": np_like.sum(x * s, 0), "b": y * 2}, argnums=0, argnames="y",
+            microbatch_size=4, accumulator={"a": kind.RUNNING_MEAN, "b": kind.CONCAT})
+        early = mb.micro_vmap(lambda x, y: x.sum() * y, in_axes=(0, None), microbatch_size=4,
+                              accumulator=kind.SUM, num_real_microbatches=1)
+        outs.append((jit(grads)(w, x, y), per_piece(x, y=y, s=3.0), early(x, 2.0)))
+    _close(*outs)
+    np.testing.assert_allclose(outs[0][1]["b"], 2 * y, rtol=1e-12)   # concatenated in order
+    np.testing.assert_allclose(outs[0][2], 2 * x[[0, 2, 4, 6]].sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="divisible"):
+        optim.microbatch(jnp.sum, 0, 3)(jnp.ones(8))
