@@ -153,8 +153,7 @@ __all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unit
             "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
             "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
 __all__ += ["assignment", "perturbations", "second_order", "tree_map_params", "microbatching",
-            "microbatch",
-            "matrix_inverse_pth_root", "multi_normal", "nnls", "power_iteration"]
+            "microbatch", "matrix_inverse_pth_root", "multi_normal", "nnls", "power_iteration"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -460,7 +460,8 @@ def tree_map_params(initable, f, state, /, *rest, transform_non_params=None, is_
         if isinstance(mark, _ParamsPlaceholder):
             return tree_map(f, value, *rest, is_leaf=is_leaf)
         return value if transform_non_params is None else transform_non_params(value)
-    return tree_map(map_params, marked, state, is_leaf=lambda v: isinstance(v, _ParamsPlaceholder))
+    return tree_map(map_params, marked, state,
+                    is_leaf=lambda v: isinstance(v, _ParamsPlaceholder))
 
 
 # The moment updates optax's optimizers are written in
@@ -515,7 +516,8 @@ def tree_bias_correction(moment, decay, count):
 __all__ = ["NamedTupleKey", "tree_add", "tree_add_scale", "tree_allclose", "tree_batch_shape",
            "tree_bias_correction", "tree_cast", "tree_cast_like", "tree_clip", "tree_conj",
            "tree_div", "tree_dtype", "tree_full_like", "tree_get", "tree_get_all_with_path",
-           "tree_l2_norm", "tree_map_params", "tree_max", "tree_min", "tree_mul", "tree_norm", "tree_ones_like",
+           "tree_l2_norm", "tree_map_params", "tree_max", "tree_min", "tree_mul", "tree_norm",
+           "tree_ones_like",
            "tree_random_like", "tree_real", "tree_scale", "tree_set", "tree_size",
            "tree_split_key_like", "tree_sub", "tree_sum", "tree_unwrap_random_key_data",
            "tree_update_infinity_moment", "tree_update_moment",
