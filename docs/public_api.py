@@ -11,6 +11,8 @@ MODULES = (
     "fnx", "fnx.numpy", "fnx.numpy.fft", "fnx.numpy.linalg", "fnx.lax", "fnx.lax.linalg",
     "fnx.nn", "fnx.nn.initializers", "fnx.random", "fnx.optim", "fnx.optim.losses",
     "fnx.optim.tree_utils", "fnx.optim.projections", "fnx.optim.contrib",
+    "fnx.optim.second_order", "fnx.optim.assignment", "fnx.optim.perturbations",
+    "fnx.optim.microbatching",
     "fnx.linalg", "fnx.scipy.special", "fnx.scipy.stats", "fnx.scipy.linalg",
     "fnx.scipy.optimize", "fnx.scipy.sparse.linalg", "fnx.scipy.signal", "fnx.tree_util",
     "fnx.tree", "fnx.debug", "fnx.experimental", "fnx.ad_checkpoint", "fnx.ref",

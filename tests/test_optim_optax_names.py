@@ -592,6 +592,11 @@ CONTRIB = {   # name: (factory of (lib, exact_diag_hessian_factory), extra args)
     "simplified_ademamix": (lambda o, h: o.contrib.simplified_ademamix(0.05, alpha=2.0), ()),
     "sophia": (lambda o, h: o.contrib.sophia(0.05, update_interval=2,
                                              hessian_diagonal_fn=h(o)), ()),
+    "adopt": (lambda o, h: o.contrib.adopt(0.05, b2=0.9), ()),
+    "adopt_nesterov_unclipped": (lambda o, h: o.contrib.adopt(
+        0.05, nesterov=True, use_clipping=False), ()),
+    "acprop": (lambda o, h: o.contrib.acprop(0.05, weight_decay=0.01), ()),
+    "madgrad": (lambda o, h: o.contrib.madgrad(0.1, weight_decay=0.01), ()),
 }
 
 
@@ -732,3 +737,254 @@ def test_dice_sparsemax_and_safe_cross_entropy_against_numpy(rng):
         jnp.asarray(logits))
     soft = np.exp(lsm)
     np.testing.assert_allclose(g, soft * lab.sum(-1, keepdims=True) - lab, atol=1e-12)
+
+
+# optax's remaining names (second_order, assignment, perturbations, tree_map_params, its linear
+# algebra, the last contrib optimizers and losses) against optax on JAX CPU at float64
+
+
+def _optax_module(name):
+    optax, jax = _optax()
+    import importlib
+    return importlib.import_module(f"optax.{name}"), jax
+
+
+def _close(got, want, rtol=1e-9, atol=1e-12, msg=""):
+    import jax
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol,
+                                   err_msg=msg)
+
+
+def test_every_optax_name_is_in_the_matching_fnx_optim_module():
+    import importlib
+    import types
+    _optax()
+    missing = {}
+    for sub in ("", ".contrib", ".losses", ".schedules", ".transforms", ".tree_utils",
+                ".projections", ".second_order", ".assignment", ".perturbations"):
+        theirs = importlib.import_module("optax" + sub)
+        ours = importlib.import_module("fnx.optim" + sub)
+        names = [n for n in dir(theirs) if not n.startswith("_")
+                 and (not sub or not isinstance(getattr(theirs, n), types.ModuleType))]
+        missing[sub] = [n for n in names if not hasattr(ours, n)]
+    # optax.experimental (aggregating, its newest gradient-accumulation API) is not here
+    assert missing.pop("") == ["experimental"]
+    assert not any(missing.values()), missing
+
+
+def _second_order_problem(rng, np_like):
+    params = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+
+    def loss(p, x, y):
+        return np_like.sum(np_like.tanh(x @ p["w"] + p["b"]) ** 2 * y + p["b"] ** 4)
+    return params, x, y, loss
+
+
+def test_second_order_matches_optax(rng, jax_x64_as_fnx):
+    from fnx.optim import second_order
+    theirs, jax = _optax_module("second_order")
+    params, x, y, _ = _second_order_problem(rng, np)
+    ours_loss = _second_order_problem(np.random.default_rng(0), jnp)[3]
+    their_loss = _second_order_problem(np.random.default_rng(0), jax.numpy)[3]
+    v = rng.standard_normal(8)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # the oracle jitted: JAX compiles every eager operation on its own
+        want = jax.jit(lambda v, p: (theirs.hvp(their_loss, v, p, x, y),
+                                     theirs.hessian_diag(their_loss, p, x, y),
+                                     theirs.fisher_diag(their_loss, p, x, y)))(v, params)
+        diag = second_order.hessian_diag(ours_loss, params, x, y)
+        _close((second_order.hvp(ours_loss, jnp.asarray(v), params, x, y), diag,
+                second_order.fisher_diag(ours_loss, params, x, y)), want)
+    assert np.asarray(diag).shape == (8,) and np.abs(np.asarray(diag)).max() > 0
+
+
+def _brute_force_assignment_cost(cost):
+    import itertools
+    n, m = cost.shape
+    if n <= m:
+        return min(cost[np.arange(n), list(c)].sum() for c in itertools.permutations(range(m), n))
+    return _brute_force_assignment_cost(cost.T)
+
+
+@pytest.mark.parametrize("name", ["hungarian_algorithm", "base_hungarian_algorithm"])
+def test_assignment_matches_optax_under_jit_and_vmap(name, rng, jax_x64_as_fnx):
+    from fnx.optim import assignment
+    theirs, jax = _optax_module("assignment")
+    ours, ref = getattr(assignment, name), jax.jit(getattr(theirs, name))
+    for shape in ((3, 5), (5, 2)):
+        cost = rng.standard_normal(shape)
+        i, j = fnx.jit(ours)(jnp.asarray(cost))
+        ri, rj = ref(jax.numpy.asarray(cost))
+        np.testing.assert_array_equal(np.asarray(i), np.asarray(ri), err_msg=f"{shape}")
+        np.testing.assert_array_equal(np.asarray(j), np.asarray(rj), err_msg=f"{shape}")
+        np.testing.assert_allclose(cost[np.asarray(i), np.asarray(j)].sum(),
+                                   _brute_force_assignment_cost(cost), rtol=1e-12)
+    costs = rng.integers(0, 4, (3, 4, 4)).astype(float)        # ties
+    _close(fnx.vmap(ours)(jnp.asarray(costs)), jax.vmap(ref)(jax.numpy.asarray(costs)))
+    assert [a.shape for a in ours(jnp.zeros((0, 3)))] == [(0,), (0,)]
+
+
+@pytest.mark.parametrize("noise,use_baseline", [("Gumbel", True), ("Normal", False)])
+def test_perturbed_fun_matches_optax_value_and_gradient(noise, use_baseline, rng,
+                                                         jax_x64_as_fnx):
+    from fnx.optim import perturbations
+    theirs, jax = _optax_module("perturbations")
+
+    def f(np_like):      # piecewise constant in x: only the smoothing gives it a gradient
+        return lambda x: {"top": np_like.argmax(x["a"]) * 1.0, "relu": np_like.maximum(
+            x["a"], 0.0).sum() * x["b"]}
+    x = {"a": rng.standard_normal(4), "b": np.asarray(rng.standard_normal())}
+    seed = int(rng.integers(1 << 30))
+    ours = perturbations.make_perturbed_fun(f(jnp), 40, 0.5, getattr(perturbations, noise)(),
+                                            use_baseline)
+    ref = theirs.make_perturbed_fun(f(jax.numpy), 40, 0.5, getattr(theirs, noise)(),
+                                    use_baseline)
+    want = jax.jit(lambda x: (ref(jax.random.key(seed), x), jax.grad(
+        lambda x: ref(jax.random.key(seed), x)["top"])(x)))(x)
+    g = fnx.grad(lambda x: ours(fnx.random.key(seed), x)["top"])(x)
+    _close((ours(fnx.random.key(seed), x), g), want, msg=f"seed {seed}")
+    assert np.abs(np.asarray(g["a"])).max() > 0
+
+
+def test_tree_map_params_matches_optax(jax_x64_as_fnx):
+    optax, jax = _optax()
+    params = {"w": np.ones((2, 3)), "b": np.ones(3)}
+    out = []
+    for lib in (optim, optax):
+        opt = lib.chain(lib.clip_by_global_norm(1.0), lib.adamw(0.1), lib.trace(0.9))
+        state = opt.init(params)
+        out.append(lib.tree_map_params(opt, lambda p, s: f"{s}{p.shape}", state,
+                                       {"w": "W", "b": "B"},
+                                       transform_non_params=lambda v: "other"))
+    ours, theirs = out
+    assert ours[1][0].mu == theirs[1][0].mu == {"w": "W(2, 3)", "b": "B(3,)"}
+    assert ours[1][0].count == theirs[1][0].count == "other"
+    assert ours[2].trace == theirs[2].trace
+    state = optim.sgd(0.1).init(params)
+    assert optim.tree_utils.tree_map_params(optim.sgd(0.1).init, lambda p: p, state) == state
+
+
+def test_linear_algebra_matches_optax(rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    a = rng.standard_normal((5, 5))
+    spd = a @ a.T + 0.1 * np.eye(5)
+    ref_root = jax.jit(optax.matrix_inverse_pth_root)     # p traced: one compilation
+    for p in (1, 2, 4, 8):
+        root, err = optim.matrix_inverse_pth_root(jnp.asarray(spd), p)
+        _close(root, ref_root(spd, p)[0], rtol=1e-7, atol=1e-9, msg=f"p={p}")
+        w, v = np.linalg.eigh(spd)
+        w = w + 1e-6 * w.max()      # the ridge
+        np.testing.assert_allclose(root, (v * w ** (-1 / p)) @ v.T, rtol=1e-4, atol=1e-6)
+    value, vector = optim.power_iteration(jnp.asarray(spd))
+    ref_value, ref_vector = jax.jit(optax.power_iteration)(spd)
+    _close((value, vector), (ref_value, ref_vector), rtol=1e-7, atol=1e-9)
+    tree_op = lambda t: {"x": spd @ t["x"]}  # noqa: E731
+    v0 = {"x": rng.standard_normal(5)}
+    _close(optim.power_iteration(tree_op, v0=v0),
+           jax.jit(lambda v0: optax.power_iteration(tree_op, v0=v0))(v0), rtol=1e-7, atol=1e-9)
+    A, b, B = rng.standard_normal((6, 4)), rng.standard_normal(6), rng.standard_normal((6, 2))
+    _close(optim.nnls(jnp.asarray(A), jnp.asarray(b), 40),
+           jax.jit(optax.nnls, static_argnums=2)(A, b, 40))
+    _close(optim.nnls(jnp.asarray(A), jnp.asarray(B), 10, L=50.0),
+           jax.jit(lambda A, B: optax.nnls(A, B, 10, L=50.0))(A, B))
+    assert float(np.asarray(optim.nnls(jnp.asarray(A), jnp.asarray(b), 40)).min()) >= 0
+    loc, log_scale, x = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal((4, 3))
+    ours, theirs = optim.multi_normal(loc, log_scale), optax.multi_normal(loc, log_scale)
+    _close((ours.log_prob(jnp.asarray(x)), ours.sample((2,), fnx.random.PRNGKey(3))),
+           jax.jit(lambda x, k: (theirs.log_prob(x), theirs.sample((2,), k)))(
+               x, jax.random.PRNGKey(3)))
+
+
+def test_fenchel_young_and_multiclass_sparsemax_losses_match_optax(rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    import fnx.scipy.special
+    scores, labels = rng.standard_normal((5, 4)), rng.integers(0, 4, 5)
+    ours = lambda s: optim.losses.multiclass_sparsemax_loss(s, labels)  # noqa: E731
+    ref = lambda s: optax.losses.multiclass_sparsemax_loss(s, labels)  # noqa: E731
+    _close((ours(jnp.asarray(scores)), fnx.grad(lambda s: ours(s).sum())(jnp.asarray(scores))),
+           jax.jit(lambda s: (ref(s), jax.grad(lambda s: ref(s).sum())(s)))(scores))
+    targets = np.eye(4)[labels]
+    fy = optim.losses.make_fenchel_young_loss(fnx.scipy.special.logsumexp)
+    fy_ref = optax.losses.make_fenchel_young_loss(jax.scipy.special.logsumexp)
+    # with the log-sum-exp it is softmax cross-entropy
+    want = jax.jit(lambda s: (fy_ref(s, targets),
+                              optax.losses.softmax_cross_entropy(s, targets)))(scores)
+    _close((fy(jnp.asarray(scores), targets),) * 2, want)
+
+
+def _run_per_step(lib, opt, params, grads):
+    import jax
+
+    # jitted: JAX compiles every eager operation on its own
+    @(fnx.jit if lib is optim else jax.jit)
+    def step(g, state, params):
+        updates, state = opt.update(g, state, params)
+        return lib.apply_updates(params, updates), state
+    state = opt.init(params)
+    for g in grads:
+        params, state = step(g, state, params)
+    return params
+
+
+def test_galore_dpsgd_and_complex_splitting_match_optax(rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    import optax.contrib  # noqa: F401
+    shapes = {"w": (5, 3), "v": (2, 6), "t": (2, 3, 4), "b": (4,)}
+    params = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    grads = [{k: rng.standard_normal(s) for k, s in shapes.items()} for _ in range(5)]
+    dims = lambda o: {"w": o.contrib.GaLoreDimensionNumbers(0, 1),  # noqa: E731
+                      "v": o.contrib.GaLoreDimensionNumbers(1, 0),
+                      "t": o.contrib.GaLoreDimensionNumbers((0, 2), 1), "b": None}
+    make = lambda o: o.contrib.galore(0.05, rank=2, update_proj_gap=3,  # noqa: E731
+                                      weight_decay=0.01, weight_dimension_numbers=dims(o))
+    got = _run_per_step(optim, make(optim), params, grads)
+    # optax takes the singular vectors in float32 whatever the precision
+    _close(got, _run_per_step(optax, make(optax), params, grads), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(got["t"], params["t"])
+    per_example = [{k: np.stack([g[k], 3 * g[k], -g[k]]) for k in g} for g in grads]
+    make = lambda o: o.contrib.dpsgd(0.1, 1.0, 0.5, seed=3, momentum=0.9)  # noqa: E731
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _close(_run_per_step(optim, make(optim), params, per_example),
+               _run_per_step(optax, make(optax), params, per_example))
+    cplx = {"z": rng.standard_normal(3) + 1j * rng.standard_normal(3), "r": np.ones(2)}
+    cgrads = [{"z": rng.standard_normal(3) + 1j * rng.standard_normal(3),
+               "r": rng.standard_normal(2)} for _ in range(4)]
+    make = lambda o: o.contrib.split_real_and_imaginary(o.adam(0.1))  # noqa: E731
+    got = _run_per_step(optim, make(optim), cplx, cgrads)
+    _close(got, _run_per_step(optax, make(optax), cplx, cgrads))
+    assert np.iscomplexobj(got["z"])
+
+
+def test_microbatching_matches_optax(rng, jax_x64_as_fnx):
+    optax, jax = _optax()
+    w, x, y = rng.standard_normal(3), rng.standard_normal((8, 3)), rng.standard_normal(8)
+    outs = []
+    for lib, np_like, jit in ((optim, jnp, fnx.jit), (optax, jax.numpy, jax.jit)):
+        mb, kind = lib.microbatching, lib.microbatching.AccumulationType
+        otu_ = lib.tree_utils
+
+        def loss(w, x, y):
+            return np_like.mean((x @ w - y) ** 2), np_like.sum(x)
+        # per-example gradients, each normalized, averaged two examples at a time
+        grads = mb.micro_grad(loss, has_aux=True, batch_argnums=(1, 2), microbatch_size=2,
+                              accumulator=kind.MEAN,
+                              transform_fn=lambda g: otu_.tree_scale(
+                                  1 / (1 + otu_.tree_norm(g)), g),
+                              metrics_fn=otu_.tree_norm)
+        per_piece = lib.microbatch(
+            lambda x, y, s: {"a": np_like.sum(x * s, 0), "b": y * 2}, argnums=0, argnames="y",
+            microbatch_size=4, accumulator={"a": kind.RUNNING_MEAN, "b": kind.CONCAT})
+        early = mb.micro_vmap(lambda x, y: x.sum() * y, in_axes=(0, None), microbatch_size=4,
+                              accumulator=kind.SUM, num_real_microbatches=1)
+        outs.append((jit(grads)(w, x, y), per_piece(x, y=y, s=3.0), early(x, 2.0)))
+    _close(*outs)
+    np.testing.assert_allclose(outs[0][1]["b"], 2 * y, rtol=1e-12)   # concatenated in order
+    np.testing.assert_allclose(outs[0][2], 2 * x[[0, 2, 4, 6]].sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="divisible"):
+        optim.microbatch(jnp.sum, 0, 3)(jnp.ones(8))

@@ -80,7 +80,12 @@ from ._optimizers import (sgd, adam, adamw, rmsprop, nadam, adamax, amsgrad, ada
                           nadamw, adan, fromage, lars, noisy_sgd, novograd,
                           optimistic_gradient_descent, optimistic_adam_v2, optimistic_adam,
                           polyak_sgd, rprop, sm3)  # noqa: F401
-from . import contrib, projections, schedules, transforms, tree, tree_utils  # noqa: F401
+from ._linear_algebra import (MultiNormalDiagFromLogScale, matrix_inverse_pth_root,  # noqa
+                              multi_normal, nnls, power_iteration)
+from . import (assignment, contrib, microbatching, perturbations, projections,  # noqa: F401
+               schedules, second_order, transforms, tree, tree_utils)
+from .tree_utils import tree_map_params  # noqa: F401
+microbatch = microbatching.microbatch
 from .tree_utils import (tree_bias_correction as bias_correction,  # noqa: F401
                          tree_update_moment as update_moment,
                          tree_update_infinity_moment as update_infinity_moment,
@@ -147,6 +152,8 @@ __all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unit
             "ScaleByBacktrackingLinesearchState", "scale_by_backtracking_linesearch",
             "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
             "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
+__all__ += ["assignment", "perturbations", "second_order", "tree_map_params", "microbatching",
+            "microbatch", "matrix_inverse_pth_root", "multi_normal", "nnls", "power_iteration"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

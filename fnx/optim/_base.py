@@ -244,3 +244,6 @@ ScalarOrSchedule = Any
 
 ArrayTree = Any
 TransformInitFn = TransformUpdateFn = TransformUpdateExtraArgsFn = Callable
+# a schedule with state (``init``, ``update(state, **extra_args)``, ``__call__(state)``) and
+# the step predicate of conditionally_transform, as the types optax annotates with
+StatefulSchedule = ConditionFn = Any

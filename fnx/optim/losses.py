@@ -335,6 +335,10 @@ __all__ += ["sparsemax_loss", "safe_softmax_cross_entropy", "ctc_loss",
             "ctc_loss_with_forward_probs", "ntxent", "triplet_margin_loss", "dice_loss",
             "binary_dice_loss", "multiclass_generalized_dice_loss", "ranking_softmax_loss"]
 
+from ._fenchel_young import make_fenchel_young_loss, multiclass_sparsemax_loss  # noqa: E402
+
+__all__ += ["make_fenchel_young_loss", "multiclass_sparsemax_loss"]
+
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 
 _export_boundaries(globals())   # errors end at the caller's line

@@ -4,7 +4,7 @@
 >>> schedules.linear_schedule(0.0, 1.0, 10)(5)
 Array(0.5, dtype=float32)
 """
-from ._base import Schedule  # noqa: F401
+from ._base import Schedule, StatefulSchedule  # noqa: F401
 from ._schedules import (constant_schedule, cosine_decay_schedule,  # noqa: F401
                          cosine_onecycle_schedule, exponential_decay, join_schedules,
                          linear_onecycle_schedule, linear_schedule, piecewise_constant_schedule,

@@ -5,7 +5,7 @@
 >>> tx.update(jnp.array([3.0]), tx.init(None))[0]
 Array([1.], dtype=float32)
 """
-from ._base import chain  # noqa: F401
+from ._base import ConditionFn, EmptyState as NonNegativeParamsState, chain  # noqa: F401
 from ._clipping import (adaptive_grad_clip, clip, clip_by_block_rms,  # noqa: F401
                         clip_by_global_norm, per_example_global_norm_clip,
                         per_example_layer_norm_clip, unitwise_clip, unitwise_norm)

@@ -11,7 +11,8 @@ import operator
 from typing import Any, NamedTuple
 
 from .. import numpy as jnp
-from ..core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from ..core.pytree import (register_pytree_node_class, tree_flatten, tree_leaves, tree_map,
+                           tree_unflatten)
 
 
 def _is_none(x):
@@ -425,6 +426,44 @@ def tree_set(tree, filtering=None, /, **kwargs):
     return rebuild(tree, ())
 
 
+# Mapping over the parameter-shaped parts of an optimizer state
+
+
+@register_pytree_node_class
+class _ParamsPlaceholder:
+    """A leafless stand-in for the parameters: ``init`` copies it wherever a state holds a
+    tree shaped like them, which marks those places."""
+
+    def tree_flatten(self):
+        return (), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls()
+
+
+def tree_map_params(initable, f, state, /, *rest, transform_non_params=None, is_leaf=None):
+    """``state`` with ``f(leaf, *rest_leaves)`` applied to every parameter-shaped tree in it
+    (the trees ``initable.init(params)`` makes from ``params``); other fields go through
+    ``transform_non_params`` when given.
+
+    >>> opt = fnx.optim.adam(0.1)
+    >>> state = opt.init({"w": jnp.zeros(2)})
+    >>> specs = tree_map_params(opt, lambda p: "spec", state, transform_non_params=lambda _: None)
+    >>> specs[0].mu, specs[0].count
+    ({'w': 'spec'}, None)
+    """
+    init = initable.init if hasattr(initable, "init") else initable
+    marked = init(_ParamsPlaceholder())
+
+    def map_params(mark, value):
+        if isinstance(mark, _ParamsPlaceholder):
+            return tree_map(f, value, *rest, is_leaf=is_leaf)
+        return value if transform_non_params is None else transform_non_params(value)
+    return tree_map(map_params, marked, state,
+                    is_leaf=lambda v: isinstance(v, _ParamsPlaceholder))
+
+
 # The moment updates optax's optimizers are written in
 
 
@@ -477,7 +516,8 @@ def tree_bias_correction(moment, decay, count):
 __all__ = ["NamedTupleKey", "tree_add", "tree_add_scale", "tree_allclose", "tree_batch_shape",
            "tree_bias_correction", "tree_cast", "tree_cast_like", "tree_clip", "tree_conj",
            "tree_div", "tree_dtype", "tree_full_like", "tree_get", "tree_get_all_with_path",
-           "tree_l2_norm", "tree_max", "tree_min", "tree_mul", "tree_norm", "tree_ones_like",
+           "tree_l2_norm", "tree_map_params", "tree_max", "tree_min", "tree_mul", "tree_norm",
+           "tree_ones_like",
            "tree_random_like", "tree_real", "tree_scale", "tree_set", "tree_size",
            "tree_split_key_like", "tree_sub", "tree_sum", "tree_unwrap_random_key_data",
            "tree_update_infinity_moment", "tree_update_moment",
