@@ -158,3 +158,58 @@ def test_named_checkpoint_under_jit_on_gpu(args, gpu):
     for _ in range(3):          # warm-up, capture, replay
         for a, b in zip(f(*on), want):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def _two_layers(np_):
+    """One model for either library's numpy (its lines are the same for both)."""
+    def _layer(w, x):
+        return np_.sin(np_.dot(w, x))
+
+    def model(w1, w2, x):
+        return np_.sum(_layer(w2, _layer(w1, x)))
+    return model
+
+
+@pytest.mark.parametrize("policy", [None, "everything_saveable", "dots_saveable",
+                                    "nothing_saveable"])
+def test_saved_residuals_print_what_jax_prints(policy, rng, capsys):
+    import re
+    jax = pytest.importorskip("jax")
+    from jax.ad_checkpoint import print_saved_residuals as jax_print_saved_residuals
+
+    from fnx.ad_checkpoint import print_saved_residuals
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(5, 4), (6, 5), (4,)]]
+
+    def wrapped(lib):
+        model = _two_layers(lib.numpy)
+        if policy is None:
+            return model
+        return lib.checkpoint(model, policy=getattr(lib.checkpoint_policies, policy))
+    print_saved_residuals(wrapped(fnx), *args)
+    ours = capsys.readouterr().out
+    jax_print_saved_residuals(wrapped(jax), *args)
+    # JAX adds a column to the line and names functions by their qualified names
+    theirs = re.sub(r"(\.py:\d+):\d+ ", r"\1 ", capsys.readouterr().out)
+    theirs = re.sub(r"\((?:[\w<>]+\.)+(\w+)\)", r"(\1)", theirs)
+    assert ours == theirs
+    assert ("(_layer)" in ours) == (policy != "nothing_saveable"), ours
+
+
+def test_reverse_mode_and_checkpoint_keep_the_users_line_in_what_they_stage():
+    # the backward pass and a checkpoint's recomputation re-trace the program's equations:
+    # what they stage (and any error they raise) names the line the user wrote
+    def f(x):
+        y = jnp.log(x - 1.0)        # -inf at x == 1, and its derivative inf
+        return jnp.sum(y)
+    def equations(jaxpr):         # with those of the bodies of calls (a checkpoint's)
+        for e in jaxpr.eqns:
+            body = e.params.get("jaxpr")
+            yield from equations(getattr(body, "jaxpr", body)) if body is not None else [e]
+
+    here = f.__code__.co_filename
+    for g in (fnx.grad(f), fnx.grad(fnx.checkpoint(f))):
+        jaxpr = fnx.make_jaxpr(g)(jnp.array([2.0, 3.0])).jaxpr
+        line = {e.primitive.name: e.source_info.lineno for e in equations(jaxpr)}
+        assert line["div"] == line["log"] == f.__code__.co_firstlineno + 1, jaxpr
+        assert line["broadcast_in_dim"] == f.__code__.co_firstlineno + 2, jaxpr
+        assert all(e.source_info.filename == here for e in equations(jaxpr))

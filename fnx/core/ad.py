@@ -14,7 +14,7 @@ from .ad_util import (UndefinedPrimal, Zero, add_tangents, defjvp, defjvp_with_o
 from .core import (Trace, Tracer, current_trace, full_lower_to_array, get_aval,
                    set_current_trace)
 from .errors import ConcretizationTypeError
-from .jaxpr import Jaxpr, Literal, Var, eval_jaxpr
+from .jaxpr import Jaxpr, Literal, Var, bind_equation, eval_jaxpr
 from .partial_eval import JaxprTrace, JaxprTracer, trace_to_jaxpr_dynamic
 
 
@@ -178,7 +178,7 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cotangents_out):
             linear_eqns.append(eqn)
             linear.update(eqn.outvars)
         else:
-            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            outs = bind_equation(eqn, map(read, eqn.invars))
             env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
 
     ct_env: dict = {}
@@ -195,8 +195,8 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cotangents_out):
             continue
         cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
         invals = [UndefinedPrimal(v.aval) if is_linear(v) else read(v) for v in eqn.invars]
-        rule = eqn.primitive.rule("transpose")
-        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
+        cts_in = bind_equation(eqn, [cts if eqn.primitive.multiple_results else cts[0], *invals],
+                               eqn.primitive.rule("transpose"))
         for v, ct in zip(eqn.invars, cts_in):
             write_ct(v, ct)
     return [ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None

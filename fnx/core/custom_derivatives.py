@@ -33,7 +33,8 @@ from .ad import UndefinedPrimal, Zero, backward_pass, is_undefined, tangent_aval
 from .core import EvalTrace, Tracer, current_trace, get_aval, set_current_trace
 from .errors import CotangentTypeError, FnxError, TracerLeakError
 from .api_util import flatten_fun, is_float0
-from .jaxpr import Jaxpr, Var, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
+from .jaxpr import (Jaxpr, Var, bind_equation, dce_jaxpr, eval_jaxpr,
+                    jaxpr_with_consts_as_args)
 from .partial_eval import JaxprTrace, trace_to_jaxpr, trace_to_jaxpr_dynamic
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
 from .remat_policies import checkpoint_name, checkpoint_policies  # noqa: F401 (re-exported)
@@ -780,7 +781,7 @@ def _eval_env(jaxpr, args) -> dict:
     """Evaluate ``jaxpr`` under the current trace; every variable's value."""
     env = dict(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*(_read(env, v) for v in eqn.invars), **eqn.params)
+        outs = bind_equation(eqn, [_read(env, v) for v in eqn.invars])
         env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
     return env
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any
 
 import numpy as np
 
 from .core import Array, Primitive, ShapedArray, get_aval
-from .errors import FnxError, SourceInfo
+from .errors import FnxError, SourceInfo, retracing
 
 
 class Var:
@@ -128,6 +129,17 @@ class ClosedJaxpr:
 # Evaluation
 
 
+def bind_equation(eqn: "JaxprEqn", args, rule=None):
+    """``eqn``'s primitive bound to ``args`` (or ``rule(*args, **params)``, a rule of it):
+    what that stages keeps the line ``eqn`` was traced from, so re-traced programs (under
+    grad, vmap, checkpoint) name the user's lines in their errors and printouts."""
+    call = rule or eqn.primitive.bind
+    if eqn.source_info is None:
+        return call(*args, **eqn.params)
+    with retracing(sys._getframe(), eqn.source_info):
+        return call(*args, **eqn.params)
+
+
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     """Interpret ``jaxpr`` by binding each equation under the current trace."""
     env: dict[Var, Any] = {}
@@ -140,7 +152,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        outs = bind_equation(eqn, map(read, eqn.invars))
         if not eqn.primitive.multiple_results:
             outs = [outs]
         env.update(zip(eqn.outvars, outs))
