@@ -3,10 +3,8 @@
 
 >>> from fnx.ad_checkpoint import print_saved_residuals
 >>> print_saved_residuals(lambda x: jnp.sin(jnp.sin(x)), jnp.ones(3))
-f32[3] from the argument x
-f32[3] output of cos from <doctest ...> (<lambda>)
-f32[3] output of sin from <doctest ...> (<lambda>)
-f32[3] output of cos from <doctest ...> (<lambda>)
+f32[3] output of cos from <doctest ...>:1 (<lambda>)
+f32[3] output of cos from <doctest ...>:1 (<lambda>)
 """
 from __future__ import annotations
 
@@ -34,8 +32,8 @@ def saved_residuals(fun, *args, **kwargs) -> list[tuple]:
     """``(aval, description)`` of every array ``vjp(fun, *args)`` keeps for its backward pass:
     arguments first, then results of operations in the order the program computes them.
 
-    >>> [str(aval) for aval, _ in saved_residuals(jnp.sin, jnp.ones(2))]
-    ['f32[2]']
+    >>> [(aval.str_short(), what) for aval, what in saved_residuals(jnp.exp, jnp.ones(2))]
+    [('f32[2]', 'output of exp from ...')]
     """
     from .api import make_jaxpr, vjp
 
@@ -97,7 +95,12 @@ def _made_by(jaxpr, v, path=()):
 
 
 def print_saved_residuals(fun, *args, **kwargs) -> None:
-    """Print what ``saved_residuals`` finds, one array a line (``f32[5] output of sin from
-    model.py:4 (layer)``)."""
+    """Print what ``saved_residuals`` finds, one array a line.
+
+    >>> print_saved_residuals(lambda w, x: jnp.tanh(w @ x).sum(), jnp.ones((2, 3)), jnp.ones(3))
+    f32[2,3] from the argument w
+    f32[3] from the argument x
+    f32[2] output of sub from <doctest ...>:1 (<lambda>)
+    """
     for aval, description in saved_residuals(fun, *args, **kwargs):
         print(aval.str_short(), description)
