@@ -20,7 +20,7 @@ from .core.jaxpr import ClosedJaxpr, Jaxpr
 from .core.custom_derivatives import (checkpoint, checkpoint_policies, closure_convert,
                                       custom_gradient, custom_jvp, custom_vjp, remat)
 from .core.config import (array_garbage_collection_guard, auto_pcast,  # noqa: F401
-                          jax2tf_associative_scan_reductions,
+                          jax2tf_associative_scan_reductions, no_execution, no_tracing,
                           remove_size_one_mesh_axis_from_type, thread_guard)
 from .core.config import (allow_f16_reductions, check_tracer_leaks, checking_leaks, config,
                           debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
@@ -47,6 +47,8 @@ from . import ad, ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, t
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
 from . import custom_derivatives, export, extend, ffi, interpreters, stages  # noqa: E402
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
+from . import lib, memory, monitoring, version  # noqa: E402
+from .environment import copy_to_host_async, live_arrays, print_environment_info  # noqa: E402
 
 
 @_contextlib.contextmanager
@@ -100,7 +102,7 @@ def fwd_and_bwd(fun, argnums, has_aux: bool = False, jitted: bool = True):
 
 from .dtypes import float0  # noqa: E402
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -394,3 +394,39 @@ def test_lax_dot_dimension_numbers_device_and_shard_names():
     assert isinstance(fnx.numpy.ones(2).addressable_shards[0], fnx.Shard)
     with fnx.thread_guard(True):
         assert fnx.config.thread_guard
+
+
+def test_environment_monitoring_and_runtime_names_as_jax():
+    for name in ["print_environment_info", "live_arrays", "copy_to_host_async", "lib", "memory",
+                 "monitoring", "version", "no_tracing", "no_execution"]:
+        assert hasattr(fnx, name), name
+    info = fnx.print_environment_info(return_string=True)
+    assert f"fnx:    {fnx.__version__}" in info and f"numpy:  {np.__version__}" in info
+    assert fnx.version.__version__ == fnx.__version__
+    x, y = fnx.numpy.ones(3), fnx.numpy.zeros(2)
+    y.delete()
+    live = fnx.live_arrays()
+    assert any(a is x for a in live) and not any(a is y for a in live)
+    assert fnx.copy_to_host_async({"x": x})["x"] is x
+    assert fnx.lib.xla_bridge.get_backend().platform == fnx.default_backend()
+    assert [s.name for s in fnx.memory.Space] == [s.name for s in jax.memory.Space]
+    # listeners see what is recorded, in order, until unregistered, as JAX's
+    for lib in (fnx, jax):
+        seen = []
+
+        def on_event(event, **kw):
+            seen.append((event, kw))
+
+        def on_duration(event, secs, **kw):
+            seen.append((event, secs))
+        lib.monitoring.register_event_listener(on_event)
+        lib.monitoring.register_event_duration_secs_listener(on_duration)
+        lib.monitoring.record_event("/test/a", step=1)
+        lib.monitoring.record_event_duration_secs("/test/b", 0.5)
+        lib.monitoring.unregister_event_listener(on_event)
+        lib.monitoring.unregister_event_duration_listener(on_duration)
+        lib.monitoring.record_event("/test/c")
+        assert [s for s in seen if s[0].startswith("/test/")] == [("/test/a", {"step": 1}),
+                                                                  ("/test/b", 0.5)], lib
+        with pytest.raises(AssertionError):
+            lib.monitoring.unregister_event_listener(on_event)

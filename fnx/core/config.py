@@ -344,6 +344,8 @@ array_garbage_collection_guard = _accepted_option_context("array_garbage_collect
 remove_size_one_mesh_axis_from_type = _accepted_option_context(
     "remove_size_one_mesh_axis_from_type", True)
 auto_pcast = _accepted_option_context("auto_pcast", False)
+no_tracing = _accepted_option_context("no_tracing", True)
+no_execution = _accepted_option_context("no_execution", True)
 
 
 def explain_cache_misses(enable: bool = True):

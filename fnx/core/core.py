@@ -729,6 +729,9 @@ class Array(metaclass=_ArrayMeta):
     def is_deleted(self) -> bool:
         return type(self._value) is _Donated
 
+    def copy_to_host_async(self) -> None:
+        """Start copying the value to the host (reading it waits for the copy in any case)."""
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of unsized object (a 0-d array)")

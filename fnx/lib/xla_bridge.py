@@ -1,0 +1,55 @@
+"""``jax.lib.xla_bridge``'s questions programs still ask: which backend, how many devices.
+
+>>> fnx.lib.xla_bridge.device_count() >= 1
+True
+"""
+from __future__ import annotations
+
+
+class _Backend:
+    """A backend as programs inspect it: its platform and devices."""
+
+    def __init__(self, platform: str):
+        self.platform = platform
+
+    def devices(self):
+        from .. import devices
+        return devices(self.platform)
+
+    def device_count(self) -> int:
+        return len(self.devices())
+
+    def local_devices(self):
+        return self.devices()
+
+    def __repr__(self):
+        return f"Backend({self.platform!r})"
+
+
+def get_backend(platform: str | None = None) -> _Backend:
+    """The backend of ``platform`` ("cpu", "gpu"), or the default one."""
+    from .. import default_backend
+    return _Backend(platform or default_backend())
+
+
+def default_backend() -> str:
+    from .. import default_backend as backend
+    return backend()
+
+
+def device_count(backend: str | None = None) -> int:
+    from .. import device_count as count
+    return count(backend)
+
+
+def local_device_count(backend: str | None = None) -> int:
+    from .. import local_device_count as count
+    return count(backend)
+
+
+def process_index() -> int:
+    return 0
+
+
+__all__ = ["default_backend", "device_count", "get_backend", "local_device_count",
+           "process_index"]

@@ -1,0 +1,7 @@
+"""fnx's version, where JAX keeps its (``jax.version.__version__``).
+
+>>> fnx.version.__version__ == fnx.__version__
+True
+"""
+__version__ = "0.1.0"
+_version = __version__
