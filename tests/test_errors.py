@@ -362,3 +362,13 @@ def test_constructors_return_real_buffers(rng):
         buf = np.asarray(a)
         assert 0 not in buf.strides, buf.strides
     np.testing.assert_array_equal(np.asarray(jnp.broadcast_to(x, (5, 7))), np.tile(x, (5, 1)))
+
+
+def test_array_of_none_or_objects_raises_jaxs_error_types():
+    jax = pytest.importorskip("jax")
+    for value in (None, [1.0, None], [[None]], object()):
+        with pytest.raises(Exception) as theirs:
+            jax.numpy.asarray(value)
+        with pytest.raises(Exception) as ours:
+            jnp.asarray(value)
+        assert isinstance(ours.value, type(theirs.value)), (value, ours.value, theirs.value)

@@ -6,7 +6,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.config import config
 from ..core.core import Array, Tracer, get_aval, get_backend
-from ..core.errors import ArgumentValueError, ShapeError, TypePromotionError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, ShapeError, TypePromotionError
 from ..core.interop import is_foreign_array
 from ..core.placement import device_put
 
@@ -71,6 +71,11 @@ def _asarray(x, dtype):
             arr = np.asarray(x)
         except ValueError as e:     # a ragged list
             raise ShapeError(f"asarray: {e}") from None
+        if arr.dtype == object:     # Nones or objects that are not numbers, as JAX refuses them
+            if any(v is None for v in arr.flat):
+                raise ArgumentValueError("None is not a valid value for jnp.array")
+            raise ArgumentTypeError(f"Value {x!r} with dtype object is not a valid JAX array "
+                                    "type. Only arrays of numeric types are supported by JAX.")
         if isinstance(x, (list, tuple)) and dtype is None:
             # Python numbers in a list take fnx's defaults, as in JAX
             if arr.dtype.kind == "f":
