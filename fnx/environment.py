@@ -12,14 +12,14 @@ import sys
 
 import numpy as np
 
-from .core.core import Array
+from .core.core import Array, devices
 from .core.pytree import tree_leaves
+from .version import __version__
 
 
 def print_environment_info(return_string: bool = False) -> str | None:
     """The versions of fnx, NumPy, CuPy and Python, the devices and the platform: printed, or
     returned with ``return_string=True`` (for bug reports)."""
-    from . import __version__, devices
     try:
         import cupy
         cupy_version = cupy.__version__

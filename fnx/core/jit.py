@@ -109,17 +109,16 @@ def _locate_nans(jaxpr, args, outs):
     """If the compiled program returned a NaN (or an inf, with ``debug_infs``), re-run it
     equation by equation and name the first equation that made one, with the source line it
     was traced from."""
-    if not any_bad(outs, config):
+    nans, infs = config.debug_nans, config.debug_infs
+    if not any_bad(outs, nans, infs):
         return
     env = dict(zip(jaxpr.invars, args))
     read = lambda v: v.val if not hasattr(v, "count") else env[v]  # noqa: E731
-    nans, infs = config.debug_nans, config.debug_infs
     with config.option("debug_nans", False), config.option("debug_infs", False):
         for eqn in jaxpr.eqns:
             res = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
             res = res if eqn.primitive.multiple_results else [res]
-            with config.option("debug_nans", nans), config.option("debug_infs", infs):
-                check_nans(eqn.primitive, res, eqn.source_info)
+            check_nans(eqn.primitive, res, eqn.source_info, nans=nans, infs=infs)
             env.update(zip(eqn.outvars, res))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
+from .config import config
 from .errors import FnxError, user_frame
 
 
@@ -34,28 +35,29 @@ def checking(config) -> bool:
     return config.debug_nans or config.debug_infs
 
 
-def _bad(v, config):
-    """What the checks in force find in the host array ``v``: 'a NaN', 'an inf' or None."""
+def _bad(v, nans: bool, infs: bool):
+    """What the checks find in the host array ``v``: 'a NaN', 'an inf' or None."""
     if not dtypes.is_float(v.dtype):
         return None
-    if config.debug_nans and np.isnan(v).any():
+    if nans and np.isnan(v).any():
         return "a NaN"
-    if config.debug_infs and np.isinf(v).any():
+    if infs and np.isinf(v).any():
         return "an inf"
     return None
 
 
-def any_bad(outs, config) -> bool:
-    return any(_bad(_on_host(o), config) for o in outs)
+def any_bad(outs, nans: bool, infs: bool) -> bool:
+    return any(_bad(_on_host(o), nans, infs) for o in outs)
 
 
-def check_nans(primitive, outs, source=None):
-    """Raise NaNError if any float output of ``primitive`` contains a NaN (``debug_nans``) or
-    an infinity (``debug_infs``)."""
-    from .config import config
+def check_nans(primitive, outs, source=None, *, nans=None, infs=None):
+    """Raise NaNError if any float output of ``primitive`` contains a NaN (``nans``, by
+    default ``debug_nans``) or an infinity (``infs``, by default ``debug_infs``)."""
+    nans = config.debug_nans if nans is None else nans
+    infs = config.debug_infs if infs is None else infs
     for o in outs:
         v = _on_host(o)
-        found = _bad(v, config)
+        found = _bad(v, nans, infs)
         if found:
             option = "debug_nans" if found == "a NaN" else "debug_infs"
             raise NaNError(f"{option}: primitive '{primitive}' produced {found} "

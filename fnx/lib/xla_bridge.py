@@ -5,6 +5,8 @@ True
 """
 from __future__ import annotations
 
+from ..core import core
+
 
 class _Backend:
     """A backend as programs inspect it: its platform and devices."""
@@ -13,8 +15,7 @@ class _Backend:
         self.platform = platform
 
     def devices(self):
-        from .. import devices
-        return devices(self.platform)
+        return core.devices(self.platform)
 
     def device_count(self) -> int:
         return len(self.devices())
@@ -28,23 +29,19 @@ class _Backend:
 
 def get_backend(platform: str | None = None) -> _Backend:
     """The backend of ``platform`` ("cpu", "gpu"), or the default one."""
-    from .. import default_backend
-    return _Backend(platform or default_backend())
+    return _Backend(platform or core.default_backend())
 
 
 def default_backend() -> str:
-    from .. import default_backend as backend
-    return backend()
+    return core.default_backend()
 
 
 def device_count(backend: str | None = None) -> int:
-    from .. import device_count as count
-    return count(backend)
+    return core.device_count(backend)
 
 
 def local_device_count(backend: str | None = None) -> int:
-    from .. import local_device_count as count
-    return count(backend)
+    return core.local_device_count(backend)
 
 
 def process_index() -> int:
