@@ -67,7 +67,7 @@ def threefry_2x32(k1, k2, x1, x2):
     return x[0], x[1]
 
 
-def _threefry_flat(key, counts):
+def threefry_flat(key, counts):
     """JAX's ``threefry_2x32(key, counts)`` of a flat uint32 array: its halves are the two
     counter words (a zero pads an odd length)."""
     n = counts.shape[0]
@@ -93,7 +93,7 @@ def _threefry_split(key, shape):
         b1, b2 = threefry_2x32(_word(key, 0), _word(key, 1), *iota_2x32(shape))
         return jnp.stack([b1, b2], axis=len(shape))
     num = math.prod(shape)
-    return lax.reshape(_threefry_flat(key, lax.iota(_U32, 2 * num)), tuple(shape) + (2,))
+    return lax.reshape(threefry_flat(key, lax.iota(_U32, 2 * num)), tuple(shape) + (2,))
 
 
 def _threefry_fold_in(key, hi, lo):
@@ -112,7 +112,7 @@ def _threefry_bits(key, bit_width: int, shape):
     count = -(-bit_width * size // 32)
     if count >= 2 ** 32 - 1:
         raise NotImplementedError("fnx.random draws fewer than 2**32 numbers per call")
-    bits = _threefry_flat(key, lax.iota(_U32, count))
+    bits = threefry_flat(key, lax.iota(_U32, count))
     if bit_width == 64:
         bits = _join64(lax.slice_in_dim(bits, 0, size), lax.slice_in_dim(bits, size, 2 * size))
     elif bit_width < 32:       # each word's narrow fields, lowest first

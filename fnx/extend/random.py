@@ -6,7 +6,8 @@
 """
 from __future__ import annotations
 
-from ..random import threefry_2x32 as _threefry_2x32
+from ..prng_impls import threefry_2x32 as _threefry_2x32
+from ..prng_impls import threefry_flat as _threefry_flat
 
 
 def threefry_2x32(keypair, count=None, *rest):
@@ -20,11 +21,5 @@ def threefry_2x32(keypair, count=None, *rest):
         return _threefry_2x32(keypair, count, *rest)
     from .. import numpy as jnp
     k1, k2 = keypair
-    flat = jnp.ravel(count)
-    odd = flat.size % 2
-    if odd:
-        flat = jnp.concatenate([flat, jnp.zeros(1, flat.dtype)])
-    x1, x2 = jnp.split(flat, 2)
-    y1, y2 = _threefry_2x32(k1, k2, x1, x2)
-    out = jnp.concatenate([y1, y2])
-    return jnp.reshape(out[:-1] if odd else out, jnp.shape(count))
+    key = jnp.stack([jnp.asarray(k1, jnp.uint32), jnp.asarray(k2, jnp.uint32)])
+    return jnp.reshape(_threefry_flat(key, jnp.ravel(count)), jnp.shape(count))
