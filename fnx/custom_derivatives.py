@@ -7,8 +7,9 @@ they stage as.
 >>> fnx.grad(f)(0.0)
 Array(2., dtype=float32, weak_type=True)
 """
-from .core.custom_derivatives import (closure_convert, custom_gradient, custom_jvp,  # noqa
-                                      custom_jvp_call_p, custom_vjp, custom_vjp_call_p)
+from .core.custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
+                                      custom_jvp, custom_jvp_call_p, custom_vjp,
+                                      custom_vjp_call_p, zero_from_primal)
 
-__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_jvp_call_p",
-           "custom_vjp", "custom_vjp_call_p"]
+__all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
+           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "zero_from_primal"]

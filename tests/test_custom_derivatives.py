@@ -699,3 +699,49 @@ def test_closure_convert_hoists_traced_values_for_custom_vjp():
     assert consts == [] and float(converted(3.0)) == 6.0
     with pytest.raises(TypeError, match="traced for arguments"):
         converted((1.0, 2.0))
+
+
+def _symbolic_zeros_program(lib, seen):
+    """sin(x) * y with a rule that skips unperturbed inputs (and says which it saw)."""
+    np_ = lib.numpy
+
+    @lib.custom_jvp
+    def f(x, y):
+        return np_.sin(x) * y
+
+    @functools.partial(f.defjvp, symbolic_zeros=True)
+    def f_jvp(primals, tangents):
+        (x, y), (dx, dy) = primals, tangents
+        zero = lib.custom_derivatives.SymbolicZero
+        seen.add((isinstance(dx, zero), isinstance(dy, zero)))
+        if isinstance(dx, zero) and isinstance(dy, zero):
+            return f(x, y), dx          # a symbolic zero out, too
+        out = np_.zeros_like(x)
+        if not isinstance(dx, zero):
+            out = out + np_.cos(x) * dx * y
+        if not isinstance(dy, zero):
+            out = out + np_.sin(x) * dy
+        return f(x, y), out
+    return f
+
+
+def test_custom_jvp_symbolic_zeros_as_jax(rng, jax_x64_as_fnx):
+    jax = pytest.importorskip("jax")
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    results = []
+    for lib in (fnx, jax):
+        seen = set()
+        f = _symbolic_zeros_program(lib, seen)
+        results.append(([np.asarray(v) for v in (
+            lib.grad(lambda x: f(x, y).sum())(x),
+            lib.grad(lambda y: f(x, y).sum())(y),
+            lib.jvp(lambda x: f(x, y), (x,), (np.ones(3),))[1],
+            lib.vmap(lib.grad(f))(x, y),
+            *lib.jit(lib.grad(lambda x, y: f(x, y).sum(), argnums=(0, 1)))(x, y),
+            lib.jacfwd(lambda x: f(x, y))(x),
+            lib.jvp(lambda x: f(x, y), (x,), (np.zeros(3),))[1])], seen))
+    (ours, our_seen), (theirs, their_seen) = results
+    assert our_seen == their_seen and (False, True) in our_seen
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert repr(fnx.custom_derivatives.zero_from_primal(x, symbolic_zeros=True)) == "SymbolicZero"

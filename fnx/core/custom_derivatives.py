@@ -177,6 +177,46 @@ def _call_transpose(cts, *args, call_jaxpr, **_):
 # custom_jvp
 
 
+class SymbolicZero:
+    """The tangent a ``custom_jvp`` rule declared with ``symbolic_zeros=True`` receives for an
+    input that is not perturbed: its type (``shape``, ``dtype``, ... as the aval's), and no
+    array (JAX's ``SymbolicZero``). A rule may return one for an output whose tangent is zero.
+
+    >>> z = SymbolicZero.from_primal_value(jnp.ones(3))
+    >>> z, z.shape, z.dtype
+    (SymbolicZero, (3,), dtype('float32'))
+    """
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __getattr__(self, name):
+        return getattr(self.aval, name)
+
+    @staticmethod
+    def from_primal_value(value) -> "SymbolicZero":
+        return SymbolicZero(tangent_aval(get_aval(value)))
+
+    def __repr__(self):
+        return "SymbolicZero"
+
+
+def _zeros_of(zero: SymbolicZero):
+    return ad.instantiate(Zero(zero.aval))
+
+
+def zero_from_primal(value, symbolic_zeros: bool = False):
+    """Zero tangents for every leaf of ``value``: ``SymbolicZero``s, or zero arrays.
+
+    >>> zero_from_primal({"w": jnp.ones(2)})
+    {'w': Array([0., 0.], dtype=float32)}
+    """
+    leaves, tree = tree_flatten(value)
+    zeros = [SymbolicZero.from_primal_value(x) for x in leaves]
+    return tree_unflatten(tree, zeros if symbolic_zeros else [_zeros_of(z) for z in zeros])
+
+
 class custom_jvp:
     """A function with a user-defined JVP rule, used by every differentiation transformation.
 
@@ -206,11 +246,23 @@ class custom_jvp:
 
     def defjvp(self, jvp, symbolic_zeros: bool = False):
         """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns it, so
-        it works as a decorator. Zero tangents are passed as zero arrays (``symbolic_zeros`` is
-        accepted for JAX compatibility and must be False)."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True) is not supported")
+        it works as a decorator. The tangent of an input that is not perturbed is a zero array,
+        or with ``symbolic_zeros=True`` a ``SymbolicZero`` (which the rule may also return).
+
+        >>> @fnx.custom_jvp
+        ... def f(x, y):
+        ...     return x * y
+        >>> @functools.partial(f.defjvp, symbolic_zeros=True)
+        ... def f_jvp(primals, tangents):
+        ...     (x, y), (dx, dy) = primals, tangents
+        ...     print(type(dy).__name__)
+        ...     return f(x, y), dx * y
+        >>> fnx.grad(f)(2.0, 3.0)
+        SymbolicZero
+        Array(3., dtype=float32, weak_type=True)
+        """
         self.jvp = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps):
@@ -273,10 +325,12 @@ class custom_jvp:
             now = full_args(primals[:n_nd], diff_args)
             static = [now[i] for i in nondiff]
             py_p = tree_unflatten(in_tree, primals[n_nd:])
-            py_t = tree_unflatten(in_tree, tangents[n_nd:])
+            py_t = tree_unflatten(in_tree, [SymbolicZero(t.aval) if isinstance(t, Zero) else t
+                                            for t in tangents[n_nd:]])
             pair = user_jvp(*static, py_p, py_t)
             return _check_jvp_output(pair, out, name, _name(user_jvp))
         flat_jvp.__name__ = _name(user_jvp)
+        flat_jvp.symbolic_zeros = self.symbolic_zeros
         if _differentiated_here(nd_dyn + leaves, nondiff_too=n_nd):
             # as in JAX, forward mode runs only the rule: fun itself is not traced
             outs = custom_jvp_call_p.bind(*nd_dyn, *leaves, call_jaxpr=None, jvp=flat_jvp,
@@ -334,6 +388,7 @@ def _check_jvp_output(pair, out, name, jvp_name):
                         f"outputs, but got {pair!r:.200}.")
     p_leaves, p_tree = tree_flatten(pair[0])
     t_leaves, t_tree = tree_flatten(pair[1])
+    t_leaves = [_zeros_of(t) if isinstance(t, SymbolicZero) else t for t in t_leaves]
     out_tree = out.setdefault("tree", p_tree)
     out_avals = out.get("avals") or [get_aval(p) for p in p_leaves]
     if p_tree != out_tree:
@@ -367,8 +422,11 @@ def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts):
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
     if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
         raise CustomJVPException(_CLOSURE_JVP_MSG)
-    # as JAX without symbolic_zeros: the rule sees zero arrays for unperturbed inputs
-    tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
+    # as JAX: the rule sees zero arrays for unperturbed inputs, or with symbolic_zeros the
+    # Zeros themselves (flat_jvp hands them on as SymbolicZeros)
+    tangents = tangents[num_consts:]
+    if not getattr(jvp, "symbolic_zeros", False):
+        tangents = [ad.instantiate(t) for t in tangents]
     with _closure_hint("custom_jvp", _name(jvp)):
         return jvp(list(primals[num_consts:]), tangents)
 
@@ -380,15 +438,23 @@ def _custom_jvp_call_batch(vals, dims, *, call_jaxpr, jvp, num_consts):
     arg_dims = dims[num_consts:]
 
     def batched_jvp(primals, tangents):
-        # a tangent has its primal's type, so it is batched exactly where its primal is
+        # a tangent has its primal's type, so it is batched exactly where its primal is; a
+        # symbolic zero stays one, of its primal's unbatched type
         n = len(primals)
+        zero = [isinstance(t, Zero) for t in tangents]
 
         def both(xs):
-            out_p, out_t = jvp(xs[:n], xs[n:])
-            return [*out_p, *out_t]
-        outs = _vmap_flat(both, [*primals, *tangents], arg_dims + arg_dims, size)
+            live = iter(xs[n:])
+            ts = [Zero(tangent_aval(get_aval(p))) if z else next(live)
+                  for p, z in zip(xs[:n], zero)]
+            out_p, out_t = jvp(xs[:n], ts)
+            return [*out_p, *map(ad.instantiate, out_t)]
+        live_dims = [d for d, z in zip(arg_dims, zero) if not z]
+        outs = _vmap_flat(both, [*primals, *(t for t in tangents if not isinstance(t, Zero))],
+                          arg_dims + live_dims, size)
         return outs[:len(outs) // 2], outs[len(outs) // 2:]
     batched_jvp.__name__ = _name(jvp)
+    batched_jvp.symbolic_zeros = getattr(jvp, "symbolic_zeros", False)
     outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=jaxpr, jvp=batched_jvp,
                                   num_consts=len(consts) + num_consts)
     return outs, [0] * len(outs)
@@ -912,4 +978,4 @@ remat_p.batch = _remat_batch
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
            "checkpoint_policies", "checkpoint_name", "CustomJVPException", "CustomVJPException",
-           "CustomVJPForwardModeError"]
+           "CustomVJPForwardModeError", "SymbolicZero", "zero_from_primal"]
