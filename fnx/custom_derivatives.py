@@ -7,9 +7,9 @@ they stage as.
 >>> fnx.grad(f)(0.0)
 Array(2., dtype=float32, weak_type=True)
 """
-from .core.custom_derivatives import (SymbolicZero, closure_convert, custom_gradient,  # noqa
-                                      custom_jvp, custom_jvp_call_p, custom_vjp,
-                                      custom_vjp_call_p, zero_from_primal)
+from .core.custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,  # noqa
+                                      custom_gradient, custom_jvp, custom_jvp_call_p,
+                                      custom_vjp, custom_vjp_call_p, zero_from_primal)
 
-__all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
            "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "zero_from_primal"]

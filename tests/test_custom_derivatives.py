@@ -745,3 +745,45 @@ def test_custom_jvp_symbolic_zeros_as_jax(rng, jax_x64_as_fnx):
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     assert repr(fnx.custom_derivatives.zero_from_primal(x, symbolic_zeros=True)) == "SymbolicZero"
+
+
+def _symbolic_zeros_vjp_program(lib, seen):
+    """(sin(x) * y, 2x) with rules that report which inputs are perturbed and which output
+    cotangents are zero."""
+    np_ = lib.numpy
+    zero = lib.custom_derivatives.SymbolicZero
+
+    @lib.custom_vjp
+    def f(x, y):
+        return np_.sin(x) * y, x * 2.0
+
+    def f_fwd(x, y):
+        seen.add(("fwd", type(x).__name__, x.perturbed, y.perturbed))
+        return f(x.value, y.value), (x.value, y.value)
+
+    def f_bwd(res, cts):
+        x, y = res
+        seen.add(("bwd",) + tuple(isinstance(c, zero) for c in cts))
+        ca, cb = (np_.zeros_like(x) if isinstance(c, zero) else c for c in cts)
+        return np_.cos(x) * y * ca + 2.0 * cb, np_.sin(x) * ca
+    f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
+    return f
+
+
+def test_custom_vjp_symbolic_zeros_as_jax(rng, jax_x64_as_fnx):
+    jax = pytest.importorskip("jax")
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    results = []
+    for lib in (fnx, jax):
+        seen = set()
+        f = _symbolic_zeros_vjp_program(lib, seen)
+        values = [lib.grad(lambda x: f(x, y)[0].sum())(x),
+                  *lib.grad(lambda x, y: (f(x, y)[0] * f(x, y)[1]).sum(), (0, 1))(x, y),
+                  lib.grad(lambda y: f(x, y)[0].sum())(y),
+                  lib.vmap(lib.grad(lambda x, y: f(x, y)[0]))(x, y),
+                  lib.jit(lib.grad(lambda x, y: f(x, y)[1].sum()))(x, y)]
+        results.append(([np.asarray(v) for v in values], seen))
+    (ours, our_seen), (theirs, their_seen) = results
+    assert our_seen == their_seen and ("bwd", True, False) in our_seen
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

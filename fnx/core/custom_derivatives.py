@@ -22,8 +22,10 @@ operands for this reason).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
+from typing import Any
 
 import numpy as np
 
@@ -200,6 +202,15 @@ class SymbolicZero:
 
     def __repr__(self):
         return "SymbolicZero"
+
+
+@dataclasses.dataclass
+class CustomVJPPrimal:
+    """What a ``custom_vjp`` forward rule declared with ``symbolic_zeros=True`` gets for each
+    argument leaf: its ``value``, and whether it is ``perturbed`` (differentiated)."""
+    __slots__ = ("value", "perturbed")
+    value: Any
+    perturbed: bool
 
 
 def _zeros_of(zero: SymbolicZero):
@@ -502,11 +513,13 @@ class custom_vjp:
 
     __getattr__ = forward_attr
 
-    def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
-        """Set the forward and backward rules."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not supported")
+    def defvjp(self, fwd, bwd, symbolic_zeros: bool = False, optimize_remat: bool = False):
+        """Set the forward and backward rules. With ``symbolic_zeros=True``, ``fwd`` gets a
+        ``CustomVJPPrimal`` (``value``, ``perturbed``) in place of each argument leaf, and
+        ``bwd`` a ``SymbolicZero`` for each output whose cotangent is zero, as JAX's.
+        ``optimize_remat`` is accepted; fnx keeps fwd's residuals either way."""
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -540,10 +553,14 @@ class custom_vjp:
         leaves, in_tree = tree_flatten(diff_args)
         in_avals = [tangent_aval(get_aval(x)) for x in leaves]
         fwd, bwd = self.fwd, self.bwd
+        symbolic_zeros = getattr(self, "symbolic_zeros", False)
         res_tree: dict = {}
         out: dict = {}      # the output tree and avals, from tracing fun or else from fwd
 
-        def flat_fwd(primals):
+        def flat_fwd(primals, perturbed=None):
+            if symbolic_zeros:      # every leaf marked, perturbed unless known otherwise
+                perturbed = perturbed or [True] * len(primals)
+                primals = [CustomVJPPrimal(p, bool(d)) for p, d in zip(primals, perturbed)]
             pair = fwd(*full_args(tree_unflatten(in_tree, primals)))
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise TypeError(f"Custom VJP fwd rule {_name(fwd)} for function {name} must "
@@ -567,12 +584,14 @@ class custom_vjp:
         def flat_bwd(res, cts):
             it, refs = iter(res), res_tree["refs"]
             res = [refs[k] if k in refs else next(it) for k in range(len(res) + len(refs))]
+            cts = [SymbolicZero(c.aval) if isinstance(c, Zero) else c for c in cts]
             py_cts = bwd(*static, tree_unflatten(res_tree["tree"], res),
                          tree_unflatten(out["tree"], cts))
             if ref_slots and isinstance(py_cts, (list, tuple)):
                 py_cts = tuple(c for k, c in enumerate(py_cts) if k not in ref_slots)
             return _bwd_cotangents(py_cts, diff_args, in_tree, in_avals, name, _name(bwd))
         flat_fwd.__name__, flat_bwd.__name__ = _name(fwd), _name(bwd)
+        flat_bwd.symbolic_zeros = symbolic_zeros
         if _differentiated_here(leaves):
             # as in JAX, differentiation runs fwd (and later bwd): fun itself is not traced
             outs = custom_vjp_call_p.bind(*leaves, call_jaxpr=None, fwd=flat_fwd, bwd=flat_bwd,
@@ -638,7 +657,8 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts)
     if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
         raise CustomVJPException(_CLOSURE_VJP_MSG)
     with _closure_hint("custom_vjp", _name(fwd)):
-        outs, res = fwd(list(primals[num_consts:]))
+        outs, res = fwd(list(primals[num_consts:]),
+                        [not isinstance(t, Zero) for t in tangents[num_consts:]])
     tangents = [ad.instantiate(t) for t in tangents[num_consts:]]
     out_avals = tuple(tangent_aval(get_aval(o)) for o in outs)
     tangents_out = custom_lin_p.bind(*res, *tangents, num_res=len(res), bwd=bwd,
@@ -653,18 +673,26 @@ def _custom_vjp_call_batch(vals, dims, *, call_jaxpr, fwd, bwd, num_consts):
     jaxpr, consts = _batch_jaxpr(call_jaxpr, [0] * len(vals), size)
     n_out = len(call_jaxpr.outvars)
 
-    def batched_fwd(primals):
+    def batched_fwd(primals, perturbed=None):
         def both(xs):
-            outs, res = fwd(xs)
+            outs, res = fwd(xs, perturbed)
             return [*outs, *res]
         flat = _vmap_flat(both, primals, [0] * len(primals), size)
         return flat[:n_out], flat[n_out:]
 
     def batched_bwd(res, cts):
-        n = len(res)
-        return _vmap_flat(lambda xs: [ad.instantiate(c) for c in bwd(xs[:n], xs[n:])],
-                          [*res, *cts], [0] * (n + len(cts)), size)
+        # a zero cotangent stays symbolic, of its unbatched type
+        n, zero = len(res), [isinstance(c, Zero) for c in cts]
+
+        def one(xs):
+            live = iter(xs[n:])
+            per = [Zero(tangent_aval(v.aval)) if z else next(live)
+                   for v, z in zip(call_jaxpr.outvars, zero)]
+            return [ad.instantiate(c) for c in bwd(xs[:n], per)]
+        live = [c for c in cts if not isinstance(c, Zero)]
+        return _vmap_flat(one, [*res, *live], [0] * (n + len(live)), size)
     batched_fwd.__name__, batched_bwd.__name__ = _name(fwd), _name(bwd)
+    batched_bwd.symbolic_zeros = getattr(bwd, "symbolic_zeros", False)
     outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=jaxpr, fwd=batched_fwd,
                                   bwd=batched_bwd, num_consts=len(consts) + num_consts)
     return outs, [0] * len(outs)
@@ -679,8 +707,10 @@ custom_vjp_call_p.transpose = _call_transpose
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     res = list(args[:num_res])
+    if not getattr(bwd, "symbolic_zeros", False):
+        cts = [ad.instantiate(ct) for ct in cts]
     with _closure_hint("custom_vjp", _name(bwd)):
-        cts_in = bwd(res, [ad.instantiate(ct) for ct in cts])
+        cts_in = bwd(res, list(cts))
     return [None] * num_res + list(cts_in)
 
 
@@ -978,4 +1008,4 @@ remat_p.batch = _remat_batch
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "checkpoint", "remat",
            "checkpoint_policies", "checkpoint_name", "CustomJVPException", "CustomVJPException",
-           "CustomVJPForwardModeError", "SymbolicZero", "zero_from_primal"]
+           "CustomVJPForwardModeError", "CustomVJPPrimal", "SymbolicZero", "zero_from_primal"]
