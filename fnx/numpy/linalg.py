@@ -466,7 +466,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     else:
         rcond = ufuncs.where(asarray(rcond) < 0, _eps(a.dtype), rcond)
     u, s, vh = svd(a, full_matrices=False)
-    keep = s >= asarray(rcond, s.dtype) * s[:1]
+    keep = (s > 0) & (s >= asarray(rcond, s.dtype) * s[:1])   # a zero matrix has rank 0
     rank = reductions.sum(keep, None)
     s_inv = ufuncs.where(keep, 1 / ufuncs.where(keep, s, 1.0), 0.0)
     x = _lp.adjoint(vh) @ (s_inv[:, None].astype(u.dtype) * (_lp.adjoint(u) @ b))

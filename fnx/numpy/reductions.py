@@ -217,8 +217,9 @@ def _minmax(prim_fn, name):
                 else tuple(d for i, d in enumerate(a.shape) if i not in axes)
             return _strong(lax.full(shape, initial, a.dtype))
         out = _keepdims(prim_fn(a, axes), a.shape, axes, keepdims)
-        if initial is not None:
+        if initial is not None:   # in the array's dtype, as JAX does: no promotion
             from .ufuncs import maximum, minimum
+            initial = lax.convert_element_type(initial, a.dtype)
             out = (maximum if name == "max" else minimum)(out, initial)
         return _strong(out)
     fn.__name__ = name
