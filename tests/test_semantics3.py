@@ -46,3 +46,51 @@ def test_randint_of_narrow_integers_draws_jax_s_numbers(dtype, seed):
     hi = lo + rng.integers(1, 400, (5,))
     same_as_jax(lambda s: s.m.random.randint(s.m.random.PRNGKey(seed), (2, 5), lo, hi, dtype))
     same_as_jax(lambda s: s.m.random.randint(s.m.random.key(seed), (7,), -3, 300, dtype))
+
+
+def test_cbrt_slopes_at_zero_infinities_and_nan_as_jax(seed):
+    x = np.random.default_rng(seed).standard_normal(5).astype(np.float32)
+    x = np.concatenate([x, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)])
+    for f in (lambda s: s.np.cbrt, lambda s: s.lax.cbrt):
+        same_as_jax(lambda s: f(s)(s.np.asarray(x)))
+        same_as_jax(lambda s: s.m.vmap(s.m.grad(f(s)))(s.np.asarray(x)), rtol=1e-5, atol=0)
+        same_as_jax(lambda s: s.m.jvp(f(s), (s.np.asarray(x),), (s.np.ones_like(x),)), atol=0)
+        same_as_jax(lambda s: s.m.vmap(s.m.grad(s.m.grad(f(s))))(s.np.asarray(x)), atol=0)
+
+
+def test_custom_rules_see_arrays_when_differentiating_at_python_numbers(seed):
+    x, y = np.random.default_rng(seed).standard_normal(2).tolist()
+    same_as_jax(lambda s: s.m.grad(s.np.logaddexp, argnums=(0, 1))(x, y))
+    same_as_jax(lambda s: s.m.jvp(s.np.logaddexp, (x, -np.inf), (1.0, 1.0)))
+    same_as_jax(lambda s: s.m.value_and_grad(s.nn.softplus)(x))
+    same_as_jax(lambda s: s.m.grad(s.scipy.special.logsumexp)(np.float32(x)))
+
+    def with_rule(s):
+        @s.m.custom_jvp
+        def h(v):
+            return v * 2.0
+
+        h.defjvp(lambda p, t: (h(p[0]), t[0] * s.np.cos(p[0]) + 5.0))
+        return s.m.grad(h)(x), s.m.jvp(h, (x,), (1.0,))[1]
+    same_as_jax(with_rule)
+
+
+def test_ordered_and_default_dicts_are_pytrees_as_in_jax(seed):
+    import collections
+    rng = np.random.default_rng(seed)
+    keys = list("dbca")
+    rng.shuffle(keys)
+    vals = rng.standard_normal(4).astype(np.float32)
+    od = collections.OrderedDict((k, (v, None)) for k, v in zip(keys, vals))
+    dd = collections.defaultdict(list, zip(keys, vals))
+    for tree in (od, dd):
+        same_as_jax(lambda s: s.tree_util.tree_leaves(tree))
+        same_as_jax(lambda s: [s.tree_util.keystr(k)
+                               for k, _ in s.tree_util.tree_flatten_with_path(tree)[0]])
+        same_as_jax(lambda s: str(s.tree_util.tree_structure(tree)))
+        got = fnx.jit(lambda t: fnx.tree_util.tree_map(lambda v: v * 2, t))(tree)
+        want = jax.jit(lambda t: jax.tree_util.tree_map(lambda v: v * 2, t))(tree)
+        assert type(got) is type(want) and list(got) == list(want)
+        same_as_jax(lambda s: s.m.grad(lambda t: sum(s.tree_util.tree_leaves(
+            s.tree_util.tree_map(lambda v: v * v, t))))(tree))
+    assert fnx.tree_util.tree_map(lambda v: v, dd).default_factory is list

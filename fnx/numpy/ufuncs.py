@@ -426,7 +426,7 @@ def cbrt(x):
     Array([-2.       ,  3.0000002], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    return lax.mul(lax.sign(x), lax.pow_(lax.abs_(x), lax.full(x.shape, 1 / 3, x.dtype)))
+    return lax.cbrt(x)
 
 
 @_weak_as_jax
@@ -475,13 +475,13 @@ def logaddexp(x, y):
 def _logaddexp(x, y):
     amax = lax.max_(x, y)
     amax = lax.stop_gradient_raw(lax.select(lax.is_finite(amax), amax,
-                                            lax.full(x.shape, 0, x.dtype)))
+                                            lax.full(x.shape, 0, x.dtype, x.weak_type)))
     return lax.add(amax, lax.log(lax.add(lax.exp(lax.sub(x, amax)), lax.exp(lax.sub(y, amax)))))
 
 
-def _posinf_as_zero(x):
-    return lax.select(lax.eq(x, lax.full(x.shape, np.inf, x.dtype)),
-                      lax.full(x.shape, 0, x.dtype), x)
+def _posinf_as_zero(x):   # the constants share x's weak type, so slopes at Python numbers do
+    return lax.select(lax.eq(x, lax.full(x.shape, np.inf, x.dtype, x.weak_type)),
+                      lax.full(x.shape, 0, x.dtype, x.weak_type), x)
 
 
 @_logaddexp.defjvp
