@@ -94,3 +94,31 @@ def test_ordered_and_default_dicts_are_pytrees_as_in_jax(seed):
         same_as_jax(lambda s: s.m.grad(lambda t: sum(s.tree_util.tree_leaves(
             s.tree_util.tree_map(lambda v: v * v, t))))(tree))
     assert fnx.tree_util.tree_map(lambda v: v, dd).default_factory is list
+
+
+def test_fmax_and_fmin_give_a_tie_and_its_slope_to_the_second_argument(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, 12).astype(np.float32)
+    y = rng.integers(-2, 3, 12).astype(np.float32)
+    x[:3], y[:3] = [0.0, -0.0, np.nan], [-0.0, 0.0, np.nan]
+    y[3], x[4] = np.nan, np.nan
+    for name in ("fmax", "fmin"):
+        same_as_jax(lambda s: 1 / getattr(s.np, name)(s.np.asarray(x), s.np.asarray(y)))
+        same_as_jax(lambda s: s.m.vmap(s.m.grad(getattr(s.np, name), argnums=(0, 1)))(
+            s.np.asarray(x), s.np.asarray(y)))
+
+
+@pytest.mark.parametrize("name", ["max", "min", "nanmax"])
+def test_min_max_with_where_and_initial_split_a_tie_as_jax(name, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, (4, 3)).astype(np.float32)
+    mask = rng.random((4, 3)) > 0.3
+    initial = float(rng.integers(-2, 3))
+    for axis in (None, 0, 1):
+        def program(s):
+            f = lambda v: getattr(s.np, name)(v, axis=axis, where=mask, initial=initial)
+            return f(s.np.asarray(x)), s.m.grad(lambda v: f(v).sum())(s.np.asarray(x))
+        same_as_jax(program)
+    ints = rng.integers(-9, 9, (4, 3)).astype(np.int16)
+    same_as_jax(lambda s: getattr(s.np, name)(s.np.asarray(ints), axis=1, where=mask,
+                                              initial=3))

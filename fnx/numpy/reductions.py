@@ -198,6 +198,15 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                         correction=correction))
 
 
+def _minmax_identity(name, dtype):
+    if dtypes.kind(dtype) == "b":
+        return name == "min"
+    if dtypes.kind(dtype) in "iu":
+        info = np.iinfo(dtype)
+        return info.min if name == "max" else info.max
+    return -np.inf if name == "max" else np.inf
+
+
 def _minmax(prim_fn, name):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         _no_out(out, name)
@@ -207,8 +216,11 @@ def _minmax(prim_fn, name):
             if initial is None:
                 raise ValueError(f"{name}: a where= mask needs an initial= value (the "
                                  "reduction has no identity)")
+            # masked out with the reduction's identity, as in JAX; initial= joins below, so a
+            # tie between it and a kept element splits the slope only once
             from .ufuncs import where as where_
-            a = lax.convert_element_type(where_(where, a, initial), a.dtype, a.weak_type)
+            a = where_(where, a, lax.full((), _minmax_identity(name, a.dtype), a.dtype,
+                                          a.weak_type))
         if builtins.any(a.shape[ax] == 0 for ax in axes):
             if initial is None:
                 raise ValueError(f"zero-size array to reduction operation {name} which has "

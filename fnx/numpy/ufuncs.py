@@ -710,7 +710,8 @@ def fmax(x, y):
     Array([1., 2.], dtype=float32)
     """
     x, y = promote_and_broadcast(x, y, op="fmax")
-    return where(isnan(y), x, where(isnan(x), y, lax.max_(x, y)))
+    # JAX's select, not lax.max_: a tie (and its slope) goes wholly to y
+    return where(greater(x, y) | isnan(y), x, y)
 
 
 @_weak_as_jax
@@ -721,7 +722,8 @@ def fmin(x, y):
     Array([1., 2.], dtype=float32)
     """
     x, y = promote_and_broadcast(x, y, op="fmin")
-    return where(isnan(y), x, where(isnan(x), y, lax.min_(x, y)))
+    # JAX's select, not lax.min_: a tie (and its slope) goes wholly to y
+    return where(less(x, y) | isnan(y), x, y)
 
 
 @_weak_as_jax
