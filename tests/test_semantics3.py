@@ -122,3 +122,30 @@ def test_min_max_with_where_and_initial_split_a_tie_as_jax(name, seed):
     ints = rng.integers(-9, 9, (4, 3)).astype(np.int16)
     same_as_jax(lambda s: getattr(s.np, name)(s.np.asarray(ints), axis=1, where=mask,
                                               initial=3))
+
+
+def test_full_of_a_weak_fill_is_weak_so_it_joins_narrow_floats_as_jax(seed):
+    rng = np.random.default_rng(seed)
+    h = rng.standard_normal(3).astype(np.float16)
+    v = float(rng.standard_normal())
+    for fill in (v, int(10 * v), True, 1j * v):
+        same_as_jax(lambda s: s.np.full(3, fill))
+        same_as_jax(lambda s: s.np.full((3,), fill, dtype="complex64"))
+    same_as_jax(lambda s: s.np.full(3, v) + s.np.asarray(h))
+    same_as_jax(lambda s: s.m.jit(lambda a: s.np.full(3, a))(v))
+    same_as_jax(lambda s: s.np.full(3, np.float32(v)))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_lists_of_numpy_values_keep_their_dtypes_and_big_ints_raise_as_jax(x64, seed):
+    rng = np.random.default_rng(seed)
+    v = float(rng.standard_normal())
+    i = int(rng.integers(2**31, 2**40))
+    lists = [[np.float16(v), 2.5], [np.int8(3), 7], [np.uint32(i % 2**32)], [np.int8(1), v],
+             [[np.int64(5)], [i]], [np.bool_(True), 2], [1, i], [1, -i], [np.int8(1), 2**20]]
+    with fnx.enable_x64(x64):
+        jax.config.update("jax_enable_x64", x64)
+        for x in lists:
+            same_as_jax(lambda s: s.np.asarray(x))
+        same_as_jax(lambda s: s.np.asarray([300 + i % 100], dtype="int8"))
+        same_as_jax(lambda s: s.np.array([-1], dtype="uint8"))

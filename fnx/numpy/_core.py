@@ -76,11 +76,22 @@ def _asarray(x, dtype):
                 raise ArgumentValueError("None is not a valid value for jnp.array")
             raise ArgumentTypeError(f"Value {x!r} with dtype object is not a valid JAX array "
                                     "type. Only arrays of numeric types are supported by JAX.")
-        if isinstance(x, (list, tuple)) and dtype is None:
+        if isinstance(x, (list, tuple)) and dtype is not None and arr.dtype.kind in "iu":
+            _check_int_range(arr, dtypes.canonicalize(dtype, "asarray"))
+        if isinstance(x, (list, tuple)) and dtype is None and _holds_numpy_values(x):
+            # NumPy values in a list keep their dtypes, Python numbers beside them are weak:
+            # JAX promotes the elements as the operands of one operation
+            leaves = _list_leaves(x)
+            for leaf in leaves:
+                if type(leaf) is int:
+                    _check_int_range(np.asarray(leaf), dtypes.default_int)
+            arr = np.asarray(x, dtype=result_type(*leaves))
+        elif isinstance(x, (list, tuple)) and dtype is None:
             # Python numbers in a list take fnx's defaults, as in JAX
             if arr.dtype.kind == "f":
                 arr = arr.astype(dtypes.default_float)
             elif arr.dtype.kind in "iu":
+                _check_int_range(arr, dtypes.default_int)
                 arr = arr.astype(dtypes.default_int)
             elif arr.dtype.kind == "c":
                 arr = arr.astype(dtypes.default_complex)
@@ -89,6 +100,25 @@ def _asarray(x, dtype):
     buf = (backend.from_numpy(np.asarray(arr, dtype=dt, order="C")) if private
            else backend.to_buffer(arr, dt))
     return Array(backend.cast(buf, dt), backend)
+
+
+def _list_leaves(x):
+    if isinstance(x, (list, tuple)):
+        return [leaf for e in x for leaf in _list_leaves(e)]
+    return [x]
+
+
+def _holds_numpy_values(x) -> bool:
+    return any(isinstance(leaf, (np.ndarray, np.generic)) for leaf in _list_leaves(x))
+
+
+def _check_int_range(arr, dtype):
+    """JAX's OverflowError for a list holding an integer ``dtype`` cannot hold (the default int
+    with x64 off, or the dtype asked for), where a cast would wrap it silently."""
+    info = np.iinfo(dtype)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        bad = arr.max() if arr.max() > info.max else arr.min()
+        raise OverflowError(f"Python integer {int(bad)} out of bounds for {np.dtype(dtype).name}")
 
 
 def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
