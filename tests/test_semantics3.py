@@ -149,3 +149,29 @@ def test_lists_of_numpy_values_keep_their_dtypes_and_big_ints_raise_as_jax(x64, 
             same_as_jax(lambda s: s.np.asarray(x))
         same_as_jax(lambda s: s.np.asarray([300 + i % 100], dtype="int8"))
         same_as_jax(lambda s: s.np.array([-1], dtype="uint8"))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_one_hot_takes_the_default_float_as_jax(x64, seed):
+    labels = np.random.default_rng(seed).integers(-1, 5, (3, 2))
+    with fnx.enable_x64(x64):
+        jax.config.update("jax_enable_x64", x64)
+        same_as_jax(lambda s: s.nn.one_hot(s.np.asarray(labels), 4))
+        same_as_jax(lambda s: s.nn.one_hot(s.np.asarray(labels), 4, axis=0, dtype="int8"))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_gamma_poles_and_integer_arguments_as_jax(x64, seed):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.uniform(-4, 4, 6), [-1.0, -2.0, -np.inf, 0.0, -0.0, np.nan,
+                                               np.inf, 3.0]]).astype(np.float32)
+    ints = rng.integers(1, 6, 4)
+    with fnx.enable_x64(x64):
+        jax.config.update("jax_enable_x64", x64)
+        for name in ("gamma", "gammasgn"):
+            same_as_jax(lambda s: getattr(s.scipy.special, name)(s.np.asarray(x)), rtol=1e-5)
+        same_as_jax(lambda s: s.scipy.special.gamma(s.np.asarray(ints)), rtol=1e-5)
+        same_as_jax(lambda s: s.scipy.special.gammaln(s.np.asarray(ints)), rtol=1e-5)
+        for name in ("erf", "erfinv"):
+            same_as_jax(lambda s: getattr(s.scipy.special, name)(s.np.asarray(ints % 2)))
+            same_as_jax(lambda s: getattr(s.scipy.special, name)(float(x[0]) / 5))

@@ -76,7 +76,8 @@ def _asarray(x, dtype):
                 raise ArgumentValueError("None is not a valid value for jnp.array")
             raise ArgumentTypeError(f"Value {x!r} with dtype object is not a valid JAX array "
                                     "type. Only arrays of numeric types are supported by JAX.")
-        if isinstance(x, (list, tuple)) and dtype is not None and arr.dtype.kind in "iu":
+        if isinstance(x, (list, tuple)) and dtype is not None and arr.dtype.kind in "iu" \
+                and dtypes.canonicalize(dtype, "asarray").kind in "iu":
             _check_int_range(arr, dtypes.canonicalize(dtype, "asarray"))
         if isinstance(x, (list, tuple)) and dtype is None and _holds_numpy_values(x):
             # NumPy values in a list keep their dtypes, Python numbers beside them are weak:
