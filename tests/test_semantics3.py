@@ -175,3 +175,15 @@ def test_gamma_poles_and_integer_arguments_as_jax(x64, seed):
         for name in ("erf", "erfinv"):
             same_as_jax(lambda s: getattr(s.scipy.special, name)(s.np.asarray(ints % 2)))
             same_as_jax(lambda s: getattr(s.scipy.special, name)(float(x[0]) / 5))
+
+
+def test_einsum_takes_preferred_element_type(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, (3, 200)).astype(np.int8)
+    b = rng.integers(-128, 128, (200,)).astype(np.int8)
+    same_as_jax(lambda s: s.np.einsum("ij,j->i", s.np.asarray(a), s.np.asarray(b),
+                                      preferred_element_type="int32"))
+    h = rng.standard_normal((4, 5)).astype(np.float32)
+    same_as_jax(lambda s: s.np.einsum("ij,kj->ik", s.np.asarray(h, "bfloat16"),
+                                      s.np.asarray(h, "bfloat16"),
+                                      preferred_element_type=s.np.float32), rtol=1e-6)
