@@ -33,10 +33,12 @@ def test_min_max_initial_keeps_the_array_dtype(name, seed):
         same_as_jax(lambda s: getattr(s.np, name)(s.np.asarray(x), **kw))
 
 
-def test_lstsq_of_a_zero_matrix_is_zero_with_rank_zero(seed):
+def test_lstsq_and_cond_of_a_zero_matrix_as_jax(seed):
     b = np.random.default_rng(seed).standard_normal(3).astype(np.float32)
     for a in (np.zeros((3, 2), np.float32), np.zeros((3, 3), np.float32)):
         same_as_jax(lambda s: s.np.linalg.lstsq(s.np.asarray(a), s.np.asarray(b))[:3])
+    zero = np.zeros((2, 3, 3), np.float32)
+    same_as_jax(lambda s: [s.np.linalg.cond(s.np.asarray(zero), p) for p in (None, 2, -2, 1)])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])

@@ -606,7 +606,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
 def cond(x, p=None):
     """The condition number of each matrix in the norm ``p``: None or 2 (largest over smallest
     singular value), -2 (its inverse), or 'fro', 'nuc', 1, -1, inf, -inf (``norm(x, p) *
-    norm(inv(x), p)``, square matrices only). Singular matrices give inf, as NumPy.
+    norm(inv(x), p)``, square matrices only). Singular matrices give inf, as NumPy, except
+    that a zero matrix in the 2-norm gives 0/0 = NaN, as JAX.
 
     >>> jnp.linalg.cond(jnp.array([[1.0, 0.0], [0.0, 4.0]]))
     Array(4., dtype=float32)
@@ -616,7 +617,9 @@ def cond(x, p=None):
     if p is None or (not isinstance(p, str) and p in (2, -2)):
         s = svdvals(x)
         big, small = s[..., 0], s[..., -1]
-        r = big / small if p != -2 else small / big
+        if p != -2:
+            return big / small      # JAX returns this as it is (NaN for a zero matrix)
+        r = small / big
     else:
         _square(f"cond with p={p!r}", x)
         axes = (x.ndim - 2, x.ndim - 1)
