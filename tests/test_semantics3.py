@@ -189,3 +189,27 @@ def test_einsum_takes_preferred_element_type(seed):
     same_as_jax(lambda s: s.np.einsum("ij,kj->ik", s.np.asarray(h, "bfloat16"),
                                       s.np.asarray(h, "bfloat16"),
                                       preferred_element_type=s.np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint32", "int32", "float16", "float32"])
+def test_python_ints_beyond_the_default_int_raise_overflow_as_jax(dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 5, 3).astype(dtype)
+    big = int(rng.integers(2**31, 2**40))
+    for v in (big, -big, 2**31 - 1, 300, -1):
+        same_as_jax(lambda s: s.np.asarray(x) + v)
+        same_as_jax(lambda s: v * s.np.asarray(x))
+        same_as_jax(lambda s: s.np.maximum(s.np.asarray(x), v))
+    same_as_jax(lambda s: s.np.true_divide(s.np.asarray(x), big))
+
+
+def test_builtin_round_none_and_array_protocols_as_jax(seed):
+    rng = np.random.default_rng(seed)
+    v = float(rng.uniform(-9, 9))
+    for dt in ("float16", "float32", "int8"):
+        same_as_jax(lambda s: round(s.np.asarray(v).astype(dt)))
+        same_as_jax(lambda s: round(s.np.asarray(v).astype(dt), 1))
+    same_as_jax(lambda s: s.m.jit(lambda a: round(a))(s.np.asarray(v)))
+    x = rng.standard_normal(3).astype(np.float32)
+    same_as_jax(lambda s: (s.np.asarray(x) == None, s.np.asarray(x) != None))  # noqa: E711
+    same_as_jax(lambda s: s.np.asarray(x) + None)

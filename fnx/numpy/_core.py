@@ -228,6 +228,7 @@ def promote_dtypes(*args):
     out = []
     for a, aval in zip(args, avals):
         if _is_scalar(a):
+            _check_python_int(a)
             out.append(lax.convert_element_type_p.bind(lax.exact_scalar(a, dtype),
                                                        new_dtype=dtype, weak_type=weak))
         else:
@@ -235,6 +236,16 @@ def promote_dtypes(*args):
             out.append(a if (aval.dtype == dtype and aval.weak_type == weak)
                        else lax.convert_element_type(a, dtype, weak))
     return out
+
+
+def _check_python_int(x):
+    """JAX's OverflowError for a Python int operand the default int (int32 with x64 off)
+    cannot hold, whatever the other operand's dtype, where a cast would wrap it silently."""
+    if type(x) is int:
+        info = np.iinfo(dtypes.default_int)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python integer {x} out of bounds for "
+                                f"{np.dtype(dtypes.default_int).name}")
 
 
 def _check_strict(avals, dtype):
@@ -253,6 +264,8 @@ def promote_dtypes_inexact(*args):
     booleans and integers up to 32 bits, float64 for 64-bit ones)."""
     # Python numbers go straight to the float (uint8 data and -3 divide by -3.0, as in JAX)
     numbers = [a if _is_scalar(a) else None for a in args]
+    for n in numbers:
+        _check_python_int(n)
     arrs = promote_dtypes(*[0 if n is not None and isinstance(n, int) and
                             not isinstance(n, bool) else a for a, n in zip(args, numbers)])
     if dtypes.is_float(arrs[0].dtype):
