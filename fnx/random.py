@@ -1213,6 +1213,12 @@ def randint(key, shape, minval, maxval, dtype=None):
     if dtype.kind not in "iu":
         raise TypeError(f"random.randint needs an integer dtype, got {dtype}")
     shape = _shape(shape, "randint")
+    if dtype.itemsize < 4:   # sampled in 32 bits (less bias) and cast, as JAX does
+        info = np.iinfo(dtype)
+        minval = jnp.clip(jnp.asarray(minval).astype(np.int32), int(info.min), int(info.max))
+        maxval = jnp.clip(jnp.asarray(maxval).astype(np.int32), int(info.min),
+                          int(info.max) + 1)
+        return randint(key, shape, minval, maxval, np.int32).astype(dtype)
     minval, _ = _int_bound(minval, dtype)
     maxval, above = _int_bound(maxval, dtype)
     minval, maxval = jnp.broadcast_to(minval, shape), jnp.broadcast_to(maxval, shape)

@@ -8,6 +8,8 @@ recorded as a linear jaxpr; ``backward_pass`` transposes that jaxpr.
 from __future__ import annotations
 
 # the rule-writing helpers are ad_util's; they stay reachable as ad.Zero, ad.defjvp, ...
+import numpy as np
+
 from .ad_util import (UndefinedPrimal, Zero, add_tangents, defjvp, defjvp_with_output,  # noqa
                       deflinear, instantiate, instantiate_as, is_undefined, tangent_aval,
                       zero_jvp, zeros_like_aval)
@@ -72,10 +74,18 @@ class JVPTrace(Trace):
         return JVPTracer(self, out_p, out_t)
 
 
+def _as_array(x):
+    """A Python number or NumPy value differentiated at becomes an Array, as in JAX: the
+    rules of custom_jvp and custom_vjp functions see ``x.shape`` and ``x.dtype``."""
+    if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
+        return full_lower_to_array(x)
+    return x
+
+
 def jvp_flat(flat_fun, primals, tangents, instantiate_zeros=True):
     """Forward mode on flat lists. Returns ``(out_primals, out_tangents)``."""
     trace = JVPTrace(current_trace())
-    in_tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    in_tracers = [JVPTracer(trace, _as_array(p), t) for p, t in zip(primals, tangents)]
     with set_current_trace(trace):
         outs = flat_fun(*in_tracers)
     out_p, out_t = zip(*map(trace.unpack, outs)) if outs else ((), ())
@@ -142,7 +152,7 @@ def linearize_flat(flat_fun, primals):
     jt = JVPTrace(pe)
     avals = [tangent_aval(get_aval(p)) for p in primals]
     tangent_args = [pe.new_arg(a) for a in avals]
-    in_tracers = [JVPTracer(jt, p, t) for p, t in zip(primals, tangent_args)]
+    in_tracers = [JVPTracer(jt, _as_array(p), t) for p, t in zip(primals, tangent_args)]
     with set_current_trace(jt):
         outs = flat_fun(*in_tracers)
     out_p, out_t = zip(*map(jt.unpack, outs)) if outs else ((), ())

@@ -5,6 +5,7 @@ containers; everything else is a leaf.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Any, Callable, NamedTuple, Tuple, TypeVar
@@ -250,6 +251,28 @@ def _dict_keys(d):
 
 _key_registry.update({tuple: _sequence_keys, list: _sequence_keys, dict: _dict_keys,
                       type(None): lambda _: ([], None)})
+
+
+# JAX's two other dicts: an OrderedDict keeps its insertion order, a defaultdict sorts its keys
+# and keeps its default factory
+def _ordered_dict_keys(d):
+    keys = tuple(d.keys())
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _default_dict_keys(d):
+    children, keys = _dict_flatten(d)
+    return [(DictKey(k), c) for k, c in zip(keys, children)], (d.default_factory, keys)
+
+
+register_pytree_with_keys(
+    collections.OrderedDict, _ordered_dict_keys,
+    lambda keys, c: collections.OrderedDict(zip(keys, c)),
+    lambda d: (list(d.values()), tuple(d.keys())))
+register_pytree_with_keys(
+    collections.defaultdict, _default_dict_keys,
+    lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
+    lambda d: (lambda children, keys: (children, (d.default_factory, keys)))(*_dict_flatten(d)))
 
 
 def _node_type(x):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import numpy as jnp
+from ..core import dtypes
 from ..core.lax import erf
 
 _SHIFT = 6      # arguments below 7 are raised by six: the series is then accurate to ~1e-13
@@ -21,7 +22,8 @@ _SHIFT = 6      # arguments below 7 are raised by six: the series is then accura
 
 def _floating(x):
     x = jnp.asarray(x)
-    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.float32)
+    # an integer becomes the float JAX's scipy.special promotes it to (float64 for int64)
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(dtypes.to_inexact(x.dtype))
 
 
 def _shifted(x):

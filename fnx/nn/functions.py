@@ -12,7 +12,7 @@ from functools import partial
 import numpy as np
 
 from .. import numpy as jnp
-from ..core import lax
+from ..core import dtypes, lax
 from ..core.api import stop_gradient
 from ..core.core import default_backend
 from ..core.custom_derivatives import custom_jvp
@@ -381,8 +381,9 @@ def _along(param, ndim, axes, dtype):
     return param
 
 
-def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
-    """One-hot encoding of integer labels; out-of-range labels give all-zero rows.
+def one_hot(x, num_classes: int, dtype=None, axis=-1):
+    """One-hot encoding of integer labels; out-of-range labels give all-zero rows. The dtype
+    defaults to the default float (float64 with x64 on), as JAX's ``jnp.float_``.
 
     >>> one_hot(jnp.array([0, 2]), 3)
     Array([[1., 0., 0.],
@@ -395,7 +396,7 @@ def one_hot(x, num_classes: int, dtype=jnp.float32, axis=-1):
         raise DTypeError(f"one_hot: num_classes must be an int, got {num_classes!r}") from None
     classes = lax.broadcasted_iota(x.dtype, x.shape + (num_classes,), x.ndim)
     hot = jnp.expand_dims(x, -1) == classes
-    out = hot.astype(dtype)
+    out = hot.astype(dtypes.default_float if dtype is None else dtype)
     return jnp.moveaxis(out, -1, axis) if axis != -1 else out
 
 

@@ -76,11 +76,23 @@ def _asarray(x, dtype):
                 raise ArgumentValueError("None is not a valid value for jnp.array")
             raise ArgumentTypeError(f"Value {x!r} with dtype object is not a valid JAX array "
                                     "type. Only arrays of numeric types are supported by JAX.")
-        if isinstance(x, (list, tuple)) and dtype is None:
+        if isinstance(x, (list, tuple)) and dtype is not None and arr.dtype.kind in "iu" \
+                and dtypes.canonicalize(dtype, "asarray").kind in "iu":
+            _check_int_range(arr, dtypes.canonicalize(dtype, "asarray"))
+        if isinstance(x, (list, tuple)) and dtype is None and _holds_numpy_values(x):
+            # NumPy values in a list keep their dtypes, Python numbers beside them are weak:
+            # JAX promotes the elements as the operands of one operation
+            leaves = _list_leaves(x)
+            for leaf in leaves:
+                if type(leaf) is int:
+                    _check_int_range(np.asarray(leaf), dtypes.default_int)
+            arr = np.asarray(x, dtype=result_type(*leaves))
+        elif isinstance(x, (list, tuple)) and dtype is None:
             # Python numbers in a list take fnx's defaults, as in JAX
             if arr.dtype.kind == "f":
                 arr = arr.astype(dtypes.default_float)
             elif arr.dtype.kind in "iu":
+                _check_int_range(arr, dtypes.default_int)
                 arr = arr.astype(dtypes.default_int)
             elif arr.dtype.kind == "c":
                 arr = arr.astype(dtypes.default_complex)
@@ -89,6 +101,25 @@ def _asarray(x, dtype):
     buf = (backend.from_numpy(np.asarray(arr, dtype=dt, order="C")) if private
            else backend.to_buffer(arr, dt))
     return Array(backend.cast(buf, dt), backend)
+
+
+def _list_leaves(x):
+    if isinstance(x, (list, tuple)):
+        return [leaf for e in x for leaf in _list_leaves(e)]
+    return [x]
+
+
+def _holds_numpy_values(x) -> bool:
+    return any(isinstance(leaf, (np.ndarray, np.generic)) for leaf in _list_leaves(x))
+
+
+def _check_int_range(arr, dtype):
+    """JAX's OverflowError for a list holding an integer ``dtype`` cannot hold (the default int
+    with x64 off, or the dtype asked for), where a cast would wrap it silently."""
+    info = np.iinfo(dtype)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        bad = arr.max() if arr.max() > info.max else arr.min()
+        raise OverflowError(f"Python integer {int(bad)} out of bounds for {np.dtype(dtype).name}")
 
 
 def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
@@ -197,6 +228,7 @@ def promote_dtypes(*args):
     out = []
     for a, aval in zip(args, avals):
         if _is_scalar(a):
+            _check_python_int(a)
             out.append(lax.convert_element_type_p.bind(lax.exact_scalar(a, dtype),
                                                        new_dtype=dtype, weak_type=weak))
         else:
@@ -204,6 +236,16 @@ def promote_dtypes(*args):
             out.append(a if (aval.dtype == dtype and aval.weak_type == weak)
                        else lax.convert_element_type(a, dtype, weak))
     return out
+
+
+def _check_python_int(x):
+    """JAX's OverflowError for a Python int operand the default int (int32 with x64 off)
+    cannot hold, whatever the other operand's dtype, where a cast would wrap it silently."""
+    if type(x) is int:
+        info = np.iinfo(dtypes.default_int)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python integer {x} out of bounds for "
+                                f"{np.dtype(dtypes.default_int).name}")
 
 
 def _check_strict(avals, dtype):
@@ -222,6 +264,8 @@ def promote_dtypes_inexact(*args):
     booleans and integers up to 32 bits, float64 for 64-bit ones)."""
     # Python numbers go straight to the float (uint8 data and -3 divide by -3.0, as in JAX)
     numbers = [a if _is_scalar(a) else None for a in args]
+    for n in numbers:
+        _check_python_int(n)
     arrs = promote_dtypes(*[0 if n is not None and isinstance(n, int) and
                             not isinstance(n, bool) else a for a, n in zip(args, numbers)])
     if dtypes.is_float(arrs[0].dtype):

@@ -21,9 +21,10 @@ def _swap(f):
 def _defer(f):
     # let NumPy-incompatible right operands (lists are fine) raise TypeError as NumPy would, and
     # let types of a higher __array_priority__ (sparse arrays) answer with their reflected
-    # operator, NumPy's rule
+    # operator, NumPy's rule; None too, so ``x == None`` is False and ``x + None`` a TypeError,
+    # as in JAX
     def op(self, other):
-        if isinstance(other, (str, bytes, dict, set)) or \
+        if other is None or isinstance(other, (str, bytes, dict, set)) or \
                 getattr(other, "__array_priority__", 0) > self.__array_priority__:
             return NotImplemented
         return f(self, other)
@@ -144,11 +145,17 @@ def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
                               fill_value=fill_value)
 
 
+def _builtin_round(a, ndigits=None):
+    # Python's round(x) is an integer, so JAX's is an int array; round(x, n) keeps the dtype
+    out = ufuncs.round(a, ndigits or 0)
+    return out if ndigits is not None else out.astype(dtypes.default_int)
+
+
 _METHODS = {
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,
     "__invert__": ufuncs.invert, "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "__divmod__": lambda a, b: (ufuncs.floor_divide(a, b), ufuncs.remainder(a, b)),
-    "__round__": lambda a, ndigits=None: ufuncs.round(a, ndigits or 0),
+    "__round__": _builtin_round,
     "__iter__": lambda a: (a[i] for i in range(len(a))), "__format__": _format_method,
     "astype": astype, "reshape": _reshape_method, "transpose": _transpose_method,
     "sum": reductions.sum, "mean": reductions.mean, "var": reductions.var,

@@ -68,15 +68,17 @@ def full(shape, fill_value, dtype=None):
     given).
 
     >>> jnp.full((2,), 7)
-    Array([7, 7], dtype=int32)
+    Array([7, 7], dtype=int32, weak_type=True)
     """
     # a Python number goes straight to ``dtype`` (no rounding through the default float)
     dt = None if dtype is None else dtypes.canonicalize(dtype, "full")
     fill = asarray(fill_value, dt if _is_scalar(fill_value) else None)
+    # as JAX's: a weakly typed fill (a Python number) without a dtype stays weakly typed
+    weak = dtype is None and get_aval(fill).weak_type
     dt = fill.dtype if dt is None else dt
     if fill.ndim:
         return broadcast_to(lax.convert_element_type(fill, dt), _shape(shape))
-    return lax.full(_shape(shape), fill, dt, weak_type=False)
+    return lax.full(_shape(shape), fill, dt, weak_type=weak)
 
 
 def _like(a, dtype, shape):

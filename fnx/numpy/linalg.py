@@ -466,7 +466,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     else:
         rcond = ufuncs.where(asarray(rcond) < 0, _eps(a.dtype), rcond)
     u, s, vh = svd(a, full_matrices=False)
-    keep = s >= asarray(rcond, s.dtype) * s[:1]
+    keep = (s > 0) & (s >= asarray(rcond, s.dtype) * s[:1])   # a zero matrix has rank 0
     rank = reductions.sum(keep, None)
     s_inv = ufuncs.where(keep, 1 / ufuncs.where(keep, s, 1.0), 0.0)
     x = _lp.adjoint(vh) @ (s_inv[:, None].astype(u.dtype) * (_lp.adjoint(u) @ b))
@@ -606,7 +606,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
 def cond(x, p=None):
     """The condition number of each matrix in the norm ``p``: None or 2 (largest over smallest
     singular value), -2 (its inverse), or 'fro', 'nuc', 1, -1, inf, -inf (``norm(x, p) *
-    norm(inv(x), p)``, square matrices only). Singular matrices give inf, as NumPy.
+    norm(inv(x), p)``, square matrices only). Singular matrices give inf, as NumPy, except
+    that a zero matrix in the 2-norm gives 0/0 = NaN, as JAX.
 
     >>> jnp.linalg.cond(jnp.array([[1.0, 0.0], [0.0, 4.0]]))
     Array(4., dtype=float32)
@@ -616,7 +617,9 @@ def cond(x, p=None):
     if p is None or (not isinstance(p, str) and p in (2, -2)):
         s = svdvals(x)
         big, small = s[..., 0], s[..., -1]
-        r = big / small if p != -2 else small / big
+        if p != -2:
+            return big / small      # JAX returns this as it is (NaN for a zero matrix)
+        r = small / big
     else:
         _square(f"cond with p={p!r}", x)
         axes = (x.ndim - 2, x.ndim - 1)

@@ -176,10 +176,12 @@ def _sublists_to_subscripts(*args):
     return subscripts, operands
 
 
-def einsum(subscripts: str, *operands, precision=None, optimize=None, out_sharding=None):
+def einsum(subscripts: str, *operands, precision=None, optimize=None, out_sharding=None,
+           preferred_element_type=None):
     """Einstein summation, contracted pairwise left to right with dot_general. NumPy's
     interleaved form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, works too. ``out_sharding``
-    (JAX's explicit placement of the result) leaves the values as they are.
+    (JAX's explicit placement of the result) leaves the values as they are;
+    ``preferred_element_type`` is the dtype the products accumulate in and the result has.
 
     >>> a, b = jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.ones((2, 1))
     >>> jnp.einsum("ij,jk->ik", a, b)   # a @ b
@@ -189,6 +191,10 @@ def einsum(subscripts: str, *operands, precision=None, optimize=None, out_shardi
     if not isinstance(subscripts, str):
         subscripts, operands = _sublists_to_subscripts(subscripts, *operands)
     ops = promote_dtypes(*operands)
+    if preferred_element_type is not None:
+        # widening the operands first accumulates in that dtype, as dot_general would
+        ops = [lax.convert_element_type(o, dtypes.canonicalize(preferred_element_type,
+                                                               "einsum")) for o in ops]
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
         lhs, out = subscripts.split("->")

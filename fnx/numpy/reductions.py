@@ -198,6 +198,15 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                         correction=correction))
 
 
+def _minmax_identity(name, dtype):
+    if dtypes.kind(dtype) == "b":
+        return name == "min"
+    if dtypes.kind(dtype) in "iu":
+        info = np.iinfo(dtype)
+        return info.min if name == "max" else info.max
+    return -np.inf if name == "max" else np.inf
+
+
 def _minmax(prim_fn, name):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         _no_out(out, name)
@@ -207,8 +216,11 @@ def _minmax(prim_fn, name):
             if initial is None:
                 raise ValueError(f"{name}: a where= mask needs an initial= value (the "
                                  "reduction has no identity)")
+            # masked out with the reduction's identity, as in JAX; initial= joins below, so a
+            # tie between it and a kept element splits the slope only once
             from .ufuncs import where as where_
-            a = lax.convert_element_type(where_(where, a, initial), a.dtype, a.weak_type)
+            a = where_(where, a, lax.full((), _minmax_identity(name, a.dtype), a.dtype,
+                                          a.weak_type))
         if builtins.any(a.shape[ax] == 0 for ax in axes):
             if initial is None:
                 raise ValueError(f"zero-size array to reduction operation {name} which has "
@@ -217,8 +229,9 @@ def _minmax(prim_fn, name):
                 else tuple(d for i, d in enumerate(a.shape) if i not in axes)
             return _strong(lax.full(shape, initial, a.dtype))
         out = _keepdims(prim_fn(a, axes), a.shape, axes, keepdims)
-        if initial is not None:
+        if initial is not None:   # in the array's dtype, as JAX does: no promotion
             from .ufuncs import maximum, minimum
+            initial = lax.convert_element_type(initial, a.dtype)
             out = (maximum if name == "max" else minimum)(out, initial)
         return _strong(out)
     fn.__name__ = name

@@ -426,7 +426,7 @@ def cbrt(x):
     Array([-2.       ,  3.0000002], dtype=float32)
     """
     (x,) = promote_dtypes_inexact(x)
-    return lax.mul(lax.sign(x), lax.pow_(lax.abs_(x), lax.full(x.shape, 1 / 3, x.dtype)))
+    return lax.cbrt(x)
 
 
 @_weak_as_jax
@@ -475,13 +475,13 @@ def logaddexp(x, y):
 def _logaddexp(x, y):
     amax = lax.max_(x, y)
     amax = lax.stop_gradient_raw(lax.select(lax.is_finite(amax), amax,
-                                            lax.full(x.shape, 0, x.dtype)))
+                                            lax.full(x.shape, 0, x.dtype, x.weak_type)))
     return lax.add(amax, lax.log(lax.add(lax.exp(lax.sub(x, amax)), lax.exp(lax.sub(y, amax)))))
 
 
-def _posinf_as_zero(x):
-    return lax.select(lax.eq(x, lax.full(x.shape, np.inf, x.dtype)),
-                      lax.full(x.shape, 0, x.dtype), x)
+def _posinf_as_zero(x):   # the constants share x's weak type, so slopes at Python numbers do
+    return lax.select(lax.eq(x, lax.full(x.shape, np.inf, x.dtype, x.weak_type)),
+                      lax.full(x.shape, 0, x.dtype, x.weak_type), x)
 
 
 @_logaddexp.defjvp
@@ -710,7 +710,8 @@ def fmax(x, y):
     Array([1., 2.], dtype=float32)
     """
     x, y = promote_and_broadcast(x, y, op="fmax")
-    return where(isnan(y), x, where(isnan(x), y, lax.max_(x, y)))
+    # JAX's select, not lax.max_: a tie (and its slope) goes wholly to y
+    return where(greater(x, y) | isnan(y), x, y)
 
 
 @_weak_as_jax
@@ -721,7 +722,8 @@ def fmin(x, y):
     Array([1., 2.], dtype=float32)
     """
     x, y = promote_and_broadcast(x, y, op="fmin")
-    return where(isnan(y), x, where(isnan(x), y, lax.min_(x, y)))
+    # JAX's select, not lax.min_: a tie (and its slope) goes wholly to y
+    return where(less(x, y) | isnan(y), x, y)
 
 
 @_weak_as_jax

@@ -13,9 +13,10 @@ from ..core import lax as _lax
 from ..core.custom_derivatives import custom_jvp
 from ..lax.special import digamma, erfc, erfc_tail, lgamma
 from ..core.errors import DTypeValueError
+from ..numpy._core import promote_dtypes_inexact as _inexact
 from ..lax.zeta import polygamma as _lax_polygamma, zeta as _lax_zeta
 from ._bessel import bessel_jn  # noqa: F401
-from ._common import floats as _floats, gamma, one_float as _float
+from ._common import floats as _floats, gamma, gamma_sign as _gamma_sign, one_float as _float
 from ._faddeeva import fresnel, wofz  # noqa: F401
 from ._harmonics import sph_harm_y  # noqa: F401
 from ._hypergeometric import hyp2f1  # noqa: F401
@@ -26,8 +27,24 @@ from ..nn import log_softmax, logsumexp, sigmoid as expit, softmax  # noqa: F401
 
 gammaln = lgamma
 psi = digamma
-erf = _lax.erf
-erfinv = _lax.erf_inv
+
+
+def erf(x):
+    """The error function; integers become floats, as in JAX.
+
+    >>> erf(0.5)
+    Array(0.5204999, dtype=float32, weak_type=True)
+    """
+    return _lax.erf(_inexact(x)[0])
+
+
+def erfinv(x):
+    """The inverse of ``erf`` on (-1, 1); integers become floats, as in JAX.
+
+    >>> erfinv(0.5)
+    Array(0.47693628, dtype=float32, weak_type=True)
+    """
+    return _lax.erf_inv(_inexact(x)[0])
 
 
 def betaln(a, b):
@@ -208,10 +225,7 @@ def gammasgn(x):
     >>> gammasgn(-1.5)
     Array(1., dtype=float32)
     """
-    x = _float(x)
-    negative = (x < 0) & (jnp.fmod(jnp.ceil(-x), 2.0) == 1.0)
-    pole = (x < 0) & (x == jnp.floor(x))
-    return jnp.where(pole, jnp.nan, jnp.where(negative, -1.0, 1.0)).astype(x.dtype)
+    return _gamma_sign(_float(x))
 
 
 def poch(z, m):

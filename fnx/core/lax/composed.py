@@ -10,7 +10,7 @@ from ..errors import DTypeError, ShapeError
 from .base import broadcast_in_dim, convert_element_type, full, reshape, transpose
 from .elementwise import bitcast_convert_type as _same_width_bitcast
 from .elementwise import (_const, _full_like, abs_, add, bitwise_and, bitwise_or, shift_left,
-                          shift_right_logical, exp, gt, integer_pow,
+                          shift_right_logical, eq, exp, gt, integer_pow,
                           is_finite, log1p, lt, max_, min_, mul, neg, pow_, rem, select, sign,
                           stop_gradient_raw, sub)
 from .shapes import broadcasted_iota, concatenate, rev, slice_in_dim, squeeze
@@ -126,13 +126,20 @@ def reciprocal(x):
 
 
 def cbrt(x):
-    """The real cube root, negative for negative ``x``. Its derivative at 0 is NaN here (JAX
-    gives inf).
+    """The real cube root, negative for negative ``x``; its slope at 0 is inf, as in JAX.
 
     >>> lax.cbrt(jnp.array([-8.0, 1.0, 0.125]))
     Array([-2. ,  1. ,  0.5], dtype=float32)
     """
-    return mul(sign(x), pow_(abs_(x), _const(x, 1 / 3)))
+    third = _const(x, 1 / 3)
+    # Two branches, not sign(x) * |x| ** (1/3): that product's slope at 0 is 0 * inf = NaN.
+    # Each branch sees a harmless 1 where it is not taken, so reverse mode never multiplies
+    # a zero cotangent by an infinite slope. The sign bit (1/x < 0 at -0.0) picks the
+    # branch, so cbrt(-0.0) is -0.0.
+    zero, one = _full_like(x, 0), _full_like(x, 1)
+    negative = lt(select(eq(x, zero), integer_pow(x, -1), x), zero)
+    below = neg(pow_(select(negative, neg(x), one), third))
+    return select(negative, below, pow_(select(negative, one, x), third))
 
 
 def exp2(x):
