@@ -369,7 +369,7 @@ def test_non_integer_shape_is_a_type_error():
     assert jnp.zeros((np.int64(2), 3)).shape == (2, 3)
 
 
-def test_prng_seed_out_of_int64_range_raises():
+def test_prng_seed_out_of_int64_range_raises(jax_x64_as_fnx):
     from fnx import random
     for seed in (2 ** 64, 2 ** 63, -2 ** 63 - 1):
         with pytest.raises(OverflowError):
