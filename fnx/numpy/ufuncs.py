@@ -1223,8 +1223,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
     Array([1., 2.], dtype=float32)
     """
     x = asarray(x)
-    if _is_bool_array(condlist):
+    if _is_bool_array(condlist) and condlist.ndim == 0:
         condlist = [condlist]
+    # an array of conditions is read along its first axis, as JAX reads it
     conds = [astype(asarray(c), bool) for c in condlist]
     if len(funclist) == len(conds) + 1:
         conds.append(logical_not(lax.reduce_or(stack(conds), (0,))))
