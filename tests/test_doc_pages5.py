@@ -1,0 +1,80 @@
+"""Programs in the style of JAX's API docstrings whose outcome once differed from JAX's: each
+runs with fnx's names and with JAX's on the CPU, on fresh random inputs, and must give the same
+values (bit for bit where JAX's numbers are exact), dtypes and shapes, or raise alike."""
+import numpy as np
+import pytest
+
+from test_jax_differences_2 import same_as_jax
+
+pytestmark = pytest.mark.x32
+
+
+@pytest.fixture(autouse=True)
+def _jax_as_fnx(jax_x64_as_fnx):
+    """JAX runs with x64 set as fnx's (off: these are the user's defaults)."""
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def test_linspace_samples_round_as_jax_so_histogram_edges_and_counts_agree(rng):
+    lo, hi = rng.uniform(-10, 10, 2)
+    n = int(rng.integers(2, 60))
+    data = np.round(rng.uniform(0, 25, 40)).astype(np.int32)
+    # exact equality: a sample one ulp off moves a value on a bin edge to the other bin
+    same_as_jax(lambda s: (s.np.linspace(lo, hi, n), s.np.linspace(0, 25, 6),
+                           s.np.linspace(-s.np.pi, s.np.pi, 9),
+                           s.np.histogram(data, range=(0, 25), bins=5)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+def test_partition_and_argpartition_give_jaxs_order_on_both_sides(rng, dtype):
+    x = rng.integers(0, 6, (3, 7, 5)).astype(dtype)   # ties, which a proxy must not take twice
+    kth, axis = int(rng.integers(0, 5)), int(rng.integers(-1, 2))
+    same_as_jax(lambda s: (s.np.partition(x, kth, axis=axis), s.np.argpartition(x, kth, axis=axis)))
+
+
+def test_percentile_nearest_sends_a_tie_to_the_lower_neighbour(rng):
+    x = rng.standard_normal(7).astype(np.float32)
+    q = np.array([0, 10, 25, 50, 75, 100], np.float32)    # 25 and 75 fall half-way
+    same_as_jax(lambda s: s.np.percentile(x, q, method="nearest"))
+
+
+def test_piecewise_reads_an_array_of_conditions_along_its_first_axis(rng):
+    x = rng.integers(-4, 5, 9).astype(np.int32)
+    conds = np.array([False, True, False])
+    same_as_jax(lambda s: s.np.piecewise(x, s.np.asarray(conds),
+                                         [lambda t: t * 0, lambda t: t * 10, lambda t: t * 100]))
+
+
+@pytest.mark.parametrize("total", [0, 3, 5, 8])
+def test_repeat_with_traced_repeats_fills_to_total_repeat_length(rng, total):
+    a = rng.integers(0, 9, (2, 3)).astype(np.int32)
+    repeats = rng.integers(0, 3, 3).astype(np.int32)
+    same_as_jax(lambda s: s.m.jit(s.np.repeat, static_argnames=("axis", "total_repeat_length"))(
+        a, repeats, axis=1, total_repeat_length=total))
+
+
+def test_pad_with_a_function_mode_passes_its_keyword_arguments():
+    def fill_ends(row, widths, axis, kwargs):
+        before, after = widths
+        row = row.at[:before].set(kwargs.get("low", 0))
+        return row.at[len(row) - after:].set(kwargs.get("high", 0) + axis)
+    same_as_jax(lambda s: s.np.pad(s.np.ones((2, 3)), ((1, 0), (2, 1)), fill_ends, low=-1, high=5))
+
+
+def test_ds_slices_at_a_traced_start(rng):
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    start = int(rng.integers(0, 10))    # near the end the start is clamped so the slice fits
+    same_as_jax(lambda s: (s.m.jit(lambda x, i: x[1:, s.m.ds(i, 3)])(x, start),
+                           s.np.asarray(x)[s.m.ds(1, 3, 2)]))
+
+
+def test_wrap_key_data_takes_the_key_dtype():
+    def program(s):
+        key = s.m.random.key(7)
+        again = s.m.random.wrap_key_data(s.m.random.key_data(key), dtype=key.dtype)
+        return s.m.random.uniform(again, (3,)), key == again
+    same_as_jax(program)
