@@ -281,7 +281,7 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
 
     >>> jnp.repeat(jnp.array([1, 2]), 2)
     Array([1, 1, 2, 2], dtype=int32)
-    >>> jax.jit(jnp.repeat, static_argnames="total_repeat_length")(
+    >>> fnx.jit(jnp.repeat, static_argnames="total_repeat_length")(
     ...     jnp.array([1, 2]), jnp.array([1, 3]), total_repeat_length=5)
     Array([1, 2, 2, 2, 2], dtype=int32)
     """
