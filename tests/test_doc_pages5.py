@@ -78,3 +78,14 @@ def test_wrap_key_data_takes_the_key_dtype():
         again = s.m.random.wrap_key_data(s.m.random.key_data(key), dtype=key.dtype)
         return s.m.random.uniform(again, (3,)), key == again
     same_as_jax(program)
+
+
+def test_poly_of_a_scalar_root_and_of_a_square_matrix(rng):
+    m = rng.integers(-3, 4, (3, 3)).astype(np.float32)
+    same_as_jax(lambda s: (s.np.poly(float(m[0, 0])), s.np.poly(m)), rtol=1e-4, atol=1e-4)
+
+
+def test_polyadd_and_polysub_of_coefficient_matrices(rng):
+    short, long_ = rng.integers(-5, 5, (1, 3)), rng.integers(-5, 5, (2, 3))
+    same_as_jax(lambda s: (s.np.polyadd(short, long_), s.np.polysub(long_, short),
+                           s.np.polyadd(long_, np.array([2]))))
