@@ -89,3 +89,35 @@ def test_polyadd_and_polysub_of_coefficient_matrices(rng):
     short, long_ = rng.integers(-5, 5, (1, 3)), rng.integers(-5, 5, (2, 3))
     same_as_jax(lambda s: (s.np.polyadd(short, long_), s.np.polysub(long_, short),
                            s.np.polyadd(long_, np.array([2]))))
+
+
+@pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")
+def test_donation_gives_up_the_arguments_jax_pairs_with_results(rng):
+    a, b = rng.standard_normal((2, 2, 3)).astype(np.float32)
+
+    def program(s):
+        cases = [(lambda x, y: x + y, (a, b[:1]), (1,)),           # no result of y's size
+                 (lambda x, y: x + y, (a, b), (0, 1)),              # one result for two
+                 (lambda x: x.reshape(3, 2).astype(np.int32), (a,), (0,)),  # same bytes
+                 (lambda x: x.astype(np.float16), (a,), (0,)),      # fewer bytes
+                 (lambda x, y: (y * 2, x.sum()), (a, b), (0, 1)),    # in order of arguments
+                 (lambda x: 2.0, (a,), (0,))]                        # unused
+        deleted = []
+        for f, args, donate in cases:
+            args = [s.np.asarray(x) for x in args]
+            for _ in range(2):      # the first call and the cached one
+                fresh = [s.np.array(x) for x in args]
+                s.m.jit(f, donate_argnums=donate)(*fresh)
+                deleted.append(tuple(x.is_deleted() for x in fresh))
+        return np.array(deleted)
+    same_as_jax(program)
+
+
+def test_donating_an_array_a_call_already_took_is_a_value_error(rng):
+    def program(s):
+        double = s.m.jit(lambda x: 2 * x, donate_argnums=0)
+        x = s.np.asarray(rng.standard_normal(4).astype(np.float32))
+        kept = double(x.copy()) + double(s.np.array(x)) + double(s.np.copy(x))  # x stays
+        double(x)
+        return kept, double(x)
+    same_as_jax(program)

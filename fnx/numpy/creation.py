@@ -8,7 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import concrete_or_error, get_aval
 from ..core.errors import DTypeError, ShapeError
-from ._core import _is_scalar, asarray, broadcast_to, promote_dtypes_inexact
+from ._core import _is_scalar, asarray, broadcast_to, fresh_copy, promote_dtypes_inexact
 
 
 def _shape(shape):
@@ -273,12 +273,12 @@ def tri(N, M=None, k=0, dtype=None):
 
 
 def copy(a):
-    """A copy of ``a`` (fnx arrays are immutable, so this is for NumPy compatibility).
+    """A copy of ``a``, with its own buffer: donating it to jit leaves ``a`` intact.
 
     >>> jnp.copy(jnp.arange(3))
     Array([0, 1, 2], dtype=int32)
     """
-    return asarray(a)
+    return fresh_copy(asarray(a))
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
