@@ -102,13 +102,13 @@ def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """
     out = asarray(x, dtype, order, device=device)
     if copy and out is x:
-        out = fresh_copy(out)
+        out = _own_copy(out)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
 
 
-def fresh_copy(x):
+def _own_copy(x):
     """A concrete array as a new array with its own buffer (what donating it gives up leaves
     ``x`` intact); a traced one as itself."""
     if type(x) is Array and not x.is_deleted():

@@ -8,7 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import concrete_or_error, get_aval
 from ..core.errors import DTypeError, ShapeError
-from ._core import _is_scalar, asarray, broadcast_to, fresh_copy, promote_dtypes_inexact
+from ._core import _is_scalar, asarray, broadcast_to, _own_copy, promote_dtypes_inexact
 
 
 def _shape(shape):
@@ -278,7 +278,7 @@ def copy(a):
     >>> jnp.copy(jnp.arange(3))
     Array([0, 1, 2], dtype=int32)
     """
-    return fresh_copy(asarray(a))
+    return _own_copy(asarray(a))
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
