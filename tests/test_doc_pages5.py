@@ -121,3 +121,19 @@ def test_donating_an_array_a_call_already_took_is_a_value_error(rng):
         double(x)
         return kept, double(x)
     same_as_jax(program)
+
+
+def test_algorithm_presets_name_a_precision(rng):
+    x, w = rng.standard_normal((2, 4, 4)).astype(np.float32)
+
+    def program(s):
+        presets = ["F32_F32_F32", s.lax.DotAlgorithmPreset.F32_F32_F32, "DEFAULT"]
+        return [s.np.dot(x, w, precision=p) for p in presets]
+    same_as_jax(program)
+    same_as_jax(lambda s: s.np.dot(x.astype(np.float16), w.astype(np.float16),
+                                   precision="F16_F16_F32"))       # refused on the CPU
+
+
+def test_compile_takes_compiler_options():
+    same_as_jax(lambda s: s.m.jit(lambda x: x * 2).lower(1.0).compile(
+        compiler_options={"xla_embed_ir_in_executable": True})(3.0))
