@@ -137,3 +137,10 @@ def test_algorithm_presets_name_a_precision(rng):
 def test_compile_takes_compiler_options():
     same_as_jax(lambda s: s.m.jit(lambda x: x * 2).lower(1.0).compile(
         compiler_options={"xla_embed_ir_in_executable": True})(3.0))
+
+
+def test_linear_transpose_at_a_python_scalar_keeps_the_weak_type(rng):
+    c = float(rng.uniform(1, 5))
+    for example, ct in ((1.0, c), (1.0, np.float32(c)), (np.float32(1.0), c)):
+        same_as_jax(lambda s: s.m.linear_transpose(lambda x: x + x / 3.0, example)(
+            s.np.float32(ct) if isinstance(ct, np.float32) else ct))
