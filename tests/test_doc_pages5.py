@@ -144,3 +144,25 @@ def test_linear_transpose_at_a_python_scalar_keeps_the_weak_type(rng):
     for example, ct in ((1.0, c), (1.0, np.float32(c)), (np.float32(1.0), c)):
         same_as_jax(lambda s: s.m.linear_transpose(lambda x: x + x / 3.0, example)(
             s.np.float32(ct) if isinstance(ct, np.float32) else ct))
+
+
+def test_a_jaxpr_interpreter_written_with_safe_map_runs_under_transformations(rng):
+    x = rng.uniform(0.1, 0.9, 5).astype(np.float32)
+
+    def program(s):
+        util = __import__(s.m.__name__ + "._src.util", fromlist=["safe_map"])
+        inverses = {s.lax.exp_p: s.np.log, s.lax.tanh_p: s.np.arctanh}
+
+        def inverse(fun):
+            def wrapped(y):
+                closed = s.m.make_jaxpr(fun)(y)
+                env = {}
+                util.safe_map(env.__setitem__, closed.jaxpr.outvars, [y])
+                for eqn in closed.jaxpr.eqns[::-1]:
+                    util.safe_map(env.__setitem__, eqn.invars,
+                                  [inverses[eqn.primitive](*util.safe_map(env.get, eqn.outvars))])
+                return env[closed.jaxpr.invars[0]]
+            return wrapped
+        f = lambda t: s.np.exp(s.np.tanh(t))
+        return s.m.jit(s.m.vmap(s.m.grad(inverse(f))))(x), inverse(f)(f(x))
+    same_as_jax(program, rtol=1e-4)
