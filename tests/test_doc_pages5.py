@@ -166,3 +166,19 @@ def test_a_jaxpr_interpreter_written_with_safe_map_runs_under_transformations(rn
         f = lambda t: s.np.exp(s.np.tanh(t))
         return s.m.jit(s.m.vmap(s.m.grad(inverse(f))))(x), inverse(f)(f(x))
     same_as_jax(program, rtol=1e-4)
+
+
+def test_addupdate_of_weak_values_stays_weak(rng):
+    c = float(rng.uniform(1, 2))
+
+    def program(s):
+        out = []
+        # (JAX's weak ref plus a strong value depends on what ran before: left out)
+        for init, x in ((0.0, c), (np.float32(0.0), c)):
+            r = s.m.new_ref(init if isinstance(init, float) else s.np.float32(init))
+            s.m.ref.addupdate(r, ..., x if isinstance(x, float) else s.np.float32(x))
+            out.append(s.m.freeze(r))
+        g = s.m.new_ref(0.0)
+        s.m.vjp(s.np.sin, c)[1].with_refs(g)(1.0)
+        return out, s.m.freeze(g)
+    same_as_jax(program)

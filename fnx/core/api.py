@@ -288,7 +288,7 @@ class _Pullback:
                                              t_leaves)):
             if state.is_ref(target):
                 if not is_float0(ct):
-                    target[...] = target[...] + ct
+                    target._add(..., ct)      # addupdate: weak plus weak stays weak
                 out.append(GradRef())
             elif isinstance(target, DontWant):
                 out.append(DidntWant())
