@@ -182,3 +182,15 @@ def test_addupdate_of_weak_values_stays_weak(rng):
         s.m.vjp(s.np.sin, c)[1].with_refs(g)(1.0)
         return out, s.m.freeze(g)
     same_as_jax(program)
+
+
+def test_funm_and_rsf2csf(rng):
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+
+    def program(s):
+        L = s.scipy.linalg
+        t, z = L.rsf2csf(*L.schur(a))
+        # the complex Schur form is unique up to phases: compare what it reconstructs
+        return (z @ t @ z.conj().T, L.funm(a, lambda x: s.np.sin(x) + 2 * s.np.cos(x)),
+                L.funm(a, s.np.exp, disp=False)[0])
+    same_as_jax(program, rtol=2e-4, atol=2e-5)
