@@ -194,3 +194,10 @@ def test_funm_and_rsf2csf(rng):
         return (z @ t @ z.conj().T, L.funm(a, lambda x: s.np.sin(x) + 2 * s.np.cos(x)),
                 L.funm(a, s.np.exp, disp=False)[0])
     same_as_jax(program, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite", "isreal", "iscomplex"])
+def test_float_predicates_type_a_python_scalar_as_jax(rng, name):
+    n = int(rng.integers(-9, 9))
+    same_as_jax(lambda s: [getattr(s.np, name)(v) for v in (n, float(n), True, s.np.int32(n),
+                                                            s.np.asarray([n, n + 1]))])
