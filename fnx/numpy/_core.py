@@ -112,7 +112,9 @@ def _own_copy(x):
     """A concrete array as a new array with its own buffer (what donating it gives up leaves
     ``x`` intact); a traced one as itself."""
     if type(x) is Array and not x.is_deleted():
-        return Array(x._value.copy(), x._backend, x._weak)
+        out = Array(x._value.copy(), x._backend, x._weak)
+        out._sharding = x._sharding      # laid out as x is
+        return out
     return x
 
 
