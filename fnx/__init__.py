@@ -49,6 +49,7 @@ from . import custom_derivatives, export, extend, ffi, interpreters, stages  # n
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
 from . import lib, memory, monitoring, version  # noqa: E402
 from .environment import copy_to_host_async, live_arrays, print_environment_info  # noqa: E402
+from .numpy.indexing import ds  # noqa: E402
 
 
 @_contextlib.contextmanager

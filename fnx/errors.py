@@ -11,6 +11,7 @@ from .core.control_flow import (ControlFlowTypeError, ControlFlowValueError,  # 
 from .core.errors import (ArgumentTypeError, ArgumentValueError,  # noqa: F401
                           ArrayProtocolError, AxisNameError, BatchingError,
                           ConcretizationTypeError, CotangentTypeError, DeletedArrayError,
+                          DonatedArgumentError,
                           DistributedError, DTypeError, DTypeValueError, FnxError, GradError,
                           MeshError,
                           MissingRuleError, OutOfMemoryError, ShapeError, StaticArgumentError,
@@ -65,7 +66,7 @@ __all__ = ["ArgumentTypeError", "ArgumentValueError", "ArrayProtocolError", "Axi
            "AxisNameError", "BatchingError",
            "ConcretizationTypeError", "ControlFlowTypeError", "ControlFlowValueError",
            "CotangentTypeError",
-           "DeletedArrayError", "DistributedError", "DTypeError", "DTypeValueError", "FnxError",
+           "DeletedArrayError", "DistributedError", "DonatedArgumentError", "DTypeError", "DTypeValueError", "FnxError",
            "GradError", "IndexingError", "InconclusiveDimensionOperation", "JAXIndexError",
            "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError", "MeshError",
            "MissingRuleError",

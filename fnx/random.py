@@ -144,13 +144,17 @@ def key_data(keys):
     return keys._data if isinstance(keys, KeyArray) else jnp.asarray(keys)
 
 
-def wrap_key_data(key_bits, *, impl=None) -> KeyArray:
+def wrap_key_data(key_bits, *, impl=None, dtype=None) -> KeyArray:
     """Typed keys over raw ``uint32[..., W]`` data (the inverse of ``key_data``) of the
-    implementation ``impl`` (the default one if ``None``).
+    implementation ``impl``, or of the key dtype ``dtype`` (the default one if neither).
 
     >>> wrap_key_data(jnp.array([0, 42], jnp.uint32)).shape
     ()
     """
+    if dtype is not None and impl is None:
+        impl = next((name for name, dt in _KEY_DTYPES.items() if dt == dtype), None)
+        if impl is None:
+            raise ValueError(f"wrap_key_data: {dtype!r} is not a key dtype")
     impl = resolve_impl(impl)
     if isinstance(key_bits, KeyArray):
         raise TypeError("wrap_key_data takes raw uint32 data, got a typed key array")

@@ -67,6 +67,14 @@ class Ref:
         state.check_write(self, new)
         self._value = new
 
+    def _add(self, idx, x):
+        """``self[idx] += x`` as ``addupdate``: the sum of two weakly typed values stays weakly
+        typed (a plain write of a weak value does not), as in JAX."""
+        total = self[idx] + x
+        self[idx] = total
+        if idx is Ellipsis and get_aval(total).weak_type:
+            self._value = lax.convert_element_type(self._value, self.dtype, True)
+
     def __repr__(self):
         text = repr(self._value)
         body = text[len("Array("):] if text.startswith("Array(") else text + ")"
@@ -146,8 +154,7 @@ def addupdate(ref: Ref, idx, x) -> None:
     >>> r[...]
     Array([1., 3.], dtype=float32)
     """
-    idx = ... if idx is None else idx
-    ref[idx] = ref[idx] + x
+    ref._add(... if idx is None else idx, x)
 
 
 def empty_ref(ty, memory_space=None) -> Ref:

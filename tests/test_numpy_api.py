@@ -1769,7 +1769,7 @@ def test_select_piecewise(rng):
     with pytest.raises(ValueError, match="same length"):
         jnp.select([J(conds[0])], [1.0, 2.0])
     funcs = [lambda t: t * 2, lambda t: jnp.sin(t), 4.0]
-    for fl, cl in ((funcs, conds), (funcs + [lambda t: -t], conds), ([funcs[1], 1.5], conds[0])):
+    for fl, cl in ((funcs, conds), (funcs + [lambda t: -t], conds), ([funcs[1], 1.5], [conds[0]])):
         ref_cl = cl if isinstance(cl, list) else [cl]
         ref = np.piecewise(x, ref_cl, [np.sin if f is funcs[1] else
                                        (lambda t: t * 2) if f is funcs[0] else

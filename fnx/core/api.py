@@ -288,7 +288,7 @@ class _Pullback:
                                              t_leaves)):
             if state.is_ref(target):
                 if not is_float0(ct):
-                    target[...] = target[...] + ct
+                    target._add(..., ct)      # addupdate: weak plus weak stays weak
                 out.append(GradRef())
             elif isinstance(target, DontWant):
                 out.append(DidntWant())
@@ -639,7 +639,7 @@ def linear_transpose(fun: Callable, *primals):
     for i, a in enumerate(avals):
         _check_grad_input(lax.full(a.shape, 0, a.dtype), i, "linear_transpose")
     flat_fun, out_tree = flatten_fun(fun, tree)
-    closed = trace_to_jaxpr(flat_fun, [ShapedArray(a.shape, a.dtype) for a in avals])
+    closed = trace_to_jaxpr(flat_fun, [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals])
     out_avals = [v.aval for v in closed.jaxpr.outvars]
 
     @api_boundary

@@ -301,6 +301,10 @@ class DeletedArrayError(FnxError, RuntimeError):
     """An array was used after it was donated to a jitted call."""
 
 
+class DonatedArgumentError(DeletedArrayError, ValueError):
+    """An array an earlier call took was donated again (a ValueError as well, as JAX's)."""
+
+
 class UnavailableImplementationError(FnxError, RuntimeError):
     """An implementation asked for by name (``implementation='cudnn'``) does not exist on the
     backend the call runs on."""

@@ -22,7 +22,7 @@ from .api_util import flatten_outputs
 from .axis_env import axis_env_key
 from .config import config
 from .core import Array, EvalTrace, ShapedArray, Tracer, current_trace, get_aval, get_backend
-from .errors import (DTypeError, StaticArgumentError, TreeStructureError, types_str,
+from .errors import (DonatedArgumentError, DTypeError, StaticArgumentError, TreeStructureError, types_str,
                      user_frame)
 from .jaxpr import Jaxpr, dce_jaxpr, eval_jaxpr, jaxpr_with_consts_as_args
 from .lax import primitive
@@ -71,6 +71,36 @@ def _donatable(backend, args, donated):
     ``backend`` that appear once among the arguments (a buffer passed twice stays intact)."""
     if not donated or not backend.supports_donation:
         return ()
+    return _passed_once(backend, args, donated)
+
+
+def _released(backend, jaxpr, args, donated):
+    """The donated positions that a call on a backend which cannot write into its arguments
+    gives up all the same, as JAX's CPU client does: each argument the program uses whose size
+    in bytes matches a result not yet paired, in order. A program that runs under JAX runs
+    here, and one that reuses a donated array fails here as it does there."""
+    if not donated or backend.supports_donation or checking(config):
+        return ()
+    used = {id(x) for e in jaxpr.eqns for x in e.invars} | {id(x) for x in jaxpr.outvars}
+    free = [_nbytes(v.aval) for v in jaxpr.outvars]
+    released = []
+    for i in _passed_once(backend, args, donated):
+        v = jaxpr.invars[i]
+        size = _nbytes(v.aval)
+        if id(v) in used and size is not None and size in free:
+            free[free.index(size)] = None
+            released.append(i)
+    return tuple(released)
+
+
+def _nbytes(aval):
+    try:
+        return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
+    except TypeError:      # key and other extended dtypes are never paired
+        return None
+
+
+def _passed_once(backend, args, donated):
     seen: dict = {}
     for a in args:
         if type(a) is Array:
@@ -86,13 +116,14 @@ def _call_compiled(jaxpr, args, name, donated=()):
     for i in donated:
         if type(args[i]) is Array and args[i].is_deleted():
             args[i]._value.shape     # raises DeletedArrayError naming the earlier call
+    released = _released(backend, jaxpr, args, donated)
     donated = () if checking(config) else _donatable(backend, args, donated)
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     exe = _executable(jaxpr, backend, donated)
     outs = exe(*bufs)
     # only once the program has run: a call that raises leaves the donated arrays usable
-    for i in donated:
+    for i in (*donated, *released):
         args[i].delete(f"jit({name})")
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
@@ -538,6 +569,7 @@ class Jitted(Generic[P, R]):
             if run is not None and run[0] == (config.default_matmul_precision,
                                                config.enable_x64):
                 return run[1](leaves)
+        self._refuse_taken_donations(args, kwargs)
         try:
             key, leaves, static = self._key(args, kwargs)
         except _RefArgument:
@@ -607,6 +639,19 @@ class Jitted(Generic[P, R]):
             r._value = v
         return out
 
+    def _refuse_taken_donations(self, args, kwargs):
+        """An array an earlier call took, donated again: a ValueError, as JAX's (its client
+        refuses the deleted buffer)."""
+        if not self.donate_argnums and not self.donate_argnames:
+            return
+        picked = [args[i] for i in _positions(self.donate_argnums, len(args))]
+        picked += [v for k, v in kwargs.items() if k in self.donate_argnames]
+        for leaf in tree_flatten(picked)[0]:
+            if type(leaf) is Array and leaf.is_deleted():
+                raise DonatedArgumentError(
+                    f"jit({self.name}) was given to donate an array that {leaf._value.name} "
+                    "already took (donate_argnums); pass the arrays that call returned instead")
+
     def _donated_leaves(self, args, kwargs, static, offset):
         """Positions, among the compiled program's arguments, of the leaves of donated
         arguments (``offset`` = the number of leading consts)."""
@@ -637,13 +682,15 @@ class Jitted(Generic[P, R]):
         if any(a._backend is not backend for a in leaves):
             return
         n_consts = len(traced.consts)
+        requested = donated
+        released = _released(backend, traced.jaxpr, [*traced.consts, *leaves], donated)
         donated = _donatable(backend, [*traced.consts, *leaves], donated)
         exe = _executable(traced.jaxpr, backend, donated)
         consts = [backend.cast(backend.to_buffer(c, v.aval.dtype), v.aval.dtype)
                   for c, v in zip(traced.consts, traced.jaxpr.invars)]
         out_weak = [v.aval.weak_type for v in traced.jaxpr.outvars]
         build = _builder(traced.out_tree)
-        donated_leaves = [i - n_consts for i in donated]
+        donated_leaves = [i - n_consts for i in (*donated, *released)]
         by = f"jit({self.name})"
 
         def run(leaves):
@@ -653,7 +700,7 @@ class Jitted(Generic[P, R]):
                         any(leaves[i].is_deleted() for i in donated_leaves):
                     # a buffer passed twice, or a deleted one: the general path sorts it out
                     outs = _call_compiled(traced.jaxpr, [*traced.consts, *leaves], self.name,
-                                          donated)
+                                          requested)
                     return tree_unflatten(traced.out_tree, outs)
             outs = exe(*consts, *bufs)
             for i in donated_leaves:     # after the call, which may raise
@@ -733,6 +780,8 @@ def _array_tree_sig(x, leaves):
     _NotFast for anything else (those calls take the general path)."""
     t = type(x)
     if t is Array:
+        if x.is_deleted():      # the general path says which call took it
+            raise _NotFast
         leaves.append(x)
         v = x._value
         return (v.shape, v.dtype, x._weak, x._backend)

@@ -85,7 +85,8 @@ class Lowered:
 
     __str__ = as_text
 
-    def compile(self) -> "Compiled":
+    def compile(self, compiler_options=None) -> "Compiled":
+        """The compiled program (``compiler_options``, XLA's flags, are accepted and ignored)."""
         return Compiled(self, self._jitted.executable_for(self.traced, self.backend))
 
 

@@ -124,16 +124,29 @@ def _check_int_range(arr, dtype):
 
 def array(x, dtype=None, copy=True, order=None, ndmin: int = 0, *, device=None):
     """``x`` as an fnx array. A NumPy array is always copied in (``asarray`` too), so writing to
-    it later changes nothing here; fnx arrays are immutable, so ``copy`` changes no result.
+    it later changes nothing here; an fnx array is copied unless ``copy=False``, so donating
+    the copy to jit leaves ``x`` intact.
 
     >>> jnp.array([[1, 2], [3, 4]], dtype=jnp.float32)
     Array([[1., 2.],
            [3., 4.]], dtype=float32)
     """
     out = asarray(x, dtype, order, device=device)
+    if copy and out is x:
+        out = _own_copy(out)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
+
+
+def _own_copy(x):
+    """A concrete array as a new array with its own buffer (what donating it gives up leaves
+    ``x`` intact); a traced one as itself."""
+    if type(x) is Array and not x.is_deleted():
+        out = Array(x._value.copy(), x._backend, x._weak)
+        out._sharding = x._sharding      # laid out as x is
+        return out
+    return x
 
 
 def _array_of_traced(x, dtype):

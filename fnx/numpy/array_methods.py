@@ -10,7 +10,7 @@ from ..core.core import Array, Tracer
 from ..core.traceback_util import api_boundary, boundary_methods
 from . import indexing, ordering, products, reductions, selection, shapes, sorting, ufuncs
 from ..core import dtypes, lax
-from ._core import astype
+from ._core import astype, _own_copy
 from .array_api import array_namespace
 
 
@@ -168,7 +168,7 @@ _METHODS = {
     "trace": reductions.trace, "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
     "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate, "take": indexing.take,
     "sort": sorting.sort, "argsort": sorting.argsort,
-    "nonzero": indexing.nonzero, "copy": lambda a: a, "view": _view, "byteswap": _byteswap,
+    "nonzero": indexing.nonzero, "copy": _own_copy, "view": _view, "byteswap": _byteswap,
     # arrays are immutable, so a copy may be the array itself; a traced value stays in its
     # trace (copy.deepcopy of a dataclass of tracers, as jax_md's dataclasses.astuple does)
     "__copy__": lambda a: a, "__deepcopy__": lambda a, memo: a,

@@ -8,7 +8,7 @@ import numpy as np
 from ..core import dtypes, lax
 from ..core.core import concrete_or_error, get_aval
 from ..core.errors import DTypeError, ShapeError
-from ._core import _is_scalar, asarray, broadcast_to, promote_dtypes_inexact
+from ._core import _is_scalar, asarray, broadcast_to, _own_copy, promote_dtypes_inexact
 
 
 def _shape(shape):
@@ -150,6 +150,28 @@ def arange(start, stop=None, step=None, dtype=None):
     return asarray(out.astype(dt))
 
 
+def _two_sum(a, b):
+    s = lax.add(a, b)
+    bb = lax.sub(s, a)
+    return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))
+
+
+def _split(x):
+    c = lax.mul(x, lax.full(x.shape, 4097.0 if x.dtype.itemsize <= 4 else 134217729.0, x.dtype))
+    hi = lax.sub(c, lax.sub(c, x))
+    return hi, lax.sub(x, hi)
+
+
+def _fma(x, y, z):
+    """x * y + z rounded once (error-free transformations: Dekker's product, Knuth's sum)."""
+    p = lax.mul(x, y)
+    (xh, xl), (yh, yl) = _split(x), _split(y)
+    e = lax.add(lax.add(lax.add(lax.sub(lax.mul(xh, yh), p), lax.mul(xh, yl)), lax.mul(xl, yh)),
+                lax.mul(xl, yl))
+    s, err = _two_sum(p, z)
+    return lax.add(s, lax.add(err, e))
+
+
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """``num`` evenly spaced samples from ``start`` to ``stop`` (traced bounds allowed).
 
@@ -175,15 +197,27 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     step = lax.div(lax.sub(stop, start), lax.full(stop.shape, max(div, 1), stop.dtype))
     shape = (num,) + start.shape
     rest = tuple(range(1, len(shape)))
-    # start * (1 - t) + stop * t, as JAX computes it: both ends are exact, and the samples
-    # round as JAX's do (a histogram's edges, so its counts, agree)
-    # (XLA divides by the constant as a product with its reciprocal; so does this)
+    # start * (1 - t) + stop * t with t = i / div, rounded as XLA's CPU code rounds it: the
+    # division becomes a product with the reciprocal, the stop term i * (stop / div), and the
+    # sum a fused multiply-add; so both ends are exact and the samples (a histogram's edges,
+    # so its counts) agree with JAX's bit for bit
     real = dtypes.finfo(start.dtype).dtype
-    t = lax.mul(lax.iota(real, num), lax.full((num,), 1 / np.asarray(max(div, 1), real), real))
-    t = lax.broadcast_in_dim(lax.convert_element_type(t, start.dtype), shape, (0,))
+    inv = lax.full((), 1 / np.asarray(max(div, 1), real), real)
+    i = lax.iota(real, num)
+    t = lax.convert_element_type(lax.mul(i, lax.broadcast_in_dim(inv, (num,), ())), start.dtype)
     one = lax.full(shape, 1, start.dtype)
-    out = lax.add(lax.mul(lax.broadcast_in_dim(start, shape, rest), lax.sub(one, t)),
-                  lax.mul(lax.broadcast_in_dim(stop, shape, rest), t))
+    start_b = lax.broadcast_in_dim(start, shape, rest)
+    one_minus_t = lax.sub(one, lax.broadcast_in_dim(t, shape, (0,)))
+    stop_step = lax.broadcast_in_dim(
+        lax.mul(stop, lax.convert_element_type(lax.full(stop.shape, inv, real), start.dtype)), shape, rest)
+    i = lax.broadcast_in_dim(lax.convert_element_type(i, start.dtype), shape, (0,))
+    if np.dtype(start.dtype).kind == "c":
+        out = lax.add(lax.mul(start_b, one_minus_t), lax.mul(i, stop_step))
+    else:
+        out = _fma(i, stop_step, lax.mul(start_b, one_minus_t))
+        if 1 < num <= 35:   # unrolled, the sample at i = 1 multiplies by one: the other product fuses
+            second = _fma(start_b[1:2], one_minus_t[1:2], stop_step[1:2])
+            out = lax.concatenate([out[:1], second, out[2:]], 0)
     if endpoint and num > 1:
         last = lax.broadcast_in_dim(stop, (1,) + start.shape, rest)
         out = lax.concatenate([lax.slice_in_dim(out, 0, num - 1), last], 0)
@@ -241,12 +275,12 @@ def tri(N, M=None, k=0, dtype=None):
 
 
 def copy(a):
-    """A copy of ``a`` (fnx arrays are immutable, so this is for NumPy compatibility).
+    """A copy of ``a``, with its own buffer: donating it to jit leaves ``a`` intact.
 
     >>> jnp.copy(jnp.arange(3))
     Array([0, 1, 2], dtype=int32)
     """
-    return asarray(a)
+    return _own_copy(asarray(a))
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):

@@ -11,6 +11,10 @@ outside (``mode='clip'`` clamps instead). Negative indices count from the end, a
 """
 from __future__ import annotations
 
+import dataclasses
+import operator
+from typing import Any
+
 import numpy as np
 
 from ..core import dtypes, lax
@@ -120,6 +124,39 @@ def _filled(out, valid, dims, fill_value):
     return lax.select(mask, out, lax.full(out.shape, fill, out.dtype))
 
 
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    """``size`` elements from ``start`` (which may be traced) every ``stride``: an index entry
+    made by ``fnx.ds``."""
+    start: Any
+    size: int
+    stride: int = 1
+
+
+def ds(start, size=None, stride=1):
+    """An index entry for ``size`` elements from a possibly traced ``start``, as JAX's
+    ``jax.ds``: ``x[ds(i, 2)]`` is ``lax.dynamic_slice_in_dim(x, i, 2)``.
+
+    >>> jnp.arange(10)[fnx.ds(4, 2)]
+    Array([4, 5], dtype=int32)
+    """
+    if size is None:      # ds(n) is the first n elements
+        start, size = 0, start
+    return Slice(start, operator.index(size), operator.index(stride))
+
+
+def _dynamic_slices(x, entries):
+    """Each ``Slice`` entry applied as a dynamic slice of its axis (a start past the end is
+    clamped so that the slice fits, as in ``lax.dynamic_slice``)."""
+    entries = list(entries)
+    for ax, e in enumerate(entries):
+        if isinstance(e, Slice):
+            length = 0 if e.size == 0 else (e.size - 1) * e.stride + 1
+            x = lax.dynamic_slice_in_dim(x, e.start, length, axis=ax)
+            entries[ax] = slice(None, None, e.stride)
+    return x, entries
+
+
 def getitem(x, idx, mode=None, fill_value=None):
     """``x[idx]`` with NumPy semantics. An index out of range is clamped into its axis
     (JAX's rule), or with ``mode='fill'`` gives ``fill_value``."""
@@ -138,6 +175,8 @@ def getitem(x, idx, mode=None, fill_value=None):
         x = lax.reshape(x, tuple(shape))
         entries = [e if not _is_new_axis(e) else slice(0, 0) if isinstance(e, _NewAxis)
                    and not e.keep else slice(None) for e in entries]
+    if any(isinstance(e, Slice) for e in entries):
+        x, entries = _dynamic_slices(x, entries)
     has_adv = any(_is_advanced(e) for e in entries)
     if mode == "fill" and not has_adv:
         # an int out of range gives the fill value: the gather below masks it

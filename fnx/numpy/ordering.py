@@ -1,13 +1,14 @@
 """Partial and complex orderings: ``partition``, ``argpartition`` and ``sort_complex``.
 
-A full sort satisfies the partition contract (everything before position ``kth`` is no larger,
-everything after no smaller), so the partitions are sorts; the order inside each side is
-unspecified in NumPy and JAX alike."""
+The order inside each side is unspecified in NumPy and JAX alike; fnx takes JAX's (two
+``top_k`` calls: the smallest ``kth + 1`` ascending, then the rest descending), so programs
+that print a partition see JAX's numbers."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, lax
+from ..core.lax.composed import top_k
 from ._core import asarray, canonicalize_axis, promote_dtypes_inexact
 from .sorting import argsort, sort
 
@@ -32,7 +33,15 @@ def partition(a, kth, axis=-1):
     Array(2, dtype=int32)
     """
     a = asarray(a)
-    return sort(a, axis=_check_kth("partition", a, kth, axis))
+    axis = _check_kth("partition", a, kth, axis)
+    kth = int(kth) % a.shape[axis]
+    x = lax.moveaxis(a, axis, -1)
+    if x.dtype.kind == "u":     # -x would wrap around: shift so that zero stays the smallest
+        bottom = -top_k(-(x + 1), kth + 1)[0] - 1
+    else:
+        bottom = -top_k(-x, kth + 1)[0]
+    top = top_k(x, x.shape[-1] - kth - 1)[0]
+    return lax.moveaxis(lax.concatenate([bottom, top], x.ndim - 1), -1, axis)
 
 
 def argpartition(a, kth, axis=-1):
@@ -42,8 +51,19 @@ def argpartition(a, kth, axis=-1):
     Array(2, dtype=int32)
     """
     a = asarray(a)
-    out = argsort(a, axis=_check_kth("argpartition", a, kth, axis))
-    return out.astype(dtypes.int32)   # JAX's comes from top_k: int32 even with x64 on
+    axis = _check_kth("argpartition", a, kth, axis)
+    kth = int(kth) % a.shape[axis]
+    x = lax.moveaxis(a, axis, -1)
+    bottom = top_k(-(x + 1) if x.dtype.kind == "u" else -x, kth + 1)[1]
+    # the rest by a proxy (zero where taken, one elsewhere), so ties are never taken twice
+    n = x.shape[-1]
+    taken = lax.eq(lax.broadcast_in_dim(bottom, bottom.shape + (n,), tuple(range(bottom.ndim))),
+                   lax.broadcast_in_dim(lax.iota(bottom.dtype, n), bottom.shape + (n,), (bottom.ndim,)))
+    proxy = lax.sub(lax.full(x.shape, 1.0, dtypes.default_float),
+                    lax.convert_element_type(lax.reduce_max(taken, (x.ndim - 1,)), dtypes.default_float))
+    top = top_k(proxy, n - kth - 1)[1]
+    out = lax.concatenate([bottom, top], x.ndim - 1).astype(dtypes.int32)  # int32, as JAX's
+    return lax.moveaxis(out, -1, axis)
 
 
 def sort_complex(a):

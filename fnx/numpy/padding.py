@@ -10,6 +10,7 @@ from ..core.errors import ShapeError
 from . import reductions, ufuncs
 from ._core import asarray, broadcast_to
 from .creation import linspace
+from .functional import apply_along_axis
 from .shapes import repeat, squeeze
 
 
@@ -35,10 +36,11 @@ _STAT_MODES = {"maximum": "max", "minimum": "min", "mean": "mean", "median": "me
 
 
 def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=None,
-        end_values=0, reflect_type="even"):
+        end_values=0, reflect_type="even", **kwargs):
     """``array`` padded by ``pad_width`` (NumPy's forms) in any of NumPy's modes: 'constant',
     'edge', 'reflect', 'symmetric', 'wrap', 'linear_ramp', 'maximum', 'minimum', 'mean',
-    'median' ('empty' pads with zeros). Differentiable: the padding is copies, ramps or
+    'median' ('empty' pads with zeros), or a function ``mode(row, (before, after), axis,
+    kwargs)`` given each zero-padded row along each axis in turn. Differentiable: the padding is copies, ramps or
     statistics of the array's own elements.
 
     >>> jnp.pad(jnp.arange(4.0), (2, 1), mode="reflect")
@@ -48,6 +50,14 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=Non
     pw = _pad_pairs(pad_width, a.ndim, "pad_width")
     if (pw < 0).any():
         raise ValueError("pad widths must be non-negative")
+    if callable(mode):
+        a = lax.pad(a, lax.full((), 0, a.dtype), [(int(lo), int(hi), 0) for lo, hi in pw])
+        for ax in range(a.ndim):
+            a = apply_along_axis(mode, ax, a, tuple(int(w) for w in pw[ax]), ax, kwargs)
+        return a
+    if kwargs:
+        raise TypeError(f"pad() got unexpected keyword arguments {sorted(kwargs)} "
+                        f"(only a function mode takes them)")
     if mode == "empty":
         mode, constant_values = "constant", 0
     if mode == "constant":

@@ -24,10 +24,6 @@ def _check_1d(name, **arrays):
             raise ShapeError(f"{name}: {arg} must be 1-D coefficients, got shape {a.shape}")
 
 
-def _pad_front(a, n):
-    return a if a.shape[0] >= n else concatenate([zeros(n - a.shape[0], a.dtype), a])
-
-
 def _trim_leading(a, tol=0.0):
     values = np.asarray(concrete_or_error(a, "trim_leading_zeros needs concrete values"))
     nonzero = np.flatnonzero(np.abs(values) > tol)
@@ -41,8 +37,10 @@ def polyadd(a1, a2):
     Array([3, 5, 7], dtype=int32)
     """
     a1, a2 = promote_dtypes(a1, a2)
-    n = max(a1.shape[0], a2.shape[0])
-    return _pad_front(a1, n) + _pad_front(a2, n)
+    # the shorter adds into the longer's trailing rows (broadcast there), as in JAX
+    if a2.shape[0] <= a1.shape[0]:
+        return a1.at[a1.shape[0] - a2.shape[0]:].add(a2)
+    return a2.at[a2.shape[0] - a1.shape[0]:].add(a1)
 
 
 def polysub(a1, a2):
@@ -134,15 +132,23 @@ def polyint(p, m=1, k=None):
 
 
 def poly(seq_of_zeros):
-    """The coefficients of the monic polynomial with the given (1-D) roots.
+    """The coefficients of the monic polynomial with the given roots (a scalar, a vector, or
+    a square matrix, whose characteristic polynomial it is).
 
     >>> jnp.poly(jnp.array([1.0, 2.0]))
     Array([ 1., -3.,  2.], dtype=float32)
     """
     z, = promote_dtypes_inexact(seq_of_zeros)
+    if z.ndim == 0:
+        z = z.reshape(1)
+    if z.ndim == 2 and z.shape[0] == z.shape[1] != 0:
+        from .linalg import eigvals
+        z = eigvals(z)
     if z.ndim != 1:
-        raise NotImplementedError(f"poly: only 1-D roots are supported (the characteristic "
-                                  f"polynomial of a matrix needs eigvals), got shape {z.shape}")
+        raise ValueError(f"poly: roots must be 1-D or a non-empty square matrix, got shape "
+                         f"{z.shape}")
+    if z.shape[0] == 0:
+        return ones((), z.dtype)
     a = ones(1, z.dtype)
     for i in range(z.shape[0]):
         a = convolve(a, concatenate([ones(1, z.dtype), -z[i:i + 1]]), mode="full")

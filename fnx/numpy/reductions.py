@@ -731,9 +731,9 @@ def _quantile(a, q, axis, method, keepdims, ignore_nan, name, weights=None):
     zero = lax.full(qs.shape, 0, a.dtype)
     lo = lax.max_(lax.min_(lax.floor(pos), last), zero)
     hi = lax.max_(lax.min_(lax.ceil(pos), last), zero)
-    if method == "nearest":
-        from .ufuncs import round as round_
-        lo = hi = lax.max_(lax.min_(round_(pos), last), zero)
+    if method == "nearest":     # a tie goes to the lower neighbour, as in JAX
+        lo = hi = lax.select(lax.le(lax.sub(pos, lax.floor(pos)), lax.full(qs.shape, 0.5, a.dtype)),
+                             lo, hi)
     if method == "inverted_cdf":
         return _finish_quantile(_inverted_cdf(m, None if weights is None else merged(weights),
                                               qs, count),

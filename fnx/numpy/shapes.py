@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -274,15 +275,22 @@ def tile(a, reps):
 
 
 def repeat(a, repeats, axis=None, total_repeat_length=None):
-    """Repeat elements; ``repeats`` must be static (an int or a sequence of ints).
+    """Repeat elements; ``repeats`` must be static (an int or a sequence of ints) unless the
+    static ``total_repeat_length`` is given, which the result is cut or padded to (the last
+    element repeats), as in JAX.
 
     >>> jnp.repeat(jnp.array([1, 2]), 2)
     Array([1, 1, 2, 2], dtype=int32)
+    >>> fnx.jit(jnp.repeat, static_argnames="total_repeat_length")(
+    ...     jnp.array([1, 2]), jnp.array([1, 3]), total_repeat_length=5)
+    Array([1, 2, 2, 2, 2], dtype=int32)
     """
     a = asarray(a)
     if axis is None:
         a = ravel(a)
         axis = 0
+    if total_repeat_length is not None:
+        return _repeat_to_length(a, repeats, axis, operator.index(total_repeat_length))
     ax = canonicalize_axis(axis, a.ndim, "repeat")
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
@@ -294,6 +302,27 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
         raise ShapeError(f"repeat: {reps.shape[0]} repeats for an axis of size {a.shape[ax]}")
     idx = np.repeat(np.arange(a.shape[ax]), reps)
     return lax.take(a, asarray(idx.astype(np.int32)), ax)
+
+
+def _repeat_to_length(a, repeats, axis, total):
+    reps = ravel(asarray(repeats))
+    if a.ndim == 0:
+        if reps.shape != (1,):
+            raise ValueError("repeat with a scalar `a` needs a scalar `repeats`, got shape "
+                             f"{reps.shape}")
+        return lax.full((total,), a, a.dtype)
+    ax = canonicalize_axis(axis, a.ndim, "repeat")
+    n = a.shape[ax]
+    if total == 0 or n == 0:
+        return lax.slice_in_dim(a, 0, 0, axis=ax) if total == 0 else a
+    reps = broadcast_to(reps, (n,)).astype(dtypes.int32)
+    # output position j takes element i = how many of the blocks 1..n-1 start at or before j
+    starts = lax.slice_in_dim(lax.cumsum(reps, 0), 0, n - 1)
+    j = lax.iota(dtypes.int32, total)
+    covered = lax.le(lax.broadcast_in_dim(starts, (total, n - 1), (1,)),
+                     lax.broadcast_in_dim(j, (total, n - 1), (0,)))
+    idx = lax.reduce_sum(lax.convert_element_type(covered, dtypes.int32), (1,))
+    return lax.take(a, idx, ax)
 
 
 def flip(m, axis=None):

@@ -135,8 +135,19 @@ def _sign(x):
 
 sign = _unary(_sign, "sign",
               "jnp.array([-2.0, 0.0, 3.0])", "Array([-1.,  0.,  1.], dtype=float32)")
-isfinite = _unary_inexact(lax.is_finite, "isfinite", "jnp.array([1.0, jnp.inf, jnp.nan])",
-                          "Array([ True, False, False], dtype=bool)")
+_isfinite = _unary_inexact(lax.is_finite, "isfinite", "jnp.array([1.0, jnp.inf, jnp.nan])",
+                           "Array([ True, False, False], dtype=bool)")
+
+
+def _isfinite_any(x):
+    x = asarray(x)
+    if dtypes.is_int(x.dtype) or x.dtype == dtypes.bool_:
+        return lax.full(x.shape, True, dtypes.bool_)   # strong, even for a Python int (JAX)
+    return _isfinite(x)
+
+
+isfinite = _named(_isfinite_any, "isfinite", "Elementwise isfinite (integers are all finite).",
+                  "jnp.array([1.0, jnp.inf, jnp.nan])", "Array([ True, False, False], dtype=bool)")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 
@@ -571,9 +582,9 @@ def isnan(x):
     Array([False,  True], dtype=bool)
     """
     x = asarray(x)
-    if not dtypes.is_float(x.dtype):
+    if x.dtype == dtypes.bool_:
         return lax.full(x.shape, False, dtypes.bool_)
-    return lax.ne(x, x)
+    return lax.ne(x, x)     # a weakly typed input gives a weakly typed answer, as in JAX
 
 
 def isinf(x):
@@ -1146,7 +1157,7 @@ def isreal(x):
     Array([ True, False], dtype=bool)
     """
     i = imag(x)
-    return lax.eq(i, lax.full(i.shape, 0, i.dtype))
+    return lax.eq(i, lax.full(i.shape, 0, i.dtype, get_aval(i).weak_type))
 
 
 def iscomplex(x):
@@ -1156,7 +1167,7 @@ def iscomplex(x):
     Array([False,  True], dtype=bool)
     """
     i = imag(x)
-    return lax.ne(i, lax.full(i.shape, 0, i.dtype))
+    return lax.ne(i, lax.full(i.shape, 0, i.dtype, get_aval(i).weak_type))
 
 
 def isrealobj(x):
@@ -1225,8 +1236,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
     Array([1., 2.], dtype=float32)
     """
     x = asarray(x)
-    if _is_bool_array(condlist):
+    if _is_bool_array(condlist) and condlist.ndim == 0:
         condlist = [condlist]
+    # an array of conditions is read along its first axis, as JAX reads it
     conds = [astype(asarray(c), bool) for c in condlist]
     if len(funclist) == len(conds) + 1:
         conds.append(logical_not(lax.reduce_or(stack(conds), (0,))))

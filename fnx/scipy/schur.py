@@ -1,5 +1,5 @@
-"""The Schur decomposition and the matrix square root built on it (jax.scipy.linalg's
-``schur`` and ``sqrtm``).
+"""The Schur decomposition and the matrix functions built on it (jax.scipy.linalg's
+``schur``, ``rsf2csf``, ``sqrtm`` and ``funm``).
 
 No primitive computes a Schur form: LAPACK's gees runs on the host through ``pure_callback``
 (as JAX's schur runs only on the CPU), so both work under jit and vmap but have no derivative,
@@ -103,3 +103,66 @@ def sqrtm(A, blocksize: int = 1):
     u = _sqrtm_triu(t)
     return jnp.matmul(jnp.matmul(z, u, precision="highest"), jnp.conj(z.T),
                       precision="highest")
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """The complex Schur form ``(t, z)`` of a real one (``schur(a)``'s output): the same
+    ``a = z @ t @ z^H`` with ``t`` upper triangular. On the host by SciPy, as ``schur``.
+
+    >>> t, z = rsf2csf(*schur(jnp.array([[0.0, -1.0], [1.0, 0.0]])))
+    >>> jnp.round(jnp.diag(t), 6)
+    Array([0.+1.j, 0.-1.j], dtype=complex64)
+    """
+    (T, Z) = promote_dtypes_inexact(jnp.asarray(T), jnp.asarray(Z))
+    if T.ndim != 2 or T.shape[0] != T.shape[1] or Z.shape != T.shape:
+        raise ShapeError(f"rsf2csf needs square T and Z of one shape, got {T.shape} and {Z.shape}")
+    dtype = _complex_of(T.dtype)
+    like = ShapeDtypeStruct(T.shape, dtype)
+
+    def host(t, z):
+        import scipy.linalg
+        t, z = scipy.linalg.rsf2csf(np.asarray(t), np.asarray(z), check_finite=False)
+        return t.astype(dtype), z.astype(dtype)
+    return tuple(pure_callback(host, (like, like), T, Z))
+
+
+def funm(A, func, disp: bool = True):
+    """The matrix function ``func(A)`` for a scalar function ``func`` applied elementwise
+    (``jnp.exp``, ``jnp.sin``): Parlett's recurrence on the complex Schur form, as JAX's. The
+    result is complex; with ``disp=False``, also an estimate of its relative error.
+
+    >>> a = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> bool(jnp.allclose(funm(a, jnp.exp), fnx.scipy.linalg.expm(a), rtol=1e-4))
+    True
+    """
+    A = jnp.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"funm: expected a square matrix, got shape {A.shape}")
+    T, Z = schur(A, output="complex")
+    F = jnp.diag(func(jnp.diag(T))).astype(T.dtype)
+    F, minden = _parlett(F, T)
+    F = Z @ F @ Z.conj().T
+    if disp:
+        return F
+    tol = dtypes.finfo(np.float32 if F.dtype == np.complex64 else np.float64).eps
+    minden = jnp.where(minden == 0.0, tol, minden)
+    off = jnp.linalg.norm(jnp.triu(T, 1), 1)
+    err = jnp.where(jnp.any(jnp.isinf(F)), np.inf,
+                    jnp.minimum(1, jnp.maximum(tol, (tol / minden) * off)))
+    return F, err
+
+
+def _parlett(F, T):
+    """The strictly upper part of ``F = f(T)`` from its diagonal, superdiagonal by
+    superdiagonal (Golub and Van Loan, algorithm 11.1.1), and the smallest eigenvalue gap."""
+    n = T.shape[0]
+    minden = jnp.abs(T[0, 0])
+    for p in range(1, n):
+        for i in range(n - p):
+            j = i + p
+            s = T[i, j] * (F[j, j] - F[i, i])
+            s = s + T[i, i + 1:j] @ F[i + 1:j, j] - F[i, i + 1:j] @ T[i + 1:j, j]
+            den = T[j, j] - T[i, i]
+            F = F.at[i, j].set(jnp.where(den != 0, s / jnp.where(den != 0, den, 1), s))
+            minden = jnp.minimum(minden, jnp.abs(den))
+    return F, minden

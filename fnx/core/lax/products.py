@@ -184,6 +184,23 @@ _PRECISION_OF = {Precision.DEFAULT: None, Precision.HIGH: "tensorfloat32",
                  Precision.HIGHEST: "highest"}
 
 
+# JAX's algorithm presets (lax.DotAlgorithmPreset, or their names as strings): full float32
+# (or wider) products are fnx's "highest"; those through narrower operands its cheaper product
+_PRESETS = {"default", "any_f8_any_f8_f32", "any_f8_any_f8_f32_fast_accum", "any_f8_any_f8_any",
+            "any_f8_any_f8_any_fast_accum", "f16_f16_f16", "f16_f16_f32", "bf16_bf16_bf16",
+            "bf16_bf16_f32", "bf16_bf16_f32_x3", "bf16_bf16_f32_x6", "bf16_bf16_f32_x9",
+            "tf32_tf32_f32", "tf32_tf32_f32_x3", "f32_f32_f32", "f64_f64_f64"}
+
+
+def _preset(name):
+    if name == "default":
+        return None
+    if name.startswith(("f16", "any_f8")):
+        raise ValueError(f"the precision {name.upper()!r} is not supported by fnx's dot_general "
+                         "(as on JAX's CPU)")
+    return "highest" if name in ("f32_f32_f32", "f64_f64_f64") else "tensorfloat32"
+
+
 def canonicalize_precision(precision):
     """``precision`` (None, a name, a ``Precision``, or a pair of these for the two operands) as
     fnx's ``None`` (the configured default), ``"highest"`` or ``"tensorfloat32"``."""
@@ -193,9 +210,11 @@ def canonicalize_precision(precision):
         return "highest" if "highest" in got else ("tensorfloat32" if any(got) else None)
     if precision is None or isinstance(precision, Precision):
         return _PRECISION_OF.get(precision)
-    name = str(precision).lower()
+    name = str(getattr(precision, "name", precision)).lower()   # a DotAlgorithmPreset too
     if name.startswith("precision."):
         name = name[len("precision."):]
+    if name in _PRESETS:
+        return _preset(name)
     if name not in _PRECISION_NAMES:
         raise ValueError(f"unknown precision {precision!r}; expected a lax.Precision or one of "
                          f"{sorted(_PRECISION_NAMES)}")
