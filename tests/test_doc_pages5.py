@@ -5,18 +5,9 @@ import numpy as np
 import pytest
 
 from test_jax_differences_2 import same_as_jax
+from test_jax_doc_examples import _jax_as_fnx, rng  # noqa: F401 (fixtures: JAX as fnx, fresh)
 
 pytestmark = pytest.mark.x32
-
-
-@pytest.fixture(autouse=True)
-def _jax_as_fnx(jax_x64_as_fnx):
-    """JAX runs with x64 set as fnx's (off: these are the user's defaults)."""
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
 
 
 def test_linspace_samples_round_as_jax_so_histogram_edges_and_counts_agree(rng):
