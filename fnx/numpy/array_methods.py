@@ -19,8 +19,9 @@ def _swap(f):
 
 
 _OPERANDS = (int, float, complex, np.generic, np.ndarray, Array, Tracer)
-# sequences whose + or == would otherwise mean concatenation or a Python False (JAX refuses them)
+# sequences whose +, * or == would otherwise mean concatenation, repetition or a Python False
 _REFUSED = {"__add__": ("+", (list, tuple)), "__radd__": ("+", (list, tuple)),
+            "__mul__": ("*", (list, tuple)), "__rmul__": ("*", (list, tuple)),
             "__eq__": ("==", (dict, list, set, tuple)), "__ne__": ("!=", (dict, list, set, tuple))}
 
 

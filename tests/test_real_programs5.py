@@ -1,0 +1,102 @@
+"""Programs in the style of third-party JAX libraries (Gaussian-process kernels that overload
+arithmetic, CARMA models that find polynomial roots under jit, code importing ``jax._src``)
+whose outcome once differed from JAX's: each runs with fnx's names and with JAX's on the CPU,
+with fresh random inputs, and must give the same values, dtypes and shapes (or raise alike)."""
+import jax
+import numpy as np
+import pytest
+
+import fnx
+from test_jax_differences_2 import FNX, JAX, same_as_jax
+
+# with x64 off (the user's default), and JAX run with x64 set as fnx's
+pytestmark = [pytest.mark.x32, pytest.mark.usefixtures("jax_x64_as_fnx")]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+class _Scaled:
+    """A kernel-like object: ``amplitude * kernel`` is the kernel's to answer."""
+
+    def __init__(self, scale, side):
+        self.scale, self.side = scale, side
+
+    def __rmul__(self, amplitude):
+        return _Scaled(amplitude * self.scale, self.side)
+
+    def __radd__(self, offset):
+        return _Scaled(offset + self.scale, self.side)
+
+    def __call__(self, x):
+        return self.scale * self.side.np.exp(-x ** 2)
+
+
+def test_array_operators_defer_to_objects_that_answer_them(rng):
+    amplitude, offset = rng.uniform(0.5, 2.0, 2).astype(np.float32)
+    x = rng.standard_normal(5).astype(np.float32)
+
+    def program(side):
+        kernel = side.np.exp(side.np.asarray(amplitude)) * _Scaled(2.0, side)
+        kernel = side.np.asarray(offset) + kernel
+        return side.m.jit(lambda a, x: (a * _Scaled(1.0, side))(x))(amplitude, x), kernel(x)
+    same_as_jax(program)
+
+
+@pytest.mark.parametrize("operand", [[1.0, 2.0, 3.0], (1.0, 2.0, 3.0), None, object(), "ab"])
+@pytest.mark.parametrize("operator", ["add", "radd", "mul", "eq", "ne", "lt"])
+def test_array_operators_refuse_what_jax_refuses(operand, operator):
+    def program(side):
+        out = getattr(side.np.ones(3), f"__{operator}__")(operand)
+        # Python turns NotImplemented into its TypeError (or an identity test for == and !=)
+        return np.asarray(out is NotImplemented)
+    same_as_jax(program)
+
+
+def test_foreign_arrays_stay_operands(rng):
+    a = rng.standard_normal(3).astype(np.float32)
+    got = fnx.numpy.asarray(a) * jax.numpy.asarray(a)
+    assert isinstance(got, fnx.Array)
+    np.testing.assert_allclose(np.asarray(got), a * a, rtol=1e-6)
+
+
+@pytest.mark.parametrize("leading, trailing", [(0, 0), (1, 0), (0, 1), (2, 1), (0, 2)])
+def test_roots_without_stripping_trace_under_jit(rng, leading, trailing):
+    # tinygp's CARMA kernel finds its autoregressive roots inside jit
+    coefficients = np.concatenate([np.zeros(leading), rng.uniform(0.5, 2.0, 4),
+                                   np.zeros(trailing)]).astype(np.float32)
+
+    def program(side):
+        found = side.m.jit(lambda p: side.np.roots(p, strip_zeros=False))(coefficients)
+        return found.dtype, _in_order(found)
+    (got_dtype, got), (want_dtype, want) = program(FNX), program(JAX)
+    assert got_dtype == want_dtype
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)   # NaN where JAX has NaN
+
+
+def _in_order(roots):
+    # the order of the roots is the solver's; conjugate pairs sort by their imaginary part
+    roots = np.asarray(roots)
+    return roots[np.lexsort((roots.imag, roots.real.round(3)))]
+
+
+def test_roots_without_stripping_of_all_zeros_are_nan():
+    same_as_jax(lambda side: side.np.roots(side.np.zeros(3), strip_zeros=False))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_roll_by_a_traced_shift(rng, axis):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    shift = int(rng.integers(-9, 9))
+    same_as_jax(lambda side: side.m.jit(lambda x, s: side.np.roll(x, s, axis))(x, shift))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
+def test_private_dtypes_module_answers_as_jax(dtype):
+    from jax._src import dtypes as jax_dtypes
+
+    from fnx._src import dtypes
+    assert dtypes.to_complex_dtype(dtype) == jax_dtypes.to_complex_dtype(dtype)
+    assert dtypes.finfo is fnx.dtypes.finfo
