@@ -100,3 +100,30 @@ def test_private_dtypes_module_answers_as_jax(dtype):
     from fnx._src import dtypes
     assert dtypes.to_complex_dtype(dtype) == jax_dtypes.to_complex_dtype(dtype)
     assert dtypes.finfo is fnx.dtypes.finfo
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: o.sgd(0.1), lambda o: o.sgd(0.1, 0.9),
+    lambda o: o.rmsprop(0.05), lambda o: o.rmsprop(0.05, 0.9, 1e-3, 0.1, False),
+    # bias-corrected centred moments start at a variance of zero: eps keeps the step defined
+    lambda o: o.rmsprop(0.05, eps=0.5, centered=True, momentum=0.5, bias_correction=True),
+    lambda o: o.rmsprop(0.05, eps_in_sqrt=False, centered=True, nesterov=True, momentum=0.5),
+    lambda o: o.scale_by_stddev(0.8, 0.5, 0.1, False, True)])
+def test_optimizer_states_and_steps_as_optax(rng, make):
+    # programs index optax's states (opt_state[0]) and pass its arguments positionally
+    import optax
+    params = {"w": rng.standard_normal(3).astype(np.float32)}
+    grads = [{"w": rng.standard_normal(3).astype(np.float32)} for _ in range(3)]
+
+    def steps(library, np_):
+        tx = make(library)
+        p = {"w": np_.asarray(params["w"])}
+        state = tx.init(p)
+        for g in grads:
+            updates, state = tx.update({"w": np_.asarray(g["w"])}, state, p)
+            p = library.apply_updates(p, updates)
+        return p, state
+    (got, got_state), (want, want_state) = steps(fnx.optim, fnx.numpy), steps(optax, jax.numpy)
+    assert str(fnx.tree.structure(got_state)).replace("fnx.optim._transforms", "") == \
+        str(jax.tree.structure(want_state)).replace("optax._src.transform", "")
+    np.testing.assert_allclose(np.asarray(got["w"]), np.asarray(want["w"]), rtol=1e-5, atol=1e-6)
