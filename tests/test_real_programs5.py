@@ -127,3 +127,25 @@ def test_optimizer_states_and_steps_as_optax(rng, make):
     assert str(fnx.tree.structure(got_state)).replace("fnx.optim._transforms", "") == \
         str(jax.tree.structure(want_state)).replace("optax._src.transform", "")
     np.testing.assert_allclose(np.asarray(got["w"]), np.asarray(want["w"]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_tridiagonal_solve_and_its_gradient(rng, batch):
+    # the system of a cubic spline or an implicit heat-equation step
+    m, n = 6, 2
+    dl, du = rng.standard_normal((2, *batch, m)).astype(np.float32)
+    d = (rng.standard_normal((*batch, m)) + 4.0).astype(np.float32)
+    b = rng.standard_normal((*batch, m, n)).astype(np.float32)
+
+    def program(side):
+        solve = side.lax.linalg.tridiagonal_solve
+        loss = lambda d, b: (solve(dl, d, du, b) ** 2).sum()
+        return solve(dl, d, du, b), side.m.jit(side.m.grad(loss, argnums=(0, 1)))(d, b)
+    same_as_jax(program, rtol=1e-4, atol=1e-5)
+
+
+def test_lu_pivots_to_permutation_as_jax(rng):
+    pivots = np.maximum(rng.integers(0, 7, (3, 5)), np.arange(5)).astype(np.int32)
+    same_as_jax(lambda side: side.lax.linalg.lu_pivots_to_permutation(pivots, 7))
+    same_as_jax(lambda side: side.lax.linalg.lu_pivots_to_permutation(
+        side.scipy.linalg.lu_factor(pivots[:, :3].astype(np.float32) + np.eye(3))[1], 3))

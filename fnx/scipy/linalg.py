@@ -28,6 +28,7 @@ from ..core.errors import ShapeError
 from ..numpy import linalg as _np_linalg
 from ..numpy._core import promote_dtypes_inexact
 from .. import linalg as _fnx_linalg
+from ..lax.linalg import lu_pivots_to_permutation
 
 # the same functions under SciPy's names and defaults
 det = _np_linalg.det
@@ -92,26 +93,6 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
 
 # ---------------------------------------------------------------------------------------------
 # LU
-
-
-def lu_pivots_to_permutation(pivots, permutation_size: int):
-    """LAPACK's pivots (row ``i`` was swapped with row ``pivots[i]``, in order) as the
-    permutation ``perm`` with ``a[perm] == l @ u`` (jax.lax.linalg.lu_pivots_to_permutation).
-
-    >>> lu_pivots_to_permutation(jnp.array([2, 2, 2]), 3)
-    Array([2, 0, 1], dtype=int32)
-    """
-    pivots = jnp.asarray(pivots, jnp.int32)
-    batch, k = pivots.shape[:-1], pivots.shape[-1]
-    iota = jnp.broadcast_to(jnp.arange(permutation_size, dtype=jnp.int32),
-                            batch + (permutation_size,))
-
-    def swap(i, perm):
-        j = lax.dynamic_index_in_dim(pivots, i, pivots.ndim - 1, keepdims=True)
-        at_i = lax.dynamic_index_in_dim(perm, i, perm.ndim - 1, keepdims=True)
-        at_j = jnp.take_along_axis(perm, j, axis=-1)
-        return jnp.where(iota == i, at_j, jnp.where(iota == j, at_i, perm))
-    return fori_loop(0, k, swap, iota)
 
 
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
