@@ -149,3 +149,22 @@ def test_lu_pivots_to_permutation_as_jax(rng):
     same_as_jax(lambda side: side.lax.linalg.lu_pivots_to_permutation(pivots, 7))
     same_as_jax(lambda side: side.lax.linalg.lu_pivots_to_permutation(
         side.scipy.linalg.lu_factor(pivots[:, :3].astype(np.float32) + np.eye(3))[1], 3))
+
+
+@pytest.mark.parametrize("name", ["exp", "sin", "cos"])
+def test_funm_as_jax(rng, name):
+    a = rng.standard_normal((5, 5)).astype(np.float32) + 3 * np.eye(5, dtype=np.float32)
+
+    def program(side):
+        f = getattr(side.np, name)
+        jitted = side.m.jit(lambda a: side.scipy.linalg.funm(a, f))
+        return jitted(a), side.scipy.linalg.funm(a, f, disp=False)[1]
+    same_as_jax(program, rtol=2e-4, atol=2e-4)
+
+
+def test_funm_of_exp_is_expm_and_rsf2csf_as_jax(rng):
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(fnx.scipy.linalg.funm(a, fnx.numpy.exp)),
+                               np.asarray(jax.scipy.linalg.expm(a)), rtol=1e-4, atol=1e-4)
+    same_as_jax(lambda side: side.scipy.linalg.rsf2csf(*side.scipy.linalg.schur(a))[0],
+                rtol=1e-4, atol=1e-5)

@@ -497,7 +497,7 @@ def block_diag(*arrs):
     return jnp.concatenate(rows, axis=0)
 
 
-from .schur import schur, sqrtm  # noqa: E402
+from .schur import funm, rsf2csf, schur, sqrtm  # noqa: E402
 from ._special_matrices import (  # noqa: E402
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, hankel,
     helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
@@ -506,9 +506,9 @@ from .sylvester import solve_sylvester  # noqa: E402
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
-           "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hessenberg",
+           "fiedler", "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg",
            "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor",
-           "lu_pivots_to_permutation", "lu_solve", "pascal", "polar", "qr", "schur", "solve",
+           "lu_pivots_to_permutation", "lu_solve", "pascal", "polar", "qr", "rsf2csf", "schur", "solve",
            "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402

@@ -1,9 +1,10 @@
-"""The Schur decomposition and the matrix square root built on it (jax.scipy.linalg's
-``schur`` and ``sqrtm``).
+"""The Schur decomposition and the matrix functions built on it (jax.scipy.linalg's
+``schur``, ``rsf2csf``, ``sqrtm`` and ``funm``).
 
 No primitive computes a Schur form: LAPACK's gees runs on the host through ``pure_callback``
 (as JAX's schur runs only on the CPU), so both work under jit and vmap but have no derivative,
-as in JAX. The triangular square root is fnx code: one ``fori_loop`` over superdiagonals.
+as in JAX. The triangular square root and Parlett's recurrence are fnx code: ``fori_loop``s
+over superdiagonals.
 """
 from __future__ import annotations
 
@@ -103,3 +104,72 @@ def sqrtm(A, blocksize: int = 1):
     u = _sqrtm_triu(t)
     return jnp.matmul(jnp.matmul(z, u, precision="highest"), jnp.conj(z.T),
                       precision="highest")
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """The complex Schur form ``(T, Z)`` of a real one (``schur(a)``'s 2x2 blocks made
+    triangular by Givens rotations), on the host by SciPy, as ``schur``.
+
+    >>> t, z = rsf2csf(*schur(jnp.array([[0.0, -1.0], [1.0, 0.0]])))
+    >>> jnp.round(jnp.abs(t[1, 0]), 6)
+    Array(0., dtype=float32)
+    """
+    del check_finite
+    T, Z = promote_dtypes_inexact(jnp.asarray(T), jnp.asarray(Z))
+    if T.ndim != 2 or T.shape[0] != T.shape[1] or Z.shape != T.shape:
+        raise ShapeError(f"rsf2csf needs square matrices T and Z of one shape, got {T.shape} "
+                         f"and {Z.shape}")
+    dtype = _complex_of(T.dtype)
+    like = ShapeDtypeStruct(T.shape, dtype)
+
+    def host(t, z):
+        import scipy.linalg
+        t, z = scipy.linalg.rsf2csf(np.asarray(t), np.asarray(z))
+        return t.astype(dtype), z.astype(dtype)
+    return tuple(pure_callback(host, (like, like), T, Z))
+
+
+def funm(A, func, disp: bool = True):
+    """``func`` of the square matrix ``A``: ``func`` applied to the eigenvalues in ``A``'s
+    complex Schur form, the rest of the triangle filled by Parlett's recurrence (Golub and
+    Van Loan, algorithm 11.1.1), as JAX's. The result is complex; with ``disp=False`` also an
+    estimate of its relative error.
+
+    >>> f = funm(jnp.array([[1.0, 2.0], [0.0, 3.0]]), jnp.exp)
+    >>> jnp.round(f.real, 3)
+    Array([[ 2.718, 17.367],
+           [ 0.   , 20.086]], dtype=float32)
+    """
+    A = jnp.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"funm: expected a square matrix, got shape {A.shape}")
+    t, z = schur(A, output="complex")
+    f, min_gap = _parlett(jnp.diag(func(jnp.diag(t))).astype(t.dtype), t)
+    f = z @ f @ jnp.conj(z.T)
+    if disp:
+        return f
+    tol = float(np.finfo(np.dtype(f.dtype).char.lower()).eps)
+    min_gap = jnp.where(min_gap == 0.0, tol, min_gap)
+    bound = jnp.minimum(1.0, jnp.maximum(tol, (tol / min_gap) *
+                                         jnp.linalg.norm(jnp.triu(t, 1), 1)))
+    return f, jnp.where(jnp.any(jnp.isinf(f)), np.inf, bound)
+
+
+def _parlett(f, t):
+    """``f`` (``func`` of ``t``'s diagonal, on the diagonal) completed to ``func(t)`` one
+    superdiagonal at a time; also the smallest gap between eigenvalues it divided by."""
+    n = t.shape[0]
+    index = jnp.arange(n)
+
+    def entry(i, j, f, min_gap):
+        between = (index > i) & (index < j)
+        s = t[i, j] * (f[j, j] - f[i, i]) + \
+            jnp.where(between, t[i], 0) @ jnp.where(between, f[:, j], 0) - \
+            jnp.where(between, f[i], 0) @ jnp.where(between, t[:, j], 0)
+        gap = t[j, j] - t[i, i]
+        s = jnp.where(gap != 0, s / jnp.where(gap != 0, gap, 1), s)
+        return f.at[i, j].set(s), jnp.minimum(min_gap, jnp.abs(gap))
+
+    def diagonal(p, carry):
+        return fori_loop(0, n - p, lambda i, c: entry(i, i + p, *c), carry)
+    return fori_loop(1, n, diagonal, (f, jnp.abs(t[0, 0])))
