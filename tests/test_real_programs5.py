@@ -168,3 +168,27 @@ def test_funm_of_exp_is_expm_and_rsf2csf_as_jax(rng):
                                np.asarray(jax.scipy.linalg.expm(a)), rtol=1e-4, atol=1e-4)
     same_as_jax(lambda side: side.scipy.linalg.rsf2csf(*side.scipy.linalg.schur(a))[0],
                 rtol=1e-4, atol=1e-5)
+
+
+def test_lax_linalg_eig_and_schur_as_jax(rng):
+    a = rng.standard_normal((2, 4, 4)).astype(np.float32)
+    same_as_jax(lambda side: side.lax.linalg.eig(a), rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda side: side.lax.linalg.eig(a[0], compute_left_eigenvectors=False),
+                rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda side: side.lax.linalg.schur(a), rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda side: side.lax.linalg.schur(a[0], compute_schur_vectors=False),
+                rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda side: side.m.vmap(lambda m: side.lax.linalg.eig(m)[1])(a),
+                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("symmetrize", [False, True])
+def test_symmetric_product_and_cholesky_update_as_jax(rng, symmetrize):
+    a = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    c = np.einsum("bij,bkj->bik", a, a)
+    same_as_jax(lambda side: side.lax.linalg.symmetric_product(
+        a, c, alpha=0.5, beta=-2.0, symmetrize_output=symmetrize), rtol=1e-5, atol=1e-5)
+    r = np.linalg.cholesky(c[0] + 3 * np.eye(3)).T.astype(np.float32)
+    w = rng.standard_normal(3).astype(np.float32)
+    same_as_jax(lambda side: side.m.jit(side.lax.linalg.cholesky_update)(r, w),
+                rtol=1e-5, atol=1e-5)

@@ -7,15 +7,19 @@
 >>> w
 Array([1.4384472, 5.561553 ], dtype=float32)
 """
+import numpy as np
+
 from .. import numpy as jnp
-from ..core import lax
-from ..core.control_flow import fori_loop, scan
+from ..core import dtypes, lax
+from ..core.api import ShapeDtypeStruct
+from ..core.callbacks import pure_callback
+from ..core.control_flow import cond, fori_loop, scan
 from ..core.errors import ShapeError
 from ..numpy._core import promote_dtypes_inexact
 from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
 
-__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd",
-           "triangular_solve", "tridiagonal_solve"]
+__all__ = ["cholesky", "cholesky_update", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr",
+           "schur", "svd", "symmetric_product", "triangular_solve", "tridiagonal_solve"]
 
 
 def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
@@ -77,6 +81,106 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
         at_j = jnp.take_along_axis(perm, j, axis=-1)
         return jnp.where(iota == i, at_j, jnp.where(iota == j, at_i, perm))
     return fori_loop(0, k, swap, iota)
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1., beta: float = 0.,
+                      symmetrize_output: bool = False):
+    """``alpha * A @ A.T + beta * C`` for ``A`` ``[..., m, n]`` and symmetric ``C``
+    ``[..., m, m]``; ``symmetrize_output`` mirrors the lower triangle into the upper one.
+
+    >>> fnx.lax.linalg.symmetric_product(jnp.array([[1.0, 2.0]]), jnp.ones((1, 1)), beta=2.0)
+    Array([[7.]], dtype=float32)
+    """
+    a, c = jnp.asarray(a_matrix), jnp.asarray(c_matrix)
+    result = alpha * jnp.matmul(a, jnp.swapaxes(a, -1, -2), precision="highest") + beta * c
+    if symmetrize_output:
+        result = jnp.tril(result) + jnp.swapaxes(jnp.tril(result, -1), -1, -2)
+    return result
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``R.T @ R + w w.T`` from the upper factor ``R``, by one
+    Givens rotation per row (O(n^2)), as JAX's.
+
+    >>> r = fnx.lax.linalg.cholesky_update(jnp.eye(2), jnp.array([0.0, 1.0]))
+    >>> jnp.abs(r).round(4)
+    Array([[1.    , 0.    ],
+           [0.    , 1.4142]], dtype=float32)
+    """
+    r, w = promote_dtypes_inexact(r_matrix, w_vector)
+    n = r.shape[-1]
+    if r.ndim != 2 or r.shape[0] != n or w.shape != (n,):
+        raise ShapeError(f"cholesky_update needs R (n, n) and w (n,), got {r.shape} and "
+                         f"{w.shape}")
+
+    def rotation(x, y):       # Givens coefficients, scaled against overflow
+        def nonzero(x, y):
+            scale = jnp.maximum(jnp.abs(x), jnp.abs(y))
+            x, y = x / scale, y / scale
+            norm = lax.rsqrt(x * x + y * y)
+            return x * norm, -y * norm
+        one, zero = np.array(1, x.dtype), np.array(0, x.dtype)
+        return cond(y == 0, lambda x, y: (one, zero), nonzero, x, y)
+
+    def row(k, carry):
+        r, w = carry
+        c, s = rotation(r[k, k], w[k])
+        r_k = r[k]
+        return r.at[k].set(c * r_k - s * w), c * w + s * r_k
+    return fori_loop(0, n, row, (r, w))[0]
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
+    """``[w, vl, vr]`` of general square matrices (the left and right eigenvectors as asked),
+    complex, from LAPACK's geev on the host as JAX's CPU path; no derivative.
+
+    >>> w, vl, vr = fnx.lax.linalg.eig(jnp.array([[2.0, 1.0], [0.0, 3.0]]))
+    >>> w
+    Array([2.+0.j, 3.+0.j], dtype=complex64)
+    """
+    del enable_eigvec_derivs, implementation, use_magma
+    x = jnp.asarray(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"eig needs square matrices (..., n, n), got shape {x.shape}")
+    out = np.dtype(np.complex128 if x.dtype in (np.float64, np.complex128) else np.complex64)
+    wanted = (True, compute_left_eigenvectors, compute_right_eigenvectors)
+    shapes = [ShapeDtypeStruct(x.shape[:-1], out)] + \
+        [ShapeDtypeStruct(x.shape, out)] * (sum(wanted) - 1)
+
+    def host(m):
+        import scipy.linalg
+        m = np.asarray(m)
+        parts = [scipy.linalg.eig(a, left=True, right=True) for a in m.reshape(-1, *m.shape[-2:])]
+        return [np.stack([p[i] for p in parts]).reshape(m.shape[:-1] if i == 0 else m.shape)
+                .astype(out) for i, want in enumerate(wanted) if want]
+    return list(pure_callback(host, shapes, x, vmap_method="broadcast_all"))
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+    """``[T, Q]`` with ``x = Q T Q^H`` (``T`` quasi-triangular for real ``x``), or ``[T]``
+    without ``compute_schur_vectors``; LAPACK's gees on the host, as JAX's CPU path.
+
+    >>> t, q = fnx.lax.linalg.schur(jnp.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> t
+    Array([[1., 2.],
+           [0., 3.]], dtype=float32)
+    """
+    del sort_eig_vals, select_callable        # unused, as in JAX
+    x, = promote_dtypes_inexact(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"schur needs square matrices (..., m, m), got shape {x.shape}")
+    like = ShapeDtypeStruct(x.shape, x.dtype)
+
+    def host(m):
+        import scipy.linalg
+        m = np.asarray(m)
+        pairs = [scipy.linalg.schur(a) for a in m.reshape(-1, *m.shape[-2:])]
+        return tuple(np.stack([p[i] for p in pairs]).reshape(m.shape).astype(x.dtype)
+                     for i in range(1 + compute_schur_vectors))
+    return list(pure_callback(host, (like,) * (1 + compute_schur_vectors), x,
+                              vmap_method="broadcast_all"))
 
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
