@@ -192,3 +192,22 @@ def test_symmetric_product_and_cholesky_update_as_jax(rng, symmetrize):
     w = rng.standard_normal(3).astype(np.float32)
     same_as_jax(lambda side: side.m.jit(side.lax.linalg.cholesky_update)(r, w),
                 rtol=1e-5, atol=1e-5)
+
+
+def test_lax_linalg_reductions_to_condensed_forms_as_jax(rng):
+    a = rng.standard_normal((2, 4, 4)).astype(np.float32)
+    symmetric = a + np.swapaxes(a, -1, -2)
+    same_as_jax(lambda side: side.lax.linalg.hessenberg(a), rtol=1e-4, atol=1e-5)
+    for lower in (True, False):
+        same_as_jax(lambda side: side.lax.linalg.tridiagonal(symmetric, lower=lower),
+                    rtol=1e-4, atol=1e-5)
+
+
+def test_householder_product_of_qr_reflectors_as_jax(rng):
+    from jax._src.lax.linalg import geqrf      # the reflectors, as LAPACK stores them
+    reflectors, taus = (np.asarray(x) for x in geqrf(rng.standard_normal((2, 5, 3))
+                                                      .astype(np.float32)))
+    same_as_jax(lambda side: side.lax.linalg.householder_product(reflectors, taus),
+                rtol=1e-5, atol=1e-5)
+    same_as_jax(lambda side: side.m.jit(side.lax.linalg.householder_product)(
+        reflectors, taus[:, :2]), rtol=1e-5, atol=1e-5)

@@ -18,8 +18,9 @@ from ..core.errors import ShapeError
 from ..numpy._core import promote_dtypes_inexact
 from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
 
-__all__ = ["cholesky", "cholesky_update", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr",
-           "schur", "svd", "symmetric_product", "triangular_solve", "tridiagonal_solve"]
+__all__ = ["cholesky", "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
+           "lu_pivots_to_permutation", "qr", "schur", "svd", "symmetric_product",
+           "triangular_solve", "tridiagonal", "tridiagonal_solve"]
 
 
 def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
@@ -181,6 +182,88 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
                      for i in range(1 + compute_schur_vectors))
     return list(pure_callback(host, (like,) * (1 + compute_schur_vectors), x,
                               vmap_method="broadcast_all"))
+
+
+def householder_product(a, taus):
+    """The first ``n`` columns of ``H_1 ... H_k`` for the Householder reflectors
+    ``H_i = I - taus[i] v_i v_i^H`` stored below the diagonal of ``a`` ``[..., m, n]`` (LAPACK's
+    orgqr), composed of products (so it has a derivative).
+
+    >>> a = jnp.array([[1.0], [1.0]])
+    >>> fnx.lax.linalg.householder_product(a, jnp.array([1.0]))
+    Array([[ 0.],
+           [-1.]], dtype=float32)
+    """
+    a, taus = promote_dtypes_inexact(a, taus)
+    m, n = a.shape[-2:]
+    k = taus.shape[-1]
+    if a.ndim < 2 or m < n or k > n or taus.shape[:-1] != a.shape[:-2]:
+        raise ShapeError(f"householder_product needs a (..., m, n) with m >= n and taus "
+                         f"(..., k) with k <= n, got {a.shape} and {taus.shape}")
+    rows = jnp.arange(m)
+    q = jnp.broadcast_to(jnp.eye(m, n, dtype=a.dtype), a.shape)
+
+    def reflect(step, q):
+        i = k - 1 - step                      # H_1 (H_2 (... (H_k I)))
+        column = lax.dynamic_index_in_dim(a, i, a.ndim - 1, keepdims=False)
+        v = jnp.where(rows == i, 1, jnp.where(rows > i, column, 0)).astype(a.dtype)
+        tau = lax.dynamic_index_in_dim(taus, i, taus.ndim - 1, keepdims=True)
+        vq = jnp.einsum("...m,...mn->...n", jnp.conj(v), q)
+        return q - (tau * v)[..., :, None] * vq[..., None, :]
+    return fori_loop(0, k, reflect, q)
+
+
+def _lapack_on_host(name, x, outs, host_call):
+    """``host_call(lapack_function, matrix)`` over each matrix of ``x``, giving ``outs``."""
+    def host(m):
+        import scipy.linalg.lapack
+        m = np.asarray(m)
+        f, = scipy.linalg.lapack.get_lapack_funcs((name,), (m,))
+        parts = [host_call(f, a) for a in m.reshape(-1, *m.shape[-2:])]
+        return tuple(np.stack([p[i] for p in parts]).reshape(m.shape[:-2] + like.shape[x.ndim - 2:])
+                     .astype(like.dtype) for i, like in enumerate(outs))
+    return list(pure_callback(host, outs, x, vmap_method="broadcast_all"))
+
+
+def hessenberg(a):
+    """``[a, taus]``: the upper Hessenberg form of square ``a`` in its upper triangle and first
+    subdiagonal, the Householder reflectors below it (LAPACK's gehrd, on the host as JAX's CPU
+    path).
+
+    >>> h, taus = fnx.lax.linalg.hessenberg(jnp.eye(3))
+    >>> taus
+    Array([0., 0.], dtype=float32)
+    """
+    a, = promote_dtypes_inexact(a)
+    n = a.shape[-1]
+    if a.ndim < 2 or a.shape[-2] != n:
+        raise ShapeError(f"hessenberg needs square matrices (..., n, n), got shape {a.shape}")
+    outs = (ShapeDtypeStruct(a.shape, a.dtype),
+            ShapeDtypeStruct(a.shape[:-2] + (max(n - 1, 0),), a.dtype))
+    return _lapack_on_host("gehrd", a, outs,
+                           lambda f, m: f(m, lo=0, hi=max(n - 1, 0))[:2] if n else (m, m[0, :0]))
+
+
+def tridiagonal(a, *, lower: bool = True):
+    """``[a, d, e, taus]``: the tridiagonal form of Hermitian ``a`` (diagonal ``d``, first
+    sub- or superdiagonal ``e``) with the Householder reflectors beyond it (LAPACK's
+    sytrd/hetrd, on the host as JAX's CPU path).
+
+    >>> _, d, e, taus = fnx.lax.linalg.tridiagonal(jnp.eye(3))
+    >>> d
+    Array([1., 1., 1.], dtype=float32)
+    """
+    a, = promote_dtypes_inexact(a)
+    n = a.shape[-1]
+    if a.ndim < 2 or a.shape[-2] != n:
+        raise ShapeError(f"tridiagonal needs square matrices (..., n, n), got shape {a.shape}")
+    real = np.dtype(np.finfo(a.dtype).dtype)
+    batch = a.shape[:-2]
+    outs = (ShapeDtypeStruct(a.shape, a.dtype), ShapeDtypeStruct(batch + (n,), real),
+            ShapeDtypeStruct(batch + (max(n - 1, 0),), real),
+            ShapeDtypeStruct(batch + (max(n - 1, 0),), a.dtype))
+    name = "hetrd" if dtypes.issubdtype(a.dtype, np.complexfloating) else "sytrd"
+    return _lapack_on_host(name, a, outs, lambda f, m: f(m, lower=int(lower))[:4])
 
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
