@@ -211,3 +211,17 @@ def test_householder_product_of_qr_reflectors_as_jax(rng):
                 rtol=1e-5, atol=1e-5)
     same_as_jax(lambda side: side.m.jit(side.lax.linalg.householder_product)(
         reflectors, taus[:, :2]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+@pytest.mark.parametrize("mode", ["right", "left"])
+def test_qr_multiply_as_jax(rng, shape, mode):
+    a = rng.standard_normal(shape).astype(np.float32)
+    k = min(shape)
+    c = rng.standard_normal((2, shape[0]) if mode == "right" else (k, 2)).astype(np.float32)
+    for pivoting, conjugate in [(False, False), (True, True)]:
+        same_as_jax(lambda side: side.scipy.linalg.qr_multiply(
+            a, c, mode=mode, pivoting=pivoting, conjugate=conjugate), rtol=1e-4, atol=1e-5)
+    same_as_jax(lambda side: side.scipy.linalg.qr_multiply(a, c[0] if mode == "right" else
+                                                           c[:, 0], mode=mode),
+                rtol=1e-4, atol=1e-5)
