@@ -22,7 +22,8 @@ MODULES = (
     "fnx.experimental.jet", "fnx.experimental.sparse", "fnx.export", "fnx.ffi",
     "fnx.extend", "fnx.extend.core", "fnx.extend.linear_util", "fnx.extend.backend",
     "fnx.extend.random", "fnx.interpreters", "fnx.interpreters.ad", "fnx.interpreters.batching",
-    "fnx.interpreters.mlir", "fnx.custom_derivatives", "fnx.stages",
+    "fnx.interpreters.mlir", "fnx.custom_derivatives", "fnx.stages", "fnx.monitoring",
+    "fnx.version",
 )
 
 # fnx.lax re-exports the whole of fnx.core.lax (``import *``); these are the core's building

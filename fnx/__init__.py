@@ -47,6 +47,8 @@ from . import ad, ad_checkpoint, amp, dlpack, errors, flatten_util, ops, prng, t
 from . import custom_batching, distributed, experimental, profiler, sharding  # noqa: E402
 from . import custom_derivatives, export, extend, ffi, interpreters, stages  # noqa: E402
 from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
+from . import monitoring, version  # noqa: E402
+from .environment import copy_to_host_async, live_arrays, print_environment_info  # noqa: E402
 
 
 @_contextlib.contextmanager
@@ -100,7 +102,7 @@ def fwd_and_bwd(fun, argnums, has_aux: bool = False, jitted: bool = True):
 
 from .dtypes import float0  # noqa: E402
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -225,3 +225,27 @@ def test_qr_multiply_as_jax(rng, shape, mode):
     same_as_jax(lambda side: side.scipy.linalg.qr_multiply(a, c[0] if mode == "right" else
                                                            c[:, 0], mode=mode),
                 rtol=1e-4, atol=1e-5)
+
+
+def test_environment_report_live_arrays_and_monitoring():
+    report = fnx.print_environment_info(return_string=True)
+    assert f"fnx:    {fnx.version.__version__}" in report and "process_count: 1" in report
+    x = fnx.numpy.arange(4.0)
+    assert any(a is x for a in fnx.live_arrays())
+    x.delete()
+    assert not any(a is x for a in fnx.live_arrays())
+    assert fnx.copy_to_host_async({"a": fnx.numpy.ones(2)}) is None
+    events, durations = [], []
+
+    def on_event(name, **kwargs):
+        events.append((name, kwargs))
+    fnx.monitoring.register_event_listener(on_event)
+    fnx.monitoring.register_event_duration_secs_listener(lambda n, d, **kw: durations.append(d))
+    fnx.monitoring.record_event("/fnx/step", step=3)
+    fnx.monitoring.record_event_duration_secs("/fnx/step", 0.25)
+    fnx.monitoring.unregister_event_listener(on_event)
+    fnx.monitoring.record_event("/fnx/unheard")
+    fnx.monitoring.clear_event_listeners()
+    assert events == [("/fnx/step", {"step": 3})] and durations == [0.25]
+    with pytest.raises(AssertionError):      # as jax.monitoring does
+        fnx.monitoring.unregister_event_listener(on_event)
