@@ -249,3 +249,12 @@ def test_environment_report_live_arrays_and_monitoring():
     assert events == [("/fnx/step", {"step": 3})] and durations == [0.25]
     with pytest.raises(AssertionError):      # as jax.monitoring does
         fnx.monitoring.unregister_event_listener(on_event)
+
+
+def test_complex_normal_draws_as_jax(rng):
+    seed = int(rng.integers(2**31))
+    same_as_jax(lambda side: side.m.random.normal(side.m.random.PRNGKey(seed), (3, 2),
+                                                  np.complex64))
+    same_as_jax(lambda side: side.m.vmap(lambda k: side.m.random.normal(k, (2,), "complex64"))(
+        side.m.random.split(side.m.random.key(seed), 3)))
+    same_as_jax(lambda side: side.m.random.uniform(side.m.random.key(seed), (2,), np.complex64))
