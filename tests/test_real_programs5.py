@@ -258,3 +258,22 @@ def test_complex_normal_draws_as_jax(rng):
     same_as_jax(lambda side: side.m.vmap(lambda k: side.m.random.normal(k, (2,), "complex64"))(
         side.m.random.split(side.m.random.key(seed), 3)))
     same_as_jax(lambda side: side.m.random.uniform(side.m.random.key(seed), (2,), np.complex64))
+
+
+def test_aux_values_that_are_not_arrays_pass_through(rng):
+    # training loops return metrics dicts with step counts, names and NumPy values as aux
+    x = rng.standard_normal(3).astype(np.float32)
+    logged = np.ones(2)
+
+    def loss(side):
+        def f(w):
+            return side.np.sum(w ** 2), {"name": "l2", "step": 3, "np": logged, "w": 2 * w,
+                                         "none": None}
+        return f
+
+    for transform in ["grad", "value_and_grad", "jacrev"]:
+        same_as_jax(lambda side: getattr(side.m, transform)(loss(side), has_aux=True)(x))
+    same_as_jax(lambda side: side.m.vjp(loss(side), x, has_aux=True)[2])
+    same_as_jax(lambda side: side.m.jvp(loss(side), (x,), (x,), has_aux=True))
+    same_as_jax(lambda side: side.m.jit(side.m.grad(
+        lambda w: (side.np.sum(w), 3), has_aux=True))(x))
