@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from .core.core import Array, devices, process_count
+from .core.core import Array, Tracer, devices, process_count
 from .core.pytree import tree_leaves
 from .version import __version__
 
@@ -42,7 +42,9 @@ def live_arrays(platform: str | None = None) -> list:
     >>> any(a is x for a in fnx.live_arrays())
     True
     """
-    arrays = [o for o in gc.get_objects() if isinstance(o, Array) and not o.is_deleted()]
+    # isinstance(tracer, Array) holds, as for jax.Array; tracers are not arrays alive
+    arrays = [o for o in gc.get_objects()
+              if isinstance(o, Array) and not isinstance(o, Tracer) and not o.is_deleted()]
     if platform is not None:
         arrays = [a for a in arrays if any(d.platform == platform for d in a.devices())]
     return arrays
