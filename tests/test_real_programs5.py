@@ -277,3 +277,10 @@ def test_aux_values_that_are_not_arrays_pass_through(rng):
     same_as_jax(lambda side: side.m.jvp(loss(side), (x,), (x,), has_aux=True))
     same_as_jax(lambda side: side.m.jit(side.m.grad(
         lambda w: (side.np.sum(w), 3), has_aux=True))(x))
+
+
+@pytest.mark.parametrize("index", [[0, 1], ([0, 1],), (0, [0, 2]), (slice(None), [2, 0])])
+def test_a_list_as_the_whole_index_is_refused_as_in_jax(rng, index):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    same_as_jax(lambda side: side.np.asarray(x)[index])
+    same_as_jax(lambda side: side.np.asarray(x).at[index].set(0.0))
