@@ -1,68 +1,61 @@
-"""What fnx runs on and what it holds: ``print_environment_info``, ``live_arrays`` and
-``copy_to_host_async``, as JAX's top-level functions.
-
->>> "fnx:" in fnx.print_environment_info(return_string=True)
-True
-"""
+"""What a bug report asks about the running process: its environment and the arrays alive in
+it (``jax.print_environment_info``, ``jax.live_arrays``, ``jax.copy_to_host_async``)."""
 from __future__ import annotations
 
 import gc
-import platform as _platform
+import platform
 import sys
+import textwrap
 
 import numpy as np
 
-from .core.core import Array, devices
+from .core.core import Array, Tracer, devices, process_count
 from .core.pytree import tree_leaves
 from .version import __version__
 
 
-def print_environment_info(return_string: bool = False) -> str | None:
-    """The versions of fnx, NumPy, CuPy and Python, the devices and the platform: printed, or
-    returned with ``return_string=True`` (for bug reports)."""
-    try:
-        import cupy
-        cupy_version = cupy.__version__
-    except Exception:        # absent, or present without a working CUDA: either way no GPU
-        cupy_version = "not installed"
+def print_environment_info(return_string: bool = False):
+    """Print (or return) the versions of fnx, NumPy and Python, the devices and the platform.
+
+    >>> "fnx:" in fnx.print_environment_info(return_string=True)
+    True
+    """
     found = devices()
-    kinds = sorted({d.platform for d in found})
-    text = (f"fnx:    {__version__}\n"
-            f"numpy:  {np.__version__}\n"
-            f"cupy:   {cupy_version}\n"
-            f"python: {sys.version}\n"
-            f"device info: {', '.join(kinds)}-{len(found)}, {len(found)} local devices\n"
-            f"process_count: 1\n"
-            f"platform: {_platform.uname()}\n")
+    info = textwrap.dedent(f"""\
+    fnx:    {__version__}
+    numpy:  {np.__version__}
+    python: {sys.version.replace(chr(10), ' ')}
+    device info: {found[0].device_kind}-{len(found)}, {len(found)} local devices
+    process_count: {process_count()}
+    platform: {platform.uname()}
+    """)
     if return_string:
-        return text
-    print(text)
-    return None
+        return info
+    print(info)
 
 
 def live_arrays(platform: str | None = None) -> list:
-    """Every array not yet deleted (on ``platform``, "cpu" or "gpu", if given): to find what
-    holds memory.
+    """The arrays alive now (on ``platform``'s devices if given), for finding what holds
+    memory.
 
-    >>> x = fnx.numpy.ones(3)
+    >>> x = jnp.ones(3)
     >>> any(a is x for a in fnx.live_arrays())
     True
     """
-    return [a for a in gc.get_objects() if type(a) is Array and not a.is_deleted()
-            and (platform is None or a._backend.name == platform)]
+    # isinstance(tracer, Array) holds, as for jax.Array; tracers are not arrays alive
+    arrays = [o for o in gc.get_objects()
+              if isinstance(o, Array) and not isinstance(o, Tracer) and not o.is_deleted()]
+    if platform is not None:
+        arrays = [a for a in arrays if any(d.platform == platform for d in a.devices())]
+    return arrays
 
 
 def copy_to_host_async(x):
-    """Start copying every array leaf of ``x`` to the host (fnx's reads of a value already
-    wait for it, so this is where a transfer may begin early); returns ``x``.
+    """Start copying the arrays of pytree ``x`` to the host (their data already is there on the
+    CPU; a GPU array's copy is made when it is read), as JAX's; returns None.
 
-    >>> x = fnx.copy_to_host_async(fnx.numpy.ones(2))
+    >>> fnx.copy_to_host_async({"w": jnp.ones(2)})
     """
     for leaf in tree_leaves(x):
-        start = getattr(leaf, "copy_to_host_async", None)
-        if start is not None:
-            start()
-    return x
-
-
-__all__ = ["copy_to_host_async", "live_arrays", "print_environment_info"]
+        if not isinstance(leaf, Array):
+            raise TypeError(f"copy_to_host_async takes arrays, got {type(leaf).__name__}")

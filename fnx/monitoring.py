@@ -1,11 +1,11 @@
-"""``jax.monitoring``: events, durations and scalars a program records, passed to the
-listeners registered for them.
+"""``jax.monitoring``: events and durations that programs record and listeners receive (JAX's
+own compilation events are not emitted by fnx; user events are delivered as in JAX).
 
 >>> seen = []
->>> fnx.monitoring.register_event_listener(lambda event, **kw: seen.append(event))
->>> fnx.monitoring.record_event("/my_program/started")
+>>> fnx.monitoring.register_event_listener(lambda name, **kw: seen.append(name))
+>>> fnx.monitoring.record_event("/my/event")
 >>> seen
-['/my_program/started']
+['/my/event']
 >>> fnx.monitoring.clear_event_listeners()
 """
 from __future__ import annotations
@@ -14,76 +14,56 @@ _LISTENERS: dict[str, list] = {"event": [], "duration": [], "time_span": [], "sc
 
 
 def record_event(event: str, **kwargs) -> None:
-    """Tell every event listener ``listener(event, **kwargs)``."""
+    """Deliver ``event`` to every event listener."""
     for listener in list(_LISTENERS["event"]):
         listener(event, **kwargs)
 
 
 def record_event_duration_secs(event: str, duration: float, **kwargs) -> None:
-    """Tell every duration listener ``listener(event, duration, **kwargs)``."""
+    """Deliver ``event`` and its duration in seconds to every duration listener."""
     for listener in list(_LISTENERS["duration"]):
         listener(event, duration, **kwargs)
 
 
 def record_event_time_span(event: str, start_time: float, end_time: float, **kwargs) -> None:
-    """Tell every time-span listener ``listener(event, start_time, end_time, **kwargs)``."""
+    """Deliver ``event`` and its start and end times to every time-span listener."""
     for listener in list(_LISTENERS["time_span"]):
         listener(event, start_time, end_time, **kwargs)
 
 
-def record_scalar(event: str, value, **kwargs) -> None:
-    """Tell every scalar listener ``listener(event, value, **kwargs)``."""
+def record_scalar(key: str, value, **kwargs) -> None:
+    """Deliver the scalar ``value`` under ``key`` to every scalar listener."""
     for listener in list(_LISTENERS["scalar"]):
-        listener(event, value, **kwargs)
+        listener(key, value, **kwargs)
 
 
-def register_event_listener(callback) -> None:
-    _LISTENERS["event"].append(callback)
+def _register(kind):
+    def register(listener) -> None:
+        _LISTENERS[kind].append(listener)
+    register.__doc__ = f"Call ``listener`` on every recorded {kind.replace('_', ' ')}."
+    return register
 
 
-def register_event_duration_secs_listener(callback) -> None:
-    _LISTENERS["duration"].append(callback)
+def _unregister(kind):
+    def unregister(listener) -> None:
+        if listener not in _LISTENERS[kind]:
+            raise AssertionError(f"{listener} is not a registered {kind} listener")
+        _LISTENERS[kind].remove(listener)
+    unregister.__doc__ = f"Stop calling ``listener`` on recorded {kind.replace('_', ' ')}s."
+    return unregister
 
 
-def register_event_time_span_listener(callback) -> None:
-    _LISTENERS["time_span"].append(callback)
-
-
-def register_scalar_listener(callback) -> None:
-    _LISTENERS["scalar"].append(callback)
-
-
-def _unregister(kind, callback):
-    if callback not in _LISTENERS[kind]:
-        raise AssertionError(f"{callback!r} is not a registered {kind} listener")
-    _LISTENERS[kind].remove(callback)
-
-
-def unregister_event_listener(callback) -> None:
-    _unregister("event", callback)
-
-
-def unregister_event_duration_listener(callback) -> None:
-    _unregister("duration", callback)
-
-
-def unregister_event_time_span_listener(callback) -> None:
-    _unregister("time_span", callback)
-
-
-def unregister_scalar_listener(callback) -> None:
-    _unregister("scalar", callback)
+register_event_listener = _register("event")
+register_event_duration_secs_listener = _register("duration")
+register_event_time_span_listener = _register("time_span")
+register_scalar_listener = _register("scalar")
+unregister_event_listener = _unregister("event")
+unregister_event_duration_listener = _unregister("duration")
+unregister_event_time_span_listener = _unregister("time_span")
+unregister_scalar_listener = _unregister("scalar")
 
 
 def clear_event_listeners() -> None:
-    """Forget every listener of every kind."""
+    """Forget every listener."""
     for listeners in _LISTENERS.values():
         listeners.clear()
-
-
-__all__ = ["clear_event_listeners", "record_event", "record_event_duration_secs",
-           "record_event_time_span", "record_scalar", "register_event_duration_secs_listener",
-           "register_event_listener", "register_event_time_span_listener",
-           "register_scalar_listener", "unregister_event_duration_listener",
-           "unregister_event_listener", "unregister_event_time_span_listener",
-           "unregister_scalar_listener"]

@@ -251,8 +251,8 @@ def bits(key, shape=(), dtype=None):
 
 def _float_dtype(dtype, name):
     dtype = dtypes.canonicalize(dtype if dtype is not None else dtypes.default_float, name)
-    if dtypes.kind(dtype) != "f":
-        raise TypeError(f"random.{name} needs a floating-point dtype, got {dtype}")
+    if dtypes.kind(dtype) != "f":     # a ValueError, as JAX's
+        raise ValueError(f"dtype argument to random.{name} must be a float dtype, got {dtype}")
     return dtype
 
 
@@ -354,12 +354,20 @@ def _erf_inv(x):
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples: ``sqrt(2) * erf_inv(u)`` with ``u`` uniform on (-1, 1).
+    """Standard normal samples: ``sqrt(2) * erf_inv(u)`` with ``u`` uniform on (-1, 1); for a
+    complex ``dtype``, real and imaginary parts of variance 1/2 each.
 
     >>> normal(key(0), (1000,)).std()   # about 1
     Array(0.9840744, dtype=float32)
     """
     key = _check_key(key, "normal")
+    if dtype is not None and dtypes.kind(dtypes.canonicalize(dtype, "normal")) == "c":
+        # independent real and imaginary parts of variance 1/2 each, JAX's draws
+        dtype = dtypes.canonicalize(dtype, "normal")
+        real_dtype = np.zeros((), dtype).real.dtype
+        key_re, key_im = split(key)
+        re, im = normal(key_re, shape, real_dtype), normal(key_im, shape, real_dtype)
+        return lax.div(lax.complex_(re, im), np.array(np.sqrt(2), dtype))
     dtype = _float_dtype(dtype, "normal")
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = uniform(key, shape, dtype, lo, 1.0)

@@ -1,2 +1,3 @@
-"""The private helpers of JAX's that its own tutorials import (``from jax._src.util import
-safe_map`` in "Writing custom Jaxpr interpreters"), so those programs port by their imports."""
+"""The few names of JAX's private ``jax._src`` modules that its tutorials and libraries import
+(``from jax._src.util import safe_map`` in "Writing custom Jaxpr interpreters", tinygp's
+``from jax._src import dtypes``), so such code ports by its imports too."""

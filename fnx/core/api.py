@@ -10,7 +10,7 @@ import numpy as np
 
 from . import ad, batching, dtypes, lax, state
 from .api_util import batch_float0, flatten_fun, is_float0
-from .core import ShapedArray, get_aval
+from .core import Array, ShapedArray, Tracer, get_aval
 from .errors import (ArgumentTypeError, BatchingError, CotangentTypeError, DTypeError, GradError,
                      ShapeError, TreeStructureError)
 from .traceback_util import api_boundary
@@ -78,10 +78,11 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                                  "differ")
             # a Python number as the tangent takes the primal's dtype
             t_leaves[k] = lax.convert_element_type(t, pa.dtype)
-    flat, out_tree = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    channel = _AuxChannel(fun, has_aux)
+    flat, out_tree = flatten_fun(channel, p_tree)
     out_p, out_t = ad.jvp_flat(flat, p_leaves, t_leaves)
     out_t = [_float0_tangent(p, t) for p, t in zip(out_p, out_t)]
-    return _unpack_aux_outputs(out_tree(), out_p, out_t, has_aux)
+    return _unpack_aux_outputs(out_tree(), out_p, out_t, has_aux, channel)
 
 
 def _float0_tangent(primal, tangent):
@@ -90,28 +91,42 @@ def _float0_tangent(primal, tangent):
     return tangent if dtypes.is_float(aval.dtype) else np.zeros(aval.shape, dtypes.float0)
 
 
-def _aux_wrapper(fun, has_aux):
-    if not has_aux:
-        return fun
+class _AuxChannel:
+    """``(out, aux)`` functions: only aux's array leaves are traced as outputs; its other
+    leaves (strings, Python numbers, NumPy values) come back untouched, as in JAX."""
 
-    def wrapped(*args):
-        out = fun(*args)
+    def __init__(self, fun, has_aux):
+        self.fun, self.has_aux, self.passed = fun, has_aux, None
+
+    def __call__(self, *args):
+        out = self.fun(*args)
+        if not self.has_aux:
+            return out
         if not (isinstance(out, tuple) and len(out) == 2):
             raise GradError("has_aux=True requires the function to return a pair (out, aux), "
                             f"got {type(out).__name__}")
-        return out
-    return wrapped
+        value, aux = out
+        leaves, tree = tree_flatten(aux)
+        traced = [isinstance(leaf, (Array, Tracer)) for leaf in leaves]
+        self.passed = tree, traced, leaves
+        return value, [leaf for leaf, t in zip(leaves, traced) if t]
+
+    def aux(self, traced_values):
+        """aux rebuilt from its traced leaves' values and the leaves passed by."""
+        tree, traced, leaves = self.passed
+        values = iter(traced_values)
+        return tree_unflatten(tree, [next(values) if t else leaf
+                                     for leaf, t in zip(leaves, traced)])
 
 
-def _unpack_aux_outputs(tree, out_p, out_t, has_aux):
+def _unpack_aux_outputs(tree, out_p, out_t, has_aux, channel):
     if not has_aux:
         return tree_unflatten(tree, out_p), tree_unflatten(tree, out_t)
-    (out_tree, aux_tree) = tree.children
+    (out_tree, _) = tree.children
     n = out_tree.num_leaves
     out = tree_unflatten(out_tree, out_p[:n])
     tan = tree_unflatten(out_tree, out_t[:n])
-    aux = tree_unflatten(aux_tree, out_p[n:])
-    return out, tan, aux
+    return out, tan, channel.aux(out_p[n:])
 
 
 def linearize(fun: Callable, *primals):
@@ -150,7 +165,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     (Array(6., dtype=float32, weak_type=True),)
     """
     p_leaves, p_tree = tree_flatten(primals)
-    flat, out_tree_thunk = flatten_fun(_aux_wrapper(fun, has_aux), p_tree)
+    channel = _AuxChannel(fun, has_aux)
+    flat, out_tree_thunk = flatten_fun(channel, p_tree)
     # a reference among the primals: differentiate in its initial value, which a fresh
     # reference inside carries; its final value is written back, as JAX updates it in place
     refs = [(i, x) for i, x in enumerate(p_leaves) if state.is_ref(x)]
@@ -164,7 +180,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             out_p[:keep], lin.out_is_zero[:keep], lin.out_avals[:keep]
     tree = out_tree_thunk()
     if has_aux:
-        out_tree, aux_tree = tree.children
+        out_tree, _ = tree.children
         n = out_tree.num_leaves
         out_p, aux_leaves = out_p[:n], out_p[n:]
         lin.out_is_zero, lin.out_avals = lin.out_is_zero[:n], lin.out_avals[:n]
@@ -177,7 +193,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
     out = tree_unflatten(out_tree, out_p)
     if has_aux:
-        return out, vjp_fun, tree_unflatten(aux_tree, aux_leaves)
+        return out, vjp_fun, channel.aux(aux_leaves)
     return out, vjp_fun
 
 

@@ -18,16 +18,35 @@ def _swap(f):
     return lambda self, other: f(other, self)
 
 
-def _defer(f):
-    # let NumPy-incompatible right operands (lists are fine) raise TypeError as NumPy would, and
-    # let types of a higher __array_priority__ (sparse arrays) answer with their reflected
-    # operator, NumPy's rule; None too, so ``x == None`` is False and ``x + None`` a TypeError,
-    # as in JAX
+_OPERANDS = (int, float, complex, np.generic, np.ndarray, Array, Tracer)
+# sequences whose +, * or == would otherwise mean concatenation, repetition or a Python False
+_REFUSED = {"__add__": ("+", (list, tuple)), "__radd__": ("+", (list, tuple)),
+            "__mul__": ("*", (list, tuple)), "__rmul__": ("*", (list, tuple)),
+            "__eq__": ("==", (dict, list, set, tuple)), "__ne__": ("!=", (dict, list, set, tuple))}
+
+
+def _foreign_array(x):
+    # other libraries' arrays (JAX's, torch's, CuPy's) are operands, as fnx functions take them
+    return any(hasattr(type(x), p) for p in ("__array__", "__dlpack__", "__cuda_array_interface__"))
+
+
+def _defer(name, f):
+    # JAX's rule: arrays (fnx's and other libraries'), NumPy values and Python numbers are
+    # operands; anything else is asked for its reflected operator (a Gaussian-process kernel's
+    # __rmul__ in ``amplitude * kernel``, a sparse array's __rmatmul__), and Python raises
+    # TypeError if it has none
+    symbol, refused = _REFUSED.get(name, (name, ()))
+
     def op(self, other):
-        if other is None or isinstance(other, (str, bytes, dict, set)) or \
-                getattr(other, "__array_priority__", 0) > self.__array_priority__:
-            return NotImplemented
-        return f(self, other)
+        if hasattr(type(other), "__jax_array__"):
+            other = other.__jax_array__()
+        if (isinstance(other, _OPERANDS) or _foreign_array(other)) and \
+                getattr(other, "__array_priority__", 0) <= self.__array_priority__:
+            return f(self, other)
+        if type(other) in refused:
+            raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                            f"{type(self).__name__!r} and {type(other).__name__!r}")
+        return NotImplemented
     return op
 
 
@@ -198,9 +217,9 @@ _CORE_METHODS = ("__bool__", "__int__", "__float__", "__complex__", "__index__",
 def install(cls):
     # every operator and method is an API boundary: its errors end at the user's line
     for name, f in _OPERATORS.items():
-        setattr(cls, name, api_boundary(_defer(f)))
+        setattr(cls, name, api_boundary(_defer(name, f)))
     for name, f in _REVERSED.items():
-        setattr(cls, name, api_boundary(_defer(_swap(f))))
+        setattr(cls, name, api_boundary(_defer(name, _swap(f))))
     for name, f in _METHODS.items():
         setattr(cls, name, api_boundary(_numpy_method(f) if name in _NUMPY_CALLED else f))
     for name, f in _PROPERTIES.items():

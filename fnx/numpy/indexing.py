@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import dtypes, lax
 from ..core.core import Tracer, concrete_or_error
-from ..core.errors import FnxError
+from ..core.errors import ArgumentTypeError, FnxError
 from . import ufuncs
 from .ufuncs import clip, floor_divide, negative, remainder, true_divide
 from ._core import (_is_scalar, asarray, axis_or_flat, broadcast_arrays, broadcast_to, is_array,
@@ -52,6 +52,10 @@ def _is_new_axis(e):
 def _expand_index(idx, ndim):
     """A tuple of index entries with Ellipsis expanded, boolean masks made integer arrays and
     scalar booleans made ``_NewAxis`` entries."""
+    if isinstance(idx, list):      # NumPy's old multidimensional reading of it is ambiguous
+        raise ArgumentTypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                                "allowed; use `arr[array(seq)]` instead of `arr[seq]` (as in "
+                                f"JAX), got the list {idx!r}")
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.core import Tracer
 from ..core.errors import ShapeError
 from ._core import (asarray, astype, broadcast_to, canonicalize_axes, canonicalize_axis,
                     promote_dtypes)
@@ -375,6 +376,10 @@ def roll(a, shift, axis=None):
         ax = canonicalize_axis(ax, a.ndim, "roll")
         n = a.shape[ax]
         if n == 0:
+            continue
+        if isinstance(s, Tracer):     # a traced shift reads a window of the array twice over
+            start = (n - lax.rem(asarray(s).astype(np.int32), np.int32(n))) % n
+            a = lax.dynamic_slice_in_dim(lax.concatenate([a, a], ax), start, n, ax)
             continue
         s = int(s) % n
         if s:

@@ -36,7 +36,7 @@ from ._transforms import (ScaleByScheduleState, scale, scale_by_schedule, scale_
                           TraceState, trace, ScaleByAdamState, scale_by_adam, scale_by_adamax,
                           ScaleByAmsgradState, scale_by_amsgrad, ScaleByRssState, scale_by_rss,
                           ScaleByLionState, scale_by_lion, scale_by_trust_ratio, ScaleByRmsState,
-                          ScaleByRmsWithCountState,
+                          ScaleByRmsWithCountState, ScaleByRStdDevWithCountState,
                           scale_by_rms, ScaleByRStdDevState, scale_by_stddev, ScaleByBeliefState,
                           scale_by_radam, scale_by_belief, EmaState, ema, scale_by_param_block_rms,
                           scale_by_sign, scale_by_yogi, ScaleByAdaDeltaState, scale_by_adadelta,
@@ -151,7 +151,8 @@ __all__ += ["per_example_global_norm_clip", "per_example_layer_norm_clip", "unit
             "NonNegativeParamsState", "BacktrackingLinesearchInfo",
             "ScaleByBacktrackingLinesearchState", "scale_by_backtracking_linesearch",
             "ZoomLinesearchInfo", "ScaleByZoomLinesearchState", "scale_by_zoom_linesearch",
-            "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib", "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs"]
+            "value_and_grad_from_state", "ScaleByRmsWithCountState", "contrib",
+            "ScaleByLBFGSState", "scale_by_lbfgs", "lbfgs", "ScaleByRStdDevWithCountState"]
 __all__ += ["assignment", "perturbations", "second_order", "tree_map_params", "microbatching",
             "microbatch", "matrix_inverse_pth_root", "multi_normal", "nnls", "power_iteration"]
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import numpy as jnp
-from ._base import GradientTransformation, chain
+from ._base import GradientTransformation, chain, identity
 from ._clipping import clip_by_block_rms
 from ._constrain import add_decayed_weights
 from ._factorized import scale_by_factored_rms
@@ -22,8 +22,9 @@ def sgd(learning_rate, momentum: float | None = None,
 
     >>> opt = sgd(0.1, momentum=0.9)
     """
-    parts = [trace(momentum, nesterov)] if momentum is not None else []
-    return chain(*parts, scale_by_learning_rate(learning_rate))
+    # an identity in momentum's place keeps optax's state structure (a tuple of two)
+    accumulate = trace(momentum, nesterov) if momentum is not None else identity()
+    return chain(accumulate, scale_by_learning_rate(learning_rate))
 
 
 def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
@@ -50,18 +51,17 @@ def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 
 
 def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-            centered: bool = False, momentum: float | None = None,
-            nesterov: bool = False) -> GradientTransformation:
-    """RMSProp (Tieleman & Hinton, 2012), optionally centred and with momentum, as in optax.
+            eps_in_sqrt: bool = True, centered: bool = False, momentum: float | None = None,
+            nesterov: bool = False, bias_correction: bool = False) -> GradientTransformation:
+    """RMSProp (Tieleman & Hinton, 2012), optionally centred and with momentum, as in optax
+    (whose argument order this keeps).
 
     >>> opt = rmsprop(1e-3, momentum=0.9)
     """
-    scaler = scale_by_stddev(decay, eps, initial_scale) if centered else \
-        scale_by_rms(decay, eps, initial_scale)
-    parts = [scaler, scale_by_learning_rate(learning_rate)]
-    if momentum is not None:
-        parts.append(trace(momentum, nesterov))
-    return chain(*parts)
+    scale_by = scale_by_stddev if centered else scale_by_rms
+    accumulate = trace(momentum, nesterov) if momentum is not None else identity()
+    return chain(scale_by(decay, eps, initial_scale, eps_in_sqrt, bias_correction),
+                 scale_by_learning_rate(learning_rate), accumulate)
 
 
 def nadam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,

@@ -317,9 +317,23 @@ class ScaleByRStdDevState(NamedTuple):
     nu: Any
 
 
-def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
-                    initial_scale: float = 0.0) -> GradientTransformation:
-    """Centred RMS: divide by the root of the running variance of the gradients.
+class ScaleByRStdDevWithCountState(NamedTuple):
+    """``scale_by_stddev``'s state with ``bias_correction``.
+
+    >>> ScaleByRStdDevWithCountState._fields
+    ('count', 'mu', 'nu')
+    """
+    count: Any
+    mu: Any
+    nu: Any
+
+
+def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+                    eps_in_sqrt: bool = True, bias_correction: bool = False
+                    ) -> GradientTransformation:
+    """Centred RMS: divide by the root of the running variance of the gradients
+    (``eps`` added outside the root without ``eps_in_sqrt``; moments bias-corrected with
+    ``bias_correction``).
 
     >>> tx = fnx.optim.scale_by_stddev()
     >>> params = {"w": jnp.zeros(2)}
@@ -328,14 +342,27 @@ def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
     Array([ 3.3333, -3.3333], dtype=float32)
     """
     def init(params):
-        return ScaleByRStdDevState(_zeros_like(params),
-                                   _tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+        mu = _zeros_like(params)
+        nu = _tree_map(lambda p: jnp.full_like(p, initial_scale), params)
+        return ScaleByRStdDevWithCountState(_count0(), mu, nu) if bias_correction else \
+            ScaleByRStdDevState(mu, nu)
 
     def update(updates, state, params=None):
         mu = _tree_map(lambda g, m: _moment(g, m, decay), updates, state.mu)
         nu = _tree_map(lambda g, v: _moment(jnp.square(g), v, decay), updates, state.nu)
-        out = _tree_map(lambda g, m, v: g * lax.rsqrt(v - jnp.square(m) + _const(eps, v)),
-                        updates, mu, nu)
+        mu_hat, nu_hat = mu, nu
+        if bias_correction:
+            count = _increment(state.count)
+            mu_hat = _tree_map(lambda m: m / _bias_correction(decay, count, m), mu)
+            nu_hat = _tree_map(lambda v: v / _bias_correction(decay, count, v), nu)
+        if eps_in_sqrt:
+            out = _tree_map(lambda g, m, v: g * lax.rsqrt(v - jnp.square(m) + _const(eps, v)),
+                            updates, mu_hat, nu_hat)
+        else:
+            out = _tree_map(lambda g, m, v: g / (jnp.sqrt(v - jnp.square(m)) + _const(eps, v)),
+                            updates, mu_hat, nu_hat)
+        if bias_correction:
+            return out, ScaleByRStdDevWithCountState(count, mu, nu)
         return out, ScaleByRStdDevState(mu, nu)
     return GradientTransformation(init, update)
 

@@ -28,6 +28,7 @@ from ..core.errors import ShapeError
 from ..numpy import linalg as _np_linalg
 from ..numpy._core import promote_dtypes_inexact
 from .. import linalg as _fnx_linalg
+from ..lax.linalg import lu_pivots_to_permutation
 
 # the same functions under SciPy's names and defaults
 det = _np_linalg.det
@@ -94,24 +95,38 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: 
 # LU
 
 
-def lu_pivots_to_permutation(pivots, permutation_size: int):
-    """LAPACK's pivots (row ``i`` was swapped with row ``pivots[i]``, in order) as the
-    permutation ``perm`` with ``a[perm] == l @ u`` (jax.lax.linalg.lu_pivots_to_permutation).
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """``(c @ Q, R)`` (``mode='right'``) or ``(Q @ c, R)`` (``'left'``) for ``a = Q R`` with ``Q``
+    its first ``min(m, n)`` columns, conjugated with ``conjugate``; with ``pivoting`` also the
+    column pivots, as SciPy's and JAX's.
 
-    >>> lu_pivots_to_permutation(jnp.array([2, 2, 2]), 3)
-    Array([2, 0, 1], dtype=int32)
+    >>> a = jnp.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0], [1.0, 4.0]])
+    >>> qtb, r = qr_multiply(a, jnp.array([2.0, 4.0, 5.0, 4.0]))
+    >>> solve_triangular(r, qtb).round(4)
+    Array([2. , 0.7], dtype=float32)
     """
-    pivots = jnp.asarray(pivots, jnp.int32)
-    batch, k = pivots.shape[:-1], pivots.shape[-1]
-    iota = jnp.broadcast_to(jnp.arange(permutation_size, dtype=jnp.int32),
-                            batch + (permutation_size,))
-
-    def swap(i, perm):
-        j = lax.dynamic_index_in_dim(pivots, i, pivots.ndim - 1, keepdims=True)
-        at_i = lax.dynamic_index_in_dim(perm, i, perm.ndim - 1, keepdims=True)
-        at_j = jnp.take_along_axis(perm, j, axis=-1)
-        return jnp.where(iota == i, at_j, jnp.where(iota == j, at_i, perm))
-    return fori_loop(0, k, swap, iota)
+    del overwrite_a, overwrite_c
+    a, c = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(c))
+    if mode not in ("right", "left"):
+        raise ValueError(f"qr_multiply: mode must be 'right' or 'left', got {mode!r}")
+    one_dimensional = c.ndim == 1
+    if one_dimensional:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"qr_multiply: Q @ c needs c with {k} rows (a has shape {a.shape}), "
+                         f"got c of shape {c.shape}")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"qr_multiply: c @ Q needs c with {m} columns (a has shape "
+                         f"{a.shape}), got c of shape {c.shape}")
+    q, r, *pivots = qr(a, mode="economic", pivoting=pivoting)
+    q = jnp.conj(q) if conjugate else q
+    cq = jnp.matmul(q, c) if mode == "left" else jnp.matmul(c, q)
+    if one_dimensional:
+        cq = cq.ravel()
+    return (cq, r, *pivots)
 
 
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
@@ -528,8 +543,8 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "expm_frechet", "fiedler", "fiedler_companion", "funm", "hadamard", "hankel",
            "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal",
            "leslie", "lu", "lu_factor", "lu_pivots_to_permutation", "lu_solve",
-           "pascal", "polar", "qr", "rsf2csf", "schur", "solve", "solve_sylvester",
-           "solve_triangular", "sqrtm", "svd", "toeplitz"]
+           "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve",
+           "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -3,7 +3,8 @@
 
 No primitive computes a Schur form: LAPACK's gees runs on the host through ``pure_callback``
 (as JAX's schur runs only on the CPU), so both work under jit and vmap but have no derivative,
-as in JAX. The triangular square root is fnx code: one ``fori_loop`` over superdiagonals.
+as in JAX. The triangular square root and Parlett's recurrence are fnx code: ``fori_loop``s
+over superdiagonals.
 """
 from __future__ import annotations
 
