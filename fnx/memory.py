@@ -9,7 +9,11 @@ import enum
 
 
 class Space(enum.Enum):
-    """A memory space: the device's, the host's, or any."""
+    """A memory space: the device's, the host's, or any.
+
+    >>> [space.name for space in fnx.memory.Space]
+    ['Device', 'Host', 'Any']
+    """
     Device = "device"
     Host = "host"
     Any = "any"

@@ -207,7 +207,19 @@ class SymbolicZero:
 @dataclasses.dataclass
 class CustomVJPPrimal:
     """What a ``custom_vjp`` forward rule declared with ``symbolic_zeros=True`` gets for each
-    argument leaf: its ``value``, and whether it is ``perturbed`` (differentiated)."""
+    argument leaf: its ``value``, and whether it is ``perturbed`` (differentiated).
+
+    >>> @fnx.custom_vjp
+    ... def f(x, y):
+    ...     return x * y
+    >>> def f_fwd(x, y):
+    ...     print(x.perturbed, y.perturbed)
+    ...     return f(x.value, y.value), (x.value, y.value)
+    >>> f.defvjp(f_fwd, lambda res, g: (g * res[1], g * res[0]), symbolic_zeros=True)
+    >>> fnx.grad(f)(2.0, 3.0)
+    True False
+    Array(3., dtype=float32, weak_type=True)
+    """
     __slots__ = ("value", "perturbed")
     value: Any
     perturbed: bool
@@ -218,7 +230,7 @@ def _zeros_of(zero: SymbolicZero):
 
 
 def zero_from_primal(value, symbolic_zeros: bool = False):
-    """Zero tangents for every leaf of ``value``: ``SymbolicZero``s, or zero arrays.
+    """Zero tangents for every leaf of ``value``: symbolic zeros, or zero arrays.
 
     >>> zero_from_primal({"w": jnp.ones(2)})
     {'w': Array([0., 0.], dtype=float32)}

@@ -83,6 +83,30 @@ def _is_row_work(eqn) -> bool:
             or row_reduction_space(eqn) is not None)
 
 
+def drop_weak_type_casts(jaxpr: Jaxpr) -> Jaxpr:
+    """A conversion that changes only a value's weak type (a weakly typed argument, such as
+    ``jnp.full(shape, 0.1)``, made strong where it meets others) computes nothing: its readers
+    read its operand, so that patterns such as a product and its epilogue see through it.
+    Results the program returns keep theirs.
+
+    >>> j = fnx.make_jaxpr(lambda w, x: x @ w)(jnp.full((3, 2), 0.1), jnp.ones((4, 3)))
+    >>> [e.primitive.name for e in drop_weak_type_casts(j.jaxpr).eqns]
+    ['dot_general']
+    """
+    env, eqns, changed = {}, [], False
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for e in jaxpr.eqns:
+        e = _renamed(e, env)
+        x, out = (e.invars[0], e.outvars[0]) if e.invars else (None, None)
+        if e.primitive is lax.convert_element_type_p and isinstance(x, Var) \
+                and out not in returned and x.aval.dtype == out.aval.dtype \
+                and tuple(x.aval.shape) == tuple(out.aval.shape):
+            env[out], changed = x, True
+            continue
+        eqns.append(e)
+    return _rebuilt(jaxpr, eqns, env, changed)
+
+
 def sink_totals(jaxpr: Jaxpr) -> Jaxpr:
     """Move each reduction to a single value (a loss averaged over the batch), with the scalar
     arithmetic on its result, past the elementwise and row work after it that does not read

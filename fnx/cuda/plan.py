@@ -22,7 +22,7 @@ from .decompose import decompose
 from .epilogue import dense_p, fuse_dense_epilogues, fuse_gradient_steps, gemm_update_p
 from .fusion import (MOVEMENT, _uses, cheap_to_broadcast, leading_sum, moved_operands,
                      outer_products_as_broadcasts, recompute_residuals, row_group, run_end,
-                     sink_expansions, sink_totals)
+                     sink_expansions, sink_totals, drop_weak_type_casts)
 from .reductions import reduces, split_over_blocks
 from .rows import joins_rows
 
@@ -59,7 +59,8 @@ def fold_transposed_products(jaxpr: Jaxpr):
 
 def rewrite(jaxpr: Jaxpr) -> list:
     """The equations the GPU runs for ``jaxpr`` (same inputs, same results)."""
-    eqns = outer_products_as_broadcasts(decompose(fold_transposed_products(sink_totals(jaxpr))))
+    eqns = outer_products_as_broadcasts(decompose(fold_transposed_products(
+        sink_totals(drop_weak_type_casts(jaxpr)))))
     eqns = products_as_contractions(eqns)
     eqns = fuse_gradient_steps(fuse_dense_epilogues(eqns, jaxpr.outvars), jaxpr.outvars)
     eqns = sink_expansions(recompute_residuals(eqns, jaxpr.outvars), jaxpr.outvars)

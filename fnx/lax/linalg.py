@@ -185,9 +185,9 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
 
 
 def householder_product(a, taus):
-    """The first ``n`` columns of ``H_1 ... H_k`` for the Householder reflectors
-    ``H_i = I - taus[i] v_i v_i^H`` stored below the diagonal of ``a`` ``[..., m, n]`` (LAPACK's
-    orgqr), composed of products (so it has a derivative).
+    """The first ``n`` columns of the product of the Householder reflectors
+    ``H_i = I - taus[i] v_i v_i^H`` stored below the diagonal of ``a`` ``[..., m, n]``, in
+    order (LAPACK's orgqr), composed of products (so it has a derivative).
 
     >>> a = jnp.array([[1.0], [1.0]])
     >>> fnx.lax.linalg.householder_product(a, jnp.array([1.0]))
