@@ -67,14 +67,13 @@ register_option("default_prng_impl", validate=resolve_impl)
 class PRNGKeyDType:
     """The dtype of typed key arrays of one implementation (``key<fry>``, ``key<rbg>``,
     ``key<urbg>``); ``jnp.issubdtype(d, dtypes.prng_key)`` holds for each."""
-    __slots__ = ("impl",)
+    __slots__ = ("impl", "name", "itemsize")
     abstract_type = dtypes.prng_key
 
     def __init__(self, impl: str = IMPL):
         self.impl = impl
-
-    name = property(lambda self: f"key<{IMPLS[self.impl].tag}>")
-    itemsize = property(lambda self: 4 * IMPLS[self.impl].key_shape[-1])
+        self.name = f"key<{IMPLS[impl].tag}>"
+        self.itemsize = 4 * IMPLS[impl].key_shape[-1]      # uint32 words
 
     def __repr__(self):
         return self.name

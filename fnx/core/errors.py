@@ -1,7 +1,6 @@
 """Named exceptions for the mistakes users make, and the user's source line they point at."""
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import os
@@ -37,25 +36,16 @@ def _is_test_or_example(filename: str) -> bool:
 
 
 # (frame, source): while fnx re-traces an equation of a jaxpr from ``frame`` (eval_jaxpr),
-# what that equation stages keeps the line it was first traced from
-_RETRACING: contextvars.ContextVar = contextvars.ContextVar("fnx_retracing", default=None)
-
-
-@contextlib.contextmanager
-def retracing(frame, source: SourceInfo | None):
-    """Equations staged inside, from no user code deeper than ``frame``, take ``source``."""
-    token = _RETRACING.set((frame, source))
-    try:
-        yield
-    finally:
-        _RETRACING.reset(token)
+# what that equation stages keeps the line it was first traced from; set and reset directly
+# (jaxpr.bind_equation), once per re-traced equation
+RETRACING: contextvars.ContextVar = contextvars.ContextVar("fnx_retracing", default=None)
 
 
 def user_frame() -> SourceInfo | None:
     """The innermost stack frame outside fnx itself (the user's line), or None; while an
     equation is re-traced, the line it came from (unless user code called from there, such
     as a custom rule, stages it)."""
-    retraced = _RETRACING.get()
+    retraced = RETRACING.get()
     f = sys._getframe(1)
     while f is not None:
         if retraced is not None and f is retraced[0]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .core import Array, Primitive, ShapedArray, get_aval
-from .errors import FnxError, SourceInfo, retracing
+from .errors import RETRACING, FnxError, SourceInfo
 
 
 class Var:
@@ -136,8 +136,11 @@ def bind_equation(eqn: "JaxprEqn", args, rule=None):
     call = rule or eqn.primitive.bind
     if eqn.source_info is None:
         return call(*args, **eqn.params)
-    with retracing(sys._getframe(), eqn.source_info):
+    token = RETRACING.set((sys._getframe(), eqn.source_info))
+    try:
         return call(*args, **eqn.params)
+    finally:
+        RETRACING.reset(token)
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args):

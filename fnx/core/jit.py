@@ -117,7 +117,8 @@ def _call_compiled(jaxpr, args, name, donated=()):
         if type(args[i]) is Array and args[i].is_deleted():
             args[i]._value.shape     # raises DeletedArrayError naming the earlier call
     released = _released(backend, jaxpr, args, donated)
-    donated = () if checking(config) else _donatable(backend, args, donated)
+    checks = checking(config)
+    donated = () if checks else _donatable(backend, args, donated)
     bufs = [backend.cast(backend.to_buffer(a, v.aval.dtype), v.aval.dtype)
             for a, v in zip(args, jaxpr.invars)]
     exe = _executable(jaxpr, backend, donated)
@@ -127,7 +128,7 @@ def _call_compiled(jaxpr, args, name, donated=()):
         args[i].delete(f"jit({name})")
     outs = [Array(backend.cast(o, v.aval.dtype), backend, v.aval.weak_type)
             for o, v in zip(outs, jaxpr.outvars)]
-    if checking(config):
+    if checks:
         _locate_nans(jaxpr, args, outs)
     return outs
 

@@ -448,7 +448,7 @@ def polyval(p, x):
     """
     p, x = promote_dtypes(p, x)
     if p.ndim == 0:
-        raise ShapeError(f"polyval: p must have a leading axis of coefficients, got shape ()")
+        raise ShapeError("polyval: p must have a leading axis of coefficients, got shape ()")
     # coefficients run along p's first axis; the rest broadcast with x (as JAX and NumPy)
     shape = broadcast_shapes(p.shape[1:], x.shape)
     x = broadcast_to(x, shape)

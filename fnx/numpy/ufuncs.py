@@ -191,10 +191,6 @@ _MASKED_BY_SELECT = {np.dtype(t) for t in (np.float16, np.float32, np.float64, n
                                            np.complex128)}
 
 
-def _is_bool_array(x):
-    return not isinstance(x, (bool, int, float, complex)) and \
-        np.dtype(getattr(x, "dtype", np.asarray(x).dtype)) == dtypes.bool_
-
 maximum = _binary(lax.max_, "maximum", "jnp.array([1, 5]), jnp.array([3, 2])",
                   "Array([3, 5], dtype=int32)")
 minimum = _binary(lax.min_, "minimum", "jnp.array([1, 5]), jnp.array([3, 2])",

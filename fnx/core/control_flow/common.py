@@ -8,6 +8,7 @@ from .. import lax as _lax
 from .. import batching, dtypes
 from ..api_util import flatten_fun
 from ..config import config
+from ..nan_checks import checking
 from ..core import Array, get_aval, get_backend
 from ..errors import FnxError
 from ..jaxpr import Jaxpr, JaxprTypeError, Var, eval_jaxpr
@@ -162,7 +163,7 @@ class _Runner:
     def __init__(self, jaxpr: Jaxpr, backend):
         self.backend = backend
         self.out_dtypes = [v.aval.dtype for v in jaxpr.outvars]
-        if backend.name == "cpu" and not (config.debug_nans or config.debug_infs):
+        if backend.name == "cpu" and not checking(config):
             per_backend = _executables.setdefault(jaxpr, {})
             exe = per_backend.get(backend.name)
             if exe is None:
