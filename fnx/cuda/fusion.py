@@ -97,12 +97,12 @@ def drop_weak_type_casts(jaxpr: Jaxpr) -> Jaxpr:
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
     for e in jaxpr.eqns:
         e = _renamed(e, env)
-        x, out = (e.invars[0], e.outvars[0]) if e.invars else (None, None)
-        if e.primitive is lax.convert_element_type_p and isinstance(x, Var) \
-                and out not in returned and x.aval.dtype == out.aval.dtype \
-                and tuple(x.aval.shape) == tuple(out.aval.shape):
-            env[out], changed = x, True
-            continue
+        if e.primitive is lax.convert_element_type_p:
+            x, out = e.invars[0], e.outvars[0]
+            if isinstance(x, Var) and out not in returned and x.aval.dtype == out.aval.dtype \
+                    and tuple(x.aval.shape) == tuple(out.aval.shape):
+                env[out], changed = x, True
+                continue
         eqns.append(e)
     return _rebuilt(jaxpr, eqns, env, changed)
 
