@@ -55,3 +55,51 @@ def test_scatter_add_along_a_middle_axis(gpu, rng, post):
     want = x.astype(np.float64)
     np.add.at(want, (slice(None), idx), upd)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.fixture
+def deterministic():
+    with fnx.config.option("gpu_deterministic_ops", True):
+        yield
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("mode", ["add", "mul"])
+@pytest.mark.parametrize("segments,width,points", [(256, 64, 65536), (7, None, 5000),
+                                                     (3000, 2, 40000)])
+def test_deterministic_scatter_is_numpys_sequential_order(gpu, rng, deterministic, dtype, mode,
+                                                          segments, width, points):
+    """With gpu_deterministic_ops each element combines its updates in index order from its
+    own value: bit for bit NumPy's ``ufunc.at`` in the same dtype, jitted and eager alike."""
+    shape = (points,) if width is None else (points, width)
+    scale = 10 if mode == "add" else 1
+    data = (rng.standard_normal(shape) * scale).astype(dtype)
+    if mode == "mul":       # factors near 1, so long products stay finite
+        data = (1 + rng.standard_normal(shape) * 0.01).astype(dtype) if dtype != np.int32 \
+            else rng.integers(-1, 2, shape).astype(dtype)
+    x = (rng.standard_normal((segments,) + shape[1:]) * scale).astype(dtype)
+    ids = rng.integers(0, segments + 2, points).astype(np.int32)   # a few past the end
+
+    def f(x, d, i):
+        return x.at[i].add(d, mode="drop") if mode == "add" else x.at[i].multiply(d, mode="drop")
+    keep = (ids >= 0) & (ids < segments)
+    want = x.copy()
+    (np.add if mode == "add" else np.multiply).at(want, ids[keep], data[keep])
+    (got,) = _run(f, [x, data, ids], gpu)
+    np.testing.assert_array_equal(got, want)
+    eager = f(*[fnx.device_put(a, gpu) for a in (x, data, ids)])
+    np.testing.assert_array_equal(np.asarray(eager), want)
+
+
+def test_deterministic_scatter_repeats_its_bits_under_a_graph(gpu, rng, deterministic):
+    """A jitted segment sum replayed from its CUDA graph gives the same bits every call."""
+    data = rng.standard_normal((65536, 64)).astype(np.float32)
+    ids = rng.integers(0, 256, 65536).astype(np.int32)
+    f = fnx.jit(lambda d, i: fnx.ops.segment_sum(d, i, num_segments=256))
+    args = [fnx.device_put(a, gpu) for a in (data, ids)]
+    first = np.asarray(f(*args))
+    for _ in range(4):
+        np.testing.assert_array_equal(np.asarray(f(*args)), first)
+    assert f.lower(*args).compile().graph is not None
+    (_, name), = scatter.units(np.float32, np.int32, "add", 256 * 64, 65536 * 64, True)
+    assert name == "fnx_scatter_ordered"

@@ -15,7 +15,7 @@ from ..core.convolution import conv_general_dilated_p, im2col
 from ..core.core import (Array, Device, get_backend, global_devices, process_index,
                          process_store)
 from ..core.interop import host_view, is_foreign_array, on_gpu
-from ..cuda import cudnn, nccl, solver
+from ..cuda import cudnn, nccl, scatter, solver
 from ..cuda.gemm_table import matmul_precision
 from . import numpy_backend
 from .decomposed import decomposed_impl
@@ -34,6 +34,8 @@ def _iota(*, dtype, shape, dimension):
 
 
 def _scatter(x, idx, upd, *, axis, mode):
+    if scatter.ordered(mode) and scatter.supported(x.dtype, mode):
+        return scatter.scatter(x, idx, upd, axis=axis, mode=mode, in_order=True)
     flat_idx = idx.reshape(-1)
     n = x.shape[axis]
     keep = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 from . import dtypes
 
@@ -52,6 +53,13 @@ _OPTIONS = {
     # them, collectives exchanging values in memory); -1: XLA_FLAGS'
     # --xla_force_host_platform_device_count, or 1
     "num_cpu_devices": -1,
+    # scatter-adds and -multiplies on the GPU (``.at[].add``, ``ops.segment_sum``, the gradient
+    # of a gather) combine each element's updates in index order, so results are the same bits
+    # on every run (and the CPU's); off, they add atomically, which is faster but leaves float
+    # rounding to the order threads arrive in. Read when a program is lowered; starts on where
+    # XLA_FLAGS holds --xla_gpu_deterministic_ops=true, as XLA's GPU does
+    "gpu_deterministic_ops": bool(re.search(r"--xla_gpu_deterministic_ops(=(true|1))?(\s|$)",
+                                            os.environ.get("XLA_FLAGS", ""))),
     # the PRNG implementation of keys made without ``impl=`` (random.key, random.PRNGKey,
     # raw keys): "threefry2x32", "rbg" or "unsafe_rbg", as JAX's
     "default_prng_impl": "threefry2x32",
@@ -154,7 +162,7 @@ def _check(name, value):
     if name == "num_cpu_devices" and (not isinstance(value, int) or value == 0 or value < -1):
         raise ValueError(f"num_cpu_devices must be a positive int (or -1), got {value!r}")
     if name in ("enable_x64", "disable_jit", "threefry_partitionable", "debug_nans",
-                "debug_infs"):
+                "debug_infs", "gpu_deterministic_ops"):
         value = bool(value)
     return value
 

@@ -472,6 +472,7 @@ class _Lowering:
     def _add_generic(self, eqn):
         impls = self.backend.impls
         p = eqn.primitive
+        params = eqn.params
         if p is lax.dot_general_p:
             fn = dot_general
             params = dict(eqn.params, precision=matmul_precision(eqn.params.get("precision")))
@@ -487,8 +488,10 @@ class _Lowering:
                                                       eqn.params["mode"]):
             fn = scatter.scatter
             x, idx, upd = (v.aval for v in eqn.invars)
+            params = dict(eqn.params, in_order=scatter.ordered(eqn.params["mode"]))
             self.units += scatter.units(x.dtype, idx.dtype, eqn.params["mode"],
-                                        math.prod(x.shape), math.prod(upd.shape))
+                                        math.prod(x.shape), math.prod(upd.shape),
+                                        params["in_order"])
         elif p is lax.concatenate_p:
             fn = concatenate
         elif p in solver.impls():
@@ -501,7 +504,6 @@ class _Lowering:
         reads = [(None, self.backend.to_buffer(v.val, v.aval.dtype)) if isinstance(v, Literal)
                  else (self._slot_of(v), None) for v in eqn.invars]
         writes = [self._slot_of(v) for v in eqn.outvars]
-        params = params if p in (lax.dot_general_p, conv_general_dilated_p) else eqn.params
         multiple = p.multiple_results
         dtypes_out = [v.aval.dtype for v in eqn.outvars]
         backend = self.backend

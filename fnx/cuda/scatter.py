@@ -8,6 +8,11 @@ An update whose index is out of range is dropped (XLA's rule, as the CPU backend
 without the atomics this needs (16-bit floats, 8- and 16-bit integers, bool) are not
 ``supported``: they run the eager implementation.
 
+With ``config.gpu_deterministic_ops`` on, ``add`` and ``mul`` combine in index order instead
+(``_ORDERED``): the update positions are sorted by target (a stable sort), and one thread per
+result element finds its run of positions by binary search and combines them in order, starting
+from the element's value: the same bits on every run, and the same as NumPy's ``ufunc.at``.
+
 Many updates added into a small result (a segment sum over few segments: k-means' per-cluster
 sums and counts) would make every thread wait on the same few addresses: there each block adds
 its share into a private copy of the result in shared memory first, then adds that copy into
@@ -77,6 +82,28 @@ fnx_scatter_private(const {T}* upd, const {I}* idx, {T}* out, long long pre, lon
 }}
 """
 
+_ORDERED = r"""
+extern "C" __global__ void fnx_scatter_ordered(const {T}* upd, const {I}* idx,
+                                               const long long* order, {T}* out, long long pre,
+                                               long long n_idx, long long n_axis, long long post) {{
+    // order: the update positions sorted by index (stably), so a target's updates are a run
+    const long long size = pre * n_axis * post;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < size;
+         e += (long long)gridDim.x * blockDim.x) {{
+        const long long q = e % post, t = (e / post) % n_axis, p = e / (post * n_axis);
+        long long lo = 0, hi = n_idx;           // the first position whose index is >= t
+        while (lo < hi) {{
+            long long mid = (lo + hi) / 2;
+            if ((long long)idx[order[mid]] < t) lo = mid + 1; else hi = mid;
+        }}
+        {T} acc = out[e];
+        for (long long k = lo; k < n_idx && (long long)idx[order[k]] == t; ++k)
+            acc = acc {op} upd[(p * n_idx + order[k]) * post + q];
+        out[e] = acc;
+    }}
+}}
+"""
+
 _SCATTER = _INDEX + r"""
 extern "C" __global__ void fnx_scatter(const {T}* upd, const {I}* idx, const long long* winner,
                                        {T}* out, long long pre, long long n_idx,
@@ -133,6 +160,12 @@ def _private(dtype, mode, size, n_updates) -> bool:
             and 0 < size * np.dtype(dtype).itemsize <= _PRIVATE_BYTES)
 
 
+def ordered(mode) -> bool:
+    """Whether a scatter of ``mode`` combines in index order (``config.gpu_deterministic_ops``)."""
+    from ..core.config import config
+    return mode in ("add", "mul") and config.gpu_deterministic_ops
+
+
 def _launch(unit, total, args, threads=256, shared=0, per_sm=8):
     import cupy as cp
     if total:
@@ -145,11 +178,14 @@ def _launch(unit, total, args, threads=256, shared=0, per_sm=8):
 
 
 @functools.lru_cache(maxsize=None)     # asked again by every eager call of the scatter
-def units(dtype, idx_dtype, mode, size=0, n_updates=0):
+def units(dtype, idx_dtype, mode, size=0, n_updates=0, in_order=False):
     """``((source, name), ...)`` of the kernels a scatter of ``n_updates`` elements into a result of
     ``size`` elements runs: its update, then for ``set`` the kernel finding each index's last
-    update (compiled with the program's other kernels)."""
+    update (compiled with the program's other kernels); ``in_order``: combined in index order."""
     t, i = C_TYPES[np.dtype(dtype).name], C_TYPES[np.dtype(idx_dtype).name]
+    if in_order:
+        return ((_ORDERED.format(T=t, I=i, op="+" if mode == "add" else "*"),
+                 "fnx_scatter_ordered"),)
     added = t if t in ("float", "double") else _BITS[t]   # integers add in two's complement
     if _private(dtype, mode, size, n_updates):
         index = "unsigned int" if max(size, n_updates) < 2 ** 31 else "long long"
@@ -170,17 +206,23 @@ def supported(dtype, mode) -> bool:
     return C_TYPES.get(np.dtype(dtype).name) in _BITS and (mode in _COMBINE or mode == "set")
 
 
-def scatter(x, idx, upd, *, axis, mode):
+def scatter(x, idx, upd, *, axis, mode, in_order=None):
     """``x`` with ``upd`` scattered into it along ``axis`` at ``idx`` (``mode``: set, add, mul,
-    min, max); ``supported(x.dtype, mode)`` must hold."""
+    min, max); ``supported(x.dtype, mode)`` must hold. ``in_order``: combine each element's
+    updates in index order (None: as ``ordered(mode)`` says)."""
     import cupy as cp
     pre = int(np.prod(x.shape[:axis], dtype=np.int64))
     post = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
     n_axis, n_idx = x.shape[axis], idx.size
     out = dense_copy(x)
-    idx, upd = cp.ascontiguousarray(idx), cp.ascontiguousarray(upd)
+    idx, upd = cp.ascontiguousarray(idx).reshape(-1), cp.ascontiguousarray(upd)
     dims = (np.int64(pre), np.int64(n_idx), np.int64(n_axis), np.int64(post))
-    (update, name), *winners = units(x.dtype, idx.dtype, mode, x.size, upd.size)
+    in_order = ordered(mode) if in_order is None else in_order
+    (update, name), *winners = units(x.dtype, idx.dtype, mode, x.size, upd.size, in_order)
+    if in_order:
+        order = cp.argsort(idx).astype(np.int64, copy=False)   # (a stable radix sort)
+        _launch((update, name), x.size, (upd, idx, order, out) + dims)
+        return out
     if name == "fnx_scatter_private":
         shared = x.size * x.dtype.itemsize
         _launch((update, name), upd.size, (upd, idx, out) + dims, threads=_PRIVATE_THREADS,
