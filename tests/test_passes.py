@@ -655,6 +655,30 @@ def test_gelu_with_its_backward_interleaved_keeps_a_valid_order():
     assert groups[0].kind == "dense", gpu_text(lowered)
 
 
+def test_a_scalar_made_beside_other_scalar_work_is_written_for_later_readers():
+    """An RK4 step's time ``i * dt`` is made in the kernel of the vector that first reads it
+    (``t * wt``), beside a kernel of other scalar work (the loop counter); later stages read it
+    too, so that kernel must write it (it was computed and never stored: a null pointer on the
+    GPU, in a neural ODE's ``fori_loop``)."""
+    def f(h0, w1, wt, b1, w2, b2):
+        def field(t, h):
+            return jnp.tanh(h @ w1 + t * wt + b1) @ w2 + b2
+
+        def rk4(i, h):
+            t, dt = i * 0.05, 0.05
+            k1 = field(t, h)
+            k2 = field(t + dt / 2, h + dt / 2 * k1)
+            k3 = field(t + dt / 2, h + dt / 2 * k2)
+            k4 = field(t + dt, h + dt * k3)
+            return h + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return jnp.sum(lax.fori_loop(0, 20, rk4, h0))
+    args = [jnp.ones(s) for s in [(5, 4), (4, 6), 6, 6, (6, 4), 4]]
+    lowered = fnx.jit(f).lower(*args)
+    (loop,) = [e for e in lowered.traced.jaxpr.eqns if e.primitive.name in ("scan", "while")]
+    body = getattr(loop.params["jaxpr"], "jaxpr", loop.params["jaxpr"])
+    _check_partition(body, plan.fusion_groups(body))
+
+
 def test_gpu_code_generators_cover_exactly_the_fusible_primitives():
     """fnx.core.passes names the elementwise primitives; the GPU's code generator must emit
     every one of them, and nothing the fusion walk would leave out of a group."""

@@ -189,7 +189,7 @@ def _elementwise_run(eqns, i, j, users, launches) -> int:
         classes[()] = with_deps((), left)
     # an equation in several kernels is written by the kernel of its own shape (the others
     # compute it where they need it), a scalar one by the first
-    owner: dict = {k: shape_of[k] for k in run if shape_of[k] in classes}
+    owner: dict = {k: shape_of[k] for k in run if k in classes.get(shape_of[k], ())}
     for shape, ks in classes.items():
         for k in ks:
             owner.setdefault(k, shape)
