@@ -340,6 +340,11 @@ class _LapackDevice:
     def _addresses(self, ptrs, count):
         return [int(a) for a in self._flat(ptrs, np.uint64, count)]
 
+    def getrf_batched(self, dtype, n, a_ptrs, lda, ipiv, info, count):
+        self.calls.append(("getrf_batched", (n, lda, count)))
+        for b, a in enumerate(self._addresses(a_ptrs, count)):
+            self.solver("getrf", dtype, n, n, a, lda, None, ipiv + 4 * n * b, info + 4 * b)
+
     def trsm_batched(self, dtype, side, uplo, trans, diag, m, n, a_ptrs, lda, b_ptrs, ldb,
                      count):
         self.calls.append(("trsm_batched", (side, uplo, trans, diag, m, n, lda, ldb, count)))
@@ -457,6 +462,15 @@ def test_trsm_plan_flips_triangle_and_transpose(left_side, lower, transpose_a, u
 @pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6)])
 def test_emulated_lu(rng, batch, shape, dtype):
     x = _general(rng, batch + shape, dtype)
+    _check_lu([np.asarray(o) for o in solver.lu(x, _dev=_LapackDevice())], x)
+
+
+def test_emulated_lu_of_a_batch_of_small_square_matrices_is_one_batched_call(rng):
+    x = _general(rng, (7, 5, 5), np.float32)
+    dev = _LapackDevice()
+    _check_lu([np.asarray(o) for o in solver.lu(x, _dev=dev)], x)
+    assert [c[0] for c in dev.calls if "getrf" in c[0]].count("getrf_batched") == 1
+    x[3, :, 2] = 0.0        # a singular member factors without error, as LAPACK's
     _check_lu([np.asarray(o) for o in solver.lu(x, _dev=_LapackDevice())], x)
 
 

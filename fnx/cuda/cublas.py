@@ -36,7 +36,7 @@ def _lib():
     for fn in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                "cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasStrsm_v2",
                "cublasDtrsm_v2", "cublasStrsmBatched", "cublasDtrsmBatched",
-               "cublasGemmBatchedEx"):
+               "cublasGemmBatchedEx", "cublasSgetrfBatched", "cublasDgetrfBatched"):
         getattr(lib, fn).restype = ctypes.c_int
     return lib
 
@@ -181,6 +181,23 @@ def trsm_batched(dtype, side: int, uplo: int, trans: int, diag: int, m: int, n: 
     _check(fn(h.ptr, side, uplo, trans, diag, m, n, ctypes.byref(alpha),
               ctypes.c_void_p(a_ptrs), lda, ctypes.c_void_p(b_ptrs), ldb, count),
            _TRSM_BATCHED[dtype])
+
+
+_GETRF_BATCHED = {np.dtype(np.float32): "cublasSgetrfBatched",
+                  np.dtype(np.float64): "cublasDgetrfBatched"}
+
+
+def getrf_batched(dtype, n: int, a_ptrs: int, lda: int, ipiv_ptr: int, info_ptr: int,
+                  count: int):
+    """LU factorisations with partial pivoting of ``count`` column-major n x n matrices, in
+    place, in one call (``a_ptrs``: a device array of their addresses); LAPACK's 1-based
+    pivots at ``ipiv_ptr`` (n per matrix) and each one's info at ``info_ptr``."""
+    import cupy as cp
+    dtype = np.dtype(dtype)
+    h = handle_for(cp.cuda.get_current_stream().ptr)
+    fn = getattr(_lib(), _GETRF_BATCHED[dtype])
+    _check(fn(h.ptr, n, ctypes.c_void_p(a_ptrs), lda, ctypes.c_void_p(ipiv_ptr),
+              ctypes.c_void_p(info_ptr), count), _GETRF_BATCHED[dtype])
 
 
 # The pointers of each batch member of a product whose batch axes are not its operands' leading

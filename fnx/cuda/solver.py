@@ -454,6 +454,10 @@ class _CudaDevice:
         cublas.trsm_batched(dtype, side, uplo, trans, diag, m, n, a_ptrs, lda, b_ptrs, ldb,
                             count)
 
+    def getrf_batched(self, dtype, n, a_ptrs, lda, ipiv_ptr, info_ptr, count):
+        from . import cublas
+        cublas.getrf_batched(dtype, n, a_ptrs, lda, ipiv_ptr, info_ptr, count)
+
     def pointers(self, base: int, stride: int, nb: int):
         """A device array of the ``nb`` addresses ``base + b * stride`` (written by a kernel:
         no copy from the host, so a graph can capture it)."""
@@ -629,6 +633,11 @@ def _column_major_copy(dev, x, nb, m, n, bad=None):
     return a
 
 
+# square matrices up to this size factor in one cuBLAS call per batch (getrfBatched), larger
+# ones one cuSOLVER call each (a batch of 4096 16 x 16 systems: one launch instead of 4096)
+_BATCHED_LU_MAX = 128
+
+
 def lu(x, _dev=None):
     """``[lu, pivots, permutation]`` as numpy_linalg.lu: LAPACK's packed factors, 0-based
     pivots (int32) and the row permutation (int32). Singular matrices factor without error."""
@@ -647,9 +656,12 @@ def lu(x, _dev=None):
     ipiv = dev.empty((nb, k), np.int32)
     info = dev.empty((nb,), np.int32)
     pa, pw, pp, pi = dev.ptr(a), dev.ptr(work), dev.ptr(ipiv), dev.ptr(info)
-    for i in range(nb):
-        dev.solver("getrf", dtype, m, n, pa + i * m * n * isz, m, pw, pp + 4 * i * k,
-                   pi + 4 * i)
+    if m == n and 1 < nb and n <= _BATCHED_LU_MAX:
+        dev.getrf_batched(dtype, n, dev.ptr(dev.pointers(pa, m * n * isz, nb)), m, pp, pi, nb)
+    else:
+        for i in range(nb):
+            dev.solver("getrf", dtype, m, n, pa + i * m * n * isz, m, pw, pp + 4 * i * k,
+                       pi + 4 * i)
     out = dev.empty(x.shape, dtype)
     dev.gather(a, out, nb, m, n, (m * n, 1, m))       # out[b, i, j] = A[i, j] = a[b, j, i]
     pivots, perm = dev.lu_perm(ipiv, nb, k, m)
