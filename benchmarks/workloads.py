@@ -1263,7 +1263,7 @@ def logreg_torch(cfg, state, data, dev):
 PROGRAMS = {
     "gru": dict(init=gru_init, build=gru_build, torch=gru_torch, carry=True, sizes={
         "gpu": dict(batch=64, T=64, vocab=128, emb=64, hidden=256, lr=1e-3),
-        "cpu": dict(batch=4, T=6, vocab=11, emb=5, hidden=8, lr=1e-2)}),
+        "cpu": dict(batch=4, T=6, vocab=11, emb=5, hidden=8, lr=1e-3)}),
     "ridge": dict(init=ridge_init, build=ridge_build, torch=ridge_torch, carry=False, sizes={
         "gpu": dict(n=4096, d=512, k=64, lams=8),
         "cpu": dict(n=64, d=8, k=3, lams=4)}),
@@ -1280,7 +1280,7 @@ PROGRAMS = {
                         carry=True, sizes={
         "gpu": dict(batch=32, seq=128, vocab=256, d=256, heads=4, ff=1024, layers=2, lr=3e-4,
                     wd=0.01),
-        "cpu": dict(batch=2, seq=8, vocab=13, d=16, heads=2, ff=32, layers=2, lr=1e-2,
+        "cpu": dict(batch=2, seq=8, vocab=13, d=16, heads=2, ff=32, layers=2, lr=1e-3,
                     wd=0.01)}),
     "perex": dict(init=perex_init, build=perex_build, torch=perex_torch, carry=True, sizes={
         "gpu": dict(batch=256, sizes=[784, 512, 512, 10], clip=1.0, noise=1.0, lr=0.1),
@@ -1289,11 +1289,11 @@ PROGRAMS = {
         "gpu": dict(points=65536, dims=64, k=256),
         "cpu": dict(points=256, dims=4, k=8)}),
     "lstm": dict(init=lstm_init, build=lstm_build, torch=lstm_torch, carry=True, sizes={
-        "gpu": dict(batch=128, T=64, vocab=256, emb=128, hidden=512, lr=1e-3, clip=1.0),
-        "cpu": dict(batch=4, T=6, vocab=11, emb=5, hidden=8, lr=1e-2, clip=0.5)}),
+        "gpu": dict(batch=128, T=32, vocab=256, emb=128, hidden=512, lr=1e-3, clip=1.0),
+        "cpu": dict(batch=4, T=6, vocab=11, emb=5, hidden=8, lr=1e-3, clip=0.5)}),
     "vae": dict(init=vae_init, build=vae_build, torch=vae_torch, carry=True, sizes={
         "gpu": dict(batch=256, dim=784, hidden=512, latent=32, lr=1e-3),
-        "cpu": dict(batch=4, dim=12, hidden=8, latent=3, lr=1e-2)}),
+        "cpu": dict(batch=4, dim=12, hidden=8, latent=3, lr=1e-3)}),
     "resnet": dict(init=resnet_init, build=resnet_build, torch=resnet_torch, carry=True, sizes={
         "gpu": dict(batch=128, size=32, channels=(32, 64, 128), classes=10, lr=0.05,
                     momentum=0.9, wd=5e-4, bn_momentum=0.9),
@@ -1301,10 +1301,10 @@ PROGRAMS = {
                     wd=5e-4, bn_momentum=0.9)}),
     "attention": dict(init=attention_init, build=attention_build, torch=attention_torch,
                       carry=True, sizes={
-        "gpu": dict(batch=64, seq=128, vocab=1024, d=256, heads=4, ff=1024, layers=2,
+        "gpu": dict(batch=32, seq=128, vocab=1024, d=256, heads=4, ff=1024, layers=2,
                     classes=10, lr=3e-4, wd=0.01),
         "cpu": dict(batch=3, seq=8, vocab=13, d=16, heads=2, ff=32, layers=2, classes=4,
-                    lr=1e-2, wd=0.01)}),
+                    lr=1e-3, wd=0.01)}),
     "node": dict(init=node_init, build=node_build, torch=node_torch, carry=True, sizes={
         "gpu": dict(batch=256, dim=64, hidden=512, steps=20, lr=0.1),
         "cpu": dict(batch=4, dim=3, hidden=8, steps=20, lr=0.1)}),
@@ -1315,7 +1315,7 @@ PROGRAMS = {
         "gpu": dict(batch=256, seq=64, vocab=32768, emb=256, hidden=512, classes=20,
                     dropout=0.1, smoothing=0.1, lr=1e-3),
         "cpu": dict(batch=4, seq=6, vocab=50, emb=8, hidden=8, classes=5, dropout=0.1,
-                    smoothing=0.1, lr=1e-2)}),
+                    smoothing=0.1, lr=1e-3)}),
     "logreg": dict(init=logreg_init, build=logreg_build, torch=logreg_torch, carry=True, sizes={
         "gpu": dict(n=65536, d=256, classes=16, inner=10, l2=1e-4, lr=0.5),
         "cpu": dict(n=64, d=5, classes=3, inner=10, l2=1e-4, lr=0.5)}),
