@@ -947,8 +947,8 @@ def _layer_norm(jnp, x, g, b, eps=1e-5):
 def attention_build(L, cfg):
     """Post-LayerNorm encoder layers: ``nn.dot_product_attention`` with a key padding mask
     from the lengths (no bias on the projections to the queries, keys and values: a key bias
-    has a zero gradient, which Adam would turn into rounding noise), exact GELU; the valid positions mean-pooled into a linear classifier;
-    AdamW."""
+    has a zero gradient, which Adam would turn into rounding noise), exact GELU; the valid
+    positions mean-pooled into a linear classifier; AdamW."""
     jnp, nn = L.jnp, L.nn
     Hn, D = cfg["heads"], cfg["d"]
 
