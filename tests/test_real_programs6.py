@@ -10,12 +10,15 @@ import warnings
 import numpy as np
 import pytest
 
-from test_real_programs import _jax_compilation_cache, _leaves, ported  # noqa: F401
+import test_real_programs
+from test_real_programs import _leaves, ported
 
 pytest.importorskip("jax")
 pytest.importorskip("optax")
 
 pytestmark = pytest.mark.x32
+# JAX's executables kept between runs, as for the other real programs
+_jax_compilation_cache = test_real_programs._jax_compilation_cache
 
 PROGRAMS = {}
 
@@ -941,6 +944,357 @@ TOLERANCE = 2e-4
 '''
 
 
+# optax's examples/contrib/rosenbrock_ademamix.ipynb: Adam and AdEMAMix (with a b3 schedule
+# and a linear alpha schedule) on the Rosenbrock function, in lax.scan with a debug print
+# under lax.cond; the notebook imports optax._src.base. 300 steps instead of 100000.
+PROGRAMS["rosenbrock_ademamix"] = """
+from functools import partial
+
+import optax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from optax.schedules import linear_schedule
+from optax._src import base
+
+
+def cond_print(cond, fmt, *args):
+    return jax.lax.cond(cond, lambda: (jax.debug.print(fmt, *args), 0)[1], lambda: 0)
+
+def rosenbrock(x):
+    return jnp.square(1 - x[0]) + 100.0 * jnp.square(x[1] - jnp.square(x[0]))
+
+num_iterations = 300
+
+def _body_fn(carry, _, *, solver, b1):
+    params, opt_state, i = carry
+    grad = jax.grad(rosenbrock)(params)
+    updates, opt_state = solver.update(grad, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    cond_print(
+        i % 25000 == 0,
+        "Objective function for b1={} at iteration {} = {}",
+        b1,
+        i,
+        rosenbrock(params),
+    )
+    return (params, opt_state, i + 1), params
+
+all_b1_params = []
+for b1 in [0.9, 0.99, 0.999, 0.9999]:
+    solver = optax.adam(learning_rate=0.003, b1=b1, b2=0.9999)
+    params = jnp.array([-3.0, 5.0])
+    opt_state = solver.init(params)
+
+    _, all_params = jax.lax.scan(
+        partial(_body_fn, solver=solver, b1=b1),
+        (params, opt_state, 0),
+        length=num_iterations
+    )
+    all_b1_params.append(jnp.concatenate([params[None, ...], all_params], 0))
+all_b1_params_array = jnp.array(all_b1_params)
+
+alpha = 0.8
+alpha = linear_schedule(0, alpha, num_iterations)
+
+def b3_scheduler(beta_end: float, beta_start: float = 0, warmup: int = 0):
+    def f(beta):
+        return jnp.log(0.5) / jnp.log(beta) - 1
+    def f_inv(t):
+        return jnp.power(0.5, 1 / (t + 1))
+    def schedule(step):
+        is_warmup = jnp.array(step < warmup).astype(jnp.float32)
+        alpha = step / float(warmup)
+        return is_warmup * f_inv(
+            (1.0 - alpha) * f(beta_start) + alpha * f(beta_end)
+        ) + beta_end * (1.0 - is_warmup)
+    return schedule
+
+def _body_fn(carry, _, *, solver, b3):
+    params, opt_state, i = carry
+    grad = jax.grad(rosenbrock)(params)
+    updates, opt_state = solver.update(grad, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    cond_print(
+        i % 25000 == 0,
+        "Objective function for b3={} at iteration {} = {}",
+        b3(i),
+        i,
+        rosenbrock(params),
+    )
+    return (params, opt_state, i + 1), params
+
+all_ademamix_params = []
+for b3 in [0.999, 0.9999]:
+    b3 = b3_scheduler(b3, 0, num_iterations)
+    solver = optax.contrib.ademamix(
+        learning_rate=0.003, b1=0.99, b2=0.999, b3=b3, alpha=alpha
+    )
+    params = jnp.array([-3.0, 5.0])
+    opt_state = solver.init(params)
+    _, all_params = jax.lax.scan(
+        partial(_body_fn, solver=solver, b3=b3),
+        (params, opt_state, 0),
+        length=num_iterations
+    )
+    all_ademamix_params.append(jnp.concatenate([params[None, ...], all_params], 0))
+all_ademamix_params_array = jnp.array(all_ademamix_params)
+RESULT = {"adam": all_b1_params_array[:, ::10], "ademamix": all_ademamix_params_array[:, ::10],
+          "is_transformation": np.array(isinstance(solver, base.GradientTransformation))}
+TOLERANCE = 1e-3
+"""
+
+# optax's examples/ogda_example.ipynb: SGD, optimistic gradient descent, Adam and optimistic
+# Adam (both with nesterov=True) on the bilinear game f(x, y) = x * y, the second gradient
+# negated by .at[1].apply, run by lax.scan with only a length. 200 steps instead of 10**4.
+PROGRAMS["ogda"] = """
+import functools
+import jax
+import optax
+from jax import lax, numpy as jnp
+
+def f(params):
+    x, y = params
+    return x * y
+
+def update(optimizer, state, _):
+    params, opt_state = state
+    grads = jax.grad(f)(params)
+    grads = grads.at[1].apply(jnp.negative)
+    updates, new_opt_state = optimizer.update(grads, opt_state, params)
+    new_params = optax.apply_updates(params, updates)
+    return (new_params, new_opt_state), params
+
+def optimize(optimizer, params, iters):
+    opt_state = optimizer.init(params)
+    _, params_hist = lax.scan(functools.partial(update, optimizer), (params, opt_state), length=iters)
+    return params_hist
+
+params = jax.random.uniform(jax.random.PRNGKey(SEED), (2,), minval=0.5, maxval=1.5)
+out = {}
+for label, optimizer in [
+    ("SGD", optax.sgd(0.1)),
+    ("Optimistic GD", optax.optimistic_gradient_descent(0.1)),
+    ("Adam", optax.adam(0.05, nesterov=True)),
+    ("Optimistic Adam", optax.optimistic_adam(0.05, 0.5, nesterov=True)),
+]:
+    params_hist = optimize(optimizer, params, 200)
+    distances_to_origin = jnp.hypot(*params_hist.T)
+    out[label] = [params_hist[::10], distances_to_origin[::10]]
+RESULT = out
+TOLERANCE = 2e-4
+"""
+
+# optax's examples/meta_learning.ipynb: RMSProp's learning rate, set through
+# inject_hyperparams's state inside the differentiated outer loss, learned by Adam; the data
+# come from a generator of PRNG draws. 15 outer steps instead of 2000.
+PROGRAMS["meta_learning"] = """
+from typing import Iterator, Tuple
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+def generator() -> Iterator[Tuple[jax.Array, jax.Array]]:
+  rng = jax.random.PRNGKey(SEED)
+
+  while True:
+    rng, k1, k2 = jax.random.split(rng, num=3)
+    x = jax.random.uniform(k1, minval=0.0, maxval=10.0)
+    y = 10.0 * x + jax.random.normal(k2)
+    yield x, y
+
+g = generator()
+
+def f(theta: jax.typing.ArrayLike, x: jax.typing.ArrayLike) -> jax.typing.ArrayLike:
+  return x * theta
+
+theta = jax.random.normal(jax.random.PRNGKey(42))
+
+init_learning_rate = jnp.array(0.1)
+meta_learning_rate = jnp.array(0.03)
+
+opt = optax.inject_hyperparams(optax.rmsprop)(learning_rate=init_learning_rate)
+meta_opt = optax.adam(learning_rate=meta_learning_rate)
+
+def loss(theta, x, y):
+  return optax.l2_loss(y, f(theta, x))
+
+
+def step(theta, state, x, y):
+  grad = jax.grad(loss)(theta, x, y)
+  updates, state = opt.update(grad, state)
+  theta = optax.apply_updates(theta, updates)
+  return theta, state
+
+def outer_loss(eta, theta, state, samples):
+  state.hyperparams['learning_rate'] = jax.nn.sigmoid(eta)
+
+  for x, y in samples[:-1]:
+    theta, state = step(theta, state, x, y)
+
+  x, y = samples[-1]
+
+  return loss(theta, x, y), (theta, state)
+
+
+@jax.jit
+def outer_step(eta, theta, meta_state, state, samples):
+  grad, (theta, state) = jax.grad(
+      outer_loss, has_aux=True)(eta, theta, state, samples)
+
+  meta_updates, meta_state = meta_opt.update(grad, meta_state)
+  eta = optax.apply_updates(eta, meta_updates)
+
+  return eta, theta, meta_state, state
+
+state = opt.init(theta)
+# inverse sigmoid, to match the value we initialized the inner optimizer with.
+eta = -np.log(1. / init_learning_rate - 1)
+meta_state = meta_opt.init(eta)
+
+N = 7
+learning_rates = []
+thetas = []
+
+for i in range(15):
+  samples = [next(g) for i in range(N)]
+  eta, theta, meta_state, state = outer_step(eta, theta, meta_state, state, samples)
+  learning_rates.append(jax.nn.sigmoid(eta))
+  thetas.append(theta)
+RESULT = {"learning_rates": jnp.array(learning_rates), "thetas": jnp.array(thetas)}
+TOLERANCE = 2e-4
+"""
+
+# JAX's examples/hmm_em.py: expectation maximization for a hidden Markov model, the E step as
+# the gradient of a lax.scan log-normalizer, under jit with the step count traced into
+# fori_loop; sampling by random.categorical in a scan. A short text in place of the source of
+# jax.core, 5 EM steps instead of 50.
+PROGRAMS["hmm_em"] = """
+from functools import partial
+
+import jax
+import jax.numpy as np
+from jax.scipy.special import logsumexp
+from jax import lax, random
+from jax import jit, grad
+
+
+def log_normalizer(params, seq):
+  log_pi, log_A, log_B = params
+  def marginalize(log_alpha, obs):
+    log_alpha = logsumexp(log_alpha[:, None] + log_A, axis=0) + log_B[:, obs]
+    return log_alpha, None
+  log_alpha, _ = lax.scan(marginalize, log_pi, seq)
+  return logsumexp(log_alpha)
+
+@jit
+def EM(params, seq, num_steps):
+  def update(i, params):
+    moments = grad(log_normalizer)(params, seq)                     # E step
+    return [np.log(x / x.sum(-1, keepdims=True)) for x in moments]  # M step
+  return lax.fori_loop(0, num_steps, update, params)
+
+@partial(jit, static_argnums=(2,))
+def sample(key, params, length):
+  log_pi, log_A, log_B = params
+  def sample_one(state, key):
+    k1, k2 = random.split(key)
+    obs = random.categorical(k1, log_B[state])
+    state = random.categorical(k2, log_A[state])
+    return state, obs
+  k1, k2 = random.split(key)
+  init_state = random.categorical(k1, log_pi)
+  _, seq = lax.scan(sample_one, init_state, random.split(k2, length))
+  return seq
+
+from collections import defaultdict
+from itertools import count
+
+def build_dataset(string):
+  encodings = defaultdict(partial(next, count()))
+  data = np.array([encodings[c] for c in string])
+  decodings = {i:c for c, i in encodings.items()}
+  return data, decodings
+
+text = "the quick brown fox jumps over the lazy dog and then the dog sleeps in the sun " * 3
+seq, decodings = build_dataset(text)
+
+num_states = 6
+num_obs = len(decodings)
+
+keys = map(random.PRNGKey, count(SEED))
+log_pi = random.normal(next(keys), (num_states,))
+log_A = random.normal(next(keys), (num_states, num_states))
+log_B = random.normal(next(keys), (num_states, num_obs))
+params = [log_pi, log_A, log_B]
+
+new_params = EM(params, seq, 5)
+
+sampled_seq = sample(next(keys), new_params, 80)
+RESULT = {"params": new_params, "log_normalizer": log_normalizer(new_params, seq),
+          "sample": sampled_seq, "text": [decodings[int(i)] for i in sampled_seq]}
+TOLERANCE = 2e-4
+"""
+
+# JAX's examples/pca_from_scratch.py: PCA by jnp.linalg.svd under jit with a static
+# n_components (static_argnames), and batched by jit(vmap(pca, in_axes=(0, None))) with the
+# same static_argnames; smaller data, no timing or plotting.
+PROGRAMS["pca_from_scratch"] = """
+import jax
+import jax.numpy as jnp
+from jax import jit, vmap
+from functools import partial
+
+@partial(jit, static_argnames=['n_components'])
+def pca(X: jnp.ndarray, n_components: int = 2):
+    mean = jnp.mean(X, axis=0)
+    X_centered = X - mean
+
+    # SVD via XLA
+    U, S, Vt = jnp.linalg.svd(X_centered, full_matrices=False)
+
+    # Truncate components
+    components = Vt[:n_components]
+
+    # Project data
+    X_projected = X_centered @ components.T
+
+    # Calculate explained variance
+    explained_variance = S**2 / (X.shape[0] - 1)
+    explained_variance_ratio = explained_variance[:n_components] / jnp.sum(explained_variance)
+
+    return X_projected, components, explained_variance_ratio
+
+batched_pca = jit(vmap(pca, in_axes=(0, None)), static_argnames=['n_components'])
+
+key = jax.random.PRNGKey(SEED)
+n_samples, n_features = 400, 8
+base_data = jax.random.normal(key, (n_samples, n_features))
+scales = jnp.array([10.0, 5.0] + [1.0] * (n_features - 2))
+scaled_data = base_data * scales
+key, subkey = jax.random.split(key)
+random_matrix = jax.random.normal(subkey, (n_features, n_features))
+rotation, _ = jnp.linalg.qr(random_matrix)
+X = scaled_data @ rotation
+
+X_proj, comp, evr = pca(X, n_components=2)
+
+batch_size = 4
+key, subkey = jax.random.split(key)
+base_batch = jax.random.normal(subkey, (batch_size, 200, n_features))
+scaled_batch = base_batch * scales
+X_batch = scaled_batch @ rotation
+X_proj_batch, comp_batch, evr_batch = batched_pca(X_batch, 2)
+# the signs of singular vectors are arbitrary: compare their outer products
+RESULT = {"evr": evr, "evr_batch": evr_batch,
+          "projector": comp.T @ comp, "projector_batch": jnp.einsum("bki,bkj->bij", comp_batch, comp_batch),
+          "projected_norms": jnp.linalg.norm(X_proj_batch, axis=-1)}
+TOLERANCE = 1e-3
+"""
+
+
 def run(source: str, name: str, seed: int):
     scope = {"__name__": "__main__", "SEED": seed}
     with warnings.catch_warnings():
@@ -963,3 +1317,50 @@ def test_program_gives_jax_results(name, jax_x64_as_fnx):
                                        err_msg=f"{key} (seed {seed})")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{key} (seed {seed})")
+
+
+_OPTAX_PRIVATE = ["alias", "base", "combine", "constrain", "factorized", "linear_algebra",
+                  "linesearch", "lookahead", "numerics", "schedule", "transform", "update",
+                  "utils", "wrappers"]
+
+
+@pytest.mark.parametrize("module", _OPTAX_PRIVATE)
+def test_optax_private_modules_port_by_their_imports(module):
+    """``from optax._src import base`` (rosenbrock_ademamix above) ports as
+    ``from fnx.optim._src import base``; each module holds the fnx.optim names optax's does."""
+    import importlib
+    import typing
+
+    import fnx.optim
+    theirs = importlib.import_module(f"optax._src.{module}")
+    ours = importlib.import_module(f"fnx.optim._src.{module}")
+    for name in ours.__all__:
+        assert hasattr(theirs, name), name
+    shared = [n for n in dir(theirs) if not n.startswith("_") and n not in dir(typing)
+              and hasattr(fnx.optim, n) and not isinstance(getattr(theirs, n), type(typing))]
+    for name in shared:
+        assert getattr(ours, name) is getattr(fnx.optim, name), name
+
+
+def test_optax_numerics_abs_sq_as_optax():
+    import jax.numpy
+    from optax._src import numerics as theirs
+
+    import fnx.numpy as fnp
+    from fnx.optim._src import numerics as ours
+    rng = np.random.default_rng()
+    x = (rng.standard_normal(5) + 1j * rng.standard_normal(5)).astype(np.complex64)
+    for value in (x, x.real):
+        got, want = ours.abs_sq(fnp.asarray(value)), theirs.abs_sq(jax.numpy.asarray(value))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError):
+        ours.abs_sq(3.0)
+    with pytest.raises(ValueError):
+        theirs.abs_sq(3.0)
+
+
+def test_ported_rewrites_optax_submodule_imports():
+    source = "import optax.tree\nfrom optax._src import base\nfrom optax import contrib\n"
+    assert ported(source) == ("import fnx.optim.tree; import fnx.optim as optax\n"
+                              "from fnx.optim._src import base\nfrom fnx.optim import contrib\n")
