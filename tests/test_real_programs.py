@@ -23,6 +23,8 @@ _IMPORT_REWRITES = [          # the edits a user makes to port a program, line b
     (r"^(\s*)import jax(\s*(#.*)?)$", r"\1import fnx as jax\2"),
     (r"^(\s*)from jax(\.|\s)", r"\1from fnx\2"),
     (r"^(\s*)import optax(\s*(#.*)?)$", r"\1import fnx.optim as optax\2"),
+    (r"^(\s*)import optax\.([\w.]+)\s*(#.*)?$", r"\1import fnx.optim.\2; import fnx.optim as optax"),
+    (r"^(\s*)from optax(\.|\s)", r"\1from fnx.optim\2"),
 ]
 
 
