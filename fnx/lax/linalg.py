@@ -17,9 +17,10 @@ from ..core.control_flow import cond, fori_loop, scan
 from ..core.errors import ShapeError
 from ..numpy._core import promote_dtypes_inexact
 from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
+from .qdwh import qdwh  # noqa: F401
 
 __all__ = ["cholesky", "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
-           "lu_pivots_to_permutation", "qr", "schur", "svd", "symmetric_product",
+           "lu_pivots_to_permutation", "qdwh", "qr", "schur", "svd", "symmetric_product",
            "triangular_solve", "tridiagonal", "tridiagonal_solve"]
 
 
