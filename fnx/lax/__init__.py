@@ -46,6 +46,7 @@ from .incomplete import (igamma, igammac, igamma_grad_a, random_gamma_grad,  # n
                          betainc)
 from .patches import conv_general_dilated_patches, conv_general_dilated_local  # noqa
 from .implicit import custom_root, custom_linear_solve  # noqa: E402,F401
+from .scaled_dot import scaled_dot  # noqa: E402,F401
 # the primitives JAX exports under these names
 from ..core.fft import fft_p  # noqa: E402,F401
 from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
