@@ -10,6 +10,8 @@ Array(2., dtype=float32, weak_type=True)
 from .core.custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,  # noqa
                                       custom_gradient, custom_jvp, custom_jvp_call_p,
                                       custom_vjp, custom_vjp_call_p, zero_from_primal)
+from .core.linear_call import linear_call, linear_call_p  # noqa: F401
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
-           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "zero_from_primal"]
+           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "linear_call", "linear_call_p",
+           "zero_from_primal"]

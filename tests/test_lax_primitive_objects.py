@@ -50,6 +50,31 @@ def _scatter(name):
     return params
 
 
+def _reduce(lx):
+    def pairs(a, b):
+        return a[0] + b[0], lx.max(a[1], b[1])
+    if lx is jax.lax:     # JAX's primitive holds its own trace of the computation
+        x = np.zeros((3, 4))
+        jaxpr = jax.make_jaxpr(lambda x: jax.lax.reduce((x, x), (0.0, -np.inf), pairs, (1,)))(x)
+        return dict(jaxpr.eqns[-1].params)
+    return dict(computation=pairs, dimensions=(1,))
+
+
+def _sharding(lx):
+    if lx is jax.lax:
+        mesh = jax.make_mesh((1,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+        jaxpr = jax.make_jaxpr(lambda x: jax.lax.with_sharding_constraint(
+            x, jax.sharding.NamedSharding(mesh, jax.P())))(np.zeros((3, 4)))
+        return dict(jaxpr.eqns[-1].params)
+    return dict(sharding=fnx.NamedSharding(fnx.make_mesh((1,), ("i",)), fnx.P()))
+
+
+def _device_put(lx):
+    if lx is jax.lax:
+        return dict(jax.make_jaxpr(jax.device_put)(np.zeros((3, 4))).eqns[-1].params)
+    return dict(devices=(None,), srcs=(None,), copy_semantics=(None,))
+
+
 def _rows(count):
     return lambda rng: rng.integers(0, count, (5, 1)).astype(np.int32)
 
@@ -111,6 +136,13 @@ TABLE = {
     "approx_top_k": ([floats(3, 6)], {"k": 2, "reduction_dimension": 1, "recall_target": 0.95,
                                       "is_max_k": False, "reduction_input_size_override": -1,
                                       "aggregate_to_topk": True}),
+    "reduce": ([floats(3, 4), floats(3, 4), lambda rng: np.float64(0.0),
+                lambda rng: np.float64(-np.inf)], _reduce),
+    "rng_bit_generator": ([lambda rng: rng.integers(0, 2 ** 32, 4, dtype=np.uint64).astype(
+        np.uint32)], lambda lx: dict(shape=(3, 5), dtype=np.dtype(np.uint32),
+                                     algorithm=lx.RandomAlgorithm.RNG_DEFAULT, out_sharding=None)),
+    "device_put": ([floats(3, 4)], _device_put),
+    "sharding_constraint": ([floats(3, 4)], _sharding),
 }
 
 
@@ -137,7 +169,7 @@ def test_bind_matches_jax(name, rng):
 
 
 @pytest.mark.parametrize("name", ["cumprod", "gather", "scatter_add", "dynamic_slice", "lgamma",
-                                  "reduce_window_max", "split"])
+                                  "reduce_window_max", "split", "device_put"])
 def test_transformations_of_a_bound_primitive(name, rng):
     makers, params = TABLE[name]
     args = [m(rng) for m in makers]
@@ -168,3 +200,30 @@ def test_transformations_of_a_bound_primitive(name, rng):
     np.testing.assert_allclose(np.asarray(batched),
                                np.stack([np.asarray(theirs(x, *args[1:])) for x in stacked]),
                                rtol=1e-11)
+
+
+# jax.lax's primitive objects fnx does not have, and why
+NOT_IN_FNX = {
+    "after_all_p": "fnx's tokens are Python objects, not arrays a primitive can return",
+    "create_token_p": "as after_all_p",
+    "dce_sink_p": "an XLA lowering detail",
+    "stage_p": "an XLA lowering detail",
+    "linear_solve_p": "custom_linear_solve runs its solves as functions, not staged jaxprs",
+    "ragged_all_to_all_p": "fnx has no ragged_all_to_all",
+    "reduce_window_p": "its computation is a JAX jaxpr; fnx's reduce_window takes a function",
+    "rng_uniform_p": "XLA's stateful RNG: fnx has no rng_uniform",
+    "select_and_gather_add_p": "internal to JAX's max-pooling derivatives",
+    "select_and_scatter_add_p": "internal to JAX's max-pooling derivatives",
+    "select_and_scatter_p": "internal to JAX's max-pooling derivatives",
+}
+
+
+def test_the_primitive_objects_fnx_lacks_are_the_known_ones():
+    theirs = {n for n in dir(jax.lax) if n.endswith("_p")}
+    assert theirs - set(dir(lax)) == set(NOT_IN_FNX)
+
+
+def test_device_put_inside_transformations_is_the_identity_on_values(rng):
+    x = rng.standard_normal(3)
+    np.testing.assert_array_equal(np.asarray(fnx.jit(lambda x: fnx.device_put(x) * 2)(x)), 2 * x)
+    assert float(fnx.grad(lambda x: fnx.device_put(x, fnx.devices()[0]) * 3.0)(x[0])) == 3.0

@@ -212,12 +212,37 @@ def test_set_operations_under_jit(rng, name):
         np.testing.assert_array_equal(fnx.jit(op(jnp))(a, b), jax.jit(op(jjnp))(a, b))
 
 
+@pytest.mark.parametrize("strip_zeros", [True, False])
 @pytest.mark.parametrize("degree", [1, 2, 5, 8])
-def test_roots(rng, degree):
-    p = np.r_[0.0, rng.standard_normal(degree + 1), 0.0]     # a leading and a trailing zero
-    ours = np.sort_complex(np.asarray(jnp.roots(p)))
-    np.testing.assert_allclose(ours, np.sort_complex(np.asarray(jjnp.roots(p))), atol=1e-8)
-    assert jnp.roots(p).dtype == jjnp.roots(p).dtype
+def test_roots_in_jax_order(rng, degree, strip_zeros):
+    # leading and trailing zeros; complex coefficients too
+    for p in (np.r_[0.0, rng.standard_normal(degree + 1), 0.0],
+              rng.standard_normal(degree + 1) + 1j * rng.standard_normal(degree + 1)):
+        ours = jnp.roots(p, strip_zeros=strip_zeros)
+        theirs = jjnp.roots(p, strip_zeros=strip_zeros)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-8)
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_roots_derivatives(rng, transform):
+    p = rng.standard_normal(6)
+
+    def parts(m):
+        return lambda p: (m.roots(p).real, m.roots(p, strip_zeros=False).imag)
+    ours = getattr(fnx, transform)(parts(jnp))(p)
+    theirs = getattr(jax, transform)(parts(jjnp))(p)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-7, atol=1e-9)
+
+
+def test_roots_under_jit_and_vmap(rng):
+    p = np.stack([np.r_[0.0, rng.standard_normal(4)], rng.standard_normal(5)])
+    ours = fnx.jit(fnx.vmap(lambda p: jnp.roots(p, strip_zeros=False)))(p)
+    theirs = jax.vmap(lambda p: jjnp.roots(p, strip_zeros=False))(p)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), atol=1e-8)
+    with pytest.raises(fnx.errors.ConcretizationTypeError):
+        fnx.jit(jnp.roots)(p[1])
 
 
 def test_mask_indices_with_size():

@@ -92,6 +92,7 @@ EXEMPT_FROM_SPECS = {
     "iota",            # arange/argsort/one_hot build it; covered through those specs' jaxprs
     "custom_jvp_call", "custom_vjp_call", "custom_lin", "remat",  # tests/test_custom_derivatives
     "custom_vmap_call",                                             # tests/test_custom_batching
+    "linear_call",                                                  # tests/test_linear_call
     "check",                                                        # tests/test_checkify
     "jit", "cond", "while", "scan", "debug_callback",              # tests/test_jit, control flow
     "pure_callback",                                                # tests/test_jax_api

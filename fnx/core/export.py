@@ -379,7 +379,7 @@ def call(exported: Exported) -> Callable:
 
 # primitives whose body is the primal computation and whose other params are Python rules
 _BODY_PARAM = {"custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-               "custom_vmap_call": "call_jaxpr", "remat": "jaxpr"}
+               "custom_vmap_call": "call_jaxpr", "remat": "jaxpr", "linear_call": "callee"}
 
 
 def _without_rules(jaxpr: Jaxpr) -> Jaxpr:

@@ -23,7 +23,7 @@ from .jaxpr import eval_jaxpr
 from .pytree import tree_flatten, tree_unflatten, treedef_is_leaf
 
 _CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-          "remat": "jaxpr", "custom_vmap_call": "call_jaxpr"}
+          "remat": "jaxpr", "custom_vmap_call": "call_jaxpr", "linear_call": "callee"}
 
 
 class JetTracer(Tracer):

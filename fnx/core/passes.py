@@ -64,7 +64,7 @@ def _literal_value(lit: Literal) -> np.ndarray:
 # calls whose derivative rules matter only to transformations: a compiled program (which
 # nothing differentiates) may splice them in; name -> the param holding the called jaxpr
 EVALUATION_CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr",
-                    "custom_vjp_call": "call_jaxpr", "remat": "jaxpr"}
+                    "custom_vjp_call": "call_jaxpr", "remat": "jaxpr", "linear_call": "callee"}
 
 
 def _inlinable_body(eqn, calls):

@@ -29,6 +29,12 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
     """
     if isinstance(device, SingleDeviceSharding):
         device = device._device
+    if _is_one_target(device) and any(isinstance(v, core.Tracer) for v in tree_leaves(x)):
+        # a traced value is placed by the program computing it (jit lays out its values), as
+        # in JAX, where device_put inside jit or grad is the identity on values
+        leaves, tree = tree_flatten(x)
+        return tree_unflatten(tree, [v if isinstance(v, core.Tracer) else device_put(v, device)
+                                     for v in leaves])
     if isinstance(device, Sharding):
         return tree_map(lambda v: _put_sharded(v, device), x)
     if device is None or isinstance(device, str) or hasattr(device, "impls"):
@@ -37,6 +43,10 @@ def device_put(x, device=None, *, donate=False, may_alias=None):
     targets = broadcast_prefix(device, x, "device_put device",
                                is_leaf=lambda d: hasattr(d, "impls") or isinstance(d, Sharding))
     return tree_unflatten(tree, [device_put(v, d) for v, d in zip(leaves, targets)])
+
+
+def _is_one_target(device) -> bool:
+    return device is None or isinstance(device, (str, Sharding)) or hasattr(device, "impls")
 
 
 def _put_sharded(v, sharding):

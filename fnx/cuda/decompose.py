@@ -52,7 +52,7 @@ RULES = {lax.take_along_axis_p: (_one_pick_per_row, _pick_along_last_axis),
 
 # higher-order primitives that, evaluated, call one jaxpr: name -> the param holding it
 CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-         "custom_vmap_call": "call_jaxpr", "remat": "jaxpr"}
+         "custom_vmap_call": "call_jaxpr", "remat": "jaxpr", "linear_call": "callee"}
 
 
 def _spliced(e):

@@ -46,6 +46,7 @@ from .incomplete import (igamma, igammac, igamma_grad_a, random_gamma_grad,  # n
                          betainc)
 from .patches import conv_general_dilated_patches, conv_general_dilated_local  # noqa
 from .implicit import custom_root, custom_linear_solve  # noqa: E402,F401
+from .scaled_dot import scaled_dot  # noqa: E402,F401
 # the primitives JAX exports under these names
 from ..core.fft import fft_p  # noqa: E402,F401
 from ..core.control_flow import cond_p, scan_p, while_p  # noqa: E402,F401
@@ -58,7 +59,8 @@ from .primitives import (  # noqa: E402,F401  (composed operations as primitives
     mulhi_p, optimization_barrier_p, polygamma_p, population_count_p, reduce_precision_p,
     reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p, reduce_xor_p,
     regularized_incomplete_beta_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p,
-    scatter_sub_p, split_p, square_p, squeeze_p, stack_p, tile_p, top_k_p, unstack_p, zeta_p)
+    scatter_sub_p, split_p, square_p, squeeze_p, stack_p, tile_p, top_k_p, unstack_p, zeta_p,
+    reduce_p, rng_bit_generator_p, device_put_p, sharding_constraint_p)
 
 from ..core.traceback_util import export_boundaries as _export_boundaries  # noqa: E402
 

@@ -7,6 +7,8 @@
 >>> w
 Array([1.4384472, 5.561553 ], dtype=float32)
 """
+import enum
+
 import numpy as np
 
 from .. import numpy as jnp
@@ -16,11 +18,97 @@ from ..core.callbacks import pure_callback
 from ..core.control_flow import cond, fori_loop, scan
 from ..core.errors import ShapeError
 from ..numpy._core import promote_dtypes_inexact
-from ..core.linalg_prims import cholesky, eigh, lu, qr, svd, triangular_solve  # noqa: F401
+from ..core import linalg_prims
+# the primitives whose parameters are JAX's (eigh_p, qr_p and svd_p take fewer)
+from ..core.linalg_prims import (cholesky, cholesky_p, lu, lu_p, qr,  # noqa: F401
+                                 triangular_solve, triangular_solve_p)
+from .qdwh import qdwh  # noqa: F401
 
-__all__ = ["cholesky", "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
-           "lu_pivots_to_permutation", "qr", "schur", "svd", "symmetric_product",
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky",
+           "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
+           "lu_pivots_to_permutation", "qdwh", "qr", "schur", "svd", "symmetric_product",
            "triangular_solve", "tridiagonal", "tridiagonal_solve"]
+
+
+class SvdAlgorithm(enum.Enum):
+    """The SVD algorithm ``svd(algorithm=)`` asks for; on the CPU every one gives LAPACK's
+    result, as in JAX.
+
+    >>> fnx.lax.linalg.SvdAlgorithm.QR.value
+    'QR'
+    """
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+class EighImplementation(enum.Enum):
+    """The eigensolver ``eigh(implementation=)`` asks for; on the CPU every one gives
+    LAPACK's result, as in JAX.
+
+    >>> fnx.lax.linalg.EighImplementation.QDWH.value
+    'qdwh'
+    """
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class EigImplementation(enum.Enum):
+    """The eigensolver ``eig(implementation=)`` asks for (LAPACK on the CPU, as in JAX).
+
+    >>> fnx.lax.linalg.EigImplementation.LAPACK.value
+    'lapack'
+    """
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm: SvdAlgorithm | None = None):
+    """Singular value decomposition ``x = u @ diag(s) @ vh``, ``s`` descending: ``(u, s, vh)``,
+    or ``s`` alone without ``compute_uv``; ``subset_by_index=(start, end)`` keeps singular
+    values ``start`` to ``end - 1`` (with ``full_matrices=False``). ``algorithm`` is accepted
+    and every one computes the same decomposition, as on JAX's CPU.
+
+    >>> fnx.lax.linalg.svd(jnp.array([[3.0, 0.0], [0.0, -4.0]]), compute_uv=False)
+    Array([4., 3.], dtype=float32)
+    """
+    del algorithm
+    if subset_by_index is not None and full_matrices:
+        raise ValueError("full_matrices and subset_by_index cannot both be set")
+    out = linalg_prims.svd(x, full_matrices=full_matrices, compute_uv=compute_uv)
+    if subset_by_index is None:
+        return out
+    start, end = subset_by_index
+    if not compute_uv:
+        return out[..., start:end]
+    u, s, vh = out
+    return u[..., start:end], s[..., start:end], vh[..., start:end, :]
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None,
+         implementation: EighImplementation | None = None):
+    """Eigendecomposition of symmetric (Hermitian) ``x``: ``(v, w)`` with ``x @ v == v * w``,
+    eigenvalues ascending; ``subset_by_index=(start, end)`` keeps eigenvalues ``start`` to
+    ``end - 1`` of that order and their vectors. ``implementation`` is accepted and every one
+    computes the same decomposition, as on JAX's CPU.
+
+    >>> v, w = fnx.lax.linalg.eigh(jnp.array([[2.0, 1.0], [1.0, 2.0]]), subset_by_index=(1, 2))
+    >>> w
+    Array([3.], dtype=float32)
+    """
+    del implementation
+    v, w = linalg_prims.eigh(x, lower=lower, symmetrize_input=symmetrize_input,
+                             sort_eigenvalues=sort_eigenvalues)
+    if subset_by_index is None:
+        return v, w
+    start, end = subset_by_index
+    return v[..., start:end], w[..., start:end]
 
 
 def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):

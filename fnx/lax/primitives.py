@@ -20,6 +20,8 @@ from ..core.partial_eval import trace_to_jaxpr
 from . import approx, arrays, bits, bessel, extras, gather_scatter, incomplete, special
 from .zeta import polygamma, zeta
 from ..core.convolution import reduce_window
+from ..core.placement import device_put, with_sharding_constraint
+from ..prng_impls import rng_bit_generator
 
 COMPOSED: dict[str, Primitive] = {}
 
@@ -193,3 +195,27 @@ def _approx_top_k(operand, *, k, reduction_dimension=-1, recall_target=0.95, is_
 
 top_k_p = _composed("top_k", _top_k, multiple_results=True)
 approx_top_k_p = _composed("approx_top_k", _approx_top_k, multiple_results=True)
+
+# ---- reductions of any computation, random bits, placement ----------------------------------
+
+
+def _reduce(*operands_and_inits, computation, dimensions, jaxpr=None):
+    # jaxpr is JAX's trace of computation, which fnx traces itself
+    n = len(operands_and_inits) // 2
+    operands, inits = operands_and_inits[:n], operands_and_inits[n:]
+    if n == 1:
+        return [extras.reduce(operands[0], inits[0], computation, dimensions)]
+    return list(extras.reduce(tuple(operands), tuple(inits), computation, dimensions))
+
+
+reduce_p = _composed("reduce", _reduce, multiple_results=True)
+rng_bit_generator_p = _composed(
+    "rng_bit_generator", lambda key, *, shape, dtype, algorithm, out_sharding=None:
+    rng_bit_generator(key, shape, dtype, algorithm), multiple_results=True)
+# copy_semantics: fnx's arrays are immutable, so a copy and an alias cannot be told apart
+device_put_p = _composed(
+    "device_put", lambda *xs, devices, srcs, copy_semantics:
+    [device_put(x, device) for x, device in zip(xs, devices)], multiple_results=True)
+sharding_constraint_p = _composed(
+    "sharding_constraint", lambda x, *, sharding, layout=None, context_mesh=None,
+    unconstrained_dims=frozenset(): with_sharding_constraint(x, sharding))

@@ -9,6 +9,8 @@ from .functions import (celu, dot_product_attention, elu, gelu, glu, hard_sigmoi
                         log_sigmoid, log_softmax, logmeanexp, logsumexp, mish, normalize, one_hot,
                         relu, relu6, rms_norm, selu, sigmoid, silu, soft_sign, softmax, softplus,
                         sparse_plus, sparse_sigmoid, squareplus, standardize, swish, tanh)
+from .scaled import (BlockScaleConfig, get_scaled_dot_general_config,  # noqa: E402,F401
+                     scaled_dot_general, scaled_matmul)
 from . import initializers  # noqa: E402
 from .losses import (binary_cross_entropy, mse, sigmoid_binary_cross_entropy,  # noqa: E402
                      softmax_cross_entropy, softmax_cross_entropy_with_integer_labels,

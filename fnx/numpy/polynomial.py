@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.core import concrete_or_error
+from ..core.custom_derivatives import custom_jvp
 from ..core.errors import ShapeError
 from ._core import asarray, promote_dtypes, promote_dtypes_inexact
 from .creation import arange, ones, zeros
@@ -199,67 +200,64 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 
 
 def roots(p, *, strip_zeros=True):
-    """The complex roots of the polynomial with coefficients ``p`` (highest power first),
-    found by Aberth's simultaneous iteration (JAX uses a companion matrix's eigenvalues, so the
-    order of the roots may differ). With ``strip_zeros=False`` (the form ``jit`` traces) the
-    result has ``len(p) - 1`` entries, NaN for each leading zero, as in JAX.
+    """The complex roots of the polynomial with coefficients ``p`` (highest power first): the
+    eigenvalues of its companion matrix, in LAPACK's order, as JAX's. ``strip_zeros`` drops
+    leading zeros (it needs concrete coefficients); with ``strip_zeros=False`` (the form ``jit``
+    traces) the result has ``len(p) - 1`` entries, the roots at zero after the others and NaN
+    for each leading zero, as in JAX. Simple roots have derivatives.
 
-    >>> jnp.sort_complex(jnp.roots(jnp.array([1.0, -3.0, 2.0]))).real.round(4)
-    Array([1., 2.], dtype=float32)
+    >>> jnp.roots(jnp.array([1.0, -3.0, 2.0]))
+    Array([2.+0.j, 1.+0.j], dtype=complex64)
     >>> jnp.roots(jnp.array([0.0, 1.0, 2.0]), strip_zeros=False)
     Array([-2. +0.j, nan+nanj], dtype=complex64)
     """
     from .reductions import all as all_, argmin
     from .shapes import roll
+    from .sorting import argsort
     p, = promote_dtypes_inexact(p)
     _check_1d("roots", p=p)
-    complex_dtype = np.dtype(np.complex64) if p.dtype in (np.float32, np.complex64) \
-        else np.dtype(np.complex128)
-    p = p.astype(complex_dtype)
     if p.shape[0] < 2:
-        return zeros(0, complex_dtype)
-    if strip_zeros:
-        p = _trim_leading(p)
-        values = np.asarray(concrete_or_error(p, "roots' trailing zeros"))
-        nonzero = np.flatnonzero(values != 0)
-        n_zero_roots = p.shape[0] - 1 - int(nonzero[-1]) if nonzero.size else 0
-        p = p[:p.shape[0] - n_zero_roots]
-        if p.shape[0] < 2:
-            return zeros(n_zero_roots, complex_dtype)
-        return concatenate([_aberth(p, 0), zeros(n_zero_roots, complex_dtype)])
-    # traced coefficients: leading zeros roll to the end (zero roots, later NaN), and every
-    # root at zero is pinned there so the iteration finds only the others
-    degree = p.shape[0] - 1
+        return zeros(0, _complex_dtype(p.dtype))
     zero = p == 0
-    n_leading = where(all_(zero), degree + 1, argmin(zero))
-    p = where(n_leading == degree + 1, 1.0, p).astype(complex_dtype)
-    p = roll(p, -n_leading)
-    n_trailing = argmin(p[::-1] == 0)
-    z = _aberth(p, n_trailing)
-    return where(arange(degree) < degree - n_leading, z, complex(np.nan, np.nan))
-
-
-def _aberth(p, n_pinned):
-    """The roots of ``p`` (leading coefficient nonzero); the last ``n_pinned`` are zero."""
-    from ..core.control_flow import fori_loop
-    from .ufuncs import abs, exp
-    complex_dtype = p.dtype
+    n_leading = where(all_(zero), p.shape[0], argmin(zero))
+    if strip_zeros:
+        n_leading = int(concrete_or_error(
+            n_leading, "roots with strip_zeros=True needs concrete coefficients; under jit "
+            "pass strip_zeros=False (leading zeros then give NaN roots)"))
+        return _companion_roots(p[n_leading:])
+    # leading zeros roll to the end, where they are roots at zero, moved last and made NaN
+    p = where(n_leading == p.shape[0], 1.0, p).astype(p.dtype)
+    found = _companion_roots(roll(p, -n_leading))
+    found = found[argsort(found == 0, stable=True)]
     degree = p.shape[0] - 1
-    p = p / p[0]
-    dp = polyder(p)
-    pinned = arange(degree) >= degree - n_pinned
-    # start on a circle just outside Cauchy's bound on the roots' moduli
-    radius = 1.0 + abs(p[1:]).max()
-    angles = asarray(2 * np.pi * np.arange(degree) / degree + 0.4)
-    start = where(pinned, 0.0, radius * exp(1j * angles)).astype(complex_dtype)
-    apart = asarray(np.eye(degree, dtype=bool)) | (pinned[:, None] & pinned[None, :])
+    return where(arange(degree) < degree - n_leading, found, complex(np.nan, np.nan))
 
-    def step(_, z):
-        free_z = where(pinned, 1.0, z)     # pinned roots are not evaluated (no 0/0)
-        newton = polyval(p, free_z) / polyval(dp, free_z)
-        gaps = where(apart, 1.0, z[:, None] - z[None, :])    # no self-repulsion
-        repulsion = where(apart, 0.0, 1.0 / gaps).sum(axis=1)
-        return where(pinned, z, z - newton / (1.0 - newton * repulsion))
 
-    return fori_loop(0, 50 + 10 * degree, step, start)
+def _complex_dtype(dtype):
+    return np.dtype(np.complex128) if dtype in (np.float64, np.complex128) else \
+        np.dtype(np.complex64)
+
+
+def _companion_roots(p):
+    """The eigenvalues of the companion matrix of ``p`` (leading coefficient nonzero)."""
+    if p.shape[0] < 2:
+        return zeros(0, _complex_dtype(p.dtype))
+    return _eigvals_of_companion(p)
+
+
+@custom_jvp
+def _eigvals_of_companion(p):
+    from .linalg import eigvals
+    from .shapes import diag
+    companion = diag(ones(p.shape[0] - 2, p.dtype), -1).at[0, :].set(-p[1:] / p[0])
+    return eigvals(companion)
+
+
+@_eigvals_of_companion.defjvp
+def _eigvals_of_companion_jvp(primals, tangents):
+    # a simple root r moves by -dp(r) / p'(r) (implicit differentiation of p(r) = 0)
+    (p,), (dp,) = primals, tangents
+    r = _eigvals_of_companion(p)
+    dtype = r.dtype
+    return r, -polyval(dp.astype(dtype), r) / polyval(polyder(p).astype(dtype), r)
 

@@ -65,7 +65,9 @@ def _additive(lax_fn, identity, name, doc):
         if where is not None:
             from .ufuncs import where as where_
             a = where_(where, a, identity)
-        a = lax.convert_element_type(a, dt, a.weak_type) if a.dtype != dt else a
+        # computed in a strong type, as JAX's reductions are: a Python float's gradient then
+        # comes back through this conversion, weakly typed
+        a = lax.convert_element_type(a, dt, False) if a.dtype != dt or a.weak_type else a
         if _accumulates_in_float32(dt):
             out_ = _in_float32(fn, a, dt, axes, keepdims=keepdims)
         else:
@@ -113,6 +115,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None,
     a = _array_like(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    af = _strong(af)
     if _accumulates_in_float32(af.dtype):
         return _in_float32(mean, af, af.dtype, axes, keepdims=keepdims, where=where)
     if where is not None:
@@ -128,7 +131,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None,
 def _variance_dtype(a, dtype, name):
     if dtype is None:
         (af,) = promote_dtypes_inexact(a)
-        return af
+        return _strong(af)     # as JAX's: a Python float's gradient comes back weakly typed
     if not dtypes.is_float(dtypes.canonicalize(dtype)):
         raise DTypeValueError(f"dtype argument to jnp.{name} must be inexact; got {dtype}")
     return astype(a, dtype)
@@ -210,7 +213,7 @@ def _minmax_identity(name, dtype):
 def _minmax(prim_fn, name):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         _no_out(out, name)
-        a = _array_like(a, name)
+        a = _strong(_array_like(a, name))
         axes = canonicalize_axes(axis, a.ndim, name)
         if where is not None:
             if initial is None:
@@ -534,7 +537,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 def _nan_replaced(a, value):
     from .ufuncs import isnan
-    a = asarray(a)
+    a = _strong(asarray(a))
     if not dtypes.is_float(a.dtype):
         return a
     return lax.select(isnan(a), lax.full(a.shape, value, a.dtype), a)
@@ -622,6 +625,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     from .ufuncs import isnan, logical_and, logical_not
     a = asarray(a)
     (af,) = promote_dtypes_inexact(a) if dtype is None else [astype(a, dtype)]
+    af = _strong(af)
     axes = canonicalize_axes(axis, af.ndim, "nanvar")
     keep = logical_not(isnan(af))
     if where is not None:
