@@ -197,16 +197,20 @@ def test_layer_norm_scale_and_shift_join_the_row_kernel(gpu, rng):
     np.testing.assert_allclose(out, expected, rtol=5e-5, atol=5e-5)
 
 
-@pytest.mark.parametrize("rows,classes", [(3001, 100), (5, 1000)])
-def test_warp_rows_with_a_total_stay_right_over_graph_replays(gpu, rng, rows, classes):
-    """Short rows go one to a warp, several to a block, each block looping over rows; the last
-    block (counted in blocks, not rows) combines the mean on every replay."""
+@pytest.mark.parametrize("rows,classes,lanes", [(3001, 100, 32), (5, 1000, 32), (4096, 16, 4),
+                                                (1000, 10, 16), (37, 10, 32), (8192, 3, 4)])
+def test_warp_rows_with_a_total_stay_right_over_graph_replays(gpu, rng, rows, classes, lanes):
+    """Short rows go one to a warp (narrow ones to the fewest lanes that cover them, several to
+    a warp, where the rows split evenly among its groups), several to a block, each block
+    looping over rows; the last block (counted in blocks, not rows) combines the mean on every
+    replay."""
     import cupy as cp
     make = lambda: (2 * rng.standard_normal((rows, classes))).astype(np.float32)  # noqa: E731
     labels = rng.integers(0, classes, rows)
     onehot = cp.asarray(_one_hot(labels, classes))
     exe = _graphed(_xent_onehot, [cp.asarray(make()), onehot])
-    assert exe.executable.kernels[0].warp_rows, exe.describe()
+    kernel = exe.executable.kernels[0]
+    assert kernel.warp_rows and kernel.block == lanes, exe.describe()
     for _ in range(4):
         z = make()
         (out,) = exe(cp.asarray(z), onehot)
@@ -396,3 +400,21 @@ def test_min_beside_argmin_is_the_argmins_value(gpu, rng, cols):
     d = x.astype(np.float64) * 2 + 1
     for got, want in zip(outs, (np.argmin(d, 1), np.min(d, 1), np.argmax(d, 1), np.max(d, 1))):
         np.testing.assert_array_equal(got, want.astype(got.dtype))
+
+
+@pytest.mark.parametrize("rows,cols", [(4096, 16), (1000, 10), (999, 8), (2048, 5)])
+def test_narrow_rows_write_rows_and_arg_reductions(gpu, rng, rows, cols):
+    """Several narrow rows to a warp: softmax rows written back (vector stores where aligned),
+    and argmax/argmin with NumPy's first-index ties, against float64 NumPy."""
+    z = rng.standard_normal((rows, cols)).astype(np.float32)
+    z[::7, 1] = z[::7, 0]       # ties: the first index wins
+
+    def f(z):
+        e = jnp.exp(z - jnp.max(z, -1, keepdims=True))
+        return e / jnp.sum(e, -1, keepdims=True), jnp.argmax(z, -1), jnp.argmin(z, -1)
+    exe, (soft, amax, amin) = _lower(f, [z], gpu)
+    z64 = z.astype(np.float64)
+    e = np.exp(z64 - z64.max(-1, keepdims=True))
+    np.testing.assert_allclose(soft, e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(amax, z.argmax(-1))
+    np.testing.assert_array_equal(amin, z.argmin(-1))

@@ -46,7 +46,7 @@ ARG_REDUCTIONS = {lax.argmin_p: ("ArgMinOp", "(1.0 / 0.0)"),
 # the step combining a thread's own elements, which come in column order
 _ARG_NEXT = {lax.argmin_p: "ArgMinNext", lax.argmax_p: "ArgMaxNext"}
 _ARG_OF = {lax.reduce_min_p: lax.argmin_p, lax.reduce_max_p: lax.argmax_p}
-WARP_ROWS = 4               # rows per block when one warp holds a row
+WARP_ROWS = 4               # warps per block when a warp (or part of one) holds a row
 
 _PRELUDE = r"""
 #include <cuda_fp16.h>
@@ -89,9 +89,10 @@ template <class T, int W> __device__ __forceinline__ void store_vec(T* p, const 
   typedef typename Raw<sizeof(T) * W>::type R;
   __stwb(reinterpret_cast<R*>(p), *reinterpret_cast<const R*>(&v));
 }
-template <class T, class Op>
-__device__ __forceinline__ T warp_reduce(T v, Op op) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
+// over the G lanes (a power of two, at most 32) that hold one row
+template <int G, class T, class Op>
+__device__ __forceinline__ T lanes_reduce(T v, Op op) {
+  for (int o = G / 2; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
   return v;
 }
 template <class T, class Op>
@@ -252,11 +253,23 @@ class RowKernel:
         # them (reductions are warp shuffles alone, and a total counts blocks, not rows)
         self.warp_rows = (self.in_registers and self.cluster == 1 and self.block == 32
                           and self.product is None)
-        self.threads = self.block * (WARP_ROWS if self.warp_rows else 1)
+        if self.warp_rows:
+            self.block = self._lanes_per_row()
+            self.chunk = self.block * self.width * self.vectors
+        self.threads = 32 * WARP_ROWS if self.warp_rows else self.block
         self.totals = [e for e in eqns if row_total(e, shape)]
         self.source, self.name = self._generate()
         self._kernel = None
         self._scratch = None
+
+    def _lanes_per_row(self) -> int:
+        """Lanes of a warp that hold one row: a narrow row (a classifier's 10 or 16 logits)
+        takes the fewest that cover it, so a warp holds several rows and its shuffles are
+        fewer; where the rows do not split evenly among a warp's groups (their loop would then
+        diverge around the shuffles) a row keeps the whole warp."""
+        per_lane = self.width * self.vectors
+        lanes = 1 << max(0, (-(-self.cols // per_lane) - 1).bit_length())
+        return lanes if lanes < 32 and self.rows % (32 // lanes) == 0 else 32
 
     def kind_of(self, v) -> str | None:
         """An input's kind: 'col' for one value per column, else fnx.cuda.fusion.row_kind's."""
@@ -289,7 +302,7 @@ class RowKernel:
 
         def reduced(t, value, op):
             if warp:
-                return f"warp_reduce<{t}>({value}, {op}())"
+                return f"lanes_reduce<{T}>({value}, {op}())"
             return f"block_reduce<{t}>({value}, {op}(), reinterpret_cast<{t}*>(shm))"    # every thread's elements lie inside the row: no bounds checks
 
         def element_loop(body):
@@ -469,10 +482,11 @@ class RowKernel:
         name = "fnx_rows_" + "_".join(e.primitive.name for e in self.eqns if e.primitive
                                       in REDUCTIONS or e.primitive in ARG_REDUCTIONS)[:60]
         if warp:        # this warp's rows, in turn
-            R = WARP_ROWS
-            rows = ["  const int rank = 0;", "  const int lane = threadIdx.x & 31, tid = lane;",
+            R = self.threads // T      # rows a block holds at once
+            rows = ["  const int rank = 0;",
+                    f"  const int lane = threadIdx.x & {T - 1}, tid = lane;",
                     *before,
-                    f"  for (long long row = blockIdx.x * {R}LL + (threadIdx.x >> 5); "
+                    f"  for (long long row = blockIdx.x * {R}LL + threadIdx.x / {T}; "
                     f"row < {self.rows}LL; row += (long long)gridDim.x * {R}) {{",
                     *head, *lines, "  }", *after]
         else:
@@ -630,6 +644,6 @@ class RowKernel:
 
     def launch_config(self, sm_count: int):
         if self.warp_rows:      # enough blocks to fill every multiprocessor; they loop
-            blocks = -(-max(1, self.rows) // WARP_ROWS)
+            blocks = -(-max(1, self.rows) // (self.threads // self.block))
             return (min(blocks, sm_count * (2048 // self.threads)),), (self.threads,)
         return (max(1, self.rows) * self.cluster,), (self.block,)
