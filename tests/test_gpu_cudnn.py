@@ -1,6 +1,7 @@
 """Convolutions on cuDNN (fnx/cuda/cudnn.py).
 
-On the CPU (no mark): which cuDNN operation and layouts an equation maps to. On the GPU
+On the CPU (no mark): which cuDNN operation (forward, data or weight gradient) and layouts an
+equation maps to. On the GPU
 (``cuda``): every convolution JAX's ``grad`` makes of a forward convolution (its own forward,
 data-gradient and weight-gradient convolutions, with their exact parameters) runs on cuDNN or is
 refused, and matches JAX on the CPU in float64, in float32 (with and without TF32) and float16,
@@ -73,9 +74,9 @@ def test_each_gradient_convolution_maps_to_one_cudnn_operation(case):
     kinds = []
     for lhs, rhs, params in _grad_convolutions(case):
         m = C.mapping(lhs, rhs, np.float32, params)
-        if m is None:       # only a strided forward's data gradient dilates its input
-            assert any(d > 1 for d in params["lhs_dilation"])
-            continue
+        assert m is not None, params
+        # only a strided forward's data gradient dilates its input: cuDNN's data gradient
+        assert (m.kind == "dgrad") == any(d > 1 for d in params["lhs_dilation"])
         kinds.append(m.kind)
         assert C.out_shape(lhs, rhs, params) == _reference(
             np.ones(lhs), np.ones(rhs), params).shape
@@ -86,15 +87,17 @@ def test_each_gradient_convolution_maps_to_one_cudnn_operation(case):
                           C.permuted_params(params, perms))
         assert moved is not None and C.layouts(moved) == (None, None, None)
     assert kinds.count("fprop") >= 1 and kinds.count("wgrad") == 1
+    assert kinds.count("dgrad") == (max(case[2]) > 1)
 
 
-def test_float64_grouped_and_dilated_inputs_are_refused():
+def test_float64_grouped_and_dilated_strided_inputs_are_refused():
     params = _grad_convolutions(CASES[0])[0][2]
     assert C.mapping((8, 16, 16, 3), (3, 3, 3, 32), np.float64, params) is None
     assert C.mapping((8, 16, 16, 3), (3, 3, 3, 32), np.float32,
                      dict(params, feature_group_count=3)) is None
+    # an input both dilated and strided is no convolution cuDNN computes
     assert C.mapping((8, 16, 16, 3), (3, 3, 3, 32), np.float32,
-                     dict(params, lhs_dilation=(2, 2))) is None
+                     dict(params, lhs_dilation=(2, 2), window_strides=(2, 2))) is None
 
 
 @cuda
@@ -158,4 +161,39 @@ def test_a_jitted_conv_net_gradient_runs_on_cudnn_and_matches_the_cpu(gpu, cpu, 
     for _ in range(3):          # eager first call, the capturing call, a replay
         got = step(*args)
         for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-4, atol=2e-4 * np.abs(w).max())
+
+
+@cuda
+@pytest.mark.parametrize("strides,padding", [((2, 2), "SAME"), ((2, 2), "VALID"),
+                                             ((3, 2), ((1, 2), (0, 1)))])
+def test_transposed_and_strided_convolutions_run_on_cudnn_with_their_gradients(
+        gpu, cpu, rng, strides, padding):
+    """``conv_transpose`` (an input-dilated convolution) and the input gradient of a strided
+    convolution run as cuDNN's data gradient, and match the CPU; only the transposed
+    convolution's weight gradient is an im2col product."""
+    import fnx
+    import fnx.numpy as fjnp
+    from fnx import lax
+    from fnx.cuda.lowering import lower
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(w_up, w_down, x):
+        up = lax.conv_transpose(x, w_up, strides, padding, dimension_numbers=dn)
+        down = lax.conv_general_dilated(fjnp.tanh(up), w_down, strides, "SAME",
+                                        dimension_numbers=dn)
+        return fjnp.sum(down * down)
+
+    w_up = (rng.standard_normal((3, 3, 8, 16)) / 6).astype(np.float32)
+    w_down = (rng.standard_normal((3, 3, 16, 4)) / 9).astype(np.float32)
+    x = rng.standard_normal((4, 9, 7, 8)).astype(np.float32)
+    grad = fnx.grad(loss, argnums=(0, 1, 2))
+    closed = fnx.make_jaxpr(grad)(w_up, w_down, x)
+    text = lower(closed.jaxpr, closed.consts, gpu).describe()
+    assert text.count("dot_general") == 1 and text.count("conv_general_dilated") == 5, text
+    want = [np.asarray(g) for g in fnx.jit(grad)(*fnx.device_put((w_up, w_down, x), cpu))]
+    step = fnx.jit(grad)
+    args = fnx.device_put((w_up, w_down, x), gpu)
+    for _ in range(3):          # eager first call, the capturing call, a replay
+        for g, w in zip(step(*args), want):
             np.testing.assert_allclose(np.asarray(g), w, rtol=2e-4, atol=2e-4 * np.abs(w).max())

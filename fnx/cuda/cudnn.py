@@ -12,13 +12,17 @@ neighbours), and the eager path makes the copies itself. Which operation:
 * weight gradient (``conv_wgrad``), for the convolution ``grad`` makes of a forward one's
   filter, recognised by its window (the forward output) being larger than its output (the
   filter): image = lhs and loss = rhs with their batch and feature roles swapped, cuDNN's
-  stride the equation's rhs dilation and cuDNN's dilation its window strides.
+  stride the equation's rhs dilation and cuDNN's dilation its window strides;
+* data gradient (``conv_dgrad``), for a convolution whose input is dilated (the input gradient
+  of a strided forward convolution, and ``conv_transpose``): loss = lhs, filter = rhs with its
+  feature roles swapped and its window reversed (a small copy), image = the output; cuDNN's
+  stride the lhs dilation and its padding what the window leaves of the equation's.
 
 Plans are built once per shapes, layouts, dtype and precision (cuDNN's heuristics' first
 choice, no TF32 unless the precision asks for it). Every stream gets its own handle and
 workspace before a graph is captured on it, so a replay runs the same kernels on the same
-memory. Dilated inputs, grouped convolutions, float64 and mixed dtypes are not offered to
-cuDNN: :func:`supports` says no and they run as im2col.
+memory. Inputs both dilated and strided, grouped convolutions, float64 and mixed dtypes are
+not offered to cuDNN: :func:`supports` says no and they run as im2col.
 """
 from __future__ import annotations
 
@@ -69,10 +73,10 @@ def available() -> bool:
 class Mapping(NamedTuple):
     """A convolution as a cuDNN operation: each role's axes in cuDNN's order, (N, C, spatial)
     for the image, (K, C, spatial) for the filter, (N, K, spatial) for the loss/output image."""
-    kind: str           # "fprop" or "wgrad"
-    image: tuple        # axes of lhs
-    filter: tuple       # axes of rhs (fprop) or of the output (wgrad)
-    loss: tuple         # axes of the output (fprop) or of rhs (wgrad)
+    kind: str           # "fprop", "wgrad" or "dgrad"
+    image: tuple        # axes of lhs (the output for dgrad)
+    filter: tuple       # axes of rhs (fprop, dgrad) or of the output (wgrad)
+    loss: tuple         # axes of the output (fprop), of rhs (wgrad) or of lhs (dgrad)
     stride: tuple
     dilation: tuple
     pre: tuple
@@ -100,18 +104,24 @@ def mapping(lhs_shape, rhs_shape, dtype, params) -> Mapping | None:
     if dtype not in _IO_TYPES or (preferred is not None and np.dtype(preferred) != dtype):
         return None
     if params["feature_group_count"] != 1 or params["batch_group_count"] != 1 \
-            or any(d != 1 for d in params["lhs_dilation"]) or len(lhs_shape) < 3:
+            or len(lhs_shape) < 3:
         return None
     pre = tuple(int(lo) for lo, _ in params["padding"])
     post = tuple(int(hi) for _, hi in params["padding"])
-    if min(pre + post, default=0) < 0:
-        return None
     lhs_spec, rhs_spec, out_spec = (tuple(s) for s in params["dimension_numbers"])
     shape = out_shape(lhs_shape, rhs_shape, params)
     if 0 in lhs_shape or 0 in rhs_shape or 0 in shape:
         return None
     window = [rhs_shape[a] for a in rhs_spec[2:]]
     result = [shape[a] for a in out_spec[2:]]
+    if any(d != 1 for d in params["lhs_dilation"]):
+        # (a window larger than the result is a weight gradient, of a transposed convolution:
+        # as a data gradient its filter would be the whole image)
+        if np.prod(window) > np.prod(result):
+            return None
+        return _data_gradient(params, pre, post, window, lhs_spec, rhs_spec, out_spec)
+    if min(pre + post, default=0) < 0:
+        return None
     if np.prod(window) <= np.prod(result):
         return Mapping("fprop", lhs_spec, rhs_spec, out_spec,
                        tuple(params["window_strides"]), tuple(params["rhs_dilation"]), pre, post)
@@ -124,6 +134,22 @@ def mapping(lhs_shape, rhs_shape, dtype, params) -> Mapping | None:
             return None
     return Mapping("wgrad", image, (out_spec[1], out_spec[0]) + out_spec[2:],
                    (rhs_spec[1], rhs_spec[0]) + rhs_spec[2:], stride, dilation, pre, post)
+
+
+def _data_gradient(params, pre, post, window, lhs_spec, rhs_spec, out_spec):
+    """The mapping of a convolution over a dilated input as cuDNN's data gradient of the forward
+    convolution it transposes: that forward's stride is the lhs dilation, its padding what the
+    (dilated) window leaves of this one's, and its filter this one's, reversed."""
+    if any(s != 1 for s in params["window_strides"]):
+        return None
+    dilation = tuple(params["rhs_dilation"])
+    extent = [(w - 1) * d for w, d in zip(window, dilation)]
+    fwd_pre = tuple(e - lo for e, lo in zip(extent, pre))
+    fwd_post = tuple(e - hi for e, hi in zip(extent, post))
+    if min(fwd_pre + fwd_post) < 0:
+        return None
+    return Mapping("dgrad", out_spec, (rhs_spec[1], rhs_spec[0]) + rhs_spec[2:], lhs_spec,
+                   tuple(params["lhs_dilation"]), dilation, fwd_pre, fwd_post)
 
 
 def _channels_last(axes) -> tuple:
@@ -148,6 +174,8 @@ def _roles(m: Mapping):
     """The role axes of lhs, rhs and the output."""
     if m.kind == "fprop":
         return m.image, m.filter, m.loss
+    if m.kind == "dgrad":
+        return m.loss, m.filter, m.image
     return m.image, m.loss, m.filter
 
 
@@ -306,6 +334,9 @@ def _build(m: Mapping, shapes, dtype, tf32: bool) -> _Plan:
     if m.kind == "fprop":
         inputs = (tensor(lhs_shape, roles[0], "x"), tensor(rhs_shape, roles[1], "w"))
         out = g.conv_fprop(image=inputs[0], weight=inputs[1], **kw)
+    elif m.kind == "dgrad":
+        inputs = (tensor(lhs_shape, roles[0], "dy"), tensor(rhs_shape, roles[1], "w"))
+        out = g.conv_dgrad(loss=inputs[0], filter=inputs[1], **kw)
     else:
         inputs = (tensor(lhs_shape, roles[0], "x"), tensor(rhs_shape, roles[1], "dy"))
         out = g.conv_wgrad(image=inputs[0], loss=inputs[1], **kw)
@@ -342,6 +373,10 @@ def conv_general_dilated(lhs, rhs, *, precision=None, **params):
         out = conv_general_dilated(lhs, rhs, precision=precision, **new)
         return out if out_p is None else dense(out.transpose(np.argsort(out_p)))
     _USED = True
+    if m.kind == "dgrad":       # cuDNN reverses the window itself
+        window = set(params["dimension_numbers"][1][2:])
+        rhs = rhs[tuple(slice(None, None, -1) if a in window else slice(None)
+                        for a in range(rhs.ndim))]
     lhs, rhs = dense(lhs), dense(rhs)
     shape = out_shape(lhs.shape, rhs.shape, params)
     plan = _plan(m, (lhs.shape, rhs.shape, shape), lhs.dtype, precision == "tensorfloat32")
