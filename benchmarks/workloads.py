@@ -142,6 +142,14 @@ def _adam_init(params):
     return {"m": zeros, "v": dict(zeros), "t": np.zeros((), np.float32)}
 
 
+def _torch_update(opt, loss):
+    """One PyTorch optimizer step on ``loss``; returns it."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def _normal(rng, shape, scale):
     return (rng.standard_normal(shape) * scale).astype("float32")
 
@@ -214,10 +222,7 @@ def gru_torch(cfg, state, data, dev):
         logits = torch.stack(hs) @ p["w_o"] + p["b_o"]
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  tokens[:, 1:].transpose(0, 1).reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -357,10 +362,7 @@ def conv_torch(cfg, state, data, dev):
             h = F.max_pool2d(F.relu(F.conv2d(h, p[f"w{i}"], p[f"b{i}"], padding=1)), 2)
         logits = h.permute(0, 2, 3, 1).reshape(h.shape[0], -1) @ p["wd"] + p["bd"]
         loss = F.cross_entropy(logits, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -402,10 +404,7 @@ def mlp_torch(cfg, state, data, dev):
         for i in range(0, len(ps) - 2, 2):
             h = torch.relu(h @ ps[i] + ps[i + 1])
         loss = torch.nn.functional.cross_entropy(h @ ps[-2] + ps[-1], y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -496,10 +495,7 @@ def transformer_torch(cfg, state, data, dev):
         x = F.layer_norm(x, (D,), p["lnf_g"], p["lnf_b"], eps=1e-5)
         logits = x @ p["w_out"]
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -789,10 +785,7 @@ def vae_torch(cfg, state, data, dev):
         loglik = (x * F.logsigmoid(logits) - (1 - x) * F.softplus(logits)).sum(1)
         kl = 0.5 * (torch.exp(logvar) + mu * mu - 1.0 - logvar).sum(1)
         loss = (kl - loglik).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -905,10 +898,7 @@ def resnet_torch(cfg, state, data, dev):
             shortcut = conv_bn(h, name + "_proj", stride) if name + "_proj" in p else h
             h = torch.relu(r + shortcut)
         loss = F.cross_entropy(h.mean((2, 3)) @ p["wd"] + p["bd"], y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -1001,10 +991,7 @@ def attention_torch(cfg, state, data, dev):
                              p[f"l{i}_ln2_b"], eps=1e-5)
         pooled = torch.where(valid[..., None], x, 0.0).sum(1) / lengths[:, None]
         loss = F.cross_entropy(pooled @ p["w_cls"] + p["b_cls"], labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -1069,10 +1056,7 @@ def node_torch(cfg, state, data, dev):
         for i in range(steps):
             h = _rk4_step(field, i * dt, h, dt)
         loss = torch.mean(torch.square(h - target))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
@@ -1196,10 +1180,7 @@ def embed_torch(cfg, state, data, dev):
         keep = torch.rand(h.shape, device=dev, generator=gen) < 1.0 - rate
         h = torch.where(keep, h / (1.0 - rate), 0.0)
         loss = F.cross_entropy(h @ p["w2"] + p["b2"], labels, label_smoothing=cfg["smoothing"])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+        return _torch_update(opt, loss)
     return step
 
 
