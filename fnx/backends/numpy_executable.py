@@ -183,9 +183,8 @@ class _Lowering:
         self.buffers.define_generic(eqn, k)
         if fn is None:
             inline = _INLINE_IMPLS.get(eqn.primitive)
-            if inline is not None and isinstance(eqn.invars[0], Var) and \
-                    eqn.invars[0].aval.ndim:
-                expr = inline(ins[0], eqn.params, self.source.bind)
+            if inline is not None and all(isinstance(v, Var) for v in eqn.invars):
+                expr = inline(eqn, ins, self.source.bind)
                 if expr is not None:
                     return [f"{self._result(eqn)} = {expr}"]
             fn = self.backend.impls[eqn.primitive]
@@ -298,20 +297,29 @@ def _checks_on() -> bool:
 _SHORT = 64     # elements: a vector this short costs more to allocate than to compute
 
 
-def _inline_slice(x, params, bind):
-    if params["strides"] is None:
+def _inline_slice(eqn, ins, bind):
+    params = eqn.params
+    if params["strides"] is None or not eqn.invars[0].aval.ndim:   # x[()] is a scalar
         return None
     index = tuple(slice(s, l, st) for s, l, st in zip(
         params["start_indices"], params["limit_indices"], params["strides"]))
-    return f"{x}[{bind(index, 'index')}]"
+    return f"{ins[0]}[{bind(index, 'index')}]"
 
 
-# impls whose work is one expression on an array operand, written into the source: the same
-# NumPy call the impl makes (a view of the operand, of its dtype)
-_INLINE_IMPLS = {
-    lax.reshape_p: lambda x, params, bind: f"{x}.reshape({bind(params['new_sizes'], 'shape')})",
-    lax.slice_p: _inline_slice,
-}
+def _inline_reshape(eqn, ins, bind):
+    return f"{ins[0]}.reshape({bind(eqn.params['new_sizes'], 'shape')})"
+
+
+def _inline_concatenate(eqn, ins, bind):
+    return (f"{bind(np.concatenate, 'concatenate')}(({''.join(i + ', ' for i in ins)}), "
+            f"axis={bind(eqn.params['dimension'], 'axis')})")
+
+
+# impls whose work is one expression on array operands (every var's value is an array of its
+# dtype), written into the source: the impl's own NumPy call, which returns an array of the
+# result's dtype
+_INLINE_IMPLS = {lax.reshape_p: _inline_reshape, lax.slice_p: _inline_slice,
+                 lax.concatenate_p: _inline_concatenate}
 
 
 # ---------------------------------------------------------------------------------------------
