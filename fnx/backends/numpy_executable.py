@@ -1,8 +1,11 @@
-"""The CPU executable: a jaxpr lowered to a flat list of NumPy steps over numbered slots.
+"""The CPU executable: a jaxpr lowered to one generated Python function of NumPy calls.
 
 Everything that can be decided once is decided when lowering:
 
-* which function runs each equation and with which parameters, as one closure per step;
+* which NumPy call runs each equation and with which parameters, written as source: values in
+  the function's locals, impls, parameters and constants bound once as names, so a step costs
+  its call and little more (``numpy_source``); a loop or a branch is Python control flow in
+  that function calling its body's own compiled function (``numpy_control_flow``);
 * equations of constants only (a broadcast zero, an iota) are computed once, at lowering;
 * a buffer plan from the equations' liveness: a ufunc, a two-way select or a product writes its
   result (``out=``) into a buffer an earlier step of the same call allocated and nothing reads
