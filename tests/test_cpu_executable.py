@@ -180,3 +180,116 @@ def test_returned_constants_are_fresh_per_call():
     (_, r1), (_, r2) = g(jnp.ones(2)), g(jnp.ones(2))
     _bits_equal(r1, jnp.full((4,), 3.0))
     assert not np.shares_memory(np.asarray(r1), np.asarray(r2))
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs with loops and branches: the generated code's results are the interpreter's bits
+
+
+def _lorenz_rk4(s, steps=50, dt=0.01):
+    def f(s):
+        x, y, z = s[0], s[1], s[2]
+        return jnp.stack([10.0 * (y - x), x * (28.0 - z) - y, x * y - 8.0 / 3.0 * z])
+
+    def body(i, s):
+        k1 = f(s)
+        k2 = f(s + dt / 2 * k1)
+        k3 = f(s + dt / 2 * k2)
+        k4 = f(s + dt * k3)
+        return s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return lax.fori_loop(0, steps, body, s)
+
+
+def _gru(h, xs, w):
+    def step(h, x):
+        z = nn.sigmoid(x @ w + h @ w.T)
+        h = (1 - z) * h + z * jnp.tanh(x @ w.T + (z * h) @ w)
+        return h, jnp.sum(h, axis=1)
+    return lax.scan(step, h, xs)
+
+
+def _newton(a):
+    def cond(c):
+        return jnp.any(jnp.abs(c[0] * c[0] - a) > 1e-5) & (c[1] < 50)
+    return lax.while_loop(cond, lambda c: (0.5 * (c[0] + a / c[0]), c[1] + 1), (a, 0))
+
+
+PROGRAMS = {
+    "lorenz_fori": (_lorenz_rk4, [(3,)]),
+    "gru_scan": (_gru, [(4, 4), (7, 4, 4), (4, 4)]),
+    "newton_while": (_newton, [(5,)]),
+    "reverse_scan_no_carry": (lambda xs: lax.scan(lambda c, x: (c, jnp.sin(x) * 2.0), None,
+                                                   xs, reverse=True)[1], [(6, 3)]),
+    "cumulative_reverse": (lambda xs: lax.scan(lambda c, x: (c + x, c * x), jnp.zeros(3),
+                                               xs, reverse=True), [(5, 3)]),
+    "fori_dynamic_bound": (lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 1.5 - i, x),
+                           [(4,), "n"]),
+    "nested_loops": (lambda x: lax.fori_loop(0, 3, lambda i, c: lax.scan(
+        lambda k, y: (k * y + 1.0, k), c, jnp.stack([c, -c]))[0], x), [(3,)]),
+    "cond_in_scan": (lambda xs: lax.scan(lambda c, x: lax.cond(
+        jnp.sum(x) > 0, lambda: (c + x, x * 2.0), lambda: (c - x, jnp.exp(x))), xs[0], xs),
+        [(8, 2)]),
+    "switch": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda v: v * v], x),
+               ["i", (5,)]),
+    "literal_body_result": (lambda x: lax.scan(lambda c, _: (c * 2.0, 1.0), x, None, length=4),
+                            [()]),
+    "empty_scan": (lambda x, ys: lax.scan(lambda c, y: (c + y, c), x, ys), [(2,), (0, 2)]),
+    "straight_line": (lambda x, v: (jnp.concatenate([x[:2], v]).reshape(2, 2) * 3.0,
+                                    jnp.tanh(x[1:] + 1.0).sum()), [(3,), (2,)]),
+}
+
+
+def _args(shapes, seed):
+    r = np.random.default_rng(seed)
+    out = []
+    for s in shapes:
+        if s == "n":
+            out.append(np.int32(r.integers(1, 6)))
+        elif s == "i":
+            out.append(np.int32(r.integers(-1, 4)))     # out of range: clamped
+        else:
+            out.append(r.uniform(0.5, 2.0, s).astype(F32))
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_programs_with_loops_match_eager_bit_for_bit(name):
+    fn, shapes = PROGRAMS[name]
+    for seed in rng.integers(0, 2 ** 31, 3):
+        args = _args(shapes, seed)
+        got = fnx.tree_util.tree_leaves(fnx.jit(fn)(*args))
+        want = fnx.tree_util.tree_leaves(fn(*args))
+        # with debug_nans on, loop bodies run equation by equation through the eager impls
+        with fnx.config.option("debug_nans", True):
+            interpreted = fnx.tree_util.tree_leaves(fnx.jit(fn)(*args))
+        assert len(got) == len(want) == len(interpreted)
+        for g, w, i in zip(got, want, interpreted):
+            _bits_equal(g, w)
+            _bits_equal(g, i)
+
+
+def test_a_nan_inside_a_jitted_loop_names_the_users_line():
+    def body(i, c):
+        return jnp.log(c - 2.0)      # NaN once c < 2
+    with fnx.config.option("debug_nans", True):
+        with pytest.raises(fnx.debug.NaNError, match="'log'") as e:
+            fnx.jit(lambda x: lax.fori_loop(0, 4, body, x))(jnp.full(3, 9.0))
+    assert "test_cpu_executable.py" in str(e.value) and "(body)" in str(e.value)
+
+
+def test_out_of_memory_inside_a_loop_names_the_step():
+    def f(x):
+        return lax.fori_loop(0, 2, lambda i, c: c + jnp.sum(jnp.ones((10 ** 6, 10 ** 6))), x)
+    with pytest.raises(fnx.errors.OutOfMemoryError, match="broadcast_in_dim|reduce_sum"):
+        fnx.jit(f)(jnp.ones(2))
+
+
+def test_an_error_in_a_callback_inside_a_loop_reaches_the_user():
+    def check(v):
+        if v > 2:
+            raise ValueError("too big")
+    def body(i, c):
+        fnx.debug.callback(check, c)
+        return c + 1.0
+    with pytest.raises(Exception, match="too big"):
+        fnx.jit(lambda x: lax.fori_loop(0, 5, body, x))(jnp.float32(0.0))

@@ -1,8 +1,11 @@
-"""The CPU executable: a jaxpr lowered to a flat list of NumPy steps over numbered slots.
+"""The CPU executable: a jaxpr lowered to one generated Python function of NumPy calls.
 
 Everything that can be decided once is decided when lowering:
 
-* which function runs each equation and with which parameters, as one closure per step;
+* which NumPy call runs each equation and with which parameters, written as source: values in
+  the function's locals, impls, parameters and constants bound once as names, so a step costs
+  its call and little more (``numpy_source``); a loop or a branch is Python control flow in
+  that function calling its body's own compiled function (``numpy_control_flow``);
 * equations of constants only (a broadcast zero, an iota) are computed once, at lowering;
 * a buffer plan from the equations' liveness: a ufunc, a two-way select or a product writes its
   result (``out=``) into a buffer an earlier step of the same call allocated and nothing reads
@@ -19,9 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import dtypes, lax
+from ..core.config import config
 from ..core.core import Array
 from ..core.errors import OutOfMemoryError
 from ..core.jaxpr import Jaxpr, Literal, Var
+from ..core.nan_checks import checking
+from .numpy_control_flow import lower_control_flow
+from .numpy_source import FunctionSource, failing_step
 
 _INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 CONSTANT_LIMIT = 1 << 22     # bytes: larger constant results are computed on every call
@@ -37,35 +44,23 @@ _FRESH = frozenset({
 class NumpyExecutable:
     """``executable(*buffers) -> list of buffers`` for a jaxpr on NumPy."""
 
-    def __init__(self, jaxpr: Jaxpr, consts, backend):
+    def __init__(self, jaxpr: Jaxpr, consts, backend, name: str = "program"):
         self.backend = backend
         plan = _Lowering(jaxpr, consts, backend)
-        self.steps = plan.steps
         self.labels = plan.labels
         self.template = plan.template
-        self.in_slots = [plan.slot_of(v) for v in jaxpr.invars]
-        self.out_slots = [plan.slot_of(v) for v in jaxpr.outvars]
-        self.literal_outs = [isinstance(v, Literal) for v in jaxpr.outvars]
-        self.any_literal_out = any(self.literal_outs)
-        self.num_steps = len(self.steps)
+        self.num_steps = len(plan.labels)
         self.reused = plan.reused
         self.constants = plan.constants
+        self.run = plan.source.compile(name)    # the raw function: loops call it per step
 
     def __call__(self, *args):
-        env = self.template.copy()
-        for k, a in zip(self.in_slots, args):
-            env[k] = a
         with np.errstate(all="ignore"):     # IEEE results without warnings, as in eager
             try:
-                for step in self.steps:
-                    step(env)
-            except MemoryError:
+                return self.run(*args)
+            except MemoryError as e:
                 raise OutOfMemoryError(f"RESOURCE_EXHAUSTED: out of memory in the jitted step "
-                                       f"{self.labels[self.steps.index(step)]}") from None
-        outs = [env[k] for k in self.out_slots]
-        if self.any_literal_out:      # a fresh 0-d array, not the executable's scalar
-            outs = [np.array(o) if lit else o for o, lit in zip(outs, self.literal_outs)]
-        return outs
+                                       f"{failing_step(e.__traceback__)}") from None
 
     def describe(self) -> str:
         return (f"{self.num_steps} NumPy calls, {self.reused} results written into reused "
@@ -73,29 +68,48 @@ class NumpyExecutable:
 
 
 class _Lowering:
-    """Builds the steps, the slot template and the buffer plan of one jaxpr."""
+    """Builds the source of one function running a jaxpr's steps, the slot template (the
+    constants) and the buffer plan."""
 
     def __init__(self, jaxpr: Jaxpr, consts, backend):
         self.backend = backend
         self.slot: dict = {}
         self.template: list = []
-        self.steps: list = []
         self.labels: list = []              # one per step: the primitive and its operands
         self.reused = self.constants = 0
         for v, c in zip(jaxpr.constvars, consts):
             self.template[self.slot_of(v)] = backend.to_buffer(c, v.aval.dtype)
-        for v in jaxpr.invars:
-            self.slot_of(v)
+        in_slots = [self.slot_of(v) for v in jaxpr.invars]
+        params = [_name(s) for s in in_slots]
+        if len(set(params)) < len(params):      # an argument passed twice
+            params = [f"a_{i}" for i in range(len(params))]
+        self.source = src = FunctionSource(params)
+        for p, s in zip(params, in_slots):
+            if p != _name(s):
+                src.emit(f"{_name(s)} = {p}")
         self.constant: set = set()         # vars whose value sits in the template
         eqns = [e for e in jaxpr.eqns if not self._precompute(e, jaxpr.outvars)]
         self.kinds = [_kind(e, self.backend) for e in eqns]
         _mark_implicit_broadcasts(eqns, self.kinds, jaxpr.outvars)
+        self.narrowed = {e.outvars[0] for e, k in zip(eqns, self.kinds)
+                         if k == "implicit_broadcast"}
         self.buffers = _BufferPlan(eqns, jaxpr.outvars)
         for k, eqn in enumerate(eqns):
-            self.steps.append(self._lower(eqn, k))
-            self.labels.append(f"{eqn.primitive.name}: " + ", ".join(
-                v.aval.str_short() for v in eqn.invars))
+            label = f"{eqn.primitive.name}: " + ", ".join(v.aval.str_short() for v in eqn.invars)
+            self.labels.append(label)
+            for line in self._lower(eqn, k):
+                src.emit(line, label)
             self.buffers.finish_step(k)
+        outs = []
+        for v in jaxpr.outvars:
+            name = _name(self.slot_of(v))
+            # a literal result is a fresh 0-d array, not the executable's scalar
+            outs.append(f"{src.bind(np.array, 'array')}({name})" if isinstance(v, Literal)
+                        else name)
+        src.returns(outs)
+        for s, c in enumerate(self.template):
+            if c is not None:
+                src.bind_as(_name(s), c)
 
     def slot_of(self, v) -> int:
         if isinstance(v, Literal):
@@ -139,43 +153,101 @@ class _Lowering:
         it = _INT_OF_SIZE.get(val.dtype.itemsize)
         return it is not None and not np.any(val.view(it))
 
-    # -- steps
+    # -- steps: each returns the lines of source that run it
 
     def _lower(self, eqn, k):
         """The step of ``eqn``, the k-th equation left to run: ``self._<kind>_step``."""
         build = getattr(self, f"_{self.kinds[k]}_step")
-        return build(eqn, k, [self.slot_of(v) for v in eqn.invars])
+        return build(eqn, k, [_name(self.slot_of(v)) for v in eqn.invars])
 
     def _out(self, eqn, k, in_place_positions):
-        """(slot holding the buffer to write into or None to allocate, shape, dtype)."""
-        v = eqn.outvars[0]
-        src = self.buffers.assign(v, k, [eqn.invars[i] for i in in_place_positions])
-        if src is not None:
-            self.reused += 1
-        return (None if src is None else self.slot_of(src)), v.aval.shape, v.aval.dtype
+        """Source of the buffer the step writes into: a dead one's name, or a new one."""
+        reused = self._reused_buffer(eqn, k, in_place_positions)
+        return self._fresh(eqn.outvars[0].aval) if reused is None else reused
+
+    def _reused_buffer(self, eqn, k, in_place_positions):
+        """The name of a dead buffer the step may write into, or None to allocate one."""
+        src = self.buffers.assign(eqn.outvars[0], k,
+                                  [eqn.invars[i] for i in in_place_positions])
+        if src is None:
+            return None
+        self.reused += 1
+        return _name(self.slot_of(src))
+
+    def _fresh(self, aval) -> str:
+        b = self.source.bind
+        return f"{b(np.empty, 'empty')}({b(aval.shape, 'shape')}, {b(aval.dtype, 'dt')})"
+
+    def _result(self, eqn) -> str:
+        return _name(self.slot_of(eqn.outvars[0]))
 
     def _generic_step(self, eqn, k, ins, fn=None, params=None):
         """The impl as is; its results may be views of its inputs."""
         self.buffers.define_generic(eqn, k)
-        fn = self.backend.impls[eqn.primitive] if fn is None else fn
-        return _generic(fn, ins, eqn.params if params is None else params,
-                        [self.slot_of(v) for v in eqn.outvars],
-                        [v.aval.dtype for v in eqn.outvars], eqn.primitive.multiple_results)
+        if fn is None:
+            inline = _INLINE_IMPLS.get(eqn.primitive)
+            if inline is not None and all(isinstance(v, Var) for v in eqn.invars):
+                expr = inline(eqn, ins, self.source.bind)
+                if expr is not None:
+                    return [f"{self._result(eqn)} = {expr}"]
+            fn = self.backend.impls[eqn.primitive]
+        return self._call(fn, ins, eqn.params if params is None else params, eqn.outvars,
+                          eqn.primitive.multiple_results)
+
+    def _call(self, fn, ins, params, outvars, multiple):
+        """``fn(*ins, **params)``, each result made an array of its var's dtype."""
+        b = self.source.bind
+        call = f"{b(fn, 'f')}(" + ", ".join(
+            ins + [f"{key}={b(val, 'p')}" for key, val in params.items()]) + ")"
+        outs = [_name(self.slot_of(v)) for v in outvars]
+        if not multiple and len(outs) == 1:
+            lines = [f"{outs[0]} = {call}"]
+        else:
+            lines = [f"r_ = {call}"] + ([] if multiple else ["r_ = (r_,)"])
+            lines += [f"{o} = r_[{i}]" for i, o in enumerate(outs)]
+        for o, v in zip(outs, outvars):
+            dt = b(v.aval.dtype, "dt")
+            lines.append(f"if type({o}) is not {b(np.ndarray, 'ndarray')} or {o}.dtype != {dt}:"
+                         f" {o} = {b(np.asarray, 'asarray')}({o}, {dt})")
+        return lines
 
     def _higher_step(self, eqn, k, ins):
-        """A higher-order primitive, interpreting its own jaxprs on Arrays."""
-        fn = _via_arrays(eqn.primitive, eqn.params, self.backend,
-                         [v.aval.weak_type for v in eqn.invars])
-        return self._generic_step(eqn, k, ins, fn, {})
+        """A higher-order primitive: a loop or a branch run natively where it has a lowering
+        here, with its own primitive's impl (interpreting its jaxprs on Arrays) as the path
+        debug_nans takes; other higher-order primitives run that impl only."""
+        fallback = self._generic_step(
+            eqn, k, ins, _via_arrays(eqn.primitive, eqn.params, self.backend,
+                                     [v.aval.weak_type for v in eqn.invars]), {})
+        native = lower_control_flow(eqn, ins, [_name(self.slot_of(v)) for v in eqn.outvars],
+                                    self.source.bind, self.backend.compile, f"c{k}_")
+        if native is None:
+            return fallback
+        checks = self.source.bind(_checks_on, "checks_on")
+        return ([f"if {checks}():"] + ["    " + line for line in fallback] + ["else:"]
+                + ["    " + line for line in native])
 
     def _ufunc_step(self, eqn, k, ins):
-        src, shape, dtype = self._out(eqn, k, range(len(ins)))
-        return _ufunc(self.backend.impls[eqn.primitive], ins, self.slot_of(eqn.outvars[0]),
-                      src, shape, dtype)
+        b = self.source.bind
+        uf = b(self.backend.impls[eqn.primitive], "uf")
+        out = self._reused_buffer(eqn, k, range(len(ins)))
+        if out is None and self._allocates_alike(eqn):
+            return [f"{self._result(eqn)} = {uf}({', '.join(ins)})"]
+        out = self._fresh(eqn.outvars[0].aval) if out is None else out
+        return [f"{self._result(eqn)} = {uf}({', '.join(ins)}, out={out})"]
+
+    def _allocates_alike(self, eqn) -> bool:
+        """Whether the ufunc's own result is a new buffer just like ``np.empty``'s of the
+        result's shape and dtype: a short vector (for which the allocation is most of the
+        call) whose operands already have its shape, or are scalars."""
+        out = eqn.outvars[0].aval
+        return out.ndim == 1 and out.size <= _SHORT and all(
+            isinstance(v, Literal) or (v.aval.shape == out.shape and v not in self.narrowed)
+            for v in eqn.invars)
 
     def _logistic_step(self, eqn, k, ins):
-        src, shape, dtype = self._out(eqn, k, [0])
-        return _logistic(ins[0], self.slot_of(eqn.outvars[0]), src, shape, dtype)
+        out = self._out(eqn, k, [0])
+        fn = self.source.bind(_logistic(eqn.outvars[0].aval.dtype), "logistic")
+        return [f"{self._result(eqn)} = {fn}({ins[0]}, {out})"]
 
     def _select_step(self, eqn, k, ins):
         which, f, t = eqn.invars
@@ -183,17 +255,24 @@ class _Lowering:
         # the blend reads the false case after writing the output: only the true case (or the
         # one nonzero case) may share the output's buffer, and not when it is the false case too
         candidates = [] if f is t else [1] if zero_t and not zero_f else [2]
-        src, shape, dtype = self._out(eqn, k, candidates)
-        return _bit_select(ins, self.slot_of(eqn.outvars[0]), src, shape, dtype, zero_f, zero_t)
+        out = self._out(eqn, k, candidates)
+        fn = self.source.bind(_bit_select(eqn.outvars[0].aval.dtype, zero_f, zero_t), "select")
+        return [f"{self._result(eqn)} = {fn}({', '.join(ins)}, {out})"]
 
     def _dot_step(self, eqn, k, ins):
-        src, shape, dtype = self._out(eqn, k, [])    # a product never writes over its operands
-        return _matmul(eqn, ins, self.slot_of(eqn.outvars[0]), src, shape, dtype)
+        out = self._out(eqn, k, [])    # a product never writes over its operands
+        fn = self.source.bind(_matmul(eqn), "product")
+        return [f"{self._result(eqn)} = {fn}({', '.join(ins)}, {out})"]
 
     def _reduce_step(self, eqn, k, ins):
         self.buffers.define_fresh(eqn, k)
-        return _ufunc_reduce(_REDUCERS[eqn.primitive], ins[0], eqn.params["axes"],
-                             self.slot_of(eqn.outvars[0]), eqn.outvars[0].aval.dtype)
+        b = self.source.bind
+        o = self._result(eqn)
+        dt = b(eqn.outvars[0].aval.dtype, "dt")
+        return [f"{o} = {b(_REDUCERS[eqn.primitive].reduce, 'reduce')}({ins[0]}, "
+                f"axis={b(eqn.params['axes'], 'axes')})",
+                f"if type({o}) is not {b(np.ndarray, 'ndarray')} or {o}.dtype != {dt}:"
+                f" {o} = {b(np.asarray, 'asarray')}({o}, {dt})"]
 
     def _implicit_broadcast_step(self, eqn, k, ins):
         """The operand reshaped to the result's rank; the out= steps reading it broadcast."""
@@ -202,11 +281,48 @@ class _Lowering:
         view = [1] * len(eqn.params["shape"])
         for i, d in enumerate(eqn.params["broadcast_dimensions"]):
             view[d] = x.aval.shape[i]
-        return _reshape(ins[0], self.slot_of(eqn.outvars[0]), tuple(view))
+        return [f"{self._result(eqn)} = {ins[0]}.reshape({self.source.bind(tuple(view), 'shape')})"]
 
     def _take_step(self, eqn, k, ins):
         self.buffers.define_fresh(eqn, k)
-        return _take_last_axis(ins, self.slot_of(eqn.outvars[0]), eqn.invars[0].aval.shape)
+        fn = self.source.bind(_take_last_axis(eqn.invars[0].aval.shape), "take")
+        return [f"{self._result(eqn)} = {fn}({', '.join(ins)})"]
+
+
+def _name(slot: int) -> str:
+    return f"s{slot}"
+
+
+def _checks_on() -> bool:
+    return checking(config)
+
+
+_SHORT = 64     # elements: a vector this short costs more to allocate than to compute
+
+
+def _inline_slice(eqn, ins, bind):
+    params = eqn.params
+    if params["strides"] is None or not eqn.invars[0].aval.ndim:   # x[()] is a scalar
+        return None
+    index = tuple(slice(s, l, st) for s, l, st in zip(
+        params["start_indices"], params["limit_indices"], params["strides"]))
+    return f"{ins[0]}[{bind(index, 'index')}]"
+
+
+def _inline_reshape(eqn, ins, bind):
+    return f"{ins[0]}.reshape({bind(eqn.params['new_sizes'], 'shape')})"
+
+
+def _inline_concatenate(eqn, ins, bind):
+    return (f"{bind(np.concatenate, 'concatenate')}(({''.join(i + ', ' for i in ins)}), "
+            f"axis={bind(eqn.params['dimension'], 'axis')})")
+
+
+# impls whose work is one expression on array operands (every var's value is an array of its
+# dtype), written into the source: the impl's own NumPy call, which returns an array of the
+# result's dtype
+_INLINE_IMPLS = {lax.reshape_p: _inline_reshape, lax.slice_p: _inline_slice,
+                 lax.concatenate_p: _inline_concatenate}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,96 +516,57 @@ def _last_axis_pick(eqn) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Step builders: each returns ``run(env)``
+# The functions of steps that take more than one NumPy call
 
 
 def _generic(fn, ins, params, outs, dts, multiple):
-    if not multiple and len(outs) == 1:
-        (o,), (dt,) = outs, dts
-
-        def run(env):
-            r = fn(*[env[i] for i in ins], **params)
-            env[o] = r if type(r) is np.ndarray and r.dtype == dt else np.asarray(r, dt)
-        return run
-
-    def run_multi(env):
+    """``run(env)``: the impl on slots of ``env`` (a constant's computation at lowering)."""
+    def run(env):
         res = fn(*[env[i] for i in ins], **params)
         if not multiple:
             res = (res,)
         for k, r, dt in zip(outs, res, dts):
             env[k] = r if type(r) is np.ndarray and r.dtype == dt else np.asarray(r, dt)
-    return run_multi
-
-
-def _ufunc(uf, ins, o, src, shape, dtype):
-    empty = np.empty
-    if len(ins) == 2:
-        a, b = ins
-        if src is None:
-            def run2(env):
-                env[o] = uf(env[a], env[b], out=empty(shape, dtype))
-            return run2
-
-        def run2_into(env):
-            env[o] = uf(env[a], env[b], out=env[src])
-        return run2_into
-    if len(ins) == 1:
-        (a,) = ins
-        if src is None:
-            def run1(env):
-                env[o] = uf(env[a], out=empty(shape, dtype))
-            return run1
-
-        def run1_into(env):
-            env[o] = uf(env[a], out=env[src])
-        return run1_into
-
-    def run(env):
-        out = empty(shape, dtype) if src is None else env[src]
-        env[o] = uf(*[env[i] for i in ins], out=out)
     return run
 
 
-def _logistic(a, o, src, shape, dtype):
+def _logistic(dtype):
     """The impl's ``0.5 * (tanh(0.5 * x) + 1)``, one ufunc at a time into one buffer."""
     half, one = dtype.type(0.5), dtype.type(1)
 
-    def run(env):
-        out = np.empty(shape, dtype) if src is None else env[src]
-        np.multiply(env[a], half, out=out)
+    def logistic(x, out):
+        np.multiply(x, half, out=out)
         np.tanh(out, out=out)
         np.add(out, one, out=out)
-        env[o] = np.multiply(out, half, out=out)
-    return run
+        return np.multiply(out, half, out=out)
+    return logistic
 
 
-def _bit_select(ins, o, src, shape, dtype, zero_f, zero_t):
+def _bit_select(dtype, zero_f, zero_t):
     """``select_n(which, f, t)`` for a boolean ``which`` as bit operations on the cases seen as
     integers: ``f ^ ((f ^ t) & mask)``, or one AND when a case is all-zero bits."""
-    w, f, t = ins
     it = _INT_OF_SIZE[dtype.itemsize]
 
-    def run(env):
-        out = np.empty(shape, dtype) if src is None else env[src]
+    def select(w, f, t, out):
         ov = out.view(it)
-        m = env[w].astype(it)                 # 0 / 1
+        m = w.astype(it)                      # 0 / 1
         if zero_f:                            # t where which, else zeros
             np.negative(m, out=m)
-            np.bitwise_and(env[t].view(it), m, out=ov)
+            np.bitwise_and(t.view(it), m, out=ov)
         elif zero_t:                          # f where not which, else zeros
             np.subtract(m, 1, out=m)
-            np.bitwise_and(env[f].view(it), m, out=ov)
+            np.bitwise_and(f.view(it), m, out=ov)
         else:
             np.negative(m, out=m)
-            fv = env[f].view(it)
-            np.bitwise_xor(fv, env[t].view(it), out=ov)
+            fv = f.view(it)
+            np.bitwise_xor(fv, t.view(it), out=ov)
             np.bitwise_and(ov, m, out=ov)
             np.bitwise_xor(ov, fv, out=ov)
-        env[o] = out
-    return run
+        return out
+    return select
 
 
-def _matmul(eqn, ins, o, src, shape, dtype):
+def _matmul(eqn):
     """The impl's batched matmul over (batch, free, contract) layouts, into a buffer."""
     lc, rc, lb, rb, lfree, rfree = _dot_layout(eqn)
     x, y = eqn.invars
@@ -501,11 +578,9 @@ def _matmul(eqn, ins, o, src, shape, dtype):
     rshape = bshape + (k, y.aval.shape[rfree[0]])
     lperm = None if lperm == tuple(range(len(lperm))) else lperm
     rperm = None if rperm == tuple(range(len(rperm))) else rperm
-    a, b = ins
-    matmul, empty = np.matmul, np.empty
+    matmul = np.matmul
 
-    def run(env):
-        lhs, rhs = env[a], env[b]
+    def product(lhs, rhs, out):
         if lperm is not None:
             lhs = lhs.transpose(lperm)
         if rperm is not None:
@@ -514,38 +589,24 @@ def _matmul(eqn, ins, o, src, shape, dtype):
             lhs = lhs.reshape(lshape)
         if rhs.shape != rshape:
             rhs = rhs.reshape(rshape)
-        env[o] = matmul(lhs, rhs, out=empty(shape, dtype) if src is None else env[src])
-    return run
+        return matmul(lhs, rhs, out=out)
+    return product
 
 
-def _ufunc_reduce(uf, a, axes, o, dtype):
-    def run(env):
-        r = uf.reduce(env[a], axis=axes)
-        env[o] = r if type(r) is np.ndarray and r.dtype == dtype else np.asarray(r, dtype)
-    return run
-
-
-def _reshape(a, o, shape):
-    def run(env):
-        env[o] = env[a].reshape(shape)
-    return run
-
-
-def _take_last_axis(ins, o, x_shape):
+def _take_last_axis(x_shape):
     """take_along_axis on the last axis as one flat np.take: line offsets precomputed, indices
     clamped into range as the impl does."""
     n = x_shape[-1]
     lines = int(np.prod(x_shape[:-1], dtype=np.int64))
     offsets = (np.arange(lines, dtype=np.intp) * n).reshape(tuple(x_shape[:-1]) + (1,))
-    xs, ids = ins
     hi = n - 1
 
-    def run(env):
-        i = np.minimum(env[ids], hi).astype(np.intp)
+    def take(xs, ids):
+        i = np.minimum(ids, hi).astype(np.intp)
         np.maximum(i, 0, out=i)
         i += offsets
-        env[o] = np.take(env[xs].reshape(-1), i)
-    return run
+        return np.take(xs.reshape(-1), i)
+    return take
 
 
 def _via_arrays(p, params, backend, weak):
