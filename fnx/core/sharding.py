@@ -523,6 +523,7 @@ def index_key(index):
     return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
-__all__ = ["AbstractMesh", "AxisType", "Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+__all__ = ["AbstractMesh", "AxisType", "Shard", "set_mesh", "use_mesh", "index_key",
+           "PartitionSpec", "P",
            "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
            "PmapSharding", "PositionalSharding", "current_mesh"]
