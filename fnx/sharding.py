@@ -2,9 +2,9 @@
 
 >>> from fnx.sharding import Mesh, NamedSharding, PartitionSpec as P
 """
-from .core.placement import reshard  # noqa: F401
-from .core.sharding import (AxisType, Mesh, NamedSharding, P, PartitionSpec,  # noqa: F401
-                            PmapSharding, PositionalSharding, Shard, Sharding,
+from .core.placement import auto_axes, explicit_axes, reshard  # noqa: F401
+from .core.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, P,  # noqa: F401
+                            PartitionSpec, PmapSharding, PositionalSharding, Shard, Sharding,
                             SingleDeviceSharding, get_abstract_mesh, get_mesh, set_mesh,
                             use_mesh)
 

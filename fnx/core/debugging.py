@@ -5,6 +5,9 @@ keeps it), runs its callback with concrete values when the program runs, prints 
 under vmap, and prints primal values under grad."""
 from __future__ import annotations
 
+import logging
+import string
+
 import numpy as np
 
 from .batching import bdim_at_front
@@ -49,20 +52,79 @@ def debug_print(fmt: str, *args, **kwargs):
     >>> fnx.jit(lambda x: fnx.debug.print("x = {}", x))(jnp.arange(3))
     x = [0 1 2]
     """
+    _emit_formatted(fmt, args, kwargs, print, "print")
+
+
+_logger = logging.getLogger("fnx.debug")
+
+
+def debug_log(fmt: str, *args, ordered: bool = False, partitioned: bool = False,
+              skip_format_check: bool = False, **kwargs):
+    """``fmt.format(*args, **kwargs)`` as an INFO record handed to the ``fnx.debug`` logger's
+    handlers when the program runs, inside jit, vmap (once per example) and grad, the record
+    naming the caller's file and line (``jax.debug.log``; as there, the logger's level does
+    not filter it). Arguments ``fmt`` leaves unused raise ValueError, unless
+    ``skip_format_check``, which appends them to a ``fmt`` without fields.
+
+    >>> import logging
+    >>> records, handler = [], logging.Handler()
+    >>> handler.emit = records.append
+    >>> logging.getLogger("fnx.debug").addHandler(handler)
+    >>> fnx.jit(lambda x: fnx.debug.log("total {}", x.sum()))(jnp.arange(3))
+    >>> logging.getLogger("fnx.debug").removeHandler(handler)
+    >>> [(r.levelname, r.getMessage()) for r in records]
+    [('INFO', 'total 3')]
+    """
+    del ordered, partitioned       # one host runs every callback, in program order
+    if not skip_format_check:
+        _FormatChecker().format(fmt, *args, **kwargs)
+    where = user_frame()
+    filename, lineno = (where.filename, where.lineno) if where else ("(unknown file)", 0)
+
+    def emit(message):
+        _logger.handle(_logger.makeRecord(_logger.name, logging.INFO, filename, lineno,
+                                          message, (), None))
+    _emit_formatted(fmt, args, kwargs, emit, "log", append_unused=skip_format_check)
+
+
+class _FormatChecker(string.Formatter):
+    """Reads a format string against its arguments without formatting any value (they may be
+    traced): KeyError or IndexError for a field without its argument, ValueError for an
+    argument without its field."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        positional = [a for i, a in enumerate(args) if i not in used_args]
+        named = [k for k in kwargs if k not in used_args]
+        if positional or named:
+            raise ValueError(
+                f"unused arguments to fnx.debug.log: {positional or ''}{named or ''}; pass the "
+                f"values as arguments to a format string with a field for each (an f-string "
+                f"formats too early)")
+
+
+def _emit_formatted(fmt, args, kwargs, emit, name, append_unused=False):
+    """Stage ``emit(message)`` of ``fmt`` formatted with the runtime values of ``args`` and
+    ``kwargs``; with ``append_unused``, a ``fmt`` without fields gets the values appended,
+    separated by spaces."""
     names = list(kwargs)
     values = list(args) + [kwargs[k] for k in names]
+    append = append_unused and \
+        all(field is None for _, field, _, _ in string.Formatter().parse(fmt))
 
     def callback(*vals, batched):
         def show(vs):
             pos = vs[:len(args)]
             kw = dict(zip(names, vs[len(args):]))
-            print(fmt.format(*pos, **kw))
+            emit(" ".join([fmt, *map(str, pos)]) if append else fmt.format(*pos, **kw))
         if batched:
             for i in range(len(vals[0])):
                 show([v[i] for v in vals])
         else:
             show(list(vals))
-    callback.__name__ = "print"
+    callback.__name__ = name
     traced = [v for v in values if isinstance(v, (Array, Tracer))]
     if len(traced) != len(values):
         values = [v if isinstance(v, (Array, Tracer)) else np.asarray(v) for v in values]

@@ -7,6 +7,7 @@ read their blocks where they are.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -14,8 +15,8 @@ import numpy as np
 from . import core, spmd
 from .errors import MeshError, ShapeError
 from .pytree import broadcast_prefix, tree_flatten, tree_leaves, tree_map, tree_unflatten
-from .sharding import (Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
-                       current_mesh)
+from .sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
+                       SingleDeviceSharding, current_mesh)
 
 
 def device_put(x, device=None, *, donate=False, may_alias=None):
@@ -94,12 +95,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     >>> x.shape, x.sharding.spec
     ((4, 2), P('batch',))
     """
-    if isinstance(sharding, PartitionSpec):
-        mesh = current_mesh()
-        if mesh is None:
-            raise MeshError(f"make_array_from_process_local_data was given {sharding} without "
-                            "a mesh: pass a NamedSharding, or set one with fnx.set_mesh(mesh)")
-        sharding = NamedSharding(mesh, sharding)
+    sharding = _over_context_mesh(sharding, "make_array_from_process_local_data")
 
     def one(x):
         if global_shape is not None and tuple(np.shape(x)) != tuple(global_shape):
@@ -175,5 +171,116 @@ def reshard(xs, out_shardings):
     >>> s = fnx.NamedSharding(fnx.make_mesh((1,), ("x",)), fnx.P("x"))
     >>> fnx.reshard(jnp.ones(2), s).sharding == s
     True
+    >>> with fnx.set_mesh(s.mesh):             # a bare PartitionSpec: over the mesh set
+    ...     fnx.reshard(jnp.ones(2), fnx.P("x")).sharding == s
+    True
     """
+    out_shardings = tree_map(lambda s: _over_context_mesh(s, "reshard"), out_shardings,
+                             is_leaf=lambda s: isinstance(s, (PartitionSpec, Sharding)))
     return device_put(xs, out_shardings)
+
+
+def _over_context_mesh(sharding, who):
+    """``sharding``, a bare ``PartitionSpec`` taken as a NamedSharding over the mesh in force."""
+    if not isinstance(sharding, PartitionSpec):
+        return sharding
+    mesh = current_mesh()
+    if mesh is None:
+        raise MeshError(f"{who} was given {sharding} without a mesh: pass a NamedSharding, or "
+                        f"set one with fnx.set_mesh(mesh)")
+    return NamedSharding(mesh, sharding)
+
+
+def _mesh_with_types(axes, axis_type, who, shardings=None):
+    """``(mesh, the mesh with `axes` (all when None) of `axis_type`)`` for the mesh in force or
+    the one ``shardings`` name (they must agree); None where there is neither."""
+    context = current_mesh()
+    named = {s.mesh for s in tree_leaves(shardings, is_leaf=lambda s: isinstance(s, Sharding))
+             if isinstance(s, NamedSharding)}
+    if len(named) > 1:
+        raise MeshError(f"the shardings passed to {who} must share one mesh, got {named}")
+    mesh = named.pop() if named else None
+    if mesh is not None and context is not None and mesh != context:
+        raise MeshError(f"{who}: the mesh in force, {context}, is not the shardings' mesh, "
+                        f"{mesh}; set it with fnx.set_mesh")
+    mesh = context or mesh
+    if mesh is None:
+        return None
+    axes = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else tuple(axes)
+    unknown = [a for a in axes if a not in mesh.axis_names]
+    if unknown:
+        raise MeshError(f"{who}: {unknown} are not axes of {mesh}")
+    if any(mesh.axis_types[mesh.axis_names.index(a)] is AxisType.Manual for a in axes):
+        raise NotImplementedError(f"{who}: a Manual mesh axis cannot become Auto or Explicit")
+    types = tuple(axis_type if n in axes else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    return mesh, Mesh(mesh.devices, mesh.axis_names, types)
+
+
+def _sharding_argument(given, kwargs, name):
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` run with the mesh axes ``axes`` (all when None) of the mesh in force made ``Auto``
+    (``jax.sharding.auto_axes``), its results laid out by ``out_sharding`` (given here or as a
+    keyword of each call). fnx's sharding rules are the same for every axis type, so the
+    values are ``f``'s; the axis types ``f`` sees and the results' layout are JAX's.
+
+    >>> mesh = fnx.make_mesh((1,), ("x",), axis_types=(fnx.sharding.AxisType.Explicit,))
+    >>> @fnx.sharding.auto_axes
+    ... def f(x):
+    ...     print(fnx.sharding.get_abstract_mesh().axis_types)
+    ...     return x * 2
+    >>> with fnx.set_mesh(mesh):
+    ...     f(jnp.ones(2), out_sharding=fnx.P("x")).sharding.spec
+    (Auto,)
+    P('x',)
+    """
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        out_sharding_ = _sharding_argument(out_sharding, kwargs, "out_sharding")
+        meshes = _mesh_with_types(axes, AxisType.Auto, "auto_axes", out_sharding_)
+        if meshes is None or meshes[0].axis_types == meshes[1].axis_types:
+            return f(*args, **kwargs)
+        with meshes[1]:
+            out = f(*args, **kwargs)
+        return reshard(out, out_sharding_)
+    return run
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` run on its arguments laid out by ``in_sharding`` (given here or as a keyword of
+    each call), with the mesh axes ``axes`` (all when None) of the mesh in force made
+    ``Explicit`` (``jax.sharding.explicit_axes``); a mesh must be in force. fnx's sharding
+    rules are the same for every axis type, so the values are ``f``'s.
+
+    >>> mesh = fnx.make_mesh((1,), ("x",))
+    >>> @fnx.sharding.explicit_axes(in_sharding=fnx.P("x"))
+    ... def f(x):
+    ...     print(fnx.sharding.get_abstract_mesh().axis_types, x.sharding.spec)
+    ...     return x * 2
+    >>> with fnx.set_mesh(mesh):
+    ...     f(jnp.ones(2))
+    (Explicit,) P('x',)
+    Array([2., 2.], dtype=float32)
+    """
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        in_sharding_ = _sharding_argument(in_sharding, kwargs, "in_sharding")
+        meshes = _mesh_with_types(axes, AxisType.Explicit, "explicit_axes")
+        if meshes is None:
+            raise MeshError("explicit_axes needs a mesh in force: enter one with "
+                            "fnx.set_mesh(mesh)")
+        with meshes[1]:
+            return f(*reshard(args, in_sharding_), **kwargs)
+    return run

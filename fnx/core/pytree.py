@@ -199,7 +199,8 @@ def register_dataclass(cls=None, *, data_fields=None, meta_fields=None):
     [1.0, 2.0]
     """
     def wrap(cls):
-        fields = [f for f in dataclasses.fields(cls)]
+        # with both lists given, any class will do, as in JAX
+        fields = dataclasses.fields(cls) if data_fields is None or meta_fields is None else ()
         meta = list(meta_fields) if meta_fields is not None else \
             [f.name for f in fields if f.metadata.get("static", False)]
         data = list(data_fields) if data_fields is not None else \
@@ -739,3 +740,52 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, c: Partial(func, *c[0], **c[1]))
+
+
+class _Registry:
+    """The pytree node registry as an object (``jax.tree_util.default_registry``): its
+    methods read and extend the same registry as the module's functions.
+
+    >>> fnx.tree_util.default_registry.flatten({"b": (1, 2), "a": 3})
+    ([3, 1, 2], PyTreeDef({'a': *, 'b': (*, *)}))
+    >>> fnx.tree_util.default_registry.flatten_one_level(5) is None
+    True
+    """
+
+    def flatten(self, tree, leaf_predicate=None):
+        """``(leaves, treedef)``, as ``tree_flatten``."""
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        """``(children, aux_data)`` of the root node as its flatten function gives them, or None
+        for a leaf."""
+        nt = _node_type(tree)
+        return None if nt is None else tuple(nt.to_iterable(tree))
+
+    def flatten_one_level_with_keys(self, tree):
+        """``([(key, child), ...], aux_data)`` of the root node, or None for a leaf."""
+        return flatten_one_level_with_keys(tree) if is_tree_node(type(tree)) else None
+
+    def flatten_with_path(self, tree, is_leaf=None):
+        """``([(key_path, leaf), ...], treedef)``, as ``tree_flatten_with_path``."""
+        return tree_flatten_with_path(tree, is_leaf)
+
+    def is_node(self, typ: type) -> bool:
+        """Whether instances of ``typ`` are nodes."""
+        return is_tree_node(typ)
+
+    def register_node(self, nodetype, to_iterable, from_iterable, to_iterable_with_keys=None):
+        """Registers ``nodetype``, as ``register_pytree_node`` (with keys if given)."""
+        if to_iterable_with_keys is None:
+            register_pytree_node(nodetype, to_iterable, from_iterable)
+        else:
+            register_pytree_with_keys(nodetype, to_iterable_with_keys, from_iterable,
+                                      to_iterable)
+
+    def register_dataclass_node(self, nodetype, data_fields, meta_fields):
+        """Registers ``nodetype`` by the attributes that are children and those that are static,
+        as ``register_dataclass``."""
+        register_dataclass(nodetype, data_fields=data_fields, meta_fields=meta_fields)
+
+
+default_registry = _Registry()

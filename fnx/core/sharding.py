@@ -61,10 +61,53 @@ class AxisType(enum.Enum):
         return self.name
 
 
-class Mesh:
+class _NamedAxes:
+    """What meshes, concrete and abstract, tell of their axes: names, sizes and types."""
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    def _axes_of(self, kind):
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
+
+    auto_axes = property(lambda self: self._axes_of(AxisType.Auto))
+    explicit_axes = property(lambda self: self._axes_of(AxisType.Explicit))
+    manual_axes = property(lambda self: self._axes_of(AxisType.Manual))
+    are_all_axes_auto = property(
+        lambda self: bool(self.axis_types) and self.auto_axes == self.axis_names)
+    are_all_axes_explicit = property(
+        lambda self: bool(self.axis_types) and self.explicit_axes == self.axis_names)
+    are_all_axes_manual = property(
+        lambda self: bool(self.axis_types) and self.manual_axes == self.axis_names)
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """The mesh's axis names, sizes and types without its devices."""
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
+
+def _axis_types(axis_names, axis_types, who):
+    """``axis_types`` as a tuple with one AxisType per name (Auto for all when None)."""
+    if axis_types is None:
+        return (AxisType.Auto,) * len(axis_names)
+    if isinstance(axis_types, AxisType):
+        axis_types = (axis_types,) * len(axis_names)
+    axis_types = tuple(axis_types)
+    if not all(isinstance(t, AxisType) for t in axis_types):
+        raise TypeError(f"axis_types passed to {who} must be fnx.sharding.AxisType members, got "
+                        f"{axis_types}")
+    if len(axis_types) != len(axis_names):
+        raise MeshError(f"{who} needs one axis type per axis name, got axis_names="
+                        f"{axis_names} and axis_types={axis_types}")
+    return axis_types
+
+
+class Mesh(_NamedAxes):
     """Devices in a grid whose axes have names.
 
-    >>> Mesh(np.array(fnx.devices()[:4]).reshape(2, 2), ("data", "model"))
+    >>> Mesh(np.array(fnx.devices()[:1]).reshape(1, 1), ("data", "model"))
+    Mesh('data': 1, 'model': 1)
     """
 
     def __init__(self, devices, axis_names, axis_types=None):
@@ -72,10 +115,7 @@ class Mesh:
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         self.axis_names = tuple(axis_names)
-        if isinstance(axis_types, AxisType):
-            axis_types = (axis_types,) * len(self.axis_names)
-        self.axis_types = tuple(axis_types) if axis_types is not None else \
-            (AxisType.Auto,) * len(self.axis_names)
+        self.axis_types = _axis_types(self.axis_names, axis_types, "Mesh")
         if self.devices.ndim != len(self.axis_names):
             raise MeshError(f"a mesh of devices with shape {self.devices.shape} needs "
                             f"{self.devices.ndim} axis names, got {self.axis_names}")
@@ -113,6 +153,72 @@ class Mesh:
     def __repr__(self):
         axes = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
         return f"Mesh({axes})"
+
+
+class AbstractMesh(_NamedAxes):
+    """A mesh's axis names, sizes and types without devices (``jax.sharding.AbstractMesh``):
+    what a program's shardings depend on, so that meshes of other devices share it. Asking it
+    for devices, or entering it as a context, raises ValueError.
+
+    >>> mesh = AbstractMesh((2, 4), ("data", "model"))
+    >>> mesh
+    AbstractMesh('data': 2, 'model': 4, axis_types=(Auto, Auto))
+    >>> mesh.size, mesh.update_axis_types({"data": AxisType.Explicit}).explicit_axes
+    (8, ('data',))
+    """
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise MeshError(f"AbstractMesh needs one size per axis name, got axis_sizes="
+                            f"{self.axis_sizes} and axis_names={self.axis_names}")
+        self.axis_types = _axis_types(self.axis_names, axis_types, "AbstractMesh")
+        self.abstract_device = abstract_device
+
+    shape = property(lambda self: dict(self.shape_tuple))
+    size = property(lambda self: math.prod(self.axis_sizes) if self.axis_sizes else 0)
+    empty = property(lambda self: self.size == 0)
+    abstract_mesh = property(lambda self: self)
+
+    def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kwargs):
+        """This mesh with the parts given replaced."""
+        kwargs.setdefault("abstract_device", self.abstract_device)
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types, **kwargs)
+
+    def update_axis_types(self, name_to_type: dict) -> AbstractMesh:
+        """This mesh with the axes named in ``name_to_type`` given those types."""
+        return self.update(axis_types=tuple(name_to_type.get(n, t) for n, t in
+                                            zip(self.axis_names, self.axis_types)))
+
+    def _no_devices(what):
+        def refuse(self, *args):
+            raise ValueError(f"AbstractMesh does not implement {what}: it has no devices")
+        return refuse
+
+    devices = property(_no_devices("devices"))
+    device_ids = property(_no_devices("device_ids"))
+    local_devices = property(_no_devices("local_devices"))
+    local_mesh = property(_no_devices("local_mesh"))
+    is_multi_process = property(_no_devices("is_multi_process"))
+    __enter__ = _no_devices("__enter__")
+    __exit__ = _no_devices("__exit__")
+    del _no_devices
+
+    def _key(self):
+        return self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractMesh) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple) or "()"
+        return f"AbstractMesh({axes}, axis_types={self.axis_types})"
 
 
 _mesh_stack: list[Mesh] = []
@@ -170,7 +276,12 @@ get_abstract_mesh = get_mesh
 
 
 class Sharding:
-    """Where the blocks of an array live: ``devices_indices_map(shape)``."""
+    """Where the blocks of an array live: ``devices_indices_map(shape)``, the base of every
+    sharding.
+
+    >>> jnp.ones((2, 3)).sharding.devices_indices_map((2, 3))
+    {CpuDevice(id=0): (slice(None, None, None), slice(None, None, None))}
+    """
 
     @property
     def device_set(self) -> set:
@@ -196,7 +307,11 @@ class Sharding:
 
 
 class SingleDeviceSharding(Sharding):
-    """The whole array on one device."""
+    """The whole array on one device.
+
+    >>> SingleDeviceSharding(fnx.devices()[0]).shard_shape((2, 3))
+    (2, 3)
+    """
 
     def __init__(self, device):
         self._device = device
@@ -293,7 +408,11 @@ def _trimmed(spec):
 
 
 class PmapSharding(Sharding):
-    """pmap's results: slice ``i`` of axis ``sharded_dim`` on device ``i``."""
+    """pmap's results: slice ``i`` of axis ``sharded_dim`` on device ``i``.
+
+    >>> PmapSharding(fnx.devices()[:1]).devices_indices_map((1, 3))
+    {CpuDevice(id=0): (0, slice(None, None, None))}
+    """
 
     def __init__(self, devices, sharded_dim: int = 0):
         self.devices = list(devices)
@@ -332,7 +451,8 @@ class PositionalSharding(Sharding):
     """Devices in an array whose rank is the sharded array's (JAX's older API): dimension ``d``
     is split into ``devices.shape[d]`` blocks, or held whole where ``replicate`` made it so.
 
-    >>> PositionalSharding(fnx.devices()[:2]).reshape(2, 1)
+    >>> PositionalSharding(fnx.devices()[:1]).reshape(1, 1)
+    PositionalSharding(shape=(1, 1))
     """
 
     def __init__(self, devices, _split=None):
@@ -403,6 +523,7 @@ def index_key(index):
     return tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in index)
 
 
-__all__ = ["AxisType", "Shard", "set_mesh", "use_mesh", "index_key", "PartitionSpec", "P",
+__all__ = ["AbstractMesh", "AxisType", "Shard", "set_mesh", "use_mesh", "index_key",
+           "PartitionSpec", "P",
            "Mesh", "Sharding", "SingleDeviceSharding", "NamedSharding",
            "PmapSharding", "PositionalSharding", "current_mesh"]

@@ -26,7 +26,7 @@ from .qdwh import qdwh  # noqa: F401
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky",
            "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
-           "lu_pivots_to_permutation", "qdwh", "qr", "schur", "svd", "symmetric_product",
+           "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "schur", "svd", "symmetric_product",
            "triangular_solve", "tridiagonal", "tridiagonal_solve"]
 
 
@@ -292,13 +292,59 @@ def householder_product(a, taus):
     q = jnp.broadcast_to(jnp.eye(m, n, dtype=a.dtype), a.shape)
 
     def reflect(step, q):
-        i = k - 1 - step                      # H_1 (H_2 (... (H_k I)))
-        column = lax.dynamic_index_in_dim(a, i, a.ndim - 1, keepdims=False)
-        v = jnp.where(rows == i, 1, jnp.where(rows > i, column, 0)).astype(a.dtype)
-        tau = lax.dynamic_index_in_dim(taus, i, taus.ndim - 1, keepdims=True)
+        v, tau = _reflector(a, taus, k - 1 - step, rows)     # H_1 (H_2 (... (H_k I)))
         vq = jnp.einsum("...m,...mn->...n", jnp.conj(v), q)
         return q - (tau * v)[..., :, None] * vq[..., None, :]
     return fori_loop(0, k, reflect, q)
+
+
+def _reflector(a, taus, i, rows):
+    """The Householder vector ``v_i`` (unit at row ``i``, ``a``'s column ``i`` below it) and
+    its ``tau_i`` with a trailing axis of one, for ``H_i = I - tau_i v_i v_i^H``."""
+    column = lax.dynamic_index_in_dim(a, i, a.ndim - 1, keepdims=False)
+    v = jnp.where(rows == i, 1, jnp.where(rows > i, column, 0)).astype(a.dtype)
+    return v, lax.dynamic_index_in_dim(taus, i, taus.ndim - 1, keepdims=True)
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q @ c`` (``c @ Q`` with ``left=False``; ``Q^H`` in place of ``Q`` with
+    ``transpose``) for the ``Q`` whose Householder reflectors ``taus`` (``[..., k]``) and
+    ``a`` (``[..., m, n]``, below its diagonal) hold, as a geqrf leaves them, without forming
+    ``Q`` (LAPACK's ormqr): one reflector at a time, composed of products, so it has a
+    derivative. ``c`` is ``[..., m, cols]`` (``[..., rows, m]`` with ``left=False``).
+
+    >>> a = jnp.array([[1.0], [1.0]])          # H = I - v v^T with v = [1, 1]
+    >>> fnx.lax.linalg.ormqr(a, jnp.array([1.0]), jnp.array([[2.0], [3.0]]))
+    Array([[-3.],
+           [-2.]], dtype=float32)
+    """
+    a, taus, c = promote_dtypes_inexact(a, taus, c)
+    if a.ndim < 2 or c.ndim != a.ndim or taus.ndim != a.ndim - 1 or \
+            taus.shape[:-1] != a.shape[:-2] or c.shape[:-2] != a.shape[:-2]:
+        raise ShapeError(f"ormqr needs a (..., m, n), taus (..., k) and c (..., rows, cols) "
+                         f"with the same batch dimensions, got {a.shape}, {taus.shape} and "
+                         f"{c.shape}")
+    m, n = a.shape[-2:]
+    k = taus.shape[-1]
+    if k > n:
+        raise ShapeError(f"ormqr: a of shape {a.shape} holds {n} reflectors, taus {k}")
+    side, extent = ("rows", c.shape[-2]) if left else ("columns", c.shape[-1])
+    if extent != m:
+        raise ShapeError(f"ormqr with left={left} needs c with as many {side} as a has rows "
+                         f"({m}), got a of shape {a.shape} and c of shape {c.shape}")
+    if transpose:              # Q^H = H_k^H ... H_1^H, and H_i^H takes conj(tau_i)
+        taus = jnp.conj(taus)
+    backwards = left != transpose     # Q c = H_1 (... (H_k c)); c Q^H = (c H_k^H) ... H_1^H
+    rows = jnp.arange(m)
+
+    def reflect(step, c):
+        v, tau = _reflector(a, taus, k - 1 - step if backwards else step, rows)
+        if left:               # H c = c - tau v (v^H c)
+            vc = jnp.einsum("...m,...mj->...j", jnp.conj(v), c)
+            return c - (tau * v)[..., :, None] * vc[..., None, :]
+        cv = jnp.einsum("...im,...m->...i", c, v)     # c H = c - tau (c v) v^H
+        return c - (tau[..., None] * cv[..., :, None]) * jnp.conj(v)[..., None, :]
+    return fori_loop(0, k, reflect, c)
 
 
 def _lapack_on_host(name, x, outs, host_call):

@@ -17,6 +17,8 @@ True
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import numpy as jnp
@@ -24,11 +26,12 @@ from ..core import dtypes, lax
 from ..core import linalg_prims as _lp
 from ..core.control_flow import cond, fori_loop, scan, switch
 from ..core.custom_derivatives import custom_jvp
-from ..core.errors import ShapeError
+from ..core.errors import DTypeValueError, ShapeError
 from ..numpy import linalg as _np_linalg
 from ..numpy._core import promote_dtypes_inexact
 from .. import linalg as _fnx_linalg
 from ..lax.linalg import lu_pivots_to_permutation
+from ..lax.qdwh import qdwh as _qdwh
 
 # the same functions under SciPy's names and defaults
 det = _np_linalg.det
@@ -370,27 +373,51 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: boo
 
 def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
     """Polar decomposition: ``(u, p)`` with ``a = u @ p`` (``side`` "right") or ``a = p @ u``
-    ("left"), ``u`` with orthonormal columns (rows if n > m) and ``p`` positive semidefinite.
-    Both methods compute it from the SVD (``u = U @ Vh``).
+    ("left"), ``u`` with orthonormal columns (rows if n > m) and ``p`` positive semidefinite,
+    over any leading batch dimensions. ``method="qdwh"`` iterates ``lax.linalg.qdwh`` (``eps``
+    and ``max_iterations`` are its tolerance and step limit); ``"svd"`` forms
+    ``u = U @ Vh`` from the SVD. The shapes QDWH does not reach (a wide matrix with side
+    "right", a tall one with "left"; JAX raises NotImplementedError) are computed by the SVD.
 
     >>> u, p = polar(jnp.array([[4.0, 2.0], [2.0, 3.0]]))
-    >>> p
-    Array([[4.0000005, 2.0000002],
-           [2.0000002, 3.0000002]], dtype=float32)
+    >>> p.round(4)
+    Array([[4., 2.],
+           [2., 3.]], dtype=float32)
     """
-    del eps, max_iterations
+    a = jnp.asarray(a)
+    if a.ndim < 2:
+        raise ValueError(f"polar: the input must be at least a 2-D array, got shape {a.shape}")
     if side not in ("right", "left"):
         raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
     if method not in ("qdwh", "svd"):
-        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
-    (a,) = _inexact(a)
+        raise ValueError(f"polar: unknown polar decomposition method {method!r}: 'qdwh' or "
+                         f"'svd'")
+    if not dtypes.is_float(a.dtype):
+        raise DTypeValueError(f"polar needs a floating-point or complex matrix, got {a.dtype}")
+    m, n = a.shape[-2:]
+    if method == "qdwh" and side == "right" and m >= n:
+        def one(x):
+            u, p, _, _ = _qdwh(x, eps=eps, max_iterations=max_iterations)
+            return u, p
+    elif method == "qdwh" and side == "left" and m <= n:
+        def one(x):     # a^H = u' h' gives a = h' u'^H
+            u, p, _, _ = _qdwh(_lp.swap_last(jnp.conj(x)), eps=eps,
+                               max_iterations=max_iterations)
+            return _lp.swap_last(jnp.conj(u)), p
+    else:
+        one = functools.partial(_polar_by_svd, side=side)
+    out_p = "(n,n)" if side == "right" else "(m,m)"
+    return jnp.vectorize(one, signature=f"(m,n)->(m,n),{out_p}")(a)
+
+
+def _polar_by_svd(a, side):
     u_svd, s, vh = _np_linalg.svd(a, full_matrices=False)
-    u = u_svd @ vh
+    s = s.astype(u_svd.dtype)
     if side == "right":     # a = U S Vh = (U Vh)(V S Vh)
-        p = (_lp.swap_last(vh) * s[..., None, :]) @ vh
-    else:                   # a = (U S U^T)(U Vh)
-        p = (u_svd * s[..., None, :]) @ _lp.swap_last(u_svd)
-    return u, p
+        p = (jnp.conj(_lp.swap_last(vh)) * s[None, :]) @ vh
+    else:                   # a = (U S U^H)(U Vh)
+        p = (u_svd * s[None, :]) @ jnp.conj(_lp.swap_last(u_svd))
+    return u_svd @ vh, p
 
 
 # ---------------------------------------------------------------------------------------------

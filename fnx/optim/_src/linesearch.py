@@ -5,9 +5,11 @@ from .. import (
     ScaleByZoomLinesearchState, ZoomLinesearchInfo, scale_by_backtracking_linesearch,
     scale_by_zoom_linesearch, value_and_grad_from_state,
 )
+from .._linesearch import BacktrackingLineSearchState, ZoomLinesearchState, zoom_linesearch
 
 __all__ = [
-    'BacktrackingLinesearchInfo', 'ScaleByBacktrackingLinesearchState',
-    'ScaleByZoomLinesearchState', 'ZoomLinesearchInfo', 'scale_by_backtracking_linesearch',
-    'scale_by_zoom_linesearch', 'value_and_grad_from_state',
+    'BacktrackingLineSearchState', 'BacktrackingLinesearchInfo',
+    'ScaleByBacktrackingLinesearchState', 'ScaleByZoomLinesearchState', 'ZoomLinesearchInfo',
+    'ZoomLinesearchState', 'scale_by_backtracking_linesearch', 'scale_by_zoom_linesearch',
+    'value_and_grad_from_state', 'zoom_linesearch',
 ]
