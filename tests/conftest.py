@@ -1,3 +1,4 @@
+import contextlib
 import os
 import sys
 
@@ -71,3 +72,16 @@ def rng(request):
 
     import numpy as np
     return np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
+@contextlib.contextmanager
+def virtual_cpu_devices(count: int):
+    """``count`` virtual CPU devices, the default ones even where a GPU is present (a module's
+    fixture: ``with virtual_cpu_devices(8): yield``)."""
+    old = fnx.config.num_cpu_devices
+    fnx.config.update("jax_num_cpu_devices", count)
+    try:
+        with fnx.default_device(fnx.devices("cpu")[0]):
+            yield
+    finally:
+        fnx.config.update("jax_num_cpu_devices", old)

@@ -9,6 +9,7 @@ import pytest
 import fnx
 import fnx.numpy as jnp
 from fnx.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec as P
+from conftest import virtual_cpu_devices
 
 jax = pytest.importorskip("jax")
 import jax.sharding as jsh  # noqa: E402
@@ -16,11 +17,8 @@ import jax.sharding as jsh  # noqa: E402
 
 @pytest.fixture(autouse=True, scope="module")
 def four_devices():
-    old = fnx.config.num_cpu_devices
-    fnx.config.update("jax_num_cpu_devices", 4)
-    with fnx.default_device(fnx.devices("cpu")[0]):
+    with virtual_cpu_devices(4):
         yield
-    fnx.config.update("jax_num_cpu_devices", old)
 
 
 def _types(module, names):

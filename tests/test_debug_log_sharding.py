@@ -8,17 +8,15 @@ import pytest
 import fnx
 import fnx.numpy as jnp
 from fnx.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from conftest import virtual_cpu_devices
 
 jax = pytest.importorskip("jax")
 
 
 @pytest.fixture(autouse=True, scope="module")
 def four_devices():
-    old = fnx.config.num_cpu_devices
-    fnx.config.update("jax_num_cpu_devices", 4)
-    with fnx.default_device(fnx.devices("cpu")[0]):
+    with virtual_cpu_devices(4):
         yield
-    fnx.config.update("jax_num_cpu_devices", old)
 
 
 @pytest.fixture

@@ -13,16 +13,14 @@ import fnx
 import fnx.numpy as jnp
 from fnx import lax
 from fnx.sharding import Mesh, NamedSharding, PartitionSpec as P, PositionalSharding
+from conftest import virtual_cpu_devices
 
 
 @pytest.fixture(autouse=True, scope="module")
 def eight_devices():
     """8 virtual CPU devices, the default ones even where a GPU is present."""
-    old = fnx.config.num_cpu_devices
-    fnx.config.update("jax_num_cpu_devices", 8)
-    with fnx.default_device(fnx.devices("cpu")[0]):
+    with virtual_cpu_devices(8):
         yield
-    fnx.config.update("jax_num_cpu_devices", old)
 
 
 # one per-device step that uses every collective, run by fnx here and by JAX in a subprocess
